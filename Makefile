@@ -1,0 +1,47 @@
+# Thin wrapper over CMake. `make demo` and `make test` install what is missing
+# (Debian packages, the pinned models) before building.
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+ARCH_FLAGS ?= -march=x86-64-v3
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps models configure build test demo bench fuzz format clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+models: deps
+	bash scripts/fetch-models.sh
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DTAILOR_ARCH_FLAGS="$(ARCH_FLAGS)" $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: models build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+demo: models build
+	$(BUILD_DIR)/tailor inspect models/ch_PP-OCRv4_rec_infer.onnx
+
+bench: build
+	@for b in $(BUILD_DIR)/bench/*_bench; do [ -x "$$b" ] && "$$b"; done
+
+# libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined); run one with
+#   build-fuzz/fuzz/fuzz_safetensors -max_total_time=600 fuzz-corpus/safetensors
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTAILOR_ARCH_FLAGS="$(ARCH_FLAGS)" -DTAILOR_BUILD_FUZZ=ON -DTAILOR_BUILD_TESTS=OFF \
+	  -DTAILOR_BUILD_BENCH=OFF
+	cmake --build build-fuzz -j $(JOBS)
+
+format:
+	git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD_DIR) build-fuzz

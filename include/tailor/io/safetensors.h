@@ -1,0 +1,38 @@
+// safetensors (https://github.com/huggingface/safetensors, format README):
+// u64 little-endian header length N, N bytes of JSON header
+// {"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}},
+// then the data; offsets are relative to the end of the header.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tailor/core/tensor.h"
+#include "tailor/io/model.h"
+
+namespace tailor {
+
+/// Reads a safetensors file by mapping it: tensors are zero-copy views of the
+/// mapping when their offset is aligned for the dtype, otherwise owned copies.
+/// Validates before trusting: header length within the file and at most
+/// 100 MB, JSON well-formed, known dtypes (F64 F32 F16 BF16 I64 I32 I16 I8 U16
+/// U8 BOOL), shape × dtype size equal to the byte span, offsets within the data,
+/// tensors neither overlapping nor leaving gaps, names unique. Layout: rank ≥ 2
+/// floating tensors are out_in (PyTorch convention), rank-4 ones conv.
+/// Throws Error naming the file and the problem.
+ModelFile read_safetensors(const std::string& path);
+
+/// A tensor to write, with its name.
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+/// Writes tensors (in the given order, data 8-byte aligned) and `metadata` as
+/// `__metadata__`, atomically (temporary file + rename). Throws Error for
+/// duplicate or empty names, or a dtype safetensors cannot hold.
+void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace tailor

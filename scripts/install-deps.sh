@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages tailor builds, tests and benchmarks with.
+# Idempotent: asks apt only for what is missing. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake make pkg-config git ca-certificates
+  libeigen3-dev libopenblas-dev liblapacke-dev
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-numpy
+  clang libclang-rt-14-dev clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+# Node.js and npm fetch the models and run the onnxruntime reference. A
+# machine may carry them outside Debian's packages (nodesource ships npm inside
+# its nodejs): install Debian's only where the commands are absent.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,82 @@
+// tailor inspect: lists a model's weight tensors with their [out, in] views.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "tailor/io/model.h"
+
+namespace tailor::cli {
+namespace {
+
+std::string with_commas(int64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3) s.insert(i, ",");
+  return s;
+}
+
+void run_inspect(const std::string& path, bool json) {
+  const ModelFile m = load_model(path);
+  int64_t numel = 0, floating = 0, bytes = 0;
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const Weight& w : m.weights) {
+    numel += w.tensor.numel();
+    bytes += static_cast<int64_t>(w.tensor.nbytes());
+    if (is_floating(w.tensor.dtype())) floating += w.tensor.numel();
+    if (json) {
+      const Shape v = w.out_in_shape();
+      tensors.push_back(
+          {{"name", w.name},
+           {"dtype", std::string(dtype_name(w.tensor.dtype()))},
+           {"shape", w.tensor.shape()},
+           {"layout", layout_name(w.layout)},
+           {"out_in", v.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v)},
+           {"numel", w.tensor.numel()},
+           {"bytes", w.tensor.nbytes()}});
+    }
+  }
+  if (json) {
+    nlohmann::ordered_json out = {{"model", m.path},
+                                  {"format", m.format},
+                                  {"tensors", tensors},
+                                  {"totals",
+                                   {{"tensors", m.weights.size()},
+                                    {"numel", numel},
+                                    {"floating_numel", floating},
+                                    {"bytes", bytes}}}};
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  size_t name_w = 4;
+  for (const Weight& w : m.weights) name_w = std::max(name_w, w.name.size());
+  name_w = std::min<size_t>(name_w, 60);
+  std::cout << fmt::format("{} ({}): {} weight tensors\n\n", m.path, m.format, m.weights.size());
+  std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<15} {:>12} {:>12}\n", "name", name_w, "dtype",
+                           "stored shape", "[out, in]", "params", "bytes");
+  for (const Weight& w : m.weights) {
+    const Shape v = w.out_in_shape();
+    std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<15} {:>12} {:>12}\n", w.name, name_w,
+                             dtype_name(w.tensor.dtype()), shape_to_string(w.tensor.shape()),
+                             v.empty() ? std::string("-") : shape_to_string(v),
+                             with_commas(w.tensor.numel()), with_commas(w.tensor.nbytes()));
+  }
+  std::cout << fmt::format("\ntotal: {} tensors, {} parameters ({} floating point), {} bytes\n",
+                           m.weights.size(), with_commas(numel), with_commas(floating),
+                           with_commas(bytes));
+}
+
+}  // namespace
+
+void add_inspect(CLI::App& app) {
+  auto* cmd = app.add_subcommand("inspect",
+                                 "List every weight tensor: dtype, shapes, [out, in] view, bytes");
+  static std::string path;
+  static bool json = false;
+  cmd->add_option("MODEL", path, "ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin")
+      ->required();
+  cmd->add_flag("--json", json, "Print JSON (schema in the README)");
+  cmd->callback([] { run_inspect(path, json); });
+}
+
+}  // namespace tailor::cli

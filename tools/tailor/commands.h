@@ -1,0 +1,14 @@
+// Subcommands of the tailor CLI; each add_* registers one on the app and runs
+// it from its callback. Bad input surfaces as tailor::Error (exit code 2).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tailor::cli {
+
+/// `tailor inspect MODEL [--json]`: every weight tensor, its orientation and totals.
+void add_inspect(CLI::App& app);
+/// `tailor convert CHECKPOINT.bin -o OUT_DIR`: llama2.c checkpoint to a HF folder.
+void add_convert(CLI::App& app);
+
+}  // namespace tailor::cli

@@ -1,0 +1,29 @@
+// The `tailor` command: subcommands registered from cmd_*.cpp.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "tailor/core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tailor: fit trained neural networks to a budget"};
+  app.require_subcommand(1);
+  tailor::cli::add_inspect(app);
+  tailor::cli::add_convert(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const tailor::Error& e) {
+    std::fprintf(stderr, "tailor: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tailor: error: out of memory\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tailor: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}
