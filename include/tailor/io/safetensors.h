@@ -18,8 +18,11 @@ namespace tailor {
 /// Validates before trusting: header length within the file and at most
 /// 100 MB, JSON well-formed, known dtypes (F64 F32 F16 BF16 I64 I32 I16 I8 U16
 /// U8 BOOL), shape × dtype size equal to the byte span, offsets within the data,
-/// tensors neither overlapping nor leaving gaps, names unique. Layout: rank ≥ 2
-/// floating tensors are out_in (PyTorch convention), rank-4 ones conv.
+/// tensors neither overlapping nor leaving gaps (the whole buffer indexed, as
+/// the format requires), names unique, `__metadata__` string to string.
+/// Weights come in the header's order. Layout (PyTorch convention):
+/// rank-2 floating tensors out_in, rank ≥ 3 floating tensors (conv kernels
+/// [out, in/groups, k...]) conv, others none.
 /// Throws Error naming the file and the problem.
 ModelFile read_safetensors(const std::string& path);
 
@@ -29,9 +32,12 @@ struct NamedTensor {
   Tensor tensor;
 };
 
-/// Writes tensors (in the given order, data 8-byte aligned) and `metadata` as
-/// `__metadata__`, atomically (temporary file + rename). Throws Error for
-/// duplicate or empty names, or a dtype safetensors cannot hold.
+/// Writes tensors and `metadata` (as `__metadata__`) atomically (temporary file
+/// + rename). The header is padded with spaces to a multiple of 8 bytes and the
+/// data holds the tensors by descending element size, so each starts aligned
+/// to its element size with no holes. Non-contiguous tensors are written in
+/// row-major order of their shape. Throws Error for duplicate or empty names,
+/// or a dtype safetensors cannot hold.
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
