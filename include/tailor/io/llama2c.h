@@ -28,24 +28,40 @@ struct LlamaConfig {
 /// Reads a llama2.c checkpoint: 7 little-endian int32 (dim, hidden_dim,
 /// n_layers, n_heads, n_kv_heads, vocab_size, seq_len; negative vocab_size
 /// means a separate classifier), then f32 arrays token embedding, attention
-/// norms, wq, wk, wv, wo, FFN norms, w1, w2, w3, final norm, two RoPE tables,
-/// and [vocab, dim] classifier when not shared. Weights are exposed per layer
-/// with HF names (model.embed_tokens.weight, model.layers.{i}.input_layernorm.weight,
-/// model.layers.{i}.self_attn.{q,k,v,o}_proj.weight,
-/// model.layers.{i}.post_attention_layernorm.weight,
-/// model.layers.{i}.mlp.{gate,down,up}_proj.weight (w1, w2, w3), model.norm.weight,
-/// lm_head.weight only when not shared), every matrix [out, in], in llama2.c's
-/// interleaved-pair RoPE order (see convert_llama2c_to_hf). `config` receives
-/// the header. Throws Error naming the file for a header that is not positive
-/// and consistent (dim divisible by n_heads, n_heads by n_kv_heads) or a file
-/// size that disagrees with it.
+/// norms, wq, wk, wv, wo, FFN norms, w1, w2, w3, final norm, two RoPE tables
+/// [seq_len, head_dim/2] (not weights), and the [vocab, dim] classifier when
+/// not shared. Weights are zero-copy f32 views of the mapped file, exposed with
+/// HF names in this order: model.embed_tokens.weight [vocab, dim]; per layer i
+/// model.layers.{i}.input_layernorm.weight [dim],
+/// model.layers.{i}.self_attn.{q,k,v,o}_proj.weight ([dim, dim], [kv_dim, dim]
+/// twice, [dim, dim]; kv_dim = n_kv_heads · head_dim),
+/// model.layers.{i}.post_attention_layernorm.weight [dim],
+/// model.layers.{i}.mlp.{gate,down,up}_proj.weight (w1 [hidden, dim],
+/// w2 [dim, hidden], w3 [hidden, dim]); model.norm.weight [dim];
+/// lm_head.weight [vocab, dim] only when not shared. Every matrix is [out, in]
+/// (layout out_in; norms none), q_proj and k_proj in llama2.c's
+/// interleaved-pair RoPE order (see convert_llama2c_to_hf). Metadata: the
+/// header fields by name (vocab_size positive), "shared_classifier"
+/// ("true"/"false") and "architecture" = "llama"; format "llama2c". `config`,
+/// when given, receives the header.
+/// Throws Error naming the file for a file shorter than the header, a header
+/// that is not positive and consistent (dim divisible by n_heads, n_heads by
+/// n_kv_heads, head_dim even, sizes within 64 bits) or a file size that is not
+/// exactly what the header implies (expected and found bytes in the message).
 ModelFile read_llama2c(const std::string& path, LlamaConfig* config = nullptr);
 
 /// Writes a llama2.c checkpoint as a Hugging Face folder: `out_dir/config.json`
-/// (LlamaForCausalLM) and `out_dir/model.safetensors` (f32), the q_proj and
-/// k_proj rows permuted from interleaved pairs to HF's rotate-half order
-/// (per head, row 2i → i and 2i+1 → i + head_dim/2), as HF's
-/// convert_llama_weights_to_hf.py does. Creates out_dir; files written atomically.
+/// (LlamaForCausalLM: sizes from the header, rms_norm_eps 1e-5, rope_theta
+/// 10000, tie_word_embeddings when the classifier is shared, torch_dtype
+/// float32, bos 1, eos 2) and `out_dir/model.safetensors` (every weight f32,
+/// metadata {"format": "pt", "source": "llama2.c"}; no lm_head.weight when
+/// tied), the q_proj and k_proj rows permuted from llama2.c's interleaved RoPE
+/// pairs to HF's rotate-half order: per head of size hd, new row j = old row
+/// 2j and new row j + hd/2 = old row 2j + 1 (j < hd/2), which is the `permute`
+/// of HF's convert_llama_weights_to_hf.py (Meta order to HF order). Reads and
+/// validates the checkpoint first (read_llama2c's errors), then creates
+/// out_dir; each file is written atomically. Throws Error naming out_dir when
+/// it cannot be created, or a file when it cannot be written.
 void convert_llama2c_to_hf(const std::string& checkpoint, const std::string& out_dir);
 
 /// A llama2.c tokenizer (tokenizer.bin): int32 max_token_length, then per
@@ -55,15 +71,23 @@ struct Llama2cTokenizer {
   std::vector<float> scores;
   int32_t max_token_length = 0;
 
-  /// Reads `path` for a vocabulary of `vocab_size` tokens. Throws Error naming
-  /// the file when truncated or a length is negative or beyond the file.
+  /// Reads `path` for a vocabulary of `vocab_size` tokens (bytes after the
+  /// last token are ignored, as run.c does). Throws Error naming the file when
+  /// vocab_size is not positive, the file cannot be read or is truncated, or
+  /// max_token_length or a token length is negative or beyond the file.
   static Llama2cTokenizer load(const std::string& path, int32_t vocab_size);
   /// Encodes as run.c does: optional BOS (1), a leading space token (" ") when
-  /// text is non-empty, UTF-8 code points looked up (byte fallback + 3 when
-  /// absent), then greedy merges of the best-scoring adjacent pair.
+  /// text is non-empty, UTF-8 code points (a leading byte and at most 3
+  /// continuation bytes) looked up whole, with byte fallback (token byte + 3)
+  /// when absent, then repeatedly the adjacent pair whose concatenation is a
+  /// token with the highest score (the first on ties; scores ≤ -1e10 never
+  /// merge) is merged; optional EOS (2) last. Where run.c would push -1 for a
+  /// vocabulary without " ", the byte token of ' ' is used. Throws Error when a
+  /// byte token is outside the vocabulary (fewer than 259 tokens).
   std::vector<int32_t> encode(const std::string& text, bool bos, bool eos) const;
   /// Text of `token` following `prev` as run.c's decode does (a leading space
-  /// stripped after BOS, "<0xAB>" byte tokens turned into the byte).
+  /// stripped after BOS, a token spelled exactly "<0xHH>" turned into that
+  /// byte). Throws Error for a token outside the vocabulary.
   std::string decode(int32_t prev, int32_t token) const;
 };
 

@@ -1,0 +1,354 @@
+// GGUF reader, after the format description in
+// https://github.com/ggml-org/ggml/blob/master/docs/gguf.md:
+//
+//   u32 magic "GGUF", u32 version, u64 tensor_count, u64 metadata_kv_count,
+//   metadata_kv_count × { string key, u32 value_type, value },
+//   tensor_count × { string name, u32 n_dims, u64 ne[n_dims], u32 ggml_type,
+//                    u64 offset (relative to the data section) },
+//   padding to general.alignment (default 32), tensor data.
+//
+// Strings are u64 length + bytes (no terminator). Version 1 used 32-bit counts
+// and lengths and is refused; versions 2 and 3 share this layout (3 added
+// big-endian files, which are refused by their byte-swapped version).
+#include "tailor/io/gguf.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "io/byte_cursor.h"
+#include "tailor/core/error.h"
+
+namespace tailor {
+namespace {
+
+using io_detail::ByteCursor;
+using io_detail::checked_add;
+using io_detail::checked_mul;
+using io_detail::quoted;
+
+constexpr uint32_t kMaxDims = 4;   // GGML_MAX_DIMS
+constexpr int kMaxArrayDepth = 8;  // nested arrays deeper than this are refused
+constexpr uint64_t kDefaultAlignment = 32;
+// Smallest encodings, for bounding counts by the bytes remaining.
+constexpr uint64_t kMinTensorInfo = 8 + 4 + 4 + 8;  // empty name, n_dims 0, type, offset
+constexpr uint64_t kMinKv = 8 + 4 + 1;              // empty key, type, 1-byte value
+
+// Metadata value types.
+enum : uint32_t {
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
+};
+
+const char* value_type_name(uint32_t t) {
+  static constexpr const char* names[] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                          "int32",  "float32", "bool",   "string", "array",
+                                          "uint64", "int64",   "float64"};
+  return t <= kF64 ? names[t] : "unknown";
+}
+
+// Bytes of a fixed-size value type; 0 for string and array.
+uint64_t fixed_size(uint32_t t) {
+  switch (t) {
+    case kU8:
+    case kI8:
+    case kBool:
+      return 1;
+    case kU16:
+    case kI16:
+      return 2;
+    case kU32:
+    case kI32:
+    case kF32:
+      return 4;
+    case kU64:
+    case kI64:
+    case kF64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// Smallest encoding of one value of type t (a string: its length; an array:
+// element type and count).
+uint64_t min_size(uint32_t t) {
+  if (t == kString) return 8;
+  if (t == kArray) return 4 + 8;
+  return fixed_size(t);
+}
+
+// ggml_type names by value (ggml.h); empty for values never assigned.
+std::string ggml_type_name(uint32_t t) {
+  static constexpr const char* names[] = {
+      "F32",   "F16",        "Q4_0",       "Q4_1",       "Q4_2",     "Q4_3",     "Q5_0",
+      "Q5_1",  "Q8_0",       "Q8_1",       "Q2_K",       "Q3_K",     "Q4_K",     "Q5_K",
+      "Q6_K",  "Q8_K",       "IQ2_XXS",    "IQ2_XS",     "IQ3_XXS",  "IQ1_S",    "IQ4_NL",
+      "IQ3_S", "IQ2_S",      "IQ4_XS",     "I8",         "I16",      "I32",      "I64",
+      "F64",   "IQ1_M",      "BF16",       "Q4_0_4_4",   "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
+      "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
+  if (t < std::size(names)) return names[t];
+  return std::to_string(t);
+}
+
+bool is_quantized_type(uint32_t t) {
+  // Everything from Q4_0 up except the plain integer and float types.
+  return t >= 2 && t < 40 && !(t >= 24 && t <= 28) && t != 30;
+}
+
+std::string scalar_to_string(ByteCursor& c, uint32_t type) {
+  switch (type) {
+    case kU8:
+      return std::to_string(c.read<uint8_t>("uint8 value"));
+    case kI8:
+      return std::to_string(c.read<int8_t>("int8 value"));
+    case kU16:
+      return std::to_string(c.read<uint16_t>("uint16 value"));
+    case kI16:
+      return std::to_string(c.read<int16_t>("int16 value"));
+    case kU32:
+      return std::to_string(c.read<uint32_t>("uint32 value"));
+    case kI32:
+      return std::to_string(c.read<int32_t>("int32 value"));
+    case kU64:
+      return std::to_string(c.read<uint64_t>("uint64 value"));
+    case kI64:
+      return std::to_string(c.read<int64_t>("int64 value"));
+    case kF32:
+      return fmt::format("{}", c.read<float>("float32 value"));
+    case kF64:
+      return fmt::format("{}", c.read<double>("float64 value"));
+    case kBool: {
+      const auto b = c.read<uint8_t>("bool value");
+      if (b > 1)
+        throw Error(c.path(), "bool value " + std::to_string(b) + " at offset " +
+                                  std::to_string(c.pos() - 1) + " is neither 0 nor 1");
+      return b ? "true" : "false";
+    }
+    default:
+      throw Error(c.path(), "internal: scalar_to_string of type " + std::to_string(type));
+  }
+}
+
+std::string_view read_string(ByteCursor& c, std::string_view what) {
+  const auto len = c.read<uint64_t>(std::string(what) + " length");
+  if (len > c.remaining())
+    throw Error(c.path(), std::string(what) + " length " + std::to_string(len) + " at offset " +
+                              std::to_string(c.pos() - 8) + " exceeds the " +
+                              std::to_string(c.remaining()) + " bytes remaining");
+  return c.bytes(static_cast<size_t>(len), what);
+}
+
+void check_value_type(const ByteCursor& c, uint32_t type, std::string_view key) {
+  if (type > kF64)
+    throw Error(c.path(), "metadata key " + quoted(key) + " has unknown value type " +
+                              std::to_string(type) + " (0..12 are defined)");
+}
+
+// Skips one array body (element type and count already validated by the caller
+// against `depth`), reading nested strings and arrays element by element.
+void skip_array(ByteCursor& c, std::string_view key, int depth) {
+  const auto elem = c.read<uint32_t>("array element type");
+  check_value_type(c, elem, key);
+  const auto n = c.read<uint64_t>("array length");
+  const uint64_t min = min_size(elem);
+  if (n > c.remaining() / min)
+    throw Error(c.path(), "metadata key " + quoted(key) + ": array of " + std::to_string(n) + " " +
+                              value_type_name(elem) + " values cannot fit in the " +
+                              std::to_string(c.remaining()) + " bytes remaining");
+  if (elem == kArray && depth >= kMaxArrayDepth)
+    throw Error(c.path(), "metadata key " + quoted(key) + ": arrays nested deeper than " +
+                              std::to_string(kMaxArrayDepth) + " levels");
+  if (const uint64_t fs = fixed_size(elem)) {
+    c.skip(static_cast<size_t>(n * fs), "array data");  // n * fs ≤ remaining, checked above
+    return;
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    if (elem == kString)
+      read_string(c, "string array element");
+    else
+      skip_array(c, key, depth + 1);
+  }
+}
+
+struct TensorInfo {
+  std::string name;
+  Shape shape;  // row-major (ne reversed)
+  DType dtype = DType::f32;
+  uint64_t offset = 0;  // relative to the data section
+  uint64_t nbytes = 0;
+  uint64_t begin = 0;  // absolute, filled in once the data section is known
+};
+
+TensorInfo read_tensor_info(ByteCursor& c) {
+  TensorInfo t;
+  t.name = std::string(read_string(c, "tensor name"));
+  const std::string& path = c.path();
+  const auto n_dims = c.read<uint32_t>("tensor dimension count");
+  if (n_dims > kMaxDims)
+    throw Error(path, "tensor " + quoted(t.name) + " has " + std::to_string(n_dims) +
+                          " dimensions (at most " + std::to_string(kMaxDims) + ")");
+  uint64_t ne[kMaxDims] = {};
+  uint64_t numel = 1;
+  for (uint32_t i = 0; i < n_dims; ++i) {
+    ne[i] = c.read<uint64_t>("tensor dimension");
+    if (ne[i] > static_cast<uint64_t>(INT64_MAX))
+      throw Error(path, "tensor " + quoted(t.name) + " dimension " + std::to_string(i) + " is " +
+                            std::to_string(ne[i]) + " (too large)");
+    numel = checked_mul(numel, ne[i], path, "tensor " + quoted(t.name));
+  }
+  const auto type = c.read<uint32_t>("tensor type");
+  t.offset = c.read<uint64_t>("tensor offset");
+  switch (type) {
+    case 0:
+      t.dtype = DType::f32;
+      break;
+    case 1:
+      t.dtype = DType::f16;
+      break;
+    case 30:
+      t.dtype = DType::bf16;
+      break;
+    default: {
+      const std::string why = is_quantized_type(type) ? "quantized types are not read"
+                              : type < 40             ? "only F32, F16 and BF16 tensors are read"
+                                                      : "unknown type";
+      throw Error(path, "tensor " + quoted(t.name) + " has unsupported GGUF type " +
+                            ggml_type_name(type) + " (" + why + ")");
+    }
+  }
+  t.nbytes = checked_mul(numel, dtype_size(t.dtype), path, "tensor " + quoted(t.name));
+  for (uint32_t i = n_dims; i-- > 0;) t.shape.push_back(static_cast<int64_t>(ne[i]));
+  return t;
+}
+
+}  // namespace
+
+ModelFile read_gguf(const std::string& path) {
+  const std::shared_ptr<Storage> storage = Storage::map_file(path);
+  const size_t size = storage->size();
+  ByteCursor c(storage->data(), size, path);
+  if (size < 4 || std::memcmp(storage->data(), "GGUF", 4) != 0)
+    throw Error(path, "not a GGUF file: the first 4 bytes are not the magic 'GGUF'");
+  c.skip(4, "magic");
+  const auto version = c.read<uint32_t>("version");
+  if (version == 0x02000000u || version == 0x03000000u)
+    throw Error(path, "big-endian GGUF files are not supported");
+  if (version != 2 && version != 3)
+    throw Error(path, "unsupported GGUF version " + std::to_string(version) +
+                          " (versions 2 and 3 are read)");
+  const auto tensor_count = c.read<uint64_t>("tensor count");
+  const auto kv_count = c.read<uint64_t>("metadata key/value count");
+  if (tensor_count > c.remaining() / kMinTensorInfo)
+    throw Error(path, "tensor count " + std::to_string(tensor_count) +
+                          " cannot fit in the file (each tensor takes at least " +
+                          std::to_string(kMinTensorInfo) + " bytes, " +
+                          std::to_string(c.remaining()) + " remain)");
+  if (kv_count > c.remaining() / kMinKv)
+    throw Error(path, "metadata key/value count " + std::to_string(kv_count) +
+                          " cannot fit in the file (each takes at least " + std::to_string(kMinKv) +
+                          " bytes, " + std::to_string(c.remaining()) + " remain)");
+
+  ModelFile model;
+  model.path = path;
+  model.format = "gguf";
+  uint64_t alignment = kDefaultAlignment;
+  std::unordered_set<std::string> keys;
+  for (uint64_t i = 0; i < kv_count; ++i) {
+    const std::string key(read_string(c, "metadata key"));
+    if (!keys.insert(key).second) throw Error(path, "duplicate metadata key " + quoted(key));
+    const auto type = c.read<uint32_t>("metadata value type");
+    check_value_type(c, type, key);
+    std::string value;
+    if (type == kString) {
+      value = std::string(read_string(c, "string value"));
+    } else if (type == kArray) {
+      const size_t start = c.pos();
+      skip_array(c, key, 1);
+      // Re-read the count for the summary (validated by skip_array).
+      uint64_t n;
+      std::memcpy(&n, storage->data() + start + 4, 8);
+      value = "[array of " + std::to_string(n) + "]";
+    } else {
+      value = scalar_to_string(c, type);
+    }
+    if (key == "general.alignment") {
+      if (type != kU32)
+        throw Error(path, std::string("general.alignment must be a uint32, found ") +
+                              value_type_name(type));
+      alignment = std::stoull(value);
+      if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+        throw Error(path, "general.alignment " + value + " is not a power of two");
+    }
+    model.metadata[key] = std::move(value);
+  }
+
+  std::vector<TensorInfo> infos;
+  infos.reserve(static_cast<size_t>(tensor_count));  // bounded by the file size above
+  std::unordered_set<std::string> names;
+  for (uint64_t i = 0; i < tensor_count; ++i) {
+    infos.push_back(read_tensor_info(c));
+    if (!names.insert(infos.back().name).second)
+      throw Error(path, "duplicate tensor name " + quoted(infos.back().name));
+  }
+
+  // The data section starts at the first multiple of the alignment after the
+  // tensor infos (pos ≤ size, so this cannot overflow).
+  const uint64_t data_start = (c.pos() + alignment - 1) / alignment * alignment;
+  for (TensorInfo& t : infos) {
+    if (t.offset % alignment != 0)
+      throw Error(path, "tensor " + quoted(t.name) + " offset " + std::to_string(t.offset) +
+                            " is not a multiple of the alignment " + std::to_string(alignment));
+    t.begin = checked_add(data_start, t.offset, path, "tensor " + quoted(t.name) + " offset");
+    const uint64_t end = checked_add(t.begin, t.nbytes, path, "tensor " + quoted(t.name));
+    if (end > size)
+      throw Error(path, "tensor " + quoted(t.name) + " data [" + std::to_string(t.begin) + ", " +
+                            std::to_string(end) + ") lies past the end of the file (" +
+                            std::to_string(size) + " bytes)");
+  }
+  std::vector<const TensorInfo*> by_begin;
+  for (const TensorInfo& t : infos)
+    if (t.nbytes > 0) by_begin.push_back(&t);
+  std::sort(by_begin.begin(), by_begin.end(),
+            [](const TensorInfo* a, const TensorInfo* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_begin.size(); ++i) {
+    const TensorInfo& a = *by_begin[i - 1];
+    const TensorInfo& b = *by_begin[i];
+    if (b.begin < a.begin + a.nbytes)
+      throw Error(path, "tensors " + quoted(a.name) + " and " + quoted(b.name) +
+                            " overlap (data offsets " + std::to_string(a.offset) + " and " +
+                            std::to_string(b.offset) + ")");
+  }
+
+  model.weights.reserve(infos.size());
+  for (TensorInfo& t : infos) {
+    Weight w;
+    // A view of the mapping; copied when the data is not aligned for the dtype
+    // (possible only with general.alignment 1 or 2).
+    w.tensor = Tensor::view(storage, static_cast<size_t>(t.begin), t.dtype, t.shape).contiguous();
+    w.layout = t.shape.size() >= 2 ? WeightLayout::out_in : WeightLayout::none;
+    w.name = std::move(t.name);
+    model.weights.push_back(std::move(w));
+  }
+  return model;
+}
+
+}  // namespace tailor
