@@ -1,5 +1,6 @@
-// Hands a fuzzer's input to a reader as a file: an in-memory file (memfd)
-// reached through /proc/self/fd, rewritten for each input, so no disk I/O.
+// Shared by the fuzz targets: hands a fuzzer's input to a reader as a file (an
+// in-memory memfd reached through /proc/self/fd, rewritten for each input, so
+// no disk I/O), and reads every byte a reader claims to hold.
 #pragma once
 
 #include <sys/mman.h>
@@ -9,6 +10,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include "tailor/io/model.h"
 
 namespace tailor::fuzz {
 
@@ -25,6 +28,21 @@ inline std::string input_file(const uint8_t* data, size_t size) {
       (size && ::pwrite(fd, data, size, 0) != static_cast<ssize_t>(size)))
     std::abort();
   return path;
+}
+
+/// Reads every byte of every weight and converts small ones to f32, so a view
+/// reaching past its storage faults under AddressSanitizer.
+inline void touch_weights(const ModelFile& m) {
+  unsigned sum = 0;
+  for (const Weight& w : m.weights) {
+    const std::byte* p = w.tensor.raw();
+    for (size_t i = 0; i < w.tensor.nbytes(); ++i) sum += static_cast<unsigned>(p[i]);
+    if (w.tensor.numel() <= 4096) sum += static_cast<unsigned>(w.tensor.to_f32_vector().size());
+    if (w.layout != WeightLayout::none && w.tensor.numel() <= 4096)
+      sum += static_cast<unsigned>(w.out_in().numel());
+  }
+  volatile unsigned sink = sum;
+  (void)sink;
 }
 
 }  // namespace tailor::fuzz
