@@ -549,6 +549,24 @@ TEST(OnnxReaderReal, DetectorAndClassifier) {
   }
 }
 
+TEST(OnnxReaderLoadModel, OnnxExtensionWinsOverSafetensorsSniff) {
+  // Bytes 0-3 are 08 08 12 06 (ir_version 8, producer_name of 6 bytes), so
+  // byte 8 is the producer name's '{', which the safetensors sniff looks for.
+  TempDir dir;
+  onnx::ModelProto m = new_model();
+  m.set_producer_name("abcd{f");
+  m.clear_opset_import();
+  fill_raw(m.mutable_graph()->add_initializer(), "w", {2}, {1, 2});
+  const std::string path = save(dir, m);
+  std::ifstream in(path, std::ios::binary);
+  char head[9] = {};
+  in.read(head, 9);
+  ASSERT_EQ(head[8], '{');
+  const ModelFile f = load_model(path);
+  EXPECT_EQ(f.format, "onnx");
+  ASSERT_EQ(f.weights.size(), 1u);
+}
+
 // ---- CLI ------------------------------------------------------------------
 
 TEST(OnnxReaderCli, InspectJsonTotals) {
