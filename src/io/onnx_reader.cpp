@@ -305,14 +305,17 @@ class Reader {
 
     Shape shape(tp.dims().begin(), tp.dims().end());
     const size_t es = dtype_size(*dt);
-    int64_t numel = 1;
+    // The byte size, and the product of the nonzero dims (which strides reach
+    // even when a zero dim empties the tensor), must fit in int64.
+    int64_t numel = 1, extent = 1;
     for (int64_t d : shape) {
       if (d < 0)
         fail(who + " has negative dimension " + std::to_string(d) + " in shape " +
              shape_to_string(shape));
-      if (d != 0 && numel > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(es) / d)
+      if (d != 0 && extent > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(es) / d)
         fail(who + ": shape " + shape_to_string(shape) + " is too large (size overflows)");
       numel *= d;
+      extent *= std::max<int64_t>(d, 1);
     }
     const size_t bytes = static_cast<size_t>(numel) * es;
     const std::string what = "shape " + shape_to_string(shape) + " " + std::string(dtype_name(*dt));

@@ -425,6 +425,10 @@ TEST(OnnxReaderMalformed, HugeClaimedDims) {
   onnx::ModelProto m2 = new_model();
   fill_raw(m2.mutable_graph()->add_initializer(), "y", {1LL << 40, 1LL << 20}, {1, 2});
   expect_error(save(dir, m2, "m2.onnx"), "raw_data holds 8 bytes");
+  // No elements, but dims whose product overflows (found by fuzzing).
+  onnx::ModelProto m3 = new_model();
+  fill_raw(m3.mutable_graph()->add_initializer(), "z", {0, 1LL << 40, 1LL << 40}, {});
+  expect_error(save(dir, m3, "m3.onnx"), "too large");
 }
 
 TEST(OnnxReaderMalformed, UnsupportedDataType) {
