@@ -27,13 +27,16 @@ ModelFile load_model(const std::string& path) {
   const size_t got = static_cast<size_t>(in.gcount());
   if (got == 0) throw Error(path, "file is empty");
   if (got >= 4 && std::memcmp(head, "GGUF", 4) == 0) return read_gguf(path);
+  // An ONNX file's 9th byte can be '{' too (a field length of 123, a producer
+  // name's character), so the .onnx extension decides before that sniff.
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".onnx") return read_onnx(path);
   // safetensors: u64 header length, then the JSON header's '{'.
   if (got == 9 && head[8] == '{') return read_safetensors(path);
-  const std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".bin") return read_llama2c(path);
   // ONNX ModelProto: field 1 (ir_version, varint) opens every file the
   // exporters write; otherwise leave the verdict to the protobuf parser.
-  if (ext == ".onnx" || head[0] == 0x08) return read_onnx(path);
+  if (head[0] == 0x08) return read_onnx(path);
   throw Error(path,
               "unrecognised model format (expected ONNX, safetensors, GGUF or a llama2.c .bin)");
 }

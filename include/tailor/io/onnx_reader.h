@@ -7,21 +7,46 @@
 
 namespace tailor {
 
-/// Reads an ONNX model with libonnx's protobuf classes. Weights come from graph
-/// initializers and from `Constant` nodes (attribute `value`, and the
-/// `value_float(s)`/`value_int(s)` forms), in the main graph and in every
-/// subgraph of If/Loop/Scan nodes (names as in the file; a subgraph weight
-/// whose name repeats an outer one gets "<node name>/<branch>/" prefixed).
-/// Tensor data from `raw_data`, the typed fields (float_data, int32_data for
-/// f16/bf16/int8/..., int64_data, double_data) or external data files
-/// (`location`, `offset`, `length`), which must lie inside the model's folder.
-/// Orientation from the consumers: MatMul's B in_out, Gemm's B by transB, Conv
-/// kernels conv, ConvTranspose kernels conv_transpose, other rank ≥ 2 floating
-/// tensors out_in. Keeps the ModelProto in ModelFile::onnx (its tensor
-/// payloads included) for the runtime.
-/// Throws Error naming the file for an unparsable protobuf, a tensor whose data
-/// length disagrees with its shape and type, an unsupported data type, an
-/// external path outside the model folder, or a missing external file.
+/// Reads an ONNX model with libonnx's protobuf classes (the file must be under
+/// 2 GiB; larger models keep their weights in external data files).
+///
+/// Weights come from graph initializers and from `Constant` nodes (attribute
+/// `value`, and the `value_float(s)`/`value_int(s)` forms: f32 and i64 scalars
+/// or vectors), in the main graph and in every subgraph of If/Loop/Scan nodes
+/// (graph-valued attributes, at any depth). String constants (`value_string(s)`
+/// or a STRING `value` tensor) are skipped: they are not weights. Order: a
+/// graph's initializers, then its Constant nodes, then the weights of its
+/// subgraphs, node by node. Names are as in the file (a Constant's is its
+/// output's); a subgraph weight whose name repeats an earlier one gets
+/// "<node name>/<attribute>/" prefixed ("<attribute>.<i>" for the i-th graph of
+/// a `graphs` attribute, "<op type>@<index>" for an unnamed node, "#2", "#3"
+/// appended should the prefixed name repeat too).
+///
+/// Tensor data from `raw_data` (little-endian, copied into owned storage), the
+/// typed fields (float_data; int32_data for i32/i16/i8/u16/u8/bool and the bit
+/// patterns of f16/bf16; int64_data; double_data) or external data files
+/// (`location`, `offset`, `length`; mapped, tensors view the mapping), which must
+/// resolve inside the model's folder, symbolic links included. ONNX types map
+/// to f32, f16, bf16, f64, i8, u8, i16, u16, i32, i64 and bool.
+///
+/// Orientation from the direct consumers of each weight, in its own graph or
+/// by outer-scope reference from a subgraph: Conv kernels conv, ConvTranspose
+/// kernels conv_transpose (rank ≥ 3), MatMul's rank-2 B and Gemm's B with
+/// transB = 0 in_out, every other floating tensor of rank ≥ 2 out_in (Gemm's B
+/// with transB = 1 included); rank < 2 or non-floating tensors none. Should
+/// consumers disagree, conv wins over conv_transpose over in_out over out_in.
+///
+/// Keeps the ModelProto in ModelFile::onnx (its tensor payloads included) for
+/// the runtime; metadata: "ir_version", "opset" (default domain),
+/// "producer_name" and "producer_version" (when set).
+///
+/// Throws Error naming the file, in one line, for an unparsable protobuf or a
+/// model without a graph, a tensor whose data length disagrees with its shape
+/// and type, a negative dimension or a size that overflows, an unsupported
+/// data type (STRING, complex, UINT32/64, FLOAT8, INT4, ...), a sparse tensor
+/// or tensor segment, a weight name defined twice in one graph, and external
+/// data whose path leaves the model folder, whose file is missing, or whose
+/// offset and length do not fit the file.
 ModelFile read_onnx(const std::string& path);
 
 }  // namespace tailor
