@@ -16,14 +16,21 @@
 namespace tailor {
 
 int64_t shape_numel(const Shape& shape) {
+  // The product of the nonzero dims must fit too: strides are built from it,
+  // even when a zero dim leaves the tensor empty.
   int64_t n = 1;
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) throw Error("", "negative dimension in shape " + shape_to_string(shape));
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (n > std::numeric_limits<int64_t>::max() / d)
       throw Error("", "element count of shape " + shape_to_string(shape) + " overflows");
     n *= d;
   }
-  return n;
+  return empty ? 0 : n;
 }
 
 std::string shape_to_string(const Shape& shape) {

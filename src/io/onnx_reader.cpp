@@ -92,10 +92,11 @@ std::optional<DType> dtype_of(int t) {
 
 /// Consumer roles of a value, as a bit set.
 enum Role : uint8_t {
-  kMatMulB = 1,    // MatMul input 1, Gemm input 1 with transB = 0: stored [in, out]
-  kGemmBT = 2,     // Gemm input 1 with transB = 1: stored [out, in]
-  kConvW = 4,      // Conv input 1
-  kConvTransW = 8  // ConvTranspose input 1
+  kMatMulB = 1,     // MatMul input 1, Gemm input 1 with transB = 0: stored [in, out]
+  kGemmBT = 2,      // Gemm input 1 with transB = 1: stored [out, in]
+  kConvW = 4,       // Conv input 1
+  kConvTransW = 8,  // ConvTranspose input 1
+  kGatherData = 16  // Gather input 0: an embedding table [rows, cols], viewed [out, in] as stored
 };
 using Uses = std::unordered_map<std::string, uint8_t>;
 
@@ -104,13 +105,16 @@ bool is_default_domain(const std::string& d) {
 }
 
 /// Layout of a weight from the roles of its direct consumers. Conflicting
-/// roles resolve in the order conv, conv_transpose, in_out, out_in.
+/// roles resolve in the order conv, conv_transpose, in_out, out_in. A tensor
+/// no matrix operation consumes (a bias or scale broadcast into Add or Mul,
+/// even of rank 4) has no [out, in] view.
 WeightLayout layout_for(const Tensor& t, uint8_t roles) {
   if (!is_floating(t.dtype()) || t.rank() < 2) return WeightLayout::none;
   if ((roles & kConvW) && t.rank() >= 3) return WeightLayout::conv;
   if ((roles & kConvTransW) && t.rank() >= 3) return WeightLayout::conv_transpose;
   if ((roles & kMatMulB) && t.rank() == 2) return WeightLayout::in_out;
-  return WeightLayout::out_in;
+  if (roles & (kGemmBT | kGatherData | kMatMulB)) return WeightLayout::out_in;
+  return WeightLayout::none;
 }
 
 /// Reads one ONNX file; one instance per read_onnx call.
@@ -230,6 +234,7 @@ class Reader {
   static void note_roles(const onnx::NodeProto& node, Uses& uses) {
     if (!is_default_domain(node.domain()) || node.input_size() < 2) return;
     const std::string& op = node.op_type();
+    if (op == "Gather") uses[node.input(0)] |= kGatherData;
     uint8_t role = 0;
     if (op == "MatMul") {
       role = kMatMulB;

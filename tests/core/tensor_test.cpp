@@ -46,6 +46,9 @@ TEST(Tensor, ViewPastEndIsRefused) {
   EXPECT_THROW(Tensor::view(s, 20, DType::f32, {0}), Error);
   EXPECT_THROW(Tensor::view(s, 0, DType::f32, {int64_t{1} << 62, 8}), Error);
   EXPECT_THROW(Tensor::view(s, 0, DType::f32, {-1}), Error);
+  // Empty, yet its strides (2^40 · 2^40) would overflow: refused (a fuzzer's find).
+  EXPECT_THROW(Tensor::view(s, 0, DType::f32, {0, int64_t{1} << 40, int64_t{1} << 40}), Error);
+  EXPECT_EQ(Tensor::view(s, 0, DType::f32, {0, 1 << 20, 1 << 20}).numel(), 0);
 }
 
 TEST(Tensor, MappedFileIsReadOnlyAndMisalignedAccessRefused) {

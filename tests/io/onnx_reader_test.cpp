@@ -118,7 +118,7 @@ TEST(OnnxReader, InitializerRawData) {
   EXPECT_EQ(w.tensor.dtype(), DType::f32);
   EXPECT_EQ(w.tensor.shape(), (Shape{2, 3}));
   EXPECT_EQ(w.tensor.to_f32_vector(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(w.layout, WeightLayout::out_in);  // rank 2, no consumer
+  EXPECT_EQ(w.layout, WeightLayout::none);  // rank 2, but no matrix op consumes it
 }
 
 TEST(OnnxReader, InitializerTypedFields) {
@@ -183,7 +183,7 @@ TEST(OnnxReader, HalfAndByteTypesFromInt32Data) {
   const Weight& hw = *f.find("h");
   EXPECT_EQ(hw.tensor.dtype(), DType::f16);
   EXPECT_EQ(hw.tensor.to_f32_vector(), (std::vector<float>{1.0f, -2.0f, 0.5f, 65504.0f}));
-  EXPECT_EQ(hw.layout, WeightLayout::out_in);  // f16 is floating
+  EXPECT_EQ(hw.layout, WeightLayout::none);  // no consumer
   EXPECT_EQ(f.find("bf")->tensor.dtype(), DType::bf16);
   EXPECT_EQ(f.find("bf")->tensor.to_f32_vector(), (std::vector<float>{3.0f, -0.125f}));
   EXPECT_EQ(f.find("q")->tensor.dtype(), DType::i8);
@@ -238,13 +238,13 @@ TEST(OnnxReader, IfSubgraphConstants) {
   const ModelFile f = read_onnx(save(dir, m));
   ASSERT_EQ(f.weights.size(), 5u);
   EXPECT_EQ(f.find("w")->tensor.to_f32_vector(), (std::vector<float>{1, 2, 3, 4}));
-  EXPECT_EQ(f.find("w")->layout, WeightLayout::out_in);  // the main graph's w has no consumer
+  EXPECT_EQ(f.find("w")->layout, WeightLayout::none);  // the main graph's w has no consumer
   const Weight* then_w = f.find("if0/then_branch/w");
   ASSERT_NE(then_w, nullptr);
   EXPECT_EQ(then_w->tensor.to_f32_vector(), (std::vector<float>{5, 6, 7, 8}));
   EXPECT_EQ(then_w->layout, WeightLayout::in_out);
   ASSERT_NE(f.find("inner_only"), nullptr);
-  EXPECT_EQ(f.find("inner_only")->layout, WeightLayout::out_in);
+  EXPECT_EQ(f.find("inner_only")->layout, WeightLayout::none);
   EXPECT_EQ(f.find("outer")->layout, WeightLayout::in_out);  // consumed inside the branch
   ASSERT_NE(f.find("if0/else_branch/w"), nullptr);
   EXPECT_EQ(f.find("if0/else_branch/w")->tensor.to_f32_vector(), (std::vector<float>{9}));
@@ -279,7 +279,7 @@ TEST(OnnxReader, NestedAndRepeatedSubgraphNames) {
   EXPECT_EQ(f.weights[3].name, "Loop@3/body/inner/else_branch/w");
   EXPECT_EQ(f.weights[3].layout, WeightLayout::conv);
   // The Conv consumes the branch's own "w", which shadows the outer one.
-  EXPECT_EQ(f.weights[0].layout, WeightLayout::out_in);
+  EXPECT_EQ(f.weights[0].layout, WeightLayout::none);
 }
 
 TEST(OnnxReader, ExternalData) {
@@ -367,6 +367,24 @@ TEST(OnnxReader, ConvKernels) {
 }
 
 // ---- malformed input ------------------------------------------------------
+
+TEST(OnnxReader, EmbeddingTablesHaveAViewAndBroadcastBiasesNone) {
+  TempDir dir;
+  onnx::ModelProto m = new_model();
+  onnx::GraphProto* g = m.mutable_graph();
+  // Gather's data is an embedding table [vocab=3, dim=2]: one row per token.
+  add_constant(g, "E", {3, 2}, iota(6));
+  add_node(g, "Gather", {"E", "ids"}, {"x"});
+  // A ConvTranspose bias [1, 24, 1, 1] added by broadcast (as in PP-OCR's
+  // detector) is no matrix, whatever its rank.
+  add_constant(g, "bias", {1, 24, 1, 1}, iota(24));
+  add_node(g, "Add", {"x", "bias"}, {"y"});
+  const ModelFile f = read_onnx(save(dir, m));
+  EXPECT_EQ(f.find("E")->layout, WeightLayout::out_in);
+  EXPECT_EQ(f.find("E")->out_in_shape(), (Shape{3, 2}));
+  EXPECT_EQ(f.find("bias")->layout, WeightLayout::none);
+  EXPECT_TRUE(f.find("bias")->out_in_shape().empty());
+}
 
 TEST(OnnxReaderMalformed, TruncatedRealModel) {
   const std::string real = testing::model_path(kRec);

@@ -17,7 +17,8 @@ namespace tailor {
 using Shape = std::vector<int64_t>;
 
 /// Number of elements of `shape` (1 for a scalar, shape {}). Throws Error when a
-/// dimension is negative or the product overflows int64.
+/// dimension is negative or the product of the nonzero dimensions overflows
+/// int64 (so strides of any accepted shape fit, empty tensors included).
 int64_t shape_numel(const Shape& shape);
 /// "[3, 4, 5]".
 std::string shape_to_string(const Shape& shape);

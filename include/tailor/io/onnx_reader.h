@@ -32,9 +32,11 @@ namespace tailor {
 /// Orientation from the direct consumers of each weight, in its own graph or
 /// by outer-scope reference from a subgraph: Conv kernels conv, ConvTranspose
 /// kernels conv_transpose (rank ≥ 3), MatMul's rank-2 B and Gemm's B with
-/// transB = 0 in_out, every other floating tensor of rank ≥ 2 out_in (Gemm's B
-/// with transB = 1 included); rank < 2 or non-floating tensors none. Should
-/// consumers disagree, conv wins over conv_transpose over in_out over out_in.
+/// transB = 0 in_out, Gemm's B with transB = 1, Gather's data (embedding
+/// tables) and batched MatMul operands out_in. Everything else is none: rank
+/// < 2, non-floating, and tensors no matrix operation consumes (biases and
+/// scales broadcast into Add/Mul, whatever their rank). Should consumers
+/// disagree, conv wins over conv_transpose over in_out over out_in.
 ///
 /// Keeps the ModelProto in ModelFile::onnx (its tensor payloads included) for
 /// the runtime; metadata: "ir_version", "opset" (default domain),
