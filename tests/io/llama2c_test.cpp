@@ -434,6 +434,7 @@ TEST(Llama2cCli, InspectJson) {
   EXPECT_EQ(j["format"], "llama2c");
   EXPECT_EQ(j["totals"]["numel"], 260032);
   EXPECT_EQ(j["totals"]["tensors"], 47);  // 1 + 5 × 9 + final norm
+  EXPECT_EQ(j["totals"]["matrices"], 36);  // 5 layers × 7 projections + the embedding
   EXPECT_EQ(j["tensors"].size(), 47u);
   EXPECT_EQ(j["tensors"][2]["name"], "model.layers.0.self_attn.q_proj.weight");
   EXPECT_EQ(j["tensors"][2]["out_in"], nlohmann::json::array({64, 64}));

@@ -601,6 +601,9 @@ TEST(OnnxReaderCli, InspectJsonTotals) {
   EXPECT_EQ(j["totals"]["tensors"], 325);
   EXPECT_EQ(j["totals"]["numel"], 2690312);
   EXPECT_EQ(j["totals"]["floating_numel"], 2690296);
+  // 38 Conv kernels and 9 MatMul weights (linear_77 … linear_85); the rest are
+  // BatchNorm parameters, biases and shape constants.
+  EXPECT_EQ(j["totals"]["matrices"], 47);
 }
 
 TEST(OnnxReaderCli, InspectGarbageFails) {

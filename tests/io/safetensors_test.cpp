@@ -244,6 +244,7 @@ TEST(Safetensors, CliInspectJson) {
   EXPECT_EQ(j["totals"]["tensors"], 2);
   EXPECT_EQ(j["totals"]["numel"], 30);
   EXPECT_EQ(j["totals"]["bytes"], 6 * 4 * 2 + 6 * 4);
+  EXPECT_EQ(j["totals"]["matrices"], 1);
   EXPECT_EQ(j["tensors"][0]["name"], "w");
   EXPECT_EQ(j["tensors"][0]["out_in"], nlohmann::json({6, 4}));
   EXPECT_TRUE(j["tensors"][1]["out_in"].is_null());

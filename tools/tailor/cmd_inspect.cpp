@@ -10,20 +10,26 @@
 namespace tailor::cli {
 namespace {
 
+/// 2690312 → "2,690,312" (no locale needed).
 std::string with_commas(int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3) s.insert(i, ",");
-  return s;
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out = v < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 void run_inspect(const std::string& path, bool json) {
   const ModelFile m = load_model(path);
-  int64_t numel = 0, floating = 0, bytes = 0;
+  int64_t numel = 0, floating = 0, bytes = 0, matrices = 0;
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
   for (const Weight& w : m.weights) {
     numel += w.tensor.numel();
     bytes += static_cast<int64_t>(w.tensor.nbytes());
     if (is_floating(w.tensor.dtype())) floating += w.tensor.numel();
+    if (w.layout != WeightLayout::none) ++matrices;
     if (json) {
       const Shape v = w.out_in_shape();
       tensors.push_back(
@@ -42,6 +48,7 @@ void run_inspect(const std::string& path, bool json) {
                                   {"tensors", tensors},
                                   {"totals",
                                    {{"tensors", m.weights.size()},
+                                    {"matrices", matrices},
                                     {"numel", numel},
                                     {"floating_numel", floating},
                                     {"bytes", bytes}}}};
@@ -52,18 +59,20 @@ void run_inspect(const std::string& path, bool json) {
   for (const Weight& w : m.weights) name_w = std::max(name_w, w.name.size());
   name_w = std::min<size_t>(name_w, 60);
   std::cout << fmt::format("{} ({}): {} weight tensors\n\n", m.path, m.format, m.weights.size());
-  std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<15} {:>12} {:>12}\n", "name", name_w, "dtype",
-                           "stored shape", "[out, in]", "params", "bytes");
+  std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<14} {:<15} {:>12} {:>12}\n", "name", name_w,
+                           "dtype", "stored shape", "layout", "[out, in]", "params", "bytes");
   for (const Weight& w : m.weights) {
     const Shape v = w.out_in_shape();
-    std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<15} {:>12} {:>12}\n", w.name, name_w,
+    std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<14} {:<15} {:>12} {:>12}\n", w.name, name_w,
                              dtype_name(w.tensor.dtype()), shape_to_string(w.tensor.shape()),
+                             layout_name(w.layout),
                              v.empty() ? std::string("-") : shape_to_string(v),
                              with_commas(w.tensor.numel()), with_commas(w.tensor.nbytes()));
   }
-  std::cout << fmt::format("\ntotal: {} tensors, {} parameters ({} floating point), {} bytes\n",
-                           m.weights.size(), with_commas(numel), with_commas(floating),
-                           with_commas(bytes));
+  std::cout << fmt::format(
+      "\ntotal: {} tensors ({} with an [out, in] view), {} parameters ({} floating point), {} "
+      "bytes\n",
+      m.weights.size(), matrices, with_commas(numel), with_commas(floating), with_commas(bytes));
 }
 
 }  // namespace
