@@ -460,3 +460,22 @@ TEST(Gguf, ErrorNamesUnreadableFile) {
 
 }  // namespace
 }  // namespace tailor
+
+namespace tailor {
+namespace {
+
+TEST(Gguf, CliRefusesQuantizedTensorWithExitCode2) {
+  TempDir dir;
+  GgufSpec s = valid_spec();
+  s.tensors[0].type = 12;  // Q4_K
+  const std::string path = dir.file("q4k.gguf");
+  write_bytes(path, s.build());
+  const auto r = testing::run_cli("inspect " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(path), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Q4_K"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+}  // namespace
+}  // namespace tailor
