@@ -8,7 +8,10 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
 #include <unistd.h>
+
+#include "tailor/core/error.h"
 
 namespace tailor::testing {
 
@@ -29,6 +32,20 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+void expect_error_naming(const std::function<void()>& fn, const std::string& path,
+                         const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error; expected one naming " << path << " and mentioning '" << needle
+                  << "'";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
 }
 
 CommandResult run_cli(const std::string& args) {

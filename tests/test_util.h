@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace tailor::testing {
@@ -20,6 +21,11 @@ class TempDir {
 
 /// Writes `bytes` to `path` (plain, non-atomic: test input).
 void write_bytes(const std::string& path, const std::string& bytes);
+
+/// Expects `fn` to throw tailor::Error whose one-line message names `path`
+/// and contains `needle` (a gtest failure otherwise).
+void expect_error_naming(const std::function<void()>& fn, const std::string& path,
+                         const std::string& needle);
 
 /// Result of running a command.
 struct CommandResult {

@@ -56,18 +56,7 @@ std::vector<float> raw_floats(long index, size_t count) {
   return v;
 }
 
-void expect_error_naming(const std::function<void()>& fn, const std::string& path,
-                         const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find(path), std::string::npos) << what;
-    EXPECT_NE(what.find(needle), std::string::npos) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-  }
-}
+using testing::expect_error_naming;
 
 TEST(Llama2c, ReadsStories260KConfig) {
   LlamaConfig c;
@@ -433,7 +422,7 @@ TEST(Llama2cCli, InspectJson) {
   const auto j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j["format"], "llama2c");
   EXPECT_EQ(j["totals"]["numel"], 260032);
-  EXPECT_EQ(j["totals"]["tensors"], 47);  // 1 + 5 × 9 + final norm
+  EXPECT_EQ(j["totals"]["tensors"], 47);   // 1 + 5 × 9 + final norm
   EXPECT_EQ(j["totals"]["matrices"], 36);  // 5 layers × 7 projections + the embedding
   EXPECT_EQ(j["tensors"].size(), 47u);
   EXPECT_EQ(j["tensors"][2]["name"], "model.layers.0.self_attn.q_proj.weight");
