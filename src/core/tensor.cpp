@@ -94,7 +94,9 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes) {
 }
 
 std::shared_ptr<Storage> Storage::map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; the type check
+  // below refuses it (and devices, sockets) before anything is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

@@ -242,7 +242,14 @@ TensorInfo read_tensor_info(ByteCursor& c) {
 
 }  // namespace
 
+// Every Error leaving the reader names the file (see attribute_errors).
+static ModelFile read_gguf_unattributed(const std::string& path);
+
 ModelFile read_gguf(const std::string& path) {
+  return attribute_errors(path, [&] { return read_gguf_unattributed(path); });
+}
+
+static ModelFile read_gguf_unattributed(const std::string& path) {
   const std::shared_ptr<Storage> storage = Storage::map_file(path);
   const size_t size = storage->size();
   ByteCursor c(storage->data(), size, path);
@@ -302,7 +309,9 @@ ModelFile read_gguf(const std::string& path) {
   }
 
   std::vector<TensorInfo> infos;
-  infos.reserve(static_cast<size_t>(tensor_count));  // bounded by the file size above
+  // Counts are bounded by the bytes remaining, but each info takes more memory
+  // than its 24-byte minimum on disk: grow as infos are read, not up front.
+  infos.reserve(static_cast<size_t>(std::min<uint64_t>(tensor_count, 1024)));
   std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < tensor_count; ++i) {
     infos.push_back(read_tensor_info(c));

@@ -4,7 +4,9 @@
 #include "tailor/io/llama2c.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -137,7 +139,14 @@ Tensor rope_pairs_to_halves(const Tensor& w, int32_t n_heads, int32_t hd) {
 
 }  // namespace
 
+// Every Error leaving the reader names the file (see attribute_errors).
+static ModelFile read_llama2c_unattributed(const std::string& path, LlamaConfig* config);
+
 ModelFile read_llama2c(const std::string& path, LlamaConfig* config) {
+  return attribute_errors(path, [&] { return read_llama2c_unattributed(path, config); });
+}
+
+static ModelFile read_llama2c_unattributed(const std::string& path, LlamaConfig* config) {
   const std::shared_ptr<Storage> storage = Storage::map_file(path);
   const LlamaConfig cfg = parse_header(path, *storage);
   const FileLayout l = layout_of(cfg, path);
@@ -191,14 +200,42 @@ ModelFile read_llama2c(const std::string& path, LlamaConfig* config) {
   return m;
 }
 
+// Every Error leaving the reader names the file (see attribute_errors).
+static void convert_llama2c_to_hf_unattributed(const std::string& checkpoint,
+                                               const std::string& out_dir);
+
 void convert_llama2c_to_hf(const std::string& checkpoint, const std::string& out_dir) {
+  return attribute_errors(checkpoint,
+                          [&] { return convert_llama2c_to_hf_unattributed(checkpoint, out_dir); });
+}
+
+static void convert_llama2c_to_hf_unattributed(const std::string& checkpoint,
+                                               const std::string& out_dir) {
   LlamaConfig cfg;
   const ModelFile m = read_llama2c(checkpoint, &cfg);
   namespace fs = std::filesystem;
+  if (out_dir.empty()) throw Error("(empty path)", "no output folder given");
+  // Both files are written into a staging folder beside out_dir and moved in
+  // only when both are complete, so a failure leaves no half-converted folder.
+  const fs::path dest = fs::absolute(out_dir);
   std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec || !fs::is_directory(out_dir))
-    throw Error(out_dir, "cannot create output folder" + (ec ? ": " + ec.message() : ""));
+  if (fs::exists(dest, ec) && !fs::is_directory(dest))
+    throw Error(out_dir, "exists and is not a folder");
+  for (const char* name : {"model.safetensors", "config.json"})
+    if (fs::is_directory(dest / name)) throw Error((dest / name).string(), "is a folder");
+  fs::create_directories(dest.parent_path(), ec);
+  if (ec) throw Error(out_dir, "cannot create the parent folder: " + ec.message());
+  std::string staging_name = dest.string() + ".tmp.XXXXXX";
+  if (!::mkdtemp(staging_name.data()))
+    throw Error(out_dir, std::string("cannot create a staging folder: ") + std::strerror(errno));
+  const fs::path staging = staging_name;
+  struct RemoveStaging {
+    fs::path dir;
+    ~RemoveStaging() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } cleanup{staging};
 
   std::vector<NamedTensor> tensors;
   tensors.reserve(m.weights.size());
@@ -213,7 +250,7 @@ void convert_llama2c_to_hf(const std::string& checkpoint, const std::string& out
   }
   // With a shared classifier there is no lm_head.weight: HF ties it to
   // model.embed_tokens.weight (tie_word_embeddings).
-  write_safetensors((fs::path(out_dir) / "model.safetensors").string(), tensors,
+  write_safetensors((staging / "model.safetensors").string(), tensors,
                     {{"format", "pt"}, {"source", "llama2.c"}});
 
   // rms_norm_eps and rope_theta are llama2.c's fixed values (run.c: 1e-5 and
@@ -235,7 +272,17 @@ void convert_llama2c_to_hf(const std::string& checkpoint, const std::string& out
       {"torch_dtype", "float32"},
       {"bos_token_id", 1},
       {"eos_token_id", 2}};
-  write_file_atomic((fs::path(out_dir) / "config.json").string(), config.dump(2) + "\n");
+  write_file_atomic((staging / "config.json").string(), config.dump(2) + "\n");
+
+  if (!fs::exists(dest)) {
+    fs::rename(staging, dest, ec);  // the whole folder at once
+    if (ec) throw Error(out_dir, "cannot move the staging folder into place: " + ec.message());
+    return;
+  }
+  for (const char* name : {"model.safetensors", "config.json"}) {
+    fs::rename(staging / name, dest / name, ec);
+    if (ec) throw Error((dest / name).string(), "cannot move into place: " + ec.message());
+  }
 }
 
 }  // namespace tailor

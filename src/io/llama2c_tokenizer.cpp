@@ -55,6 +55,10 @@ Llama2cTokenizer Llama2cTokenizer::load(const std::string& path, int32_t vocab_s
       throw Error(path, "file truncated: token " + std::to_string(i) + " of length " +
                             std::to_string(len) + " at offset " + std::to_string(c.pos()) +
                             " exceeds the " + std::to_string(c.remaining()) + " bytes remaining");
+    if (len > t.max_token_length)
+      throw Error(path, "token " + std::to_string(i) + " has length " + std::to_string(len) +
+                            ", above the file's max_token_length " +
+                            std::to_string(t.max_token_length));
     t.vocab.emplace_back(c.bytes(static_cast<size_t>(len), "token bytes"));
   }
   return t;

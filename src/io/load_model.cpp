@@ -1,7 +1,6 @@
-// Chooses a reader by the file's leading bytes.
+// Chooses a reader by the file's leading bytes and extension.
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "tailor/core/error.h"
 #include "tailor/io/gguf.h"
@@ -13,27 +12,40 @@
 namespace tailor {
 
 ModelFile load_model(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw Error("(empty path)", "no model file given");
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  if (fs::is_directory(path, ec)) {
     // A Hugging Face folder: read its model.safetensors.
-    const auto st = std::filesystem::path(path) / "model.safetensors";
-    if (std::filesystem::exists(st, ec)) return read_safetensors(st.string());
-    throw Error(path, "folder holds no model.safetensors");
+    const auto st = fs::path(path) / "model.safetensors";
+    const bool found = fs::exists(st, ec);
+    if (ec) throw Error(st.string(), "cannot look up: " + ec.message());
+    if (!found) throw Error(path, "folder holds no model.safetensors");
+    return read_safetensors(st.string());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, std::string("cannot open: ") + std::strerror(errno));
-  unsigned char head[9] = {};
-  in.read(reinterpret_cast<char*>(head), sizeof head);
-  const size_t got = static_cast<size_t>(in.gcount());
-  if (got == 0) throw Error(path, "file is empty");
-  if (got >= 4 && std::memcmp(head, "GGUF", 4) == 0) return read_gguf(path);
-  // An ONNX file's 9th byte can be '{' too (a field length of 123, a producer
-  // name's character), so the .onnx extension decides before that sniff.
-  const std::string ext = std::filesystem::path(path).extension().string();
+  // Mapping refuses FIFOs and devices without blocking; the readers map again
+  // (cheap) and validate the whole file.
+  const auto storage = Storage::map_file(path);
+  const size_t size = storage->size();
+  if (size == 0) throw Error(path, "file is empty");
+  const auto* head = reinterpret_cast<const unsigned char*>(storage->data());
+  const std::string ext = fs::path(path).extension().string();
+  if (size >= 4 && std::memcmp(head, "GGUF", 4) == 0) return read_gguf(path);
+  // The extension decides first where a format has one: an ONNX file's or a
+  // llama2.c header's 9th byte can happen to be '{'.
   if (ext == ".onnx") return read_onnx(path);
-  // safetensors: u64 header length, then the JSON header's '{'.
-  if (got == 9 && head[8] == '{') return read_safetensors(path);
-  if (ext == ".bin") return read_llama2c(path);
+  // safetensors: u64 header length within the file, then the JSON header's '{'.
+  uint64_t header_len = 0;
+  if (size >= 9) std::memcpy(&header_len, head, 8);
+  const bool safetensors_like = size >= 9 && head[8] == '{' && header_len <= size - 8;
+  if (ext == ".safetensors" || (ext != ".bin" && safetensors_like)) return read_safetensors(path);
+  if (ext == ".bin") {
+    if (size >= 4 && std::memcmp(head, "PK\x03\x04", 4) == 0)
+      throw Error(path,
+                  "a PyTorch zip checkpoint, which tailor does not read: save it as safetensors");
+    if (safetensors_like) return read_safetensors(path);
+    return read_llama2c(path);
+  }
   // ONNX ModelProto: field 1 (ir_version, varint) opens every file the
   // exporters write; otherwise leave the verdict to the protobuf parser.
   if (head[0] == 0x08) return read_onnx(path);

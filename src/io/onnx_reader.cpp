@@ -484,7 +484,8 @@ class Reader {
       fail(who + ": external data length is " + std::to_string(len) + " bytes, shape " +
            shape_to_string(shape) + " " + std::string(dtype_name(dt)) + " needs " +
            std::to_string(bytes));
-    return Tensor::view(storage, static_cast<size_t>(off), dt, std::move(shape));
+    Tensor t = Tensor::view(storage, static_cast<size_t>(off), dt, std::move(shape));
+    return t.is_aligned() ? t : t.clone();  // like safetensors and GGUF: copy when misaligned
   }
 
   std::string path_;
@@ -497,7 +498,14 @@ class Reader {
 
 }  // namespace
 
+// Every Error leaving the reader names the file (see attribute_errors).
+static ModelFile read_onnx_unattributed(const std::string& path);
+
 ModelFile read_onnx(const std::string& path) {
+  return attribute_errors(path, [&] { return read_onnx_unattributed(path); });
+}
+
+static ModelFile read_onnx_unattributed(const std::string& path) {
   return Reader(path).read();
 }
 

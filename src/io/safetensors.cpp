@@ -4,9 +4,11 @@
 #include "tailor/io/safetensors.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
@@ -15,6 +17,7 @@ namespace tailor {
 namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference reader's limit
+constexpr int kMaxDepth = 4;                       // {name: {"shape": [...]}} reaches depth 3
 
 struct DTypeName {
   const char* name;
@@ -43,7 +46,7 @@ WeightLayout layout_for(const Tensor& t) {
   return t.rank() >= 3 ? WeightLayout::conv : WeightLayout::out_in;
 }
 
-Entry parse_entry(const std::string& path, const std::string& name, const nlohmann::ordered_json& v,
+Entry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& v,
                   uint64_t data_size) {
   auto bad = [&](const std::string& what) { return Error(path, "tensor '" + name + "': " + what); };
   if (!v.is_object()) throw bad("header entry is not an object");
@@ -88,9 +91,48 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   return e;
 }
 
+/// One linear pass over the header text: throws Error when brackets nest
+/// deeper than kMaxDepth, and returns the keys of the top-level object in
+/// order, decoded. Malformed text is left for the JSON parser to report.
+std::vector<std::string> scan_header(const std::string& path, std::string_view text) {
+  std::vector<std::string> keys;
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth)
+        throw Error(path, "header JSON nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == '"') {
+      const size_t start = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      if (i >= text.size()) break;
+      if (depth != 1) continue;
+      size_t j = i + 1;
+      while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j]))) ++j;
+      if (j >= text.size() || text[j] != ':') continue;
+      try {
+        keys.push_back(nlohmann::json::parse(text.substr(start, i + 1 - start)).get<std::string>());
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(path, std::string("header is not valid JSON: ") + e.what());
+      }
+    }
+  }
+  return keys;
+}
+
 }  // namespace
 
+// Every Error leaving the reader names the file (see attribute_errors).
+static ModelFile read_safetensors_unattributed(const std::string& path);
+
 ModelFile read_safetensors(const std::string& path) {
+  return attribute_errors(path, [&] { return read_safetensors_unattributed(path); });
+}
+
+static ModelFile read_safetensors_unattributed(const std::string& path) {
   auto storage = Storage::map_file(path);
   const uint64_t file_size = storage->size();
   if (file_size < 8)
@@ -105,45 +147,42 @@ ModelFile read_safetensors(const std::string& path) {
                           std::to_string(file_size) + " bytes)");
   const char* hdr = reinterpret_cast<const char*>(storage->data()) + 8;
 
-  // Duplicate keys are legal JSON but not a valid header: catch them while parsing.
-  std::set<std::string> seen;
-  std::string duplicate;
-  nlohmann::ordered_json header;  // keeps the header's order of tensors
+  // Before building the DOM: refuse nesting deeper than a header needs, and
+  // take the top-level keys in order (JSON objects forget order and keep only
+  // the last of duplicate keys, which are legal JSON but not a valid header).
+  const std::vector<std::string> keys = scan_header(path, std::string_view(hdr, n));
+  nlohmann::json header;
   try {
-    header = nlohmann::ordered_json::parse(
-        hdr, hdr + n,
-        [&](int depth, nlohmann::ordered_json::parse_event_t ev, nlohmann::ordered_json& parsed) {
-          if (depth == 1 && ev == nlohmann::ordered_json::parse_event_t::key) {
-            const auto k = parsed.get<std::string>();
-            if (!seen.insert(k).second && duplicate.empty()) duplicate = k;
-          }
-          return true;
-        });
+    header = nlohmann::json::parse(hdr, hdr + n);
   } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     throw Error(path, "header is not valid JSON: " + what);
   }
-  if (!duplicate.empty()) throw Error(path, "duplicate tensor name '" + duplicate + "' in header");
   if (!header.is_object()) throw Error(path, "header is not a JSON object");
+  std::set<std::string> seen;
+  std::vector<std::string> order;
+  for (const std::string& k : keys) {
+    if (!seen.insert(k).second) throw Error(path, "duplicate tensor name '" + k + "' in header");
+    if (k != "__metadata__") order.push_back(k);
+  }
 
   ModelFile m;
   m.path = path;
   m.format = "safetensors";
   const uint64_t data_start = 8 + n;
   const uint64_t data_size = file_size - data_start;
-  std::vector<Entry> entries;
-  for (const auto& [key, value] : header.items()) {
-    if (key == "__metadata__") {
-      if (!value.is_object()) throw Error(path, "__metadata__ is not an object");
-      for (const auto& [mk, mv] : value.items()) {
-        if (!mv.is_string())
-          throw Error(path, "__metadata__ value of '" + mk + "' is not a string");
-        m.metadata[mk] = mv.get<std::string>();
-      }
-      continue;
+  if (header.contains("__metadata__")) {
+    const auto& md = header["__metadata__"];
+    if (!md.is_object()) throw Error(path, "__metadata__ is not an object");
+    for (const auto& [mk, mv] : md.items()) {
+      if (!mv.is_string()) throw Error(path, "__metadata__ value of '" + mk + "' is not a string");
+      m.metadata[mk] = mv.get<std::string>();
     }
-    entries.push_back(parse_entry(path, key, value, data_size));
   }
+  std::vector<Entry> entries;
+  entries.reserve(order.size());
+  for (const std::string& key : order)
+    entries.push_back(parse_entry(path, key, header[key], data_size));
 
   // The buffer must be covered exactly: sorted spans meet end to begin.
   std::vector<const Entry*> by_offset;

@@ -442,3 +442,26 @@ TEST(Llama2cCli, Convert) {
 
 }  // namespace
 }  // namespace tailor
+
+namespace tailor {
+namespace {
+
+TEST(Llama2cConvert, FailureLeavesNoHalfConvertedFolder) {
+  testing::TempDir dir;
+  const std::string out = dir.file("hf");
+  // config.json cannot be written (a folder stands there): nothing may be left.
+  std::filesystem::create_directories(out + "/config.json");
+  testing::expect_error_naming(
+      [&] { convert_llama2c_to_hf(testing::fixture_path("stories260K.bin"), out); },
+      out + "/config.json", "is a folder");
+  EXPECT_FALSE(std::filesystem::exists(out + "/model.safetensors"));
+  size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1u);  // only hf/, no staging folder
+}
+
+}  // namespace
+}  // namespace tailor

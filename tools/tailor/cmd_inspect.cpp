@@ -21,51 +21,71 @@ std::string with_commas(int64_t v) {
   return out;
 }
 
+/// `s` with control bytes written as \xHH, for a terminal table.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += ch;
+  }
+  return out;
+}
+
+/// JSON text of `j`; bytes that are not UTF-8 become U+FFFD rather than an error.
+template <class J>
+std::string dump(const J& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void run_inspect(const std::string& path, bool json) {
   const ModelFile m = load_model(path);
   int64_t numel = 0, floating = 0, bytes = 0, matrices = 0;
-  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
   for (const Weight& w : m.weights) {
     numel += w.tensor.numel();
     bytes += static_cast<int64_t>(w.tensor.nbytes());
     if (is_floating(w.tensor.dtype())) floating += w.tensor.numel();
     if (w.layout != WeightLayout::none) ++matrices;
-    if (json) {
-      const Shape v = w.out_in_shape();
-      tensors.push_back(
-          {{"name", w.name},
-           {"dtype", std::string(dtype_name(w.tensor.dtype()))},
-           {"shape", w.tensor.shape()},
-           {"layout", layout_name(w.layout)},
-           {"out_in", v.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v)},
-           {"numel", w.tensor.numel()},
-           {"bytes", w.tensor.nbytes()}});
-    }
   }
   if (json) {
-    nlohmann::ordered_json out = {{"model", m.path},
-                                  {"format", m.format},
-                                  {"tensors", tensors},
-                                  {"totals",
-                                   {{"tensors", m.weights.size()},
-                                    {"matrices", matrices},
-                                    {"numel", numel},
-                                    {"floating_numel", floating},
-                                    {"bytes", bytes}}}};
-    std::cout << out.dump(2) << "\n";
+    // Streamed a tensor at a time, so the output never sits whole in memory.
+    std::cout << "{\n  \"model\": " << dump(nlohmann::json(m.path), -1)
+              << ",\n  \"format\": " << dump(nlohmann::json(m.format), -1) << ",\n  \"tensors\": [";
+    for (size_t i = 0; i < m.weights.size(); ++i) {
+      const Weight& w = m.weights[i];
+      const Shape v = w.out_in_shape();
+      const nlohmann::ordered_json t = {
+          {"name", w.name},
+          {"dtype", std::string(dtype_name(w.tensor.dtype()))},
+          {"shape", w.tensor.shape()},
+          {"layout", layout_name(w.layout)},
+          {"out_in", v.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v)},
+          {"numel", w.tensor.numel()},
+          {"bytes", w.tensor.nbytes()}};
+      std::cout << (i ? ",\n    " : "\n    ") << dump(t, -1);
+    }
+    const nlohmann::ordered_json totals = {{"tensors", m.weights.size()},
+                                           {"matrices", matrices},
+                                           {"numel", numel},
+                                           {"floating_numel", floating},
+                                           {"bytes", bytes}};
+    std::cout << "\n  ],\n  \"totals\": " << dump(totals, -1) << "\n}\n";
     return;
   }
   size_t name_w = 4;
-  for (const Weight& w : m.weights) name_w = std::max(name_w, w.name.size());
+  for (const Weight& w : m.weights) name_w = std::max(name_w, printable(w.name).size());
   name_w = std::min<size_t>(name_w, 60);
-  std::cout << fmt::format("{} ({}): {} weight tensors\n\n", m.path, m.format, m.weights.size());
+  std::cout << fmt::format("{} ({}): {} weight tensor{}\n\n", printable(m.path), m.format,
+                           m.weights.size(), m.weights.size() == 1 ? "" : "s");
   std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<14} {:<15} {:>12} {:>12}\n", "name", name_w,
                            "dtype", "stored shape", "layout", "[out, in]", "params", "bytes");
   for (const Weight& w : m.weights) {
     const Shape v = w.out_in_shape();
-    std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<14} {:<15} {:>12} {:>12}\n", w.name, name_w,
-                             dtype_name(w.tensor.dtype()), shape_to_string(w.tensor.shape()),
-                             layout_name(w.layout),
+    std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<14} {:<15} {:>12} {:>12}\n",
+                             printable(w.name), name_w, dtype_name(w.tensor.dtype()),
+                             shape_to_string(w.tensor.shape()), layout_name(w.layout),
                              v.empty() ? std::string("-") : shape_to_string(v),
                              with_commas(w.tensor.numel()), with_commas(w.tensor.nbytes()));
   }

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <iostream>
 
 #include "commands.h"
 #include "tailor/core/error.h"
@@ -11,8 +12,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tailor::cli::add_inspect(app);
   tailor::cli::add_convert(app);
+  app.set_version_flag("--version", std::string("tailor ") + TAILOR_VERSION);
   try {
     app.parse(argc, argv);
+    std::cout.flush();
+    if (!std::cout) throw tailor::Error("standard output", "write failed");
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const tailor::Error& e) {

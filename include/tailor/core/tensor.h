@@ -38,7 +38,8 @@ class Storage {
   /// Zero-initialised owned storage of `bytes` bytes (aligned to 64).
   static std::shared_ptr<Storage> allocate(size_t bytes);
   /// Maps `path` read-only in full. Throws Error naming the file when it cannot
-  /// be opened or mapped. An empty file gives empty storage.
+  /// be opened or mapped, or is not a regular file (a FIFO, device or folder is
+  /// refused without blocking). An empty file gives empty storage.
   static std::shared_ptr<Storage> map_file(const std::string& path);
 };
 

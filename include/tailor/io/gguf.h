@@ -21,7 +21,7 @@ namespace tailor {
 /// Throws Error naming the file (one line) for a bad magic, version 1 or any
 /// other unsupported version (big-endian files included), counts or string
 /// lengths that cannot fit in the bytes remaining (checked before anything is
-/// allocated), an unknown metadata value type, arrays nested deeper than 8,
+/// allocated for them), an unknown metadata value type, arrays nested deeper than 8,
 /// duplicate keys or tensor names, more than 4 dimensions, a quantized,
 /// integer, F64 or unknown tensor type ("tensor 'x' has unsupported GGUF type
 /// Q4_K (quantized types are not read)"), an offset that is not a multiple of

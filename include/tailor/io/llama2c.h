@@ -59,9 +59,12 @@ ModelFile read_llama2c(const std::string& path, LlamaConfig* config = nullptr);
 /// pairs to HF's rotate-half order: per head of size hd, new row j = old row
 /// 2j and new row j + hd/2 = old row 2j + 1 (j < hd/2), which is the `permute`
 /// of HF's convert_llama_weights_to_hf.py (Meta order to HF order). Reads and
-/// validates the checkpoint first (read_llama2c's errors), then creates
-/// out_dir; each file is written atomically. Throws Error naming out_dir when
-/// it cannot be created, or a file when it cannot be written.
+/// validates the checkpoint first (read_llama2c's errors), then writes both
+/// files into a staging folder beside out_dir and moves them in only when both
+/// are complete (out_dir itself is created by that move when absent), so a
+/// failure leaves neither file behind. Throws Error naming out_dir when it is
+/// empty, a file, or cannot be created, or naming a file that cannot be
+/// written or moved into place (e.g. out_dir/config.json is a folder).
 void convert_llama2c_to_hf(const std::string& checkpoint, const std::string& out_dir);
 
 /// A llama2.c tokenizer (tokenizer.bin): int32 max_token_length, then per

@@ -19,19 +19,21 @@ namespace tailor {
 /// How a weight is stored relative to the [out, in] view (DESIGN.md, "Weight
 /// orientation"): one row per output channel, the reduction axis last.
 enum class WeightLayout {
-  /// Stored [out, in, ...]: PyTorch/HF linear weights, embeddings, llama2.c and
-  /// GGUF matrices (after reversing ggml's ne order), any other rank ≥ 2
-  /// tensor. Trailing dims are flattened into `in`.
+  /// Stored [out, in, ...]: PyTorch/HF linear weights and embeddings, llama2.c
+  /// and GGUF matrices (after reversing ggml's ne order), ONNX Gemm B with
+  /// transB = 1 and Gather tables. Trailing dims are flattened into `in`.
   out_in,
   /// Stored [in, out]: ONNX MatMul's second operand, Gemm's B with transB = 0.
   in_out,
-  /// Conv kernel [out, in/groups, kh, kw (, ...)], viewed [out, in/groups·kh·kw].
+  /// Conv kernel [out, in/groups, kh, kw (, ...)], viewed [out, in/groups·kh·kw];
+  /// safetensors gives it to every floating tensor of rank ≥ 3 (PyTorch convention).
   conv,
   /// ConvTranspose kernel [in, out/groups, kh, kw (, ...)], viewed
   /// [out/groups, in·kh·kw] (dims 0 and 1 exchanged, then flattened).
   conv_transpose,
-  /// Rank 0 or 1 (biases, norm gains, scalars) or a non-floating tensor: no
-  /// matrix view.
+  /// No matrix view: rank 0 or 1 (biases, norm gains, scalars), non-floating
+  /// tensors, and in ONNX tensors that no matrix operation consumes (biases and
+  /// scales broadcast into Add or Mul, whatever their rank).
   none,
 };
 
@@ -70,10 +72,15 @@ struct ModelFile {
   const Weight* find(const std::string& name) const;
 };
 
-/// Loads a model, choosing the reader by the file's leading bytes (GGUF magic,
-/// safetensors header, ONNX protobuf) and, for llama2.c checkpoints, by the
-/// `.bin` extension and its header. Throws Error naming the file for a file
-/// no reader accepts or one that fails validation.
+/// Loads a model. A folder is read as a Hugging Face folder (its
+/// model.safetensors). A file goes by its leading bytes and extension, in this
+/// order: the GGUF magic; `.onnx`; `.safetensors`, or a plausible safetensors
+/// header (u64 length within the file, then '{') on any extension but `.bin`;
+/// `.bin`: a safetensors header if plausible, a PyTorch zip (refused by name),
+/// else a llama2.c checkpoint; finally a protobuf opening with ir_version is
+/// read as ONNX. Throws Error naming the file for an empty path, a file no
+/// reader accepts, one that is not a regular file, or one that fails the
+/// reader's validation.
 ModelFile load_model(const std::string& path);
 
 }  // namespace tailor

@@ -13,7 +13,8 @@ namespace tailor {
 /// Weights come from graph initializers and from `Constant` nodes (attribute
 /// `value`, and the `value_float(s)`/`value_int(s)` forms: f32 and i64 scalars
 /// or vectors), in the main graph and in every subgraph of If/Loop/Scan nodes
-/// (graph-valued attributes, at any depth). String constants (`value_string(s)`
+/// (graph-valued attributes, nested as deep as protobuf's parser allows: its
+/// recursion limit of 100 messages, about 32 nested If nodes). String constants (`value_string(s)`
 /// or a STRING `value` tensor) are skipped: they are not weights. Order: a
 /// graph's initializers, then its Constant nodes, then the weights of its
 /// subgraphs, node by node. Names are as in the file (a Constant's is its
