@@ -25,6 +25,18 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
               static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
+void sgemv(bool trans, int64_t m, int64_t n, float alpha, const float* a, int64_t lda,
+           const float* x, float beta, float* y) {
+  if (m == 0 || n == 0) {
+    // Nothing to reduce over: y = beta·y over op(A)'s rows.
+    const int64_t rows = trans ? n : m;
+    for (int64_t i = 0; i < rows; ++i) y[i] = beta == 0 ? 0.0f : beta * y[i];
+    return;
+  }
+  cblas_sgemv(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), alpha, a, static_cast<blasint>(lda), x, 1, beta, y, 1);
+}
+
 Matrix matmul(const Matrix& a, const Matrix& b, bool trans_a, bool trans_b) {
   const int64_t m = trans_a ? a.cols() : a.rows();
   const int64_t ka = trans_a ? a.rows() : a.cols();

@@ -19,6 +19,12 @@ using Vector = Eigen::VectorXf;
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+/// y = alpha·op(A)·x + beta·y on row-major A [m, n] (cblas_sgemv): op(A) is A
+/// ([m, n], x has n elements, y m) or Aᵀ when `trans` (x has m, y n); lda is
+/// A's row stride in elements.
+void sgemv(bool trans, int64_t m, int64_t n, float alpha, const float* a, int64_t lda,
+           const float* x, float beta, float* y);
+
 /// op(A)·op(B) as a new matrix; op transposes when the flag is set. Throws
 /// tailor::Error when the inner dimensions differ.
 Matrix matmul(const Matrix& a, const Matrix& b, bool trans_a = false, bool trans_b = false);
