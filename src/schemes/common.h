@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "tailor/core/tensor.h"
 #include "tailor/linalg/blas.h"
@@ -35,5 +36,13 @@ Tensor to_tensor(const linalg::Matrix& m, Shape shape);
 /// onto the currently smallest factor), returned in non-increasing order;
 /// their product is n. Example: 4096 into 3 → {16, 16, 16}; 96 → {6, 4, 4}.
 std::vector<int64_t> balanced_factors(int64_t n, int count);
+
+/// Row-major tensor `src` of shape `dims` with its axes reordered: result axis
+/// k is source axis perm[k]. Returns the permuted elements, row-major.
+std::vector<float> permute(const float* src, const std::vector<int64_t>& dims,
+                           const std::vector<int>& perm);
+
+/// Product of `v[first, last)` (1 when empty).
+int64_t product(const std::vector<int64_t>& v, size_t first, size_t last);
 
 }  // namespace tailor::schemes::detail

@@ -13,10 +13,11 @@
 namespace tailor::schemes {
 namespace {
 
-constexpr std::array<const SchemeTraits*, 7> kAll{
-    &detail::kDenseTraits,   &detail::kInt8Traits,        &detail::kInt4Traits,
-    &detail::kInt3Traits,    &detail::kInt4GroupedTraits, &detail::kTernaryTraits,
-    &detail::kSparse24Traits};
+constexpr std::array<const SchemeTraits*, 11> kAll{
+    &detail::kDenseTraits,    &detail::kInt8Traits,        &detail::kInt4Traits,
+    &detail::kInt3Traits,     &detail::kInt4GroupedTraits, &detail::kTernaryTraits,
+    &detail::kSparse24Traits, &detail::kLowRankTraits,     &detail::kMonarchTraits,
+    &detail::kTuckerTraits,   &detail::kTtTraits};
 
 // A positive decimal integer, the whole of `s`.
 bool parse_positive(std::string_view s, int64_t& value) {
@@ -47,6 +48,8 @@ Scheme parse_scheme(std::string_view label, const SchemeParams& defaults) {
   SchemeParams p = defaults;
   for (const SchemeTraits* t : kAll)
     if (t->pattern == label) return Scheme(*t, p);
+  if (label.starts_with("lowrank-r") && parse_positive(label.substr(9), p.rank))
+    return Scheme(detail::kLowRankTraits, p);
   if (label.starts_with("int4-g") && parse_positive(label.substr(6), p.group) &&
       (p.group == 32 || p.group == 64 || p.group == 128))
     return Scheme(detail::kInt4GroupedTraits, p);

@@ -48,6 +48,20 @@ double matmul_gap(const Encoded& e, const Tensor& x) {
 const std::vector<Shape> kShapes{{7, 13},  {16, 16}, {24, 40}, {1, 1},      {5, 1},
                                  {3, 130}, {81, 81}, {33, 64}, {8, 3, 3, 3}};
 
+TEST(Schemes, ApplicabilityPerShape) {
+  const std::vector<int64_t> ranks{1, 2};
+  // dense, int8, int4, int3, int4-g32/64/128, ternary, sparse-2:4, lowrank ×2,
+  // monarch (square n = m² only), tucker, tt.
+  EXPECT_EQ(applicable_schemes({16, 16}, ranks).size(), 14u);
+  EXPECT_EQ(applicable_schemes({7, 13}, ranks).size(), 13u);
+  EXPECT_EQ(applicable_schemes({1, 1}, ranks).size(), 13u);  // rank 2 > min side; monarch m = 1
+  EXPECT_EQ(applicable_schemes({5}, ranks).size(), 0u);
+  EXPECT_EQ(all_schemes().size(), 11u);
+  EXPECT_EQ(default_ranks({4096, 4096}),
+            (std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512, 1024}));
+  EXPECT_EQ(default_ranks({64, 64}), (std::vector<int64_t>{8, 16}));
+}
+
 TEST(Schemes, EveryLabelParsesBackToItself) {
   for (const Shape& shape : kShapes)
     for (const Scheme& s : applicable_schemes(shape, std::vector<int64_t>{1, 2})) {
