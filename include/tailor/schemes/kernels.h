@@ -1,8 +1,8 @@
 // Micro-kernels that multiply activations by compressed weights without
 // decoding them whole: packed-integer codes with f16 scales (int8, int4,
 // int3, ternary) and 2:4 sparsity. XNNPACK-style names say datatype,
-// operation and instruction set; gemm_kernels() is the one place that picks
-// which runs.
+// operation and instruction set; a scalar reference sits beside each AVX2/FMA
+// version, and gemm_kernels() is the one place that picks which runs.
 #pragma once
 
 #include <cstdint>
@@ -57,8 +57,18 @@ void q3_f32_gemm_ref(const PackedGemmArgs& args);
 void q2_f32_gemm_ref(const PackedGemmArgs& args);
 void s24_f32_gemm_ref(const Sparse24GemmArgs& args);
 
+/// AVX2/FMA/F16C versions (built when the compiler targets AVX2, e.g.
+/// -march=x86-64-v3): rows split across OpenMP threads; small batches fuse
+/// decoding into the dot products, larger batches decode a panel of rows into
+/// a cache-sized buffer and multiply it with OpenBLAS sgemm.
+void q8_f32_gemm_avx2(const PackedGemmArgs& args);
+void q4_f32_gemm_avx2(const PackedGemmArgs& args);
+void q3_f32_gemm_avx2(const PackedGemmArgs& args);
+void q2_f32_gemm_avx2(const PackedGemmArgs& args);
+void s24_f32_gemm_avx2(const Sparse24GemmArgs& args);
+
 /// Instruction sets a kernel table exists for.
-enum class Isa { ref };
+enum class Isa { ref, avx2 };
 
 /// One kernel per weight format for one instruction set.
 struct GemmKernels {
@@ -77,7 +87,7 @@ struct GemmKernels {
 bool isa_available(Isa isa);
 /// The kernels of `isa`; throws tailor::Error when it is not available.
 const GemmKernels& gemm_kernels(Isa isa);
-/// The fastest available kernels.
+/// The fastest available kernels (AVX2 where available, else the references).
 const GemmKernels& best_gemm_kernels();
 
 }  // namespace tailor::schemes::kernels
