@@ -44,9 +44,17 @@ double matmul_gap(const Encoded& e, const Tensor& x) {
 }
 
 // Shapes with odd `in`, `in` below every group size, a single row or column,
-// squares n = m² (for monarch), and a conv kernel [out, in, kh, kw].
-const std::vector<Shape> kShapes{{7, 13},  {16, 16}, {24, 40}, {1, 1},      {5, 1},
-                                 {3, 130}, {81, 81}, {33, 64}, {8, 3, 3, 3}};
+// squares n = m² (for monarch), a conv kernel [out, in, kh, kw], and a few
+// drawn at random (seeded) with out in [1, 48], in in [1, 300].
+const std::vector<Shape> kShapes = [] {
+  std::vector<Shape> s{{7, 13},  {16, 16}, {24, 40}, {1, 1},      {5, 1},
+                       {3, 130}, {81, 81}, {33, 64}, {8, 3, 3, 3}};
+  Rng rng(2024);
+  for (int i = 0; i < 4; ++i)
+    s.push_back(
+        {1 + static_cast<int64_t>(rng.below(48)), 1 + static_cast<int64_t>(rng.below(300))});
+  return s;
+}();
 
 TEST(Schemes, ApplicabilityPerShape) {
   const std::vector<int64_t> ranks{1, 2};

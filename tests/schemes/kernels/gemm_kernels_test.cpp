@@ -99,17 +99,18 @@ TEST_F(GemmKernels, Sparse24Avx2MatchesReference) {
       std::vector<float> want(static_cast<size_t>(batch * c.out), -1.0f), got = want;
       Sparse24GemmArgs a{values.data(), idx.data(), idx.size(), c.out,
                          c.in,          x.data(),   batch,      want.data()};
-      s24_f32_gemm_ref(a);
+      gemm_kernels(Isa::ref).s24(a);
       a.y = got.data();
-      s24_f32_gemm_avx2(a);
+      gemm_kernels(Isa::avx2).s24(a);
       EXPECT_LT(gap(got, want), 1e-5);
     }
 }
 
 TEST_F(GemmKernels, RegistryPicksAvx2WhereAvailable) {
   EXPECT_EQ(best_gemm_kernels().isa, Isa::avx2);
-  EXPECT_EQ(best_gemm_kernels().q4, &q4_f32_gemm_avx2);
+  EXPECT_EQ(best_gemm_kernels().q4, gemm_kernels(Isa::avx2).q4);
   EXPECT_EQ(gemm_kernels(Isa::ref).q4, &q4_f32_gemm_ref);
+  EXPECT_NE(gemm_kernels(Isa::avx2).q4, gemm_kernels(Isa::ref).q4);
   EXPECT_THROW(best_gemm_kernels().packed(5), Error);
 }
 
