@@ -29,7 +29,9 @@ struct PackedGemmArgs {
 /// Y[batch, out] = X[batch, in]·Ŵᵀ for a 2:4-sparse Ŵ: row o keeps
 /// kept_per_row(in) values, two per full group of 4 inputs and min(2, size)
 /// of a shorter last group, in input order. Their positions within their
-/// group (0–3) are 2-bit unsigned codes packed LSB first like the codes above.
+/// group (0–3) are 2-bit unsigned codes packed LSB first like the codes above;
+/// the two positions of a group are distinct and ascending (the encoder's
+/// output; the kernels rely on it).
 struct Sparse24GemmArgs {
   const float* values = nullptr;     ///< [out, kept_per_row(in)]
   const uint8_t* indices = nullptr;  ///< ceil(2·out·kept_per_row(in)/8) bytes
@@ -58,9 +60,10 @@ void q2_f32_gemm_ref(const PackedGemmArgs& args);
 void s24_f32_gemm_ref(const Sparse24GemmArgs& args);
 
 /// AVX2/FMA/F16C versions (built when the compiler targets AVX2, e.g.
-/// -march=x86-64-v3): rows split across OpenMP threads; small batches fuse
-/// decoding into the dot products, larger batches decode a panel of rows into
-/// a cache-sized buffer and multiply it with OpenBLAS sgemm.
+/// -march=x86-64-v3): output rows split across OpenMP threads (OMP_NUM_THREADS
+/// bounds them); batches up to 8 fuse decoding into the dot products, larger
+/// batches decode 16-row panels of Ŵ per thread into an L2-sized buffer and
+/// multiply them with register-blocked FMA tiles.
 void q8_f32_gemm_avx2(const PackedGemmArgs& args);
 void q4_f32_gemm_avx2(const PackedGemmArgs& args);
 void q3_f32_gemm_avx2(const PackedGemmArgs& args);
