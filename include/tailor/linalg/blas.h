@@ -1,0 +1,38 @@
+// Dense f32 matrices and the BLAS-3 / LAPACK operations the factorizations
+// need: matrix products (OpenBLAS cblas_sgemm) and Householder QR (LAPACK).
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+
+namespace tailor::linalg {
+
+/// Row-major f32 matrix: element (i, j) at data()[i·cols() + j]. Storage is
+/// Eigen's; the heavy products go to OpenBLAS, not Eigen's own kernels.
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+/// f32 column vector (singular values and the like).
+using Vector = Eigen::VectorXf;
+
+/// C[m, n] = alpha·op(A)·op(B) + beta·C on row-major pointers (cblas_sgemm):
+/// op(A) is [m, k] (A stored [k, m] when trans_a), op(B) is [k, n] (B stored
+/// [n, k] when trans_b); lda, ldb, ldc are row strides in elements.
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+/// y = alpha·op(A)·x + beta·y on row-major A [m, n] (cblas_sgemv): op(A) is A
+/// ([m, n], x has n elements, y m) or Aᵀ when `trans` (x has m, y n); lda is
+/// A's row stride in elements.
+void sgemv(bool trans, int64_t m, int64_t n, float alpha, const float* a, int64_t lda,
+           const float* x, float beta, float* y);
+
+/// op(A)·op(B) as a new matrix; op transposes when the flag is set. Throws
+/// tailor::Error when the inner dimensions differ.
+Matrix matmul(const Matrix& a, const Matrix& b, bool trans_a = false, bool trans_b = false);
+
+/// Orthonormal basis of the column space of `a` [m, k], m ≥ k: the thin Q
+/// [m, k] of a Householder QR (LAPACK sgeqrf + sorgqr; Golub & Van Loan,
+/// "Matrix Computations", 4th ed., §5.2). Throws tailor::Error when m < k or
+/// LAPACK reports a failure.
+Matrix orthonormalize(Matrix a);
+
+}  // namespace tailor::linalg

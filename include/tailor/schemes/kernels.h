@@ -1,0 +1,96 @@
+// Micro-kernels that multiply activations by compressed weights without
+// decoding them whole: packed-integer codes with f16 scales (int8, int4,
+// int3, ternary) and 2:4 sparsity. XNNPACK-style names say datatype,
+// operation and instruction set; a scalar reference sits beside each AVX2/FMA
+// version, and gemm_kernels() is the one place that picks which runs.
+#pragma once
+
+#include <cstdint>
+
+namespace tailor::schemes::kernels {
+
+/// Y[batch, out] = X[batch, in]·Ŵᵀ for Ŵ[o, j] = q(o·in + j)·f16(scales[o·G + j/group]),
+/// G = ceil(in/group) scales per row. The codes q form one bitstream over
+/// the row-major [out, in] weight: code i is the two's-complement integer in
+/// bits [i·bits, (i+1)·bits) of the stream, bit k being bit k mod 8 of byte
+/// k/8 (LSB first; int4 puts element 2t in the low nibble of byte t).
+struct PackedGemmArgs {
+  const uint8_t* codes = nullptr;    ///< ceil(out·in·bits/8) bytes
+  uint64_t code_bytes = 0;           ///< size of `codes` in bytes
+  const uint16_t* scales = nullptr;  ///< f16 bit patterns, [out, ceil(in/group)]
+  int64_t out = 0;                   ///< rows of Ŵ (elements)
+  int64_t in = 0;                    ///< columns of Ŵ, the reduction axis (elements)
+  int64_t group = 0;                 ///< inputs per scale (elements); `in` for per-channel
+  const float* x = nullptr;          ///< activations [batch, in], row-major
+  int64_t batch = 0;                 ///< rows of X
+  float* y = nullptr;                ///< output [batch, out], row-major, overwritten
+};
+
+/// Y[batch, out] = X[batch, in]·Ŵᵀ for a 2:4-sparse Ŵ: row o keeps
+/// kept_per_row(in) values, two per full group of 4 inputs and min(2, size)
+/// of a shorter last group, in input order. Their positions within their
+/// group (0–3) are 2-bit unsigned codes packed LSB first like the codes above;
+/// the two positions of a group are distinct and ascending (the encoder's
+/// output; the kernels rely on it).
+struct Sparse24GemmArgs {
+  const float* values = nullptr;     ///< [out, kept_per_row(in)]
+  const uint8_t* indices = nullptr;  ///< ceil(2·out·kept_per_row(in)/8) bytes
+  uint64_t index_bytes = 0;          ///< size of `indices` in bytes
+  int64_t out = 0;                   ///< rows of Ŵ (elements)
+  int64_t in = 0;                    ///< columns of Ŵ (elements)
+  const float* x = nullptr;          ///< activations [batch, in], row-major
+  int64_t batch = 0;                 ///< rows of X
+  float* y = nullptr;                ///< output [batch, out], row-major, overwritten
+};
+
+/// Values a 2:4-sparse row of `in` inputs keeps: 2·floor(in/4) + min(2, in mod 4).
+inline int64_t sparse24_kept_per_row(int64_t in) {
+  const int64_t r = in % 4;
+  return 2 * (in / 4) + (r < 2 ? r : 2);
+}
+
+using PackedGemmFn = void (*)(const PackedGemmArgs&);
+using Sparse24GemmFn = void (*)(const Sparse24GemmArgs&);
+
+/// Scalar references: straightforward loops, the definition the fast kernels are tested against.
+void q8_f32_gemm_ref(const PackedGemmArgs& args);
+void q4_f32_gemm_ref(const PackedGemmArgs& args);
+void q3_f32_gemm_ref(const PackedGemmArgs& args);
+void q2_f32_gemm_ref(const PackedGemmArgs& args);
+void s24_f32_gemm_ref(const Sparse24GemmArgs& args);
+
+/// AVX2/FMA/F16C versions (built when the compiler targets AVX2, e.g.
+/// -march=x86-64-v3): output rows split across OpenMP threads (OMP_NUM_THREADS
+/// bounds them); batches up to 8 fuse decoding into the dot products, larger
+/// batches decode 16-row panels of Ŵ per thread into an L2-sized buffer and
+/// multiply them with register-blocked FMA tiles.
+void q8_f32_gemm_avx2(const PackedGemmArgs& args);
+void q4_f32_gemm_avx2(const PackedGemmArgs& args);
+void q3_f32_gemm_avx2(const PackedGemmArgs& args);
+void q2_f32_gemm_avx2(const PackedGemmArgs& args);
+void s24_f32_gemm_avx2(const Sparse24GemmArgs& args);
+
+/// Instruction sets a kernel table exists for.
+enum class Isa { ref, avx2 };
+
+/// One kernel per weight format for one instruction set.
+struct GemmKernels {
+  Isa isa;
+  PackedGemmFn q8;
+  PackedGemmFn q4;
+  PackedGemmFn q3;
+  PackedGemmFn q2;
+  Sparse24GemmFn s24;
+
+  /// The packed kernel for `bits` (8, 4, 3 or 2); throws tailor::Error otherwise.
+  PackedGemmFn packed(int bits) const;
+};
+
+/// Whether `isa` was compiled in and this CPU runs it.
+bool isa_available(Isa isa);
+/// The kernels of `isa`; throws tailor::Error when it is not available.
+const GemmKernels& gemm_kernels(Isa isa);
+/// The fastest available kernels (AVX2 where available, else the references).
+const GemmKernels& best_gemm_kernels();
+
+}  // namespace tailor::schemes::kernels

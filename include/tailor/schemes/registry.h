@@ -1,0 +1,36 @@
+// The catalog of compression schemes: every scheme's traits, label parsing, and
+// which schemes apply to a weight shape.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tailor/schemes/scheme.h"
+
+namespace tailor::schemes {
+
+/// The traits of every scheme, in catalog order: dense, int8, int4, int3,
+/// int4-g{G}, ternary, sparse-2:4, lowrank-r{R}, monarch, tucker, tt.
+std::span<const SchemeTraits* const> all_schemes();
+
+/// The traits of `kind`.
+const SchemeTraits& scheme_traits(SchemeKind kind);
+
+/// Parses a label: "dense", "int8", "int4", "int3", "int4-g32", "int4-g64",
+/// "int4-g128", "ternary", "sparse-2:4", "lowrank-r{R}" (R ≥ 1, decimal),
+/// "monarch", "tucker", "tt". Other parameters take `defaults`' values.
+/// Throws tailor::Error naming the label and listing the known ones.
+Scheme parse_scheme(std::string_view label, const SchemeParams& defaults = {});
+
+/// Low-rank ranks tried by default for a weight [out, in] (viewed as a
+/// matrix): 8, 16, 32, … while R·(out + in) < out·in (fewer bytes than dense).
+std::vector<int64_t> default_ranks(const Shape& shape);
+
+/// Every catalog entry for a weight of `shape` (int4-g32/64/128, and
+/// lowrank-r{R} for each R of `ranks`), filtered by applicability.
+std::vector<Scheme> applicable_schemes(const Shape& shape, std::span<const int64_t> ranks,
+                                       const SchemeParams& defaults = {});
+
+}  // namespace tailor::schemes

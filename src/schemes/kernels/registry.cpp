@@ -1,0 +1,64 @@
+// The one place that decides which kernel runs: kernels never test CPU
+// features themselves.
+#include <fmt/format.h>
+
+#include "tailor/core/error.h"
+#include "tailor/schemes/kernels.h"
+
+namespace tailor::schemes::kernels {
+namespace {
+
+constexpr GemmKernels kRef{Isa::ref,        q8_f32_gemm_ref, q4_f32_gemm_ref,
+                           q3_f32_gemm_ref, q2_f32_gemm_ref, s24_f32_gemm_ref};
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+constexpr GemmKernels kAvx2{Isa::avx2,        q8_f32_gemm_avx2, q4_f32_gemm_avx2,
+                            q3_f32_gemm_avx2, q2_f32_gemm_avx2, s24_f32_gemm_avx2};
+constexpr bool kAvx2Built = true;
+#else
+constexpr GemmKernels kAvx2 = kRef;
+constexpr bool kAvx2Built = false;
+#endif
+
+}  // namespace
+
+PackedGemmFn GemmKernels::packed(int bits) const {
+  switch (bits) {
+    case 8:
+      return q8;
+    case 4:
+      return q4;
+    case 3:
+      return q3;
+    case 2:
+      return q2;
+    default:
+      throw Error("kernels", fmt::format("no packed kernel for {}-bit codes", bits));
+  }
+}
+
+bool isa_available(Isa isa) {
+  switch (isa) {
+    case Isa::ref:
+      return true;
+    case Isa::avx2:
+      // The AVX2 kernels also use FMA and F16C (every x86-64-v3 CPU has both).
+      return kAvx2Built && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+  }
+  return false;
+}
+
+const GemmKernels& gemm_kernels(Isa isa) {
+  check(isa_available(isa), "kernels",
+        isa == Isa::avx2 ? "AVX2/FMA/F16C kernels are not built in or not supported by this CPU"
+                         : "unknown instruction set");
+  return isa == Isa::avx2 ? kAvx2 : kRef;
+}
+
+const GemmKernels& best_gemm_kernels() {
+  static const GemmKernels& best = isa_available(Isa::avx2) ? kAvx2 : kRef;
+  return best;
+}
+
+}  // namespace tailor::schemes::kernels

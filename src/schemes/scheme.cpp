@@ -1,0 +1,57 @@
+#include "tailor/schemes/scheme.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "common.h"
+#include "tailor/core/error.h"
+
+namespace tailor::schemes {
+
+Encoded::Encoded(std::string label, int64_t out, int64_t in, std::vector<Factor> factors)
+    : label_(std::move(label)), out_(out), in_(in), factors_(std::move(factors)) {}
+
+const Tensor& Encoded::factor(std::string_view name) const {
+  for (const Factor& f : factors_)
+    if (f.name == name) return f.tensor;
+  throw Error(label_, fmt::format("no stored factor named '{}'", name));
+}
+
+uint64_t Encoded::bytes() const {
+  uint64_t total = 0;
+  for (const Factor& f : factors_) total += f.tensor.nbytes();
+  return total;
+}
+
+Tensor Encoded::check_input(const Tensor& x, int64_t& batch) const {
+  check(x.dtype() == DType::f32 && x.rank() == 2 && x.dim(1) == in_, label_,
+        fmt::format("matmul expects X f32 [batch, {}], found {} {}", in_, dtype_name(x.dtype()),
+                    shape_to_string(x.shape())));
+  batch = x.dim(0);
+  return x.contiguous();
+}
+
+std::unique_ptr<Encoded> Scheme::encode(const Tensor& w) const {
+  check(applicable(w.shape()), label(),
+        fmt::format("does not apply to a weight of shape {}", shape_to_string(w.shape())));
+  return traits_->encode(w, params_);
+}
+
+double rel_error(const Tensor& w, const Encoded& e) {
+  const detail::MatrixDims d = detail::matrix_dims(w.shape());
+  check(d.out == e.out() && d.in == e.in(), e.label(),
+        fmt::format("rel_error: weight {} does not match the encoded [{}, {}]",
+                    shape_to_string(w.shape()), e.out(), e.in()));
+  const std::vector<float> a = w.to_f32_vector();
+  const std::vector<float> b = e.decode().to_f32_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double diff = static_cast<double>(a[i]) - b[i];
+    num += diff * diff;
+    den += static_cast<double>(a[i]) * a[i];
+  }
+  return den == 0 ? 0.0 : std::sqrt(num / den);
+}
+
+}  // namespace tailor::schemes

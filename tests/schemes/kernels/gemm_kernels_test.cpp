@@ -1,0 +1,118 @@
+// Every AVX2 kernel against its scalar reference (XNNPACK habit: tests mirror
+// kernels one to one), on random codes over shapes that start rows and groups
+// at every bit offset: odd `in`, `in` below the group, short last groups, and
+// batches on both sides of the fused/panel split.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "tailor/core/dtype.h"
+#include "tailor/core/error.h"
+#include "tailor/core/rng.h"
+#include "tailor/schemes/kernels.h"
+
+namespace tailor::schemes::kernels {
+namespace {
+
+struct Case {
+  int64_t out, in, group;  // group 0: per channel (= in)
+};
+
+const std::vector<Case> kCases{{7, 13, 0},    {5, 129, 32},   {9, 64, 64},  {3, 200, 128},
+                               {4, 7, 32},    {6, 1, 0},      {11, 40, 32}, {2, 31, 0},
+                               {300, 260, 0}, {260, 300, 64}, {9, 257, 0},  {7, 263, 128}};
+const std::vector<int64_t> kBatches{1, 2, 4, 5, 9, 16};
+
+std::vector<float> normals(int64_t n, Rng& rng) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = static_cast<float>(rng.normal());
+  return v;
+}
+
+double gap(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+class GemmKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!isa_available(Isa::avx2)) GTEST_SKIP() << "AVX2/FMA/F16C kernels not available here";
+  }
+};
+
+TEST_F(GemmKernels, PackedAvx2MatchesReference) {
+  const auto& ref = gemm_kernels(Isa::ref);
+  const auto& fast = gemm_kernels(Isa::avx2);
+  Rng rng(77);
+  for (int bits : {8, 4, 3, 2})
+    for (const Case& c : kCases)
+      for (int64_t batch : kBatches) {
+        SCOPED_TRACE(::testing::Message() << bits << "-bit " << c.out << "x" << c.in << " group "
+                                          << c.group << " batch " << batch);
+        const int64_t group = c.group == 0 ? c.in : c.group;
+        const int64_t groups = (c.in + group - 1) / group;
+        std::vector<uint8_t> codes((static_cast<uint64_t>(c.out * c.in) * bits + 7) / 8);
+        for (uint8_t& b : codes) b = static_cast<uint8_t>(rng.next_u64());
+        std::vector<uint16_t> scales(static_cast<size_t>(c.out * groups));
+        for (uint16_t& s : scales) s = f32_to_f16(static_cast<float>(0.01 + rng.uniform(0, 1)));
+        const std::vector<float> x = normals(batch * c.in, rng);
+        std::vector<float> want(static_cast<size_t>(batch * c.out), -1.0f), got = want;
+        PackedGemmArgs a{codes.data(), codes.size(), scales.data(), c.out,      c.in,
+                         group,        x.data(),     batch,         want.data()};
+        ref.packed(bits)(a);
+        a.y = got.data();
+        fast.packed(bits)(a);
+        EXPECT_LT(gap(got, want), 1e-5);
+      }
+}
+
+TEST_F(GemmKernels, Sparse24Avx2MatchesReference) {
+  Rng rng(78);
+  for (const Case& c : kCases)
+    for (int64_t batch : kBatches) {
+      SCOPED_TRACE(::testing::Message() << c.out << "x" << c.in << " batch " << batch);
+      const int64_t kept = c.out * sparse24_kept_per_row(c.in);
+      const std::vector<float> values = normals(kept, rng);
+      // Random valid positions: per group two distinct ones in ascending order
+      // (one for a group of 1), within a short last group too.
+      std::vector<uint8_t> idx((static_cast<uint64_t>(kept) * 2 + 7) / 8, 0);
+      const int64_t kr = sparse24_kept_per_row(c.in);
+      for (int64_t o = 0; o < c.out; ++o)
+        for (int64_t t = 0; t < kr; t += 2) {
+          const auto size = static_cast<uint32_t>(std::min<int64_t>(4, c.in - 2 * t));
+          uint32_t p0 = 0, p1 = 1;
+          if (size > 2) {
+            p0 = static_cast<uint32_t>(rng.below(size - 1));
+            p1 = p0 + 1 + static_cast<uint32_t>(rng.below(size - 1 - p0));
+          }
+          for (auto [k, p] : {std::pair{o * kr + t, p0}, std::pair{o * kr + t + 1, p1}})
+            if (k < (o + 1) * kr)
+              idx[static_cast<size_t>(k / 4)] |= static_cast<uint8_t>(p << (2 * (k % 4)));
+        }
+      const std::vector<float> x = normals(batch * c.in, rng);
+      std::vector<float> want(static_cast<size_t>(batch * c.out), -1.0f), got = want;
+      Sparse24GemmArgs a{values.data(), idx.data(), idx.size(), c.out,
+                         c.in,          x.data(),   batch,      want.data()};
+      gemm_kernels(Isa::ref).s24(a);
+      a.y = got.data();
+      gemm_kernels(Isa::avx2).s24(a);
+      EXPECT_LT(gap(got, want), 1e-5);
+    }
+}
+
+TEST_F(GemmKernels, RegistryPicksAvx2WhereAvailable) {
+  EXPECT_EQ(best_gemm_kernels().isa, Isa::avx2);
+  EXPECT_EQ(best_gemm_kernels().q4, gemm_kernels(Isa::avx2).q4);
+  EXPECT_EQ(gemm_kernels(Isa::ref).q4, &q4_f32_gemm_ref);
+  EXPECT_NE(gemm_kernels(Isa::avx2).q4, gemm_kernels(Isa::ref).q4);
+  EXPECT_THROW(best_gemm_kernels().packed(5), Error);
+}
+
+}  // namespace
+}  // namespace tailor::schemes::kernels

@@ -1,0 +1,171 @@
+// One test walks every scheme of the registry through the same checks (the
+// ggml habit): bytes equal the stored factors and DESIGN.md's formula, decode
+// has the weight's shape, matmul equals X·decode()ᵀ without forming Ŵ, zero
+// weights stay zero, encoding is deterministic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tailor/core/error.h"
+#include "tailor/core/rng.h"
+#include "tailor/schemes/registry.h"
+
+namespace tailor::schemes {
+namespace {
+
+Tensor random_tensor(Shape shape, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  for (float& x : v) x = static_cast<float>(rng.normal());
+  return Tensor::from_f32(std::move(shape), v);
+}
+
+// ‖Y − X·Ŵᵀ‖ / ‖X·Ŵᵀ‖ with the reference product in double.
+double matmul_gap(const Encoded& e, const Tensor& x) {
+  const std::vector<float> w = e.decode().to_f32_vector();
+  const std::vector<float> xv = x.to_f32_vector();
+  const std::vector<float> y = e.matmul(x).to_f32_vector();
+  const int64_t batch = x.dim(0), in = e.in(), out = e.out();
+  double num = 0, den = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t o = 0; o < out; ++o) {
+      double ref = 0;
+      for (int64_t j = 0; j < in; ++j)
+        ref += static_cast<double>(xv[static_cast<size_t>(b * in + j)]) *
+               w[static_cast<size_t>(o * in + j)];
+      const double d = y[static_cast<size_t>(b * out + o)] - ref;
+      num += d * d;
+      den += ref * ref;
+    }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// Shapes with odd `in`, `in` below every group size, a single row or column,
+// squares n = m² (for monarch), a conv kernel [out, in, kh, kw], and a few
+// drawn at random (seeded) with out in [1, 48], in in [1, 300].
+const std::vector<Shape> kShapes = [] {
+  std::vector<Shape> s{{7, 13},  {16, 16}, {24, 40}, {1, 1},      {5, 1},
+                       {3, 130}, {81, 81}, {33, 64}, {8, 3, 3, 3}};
+  Rng rng(2024);
+  for (int i = 0; i < 4; ++i)
+    s.push_back(
+        {1 + static_cast<int64_t>(rng.below(48)), 1 + static_cast<int64_t>(rng.below(300))});
+  return s;
+}();
+
+TEST(Schemes, ApplicabilityPerShape) {
+  const std::vector<int64_t> ranks{1, 2};
+  // dense, int8, int4, int3, int4-g32/64/128, ternary, sparse-2:4, lowrank ×2,
+  // monarch (square n = m² only), tucker, tt.
+  EXPECT_EQ(applicable_schemes({16, 16}, ranks).size(), 14u);
+  EXPECT_EQ(applicable_schemes({7, 13}, ranks).size(), 13u);
+  EXPECT_EQ(applicable_schemes({1, 1}, ranks).size(), 13u);  // rank 2 > min side; monarch m = 1
+  EXPECT_EQ(applicable_schemes({5}, ranks).size(), 0u);
+  EXPECT_EQ(all_schemes().size(), 11u);
+  EXPECT_EQ(default_ranks({4096, 4096}),
+            (std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512, 1024}));
+  EXPECT_EQ(default_ranks({64, 64}), (std::vector<int64_t>{8, 16}));
+}
+
+TEST(Schemes, EveryLabelParsesBackToItself) {
+  for (const Shape& shape : kShapes)
+    for (const Scheme& s : applicable_schemes(shape, std::vector<int64_t>{1, 2})) {
+      const std::string label = s.label();
+      EXPECT_EQ(parse_scheme(label).label(), label);
+      EXPECT_EQ(parse_scheme(label).kind(), s.kind());
+    }
+  EXPECT_THROW(parse_scheme("int5"), Error);
+  EXPECT_THROW(parse_scheme("int4-g48"), Error);
+  EXPECT_THROW(parse_scheme("lowrank-r0"), Error);
+  EXPECT_THROW(parse_scheme("lowrank-r"), Error);
+  EXPECT_THROW(parse_scheme("lowrank-r8x"), Error);
+}
+
+TEST(Schemes, EverySchemeThroughTheSameChecks) {
+  uint64_t seed = 100;
+  for (const Shape& shape : kShapes) {
+    const Tensor w = random_tensor(shape, ++seed);
+    const int64_t out = shape[0], in = w.numel() / out;
+    for (const Scheme& s : applicable_schemes(shape, std::vector<int64_t>{1, 2})) {
+      SCOPED_TRACE(s.label() + " on " + shape_to_string(shape));
+      const auto e = s.encode(w);
+      ASSERT_EQ(e->out(), out);
+      ASSERT_EQ(e->in(), in);
+      EXPECT_EQ(e->label(), s.label());
+
+      // Bytes: the stored factors, every one, and the formula from the shape alone.
+      uint64_t sum = 0;
+      for (const Factor& f : e->factors()) sum += f.tensor.nbytes();
+      EXPECT_EQ(e->bytes(), sum);
+      EXPECT_EQ(e->bytes(), s.predicted_bytes(shape));
+
+      const Tensor wh = e->decode();
+      EXPECT_EQ(wh.shape(), (Shape{out, in}));
+      const double err = rel_error(w, *e);
+      EXPECT_TRUE(std::isfinite(err));
+      EXPECT_LE(err, 1.0 + 1e-6);
+
+      for (int64_t batch : {1, 5, 17}) {
+        const Tensor x = random_tensor({batch, in}, ++seed);
+        EXPECT_LT(matmul_gap(*e, x), 1e-5) << "batch " << batch;
+        EXPECT_EQ(e->matmul(x).shape(), (Shape{batch, out}));
+        EXPECT_GT(e->macs(batch), 0);
+        EXPECT_EQ(e->macs(batch), batch * e->macs(1));
+      }
+      EXPECT_THROW(e->matmul(random_tensor({2, in + 1}, 1)), Error);
+
+      // Deterministic: the same weight gives the same stored bytes.
+      const auto again = s.encode(w);
+      ASSERT_EQ(again->factors().size(), e->factors().size());
+      for (size_t i = 0; i < e->factors().size(); ++i) {
+        const Tensor& a = e->factors()[i].tensor;
+        const Tensor& b = again->factors()[i].tensor;
+        EXPECT_EQ(e->factors()[i].name, again->factors()[i].name);
+        EXPECT_EQ(a.shape(), b.shape());
+        EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), a.nbytes()));
+      }
+    }
+  }
+}
+
+TEST(Schemes, ZeroWeightsStayZero) {
+  for (const Shape& shape : kShapes) {
+    const Tensor w = Tensor::zeros(DType::f32, shape);
+    for (const Scheme& s : applicable_schemes(shape, std::vector<int64_t>{1})) {
+      SCOPED_TRACE(s.label() + " on " + shape_to_string(shape));
+      const auto e = s.encode(w);
+      for (float v : e->decode().to_f32_vector()) ASSERT_EQ(v, 0.0f);
+      EXPECT_EQ(rel_error(w, *e), 0.0);
+      const Tensor x = random_tensor({2, e->in()}, 5);
+      for (float v : e->matmul(x).to_f32_vector()) ASSERT_EQ(v, 0.0f);
+    }
+  }
+}
+
+TEST(Schemes, QuantizerBytesOn4096Square) {
+  const Shape s{4096, 4096};
+  EXPECT_EQ(parse_scheme("int4").predicted_bytes(s), 8'388'608u + 8'192u);
+  EXPECT_EQ(parse_scheme("int8").predicted_bytes(s), 16'777'216u + 8'192u);
+  EXPECT_EQ(parse_scheme("int3").predicted_bytes(s), 6'291'456u + 8'192u);
+  EXPECT_EQ(parse_scheme("int4-g128").predicted_bytes(s), 8'388'608u + 2u * 4096 * 32);
+  EXPECT_EQ(parse_scheme("ternary").predicted_bytes(s), 4'194'304u + 8'192u);
+  EXPECT_EQ(parse_scheme("sparse-2:4").predicted_bytes(s), 4u * 8'388'608 + 2'097'152u);
+  EXPECT_EQ(parse_scheme("dense").predicted_bytes(s), 67'108'864u);
+  // And the encoder's stored tensors agree for int4 (a zero weight encodes fast).
+  const auto e = parse_scheme("int4").encode(Tensor::zeros(DType::f32, s));
+  EXPECT_EQ(e->bytes(), 8'388'608u + 8'192u);
+  EXPECT_EQ(e->factor("q").nbytes(), 8'388'608u);
+  EXPECT_EQ(e->factor("scale").nbytes(), 8'192u);
+}
+
+TEST(Schemes, RejectsBadWeights) {
+  EXPECT_THROW(parse_scheme("int8").encode(Tensor::zeros(DType::f32, {5})), Error);
+  EXPECT_THROW(parse_scheme("int8").encode(Tensor::zeros(DType::f32, {0, 5})), Error);
+  EXPECT_THROW(parse_scheme("int8").encode(Tensor::zeros(DType::i32, {2, 5})), Error);
+}
+
+}  // namespace
+}  // namespace tailor::schemes
