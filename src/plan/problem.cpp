@@ -119,12 +119,16 @@ void check_feasible(const Problem& problem) {
   if (need <= problem.budget) return;
   const int64_t total_budget = problem.budget + problem.fixed_bytes;
   const int64_t reachable = need + problem.fixed_bytes;
+  const double r = static_cast<double>(reachable);
+  const std::string human = r >= 1e9   ? fmt::format("{:.3f} GB", r / 1e9)
+                            : r >= 1e6 ? fmt::format("{:.3f} MB", r / 1e6)
+                                       : fmt::format("{:.3f} kB", r / 1e3);
   throw Error(
       problem.source,
       fmt::format("infeasible budget: {} bytes is below the smallest reachable budget "
-                  "{} bytes ({:.3f} MB: fixed {} + {} for the smallest candidate of each "
-                  "of {} layers)",
-                  with_commas(total_budget), with_commas(reachable), reachable / 1e6,
+                  "{} bytes ({}: fixed {} + {} for the smallest candidate of each of {} "
+                  "layers)",
+                  with_commas(total_budget), with_commas(reachable), human,
                   with_commas(problem.fixed_bytes), with_commas(need), problem.layers.size()));
 }
 

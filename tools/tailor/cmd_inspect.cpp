@@ -5,21 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "format.h"
 #include "tailor/io/model.h"
 
 namespace tailor::cli {
 namespace {
-
-/// 2690312 → "2,690,312" (no locale needed).
-std::string with_commas(int64_t v) {
-  const std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out = v < 0 ? "-" : "";
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 void run_inspect(const std::string& path, bool json) {
   const ModelFile m = load_model(path);

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tailor::cli::add_inspect(app);
   tailor::cli::add_convert(app);
+  tailor::cli::add_plan(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
