@@ -55,12 +55,11 @@ Solution solve_cem(const Problem& problem, const SolveOptions& options, const Ce
   const size_t n = problem.layers.size();
   Categoricals dist(n);
   for (size_t i = 0; i < n; ++i) dist[i].assign(problem.layers[i].size(), 0.0);
-  refit(dist, {&incumbent}, cem.laplace, 1.0);
-
   const int samples = std::max(cem.samples, 1);
   const size_t elite =
       std::clamp<size_t>(static_cast<size_t>(std::lround(cem.elite_fraction * samples)), 1,
                          static_cast<size_t>(samples) + 1);
+  refit(dist, std::vector<const Choice*>(elite, &incumbent), cem.laplace, 1.0);
   const Rng base(options.seed);
   std::vector<Choice> plans(samples, Choice(n));
   std::vector<double> values(samples);

@@ -96,10 +96,12 @@ class Repairer {
   }
 
   void descend() {
-    std::priority_queue<Move, std::vector<Move>, std::greater<>> queue;
     Move m{};
+    std::vector<Move> moves;
     for (size_t i = 0; i < c_.size(); ++i)
-      if (best_down(i, m)) queue.push(m);
+      if (best_down(i, m)) moves.push_back(m);
+    std::priority_queue<Move, std::vector<Move>, std::greater<>> queue(std::greater<>{},
+                                                                       std::move(moves));
     while (bytes_ > p_.budget && !queue.empty()) {
       const Move top = queue.top();
       queue.pop();
@@ -113,10 +115,12 @@ class Repairer {
   }
 
   void ascend() {
-    std::priority_queue<Move, std::vector<Move>, std::greater<>> queue;
     Move m{};
+    std::vector<Move> moves;
     for (size_t i = 0; i < c_.size(); ++i)
-      if (best_up(i, p_.budget - bytes_, m)) queue.push(m);
+      if (best_up(i, p_.budget - bytes_, m)) moves.push_back(m);
+    std::priority_queue<Move, std::vector<Move>, std::greater<>> queue(std::greater<>{},
+                                                                       std::move(moves));
     while (!queue.empty()) {
       const Move top = queue.top();
       queue.pop();

@@ -8,11 +8,11 @@ namespace tailor::plan {
 /// Settings of solve_cem.
 struct CemOptions {
   /// Plans sampled per iteration.
-  int samples = 200;
+  int samples = 128;
   /// Fraction of each population (incumbent included) refitted to.
   double elite_fraction = 0.1;
   /// Iterations (fewer when SolveOptions::time_limit_s runs out).
-  int iterations = 60;
+  int iterations = 40;
   /// Weight of the refit against the previous distribution (1: replace it).
   double rate = 0.7;
   /// Laplace pseudo-count per layer, spread evenly over its options, so no
@@ -22,7 +22,7 @@ struct CemOptions {
 
 /// The cross-entropy method (Rubinstein, 1999) as the rlx-opscope allocator
 /// runs it: a factorized categorical distribution, one per layer, warm-started
-/// as if the greedy plan (greedy.h) were the only elite; each iteration samples
+/// as if every elite plan were the greedy plan (greedy.h); each iteration samples
 /// plans, repairs each to the budget (downgrades, then upgrades that fit),
 /// keeps the best fraction together with the incumbent, and refits every
 /// layer's categorical to the elite counts with Laplace smoothing. The best
