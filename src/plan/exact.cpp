@@ -33,6 +33,10 @@ constexpr double kFan[] = {0.0,   0.5,  0.75, 0.9,  0.95, 0.98, 0.99, 0.995, 1.0
                            1.005, 1.01, 1.02, 1.05, 1.1,  1.25, 1.5,  2.0,   4.0};
 constexpr size_t kFans = std::size(kFan);
 
+/// Most partial plans held at once (32 bytes each, about 270 MB); beyond it
+/// the search stops as at a time limit, with a certified bound.
+constexpr size_t kMaxStates = size_t{1} << 23;
+
 /// Partial plans kept per stage by the first, heuristic pass.
 constexpr size_t kBeam = 512;
 
@@ -156,18 +160,15 @@ class ExactSolver {
     stages_.assign(1, {State{0, 0, 0, -1, -1}});
     std::vector<State> next;
     std::vector<std::pair<double, size_t>> ranked;
+    size_t held = 1;
     for (size_t k = 0; k < k_max; ++k) {
       const std::vector<State>& cur = stages_[k];
       const std::vector<int>& opts = core_[k].options;
       const int layer = core_[k].layer;
       next.clear();
       for (size_t si = 0; si < cur.size(); ++si) {
-        if ((si & 4095) == 0 && out_of_time()) {
-          certified_ = upper_;
-          for (const State& s : cur) certified_ = std::min(certified_, bound(s, k));
-          certified_ = std::max(certified_, lower_);
-          return false;
-        }
+        if ((si & 4095) == 0 && (out_of_time() || held + next.size() > kMaxStates))
+          return stop(cur, k);
         const State& s = cur[si];
         for (int j : opts) {
           const Option& o = p_.layers[layer][j];
@@ -196,6 +197,7 @@ class ExactSolver {
         kept.swap(best);
       }
       nodes_ += static_cast<int64_t>(kept.size());
+      held += kept.size();
       // Completing with the incumbent's choices may give a better plan.
       for (size_t t = 0; t < kept.size(); ++t) {
         if (kept[t].bytes + inc_bytes_[k + 1] > room) continue;
@@ -210,6 +212,15 @@ class ExactSolver {
       if (stages_.back().empty()) break;
     }
     return true;
+  }
+
+  // Stops the search with certified_ the least bound of the partial plans
+  // still open (`open`, over core layers < next); returns false.
+  bool stop(const std::vector<State>& open, size_t next) {
+    certified_ = upper_;
+    for (const State& s : open) certified_ = std::min(certified_, bound(s, next));
+    certified_ = std::max(certified_, lower_);
+    return false;
   }
 
   // Makes the best partial plan found (completed with the incumbent) the

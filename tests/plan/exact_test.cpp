@@ -128,6 +128,22 @@ TEST(PlanExact, TimeLimitReturnsAFeasiblePlanAndACertifiedBound) {
   }
 }
 
+TEST(PlanExact, TimeLimitOnASubsetSumLikeProblemCertifiesItsGap) {
+  // Costs almost on one line through every option: the LP is nearly
+  // degenerate and the search turns into subset sum, which a time limit cuts.
+  Rng rng(18);
+  Problem p = random_problem(rng, 2000, 16, 0.5, 1000000);
+  for (auto& opts : p.layers)
+    for (Option& o : opts) o.cost = 1 - static_cast<double>(o.bytes) * 1e-6 + rng.uniform(0, 1e-9);
+  SolveOptions limited;
+  limited.time_limit_s = 0.3;
+  const Solution s = solve_exact(p, limited);
+  expect_valid(p, s);
+  EXPECT_FALSE(s.proven_optimal);
+  EXPECT_GE(s.lower_bound, solve_greedy(p, {}).lower_bound - tol(s.objective));
+  EXPECT_LT(s.seconds, 3.0);
+}
+
 // ---- An independent oracle: the same problem as a 0-1 program for CBC. ----
 
 std::string cbc_binary() {

@@ -25,12 +25,13 @@ namespace tailor::plan {
 ///    partial plans per stage (a beam) to find a near-optimal plan fast; the
 ///    fixing is redone with its tighter bound and the second pass is exact.
 /// Returns the optimum with lower_bound equal to it and proven_optimal set.
-/// With options.time_limit_s > 0 and the time spent, returns the best plan
-/// found with a certified lower bound (the least bound of the partial plans
-/// still open, or the LP bound during the beam pass). nodes counts the
-/// partial plans kept (0 when the LP bound alone closes the gap). Throws Error
-/// for an infeasible budget (naming the smallest reachable one) or pairwise
-/// terms.
+/// With options.time_limit_s > 0 and the time spent, or when the open partial
+/// plans would pass 2^23 (about 270 MB; only adversarial, subset-sum-like
+/// problems come near), returns the best plan found with a certified lower
+/// bound (the least bound of the partial plans still open, or the LP bound
+/// during the beam pass). nodes counts the partial plans kept (0 when the LP
+/// bound alone closes the gap). Throws Error for an infeasible budget (naming
+/// the smallest reachable one) or pairwise terms.
 Solution solve_exact(const Problem& problem, const SolveOptions& options);
 
 }  // namespace tailor::plan
