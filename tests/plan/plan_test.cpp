@@ -57,6 +57,14 @@ TEST(PlanJson, ObjectivesWeighTheErrors) {
   expect_error_naming([] { parse_objective("max"); }, "--objective", "max");
 }
 
+TEST(PlanJson, BudgetBelowTheFixedBytesIsInfeasible) {
+  const Problem p = make_problem(two_layers(), Objective::numel, 50, "p.json");
+  EXPECT_EQ(p.budget, -50);
+  // Smallest reachable: fixed 100 + int4 120 + int4 70.
+  expect_error_naming([&] { check_feasible(p); }, "p.json", "smallest reachable budget 290 bytes");
+  expect_error_naming([&] { solve_exact(p, {}); }, "p.json", "50 bytes is below");
+}
+
 TEST(PlanJson, PlanNamesLayersAndLabelsAndRoundTrips) {
   const ModelProfile prof = two_layers();
   const Problem p = make_problem(prof, Objective::numel, 100 + 220 + 70, "p.json");
