@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
   clang libclang-rt-14-dev clang-format
+  coinor-cbc  # test-only oracle: tests/plan/exact_test.cpp checks solve_exact against CBC
 )
 
 missing=()

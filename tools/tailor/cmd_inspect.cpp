@@ -5,40 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "format.h"
 #include "tailor/io/model.h"
 
 namespace tailor::cli {
 namespace {
-
-/// 2690312 → "2,690,312" (no locale needed).
-std::string with_commas(int64_t v) {
-  const std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out = v < 0 ? "-" : "";
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-/// `s` with control bytes written as \xHH, for a terminal table.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f)
-      out += fmt::format("\\x{:02x}", c);
-    else
-      out += ch;
-  }
-  return out;
-}
-
-/// JSON text of `j`; bytes that are not UTF-8 become U+FFFD rather than an error.
-template <class J>
-std::string dump(const J& j, int indent) {
-  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 void run_inspect(const std::string& path, bool json) {
   const ModelFile m = load_model(path);

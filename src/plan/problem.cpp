@@ -1,0 +1,148 @@
+#include "tailor/plan/problem.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "tailor/core/error.h"
+
+namespace tailor::plan {
+
+const char* objective_name(Objective objective) {
+  switch (objective) {
+    case Objective::numel:
+      return "numel";
+    case Objective::sum:
+      return "sum";
+    case Objective::activation:
+      return "activation";
+  }
+  return "?";
+}
+
+Objective parse_objective(const std::string& name) {
+  for (Objective o : {Objective::numel, Objective::sum, Objective::activation})
+    if (name == objective_name(o)) return o;
+  throw Error("--objective",
+              "unknown objective \"" + name + "\" (expected numel, sum or activation)");
+}
+
+Problem make_problem(const ModelProfile& profile, Objective objective, int64_t budget_bytes,
+                     const std::string& source) {
+  Problem p;
+  p.source = source;
+  p.fixed_bytes = profile.fixed_bytes;
+  p.budget = budget_bytes - profile.fixed_bytes;
+  long double total_numel = 0;
+  for (const LayerProfile& l : profile.layers) total_numel += static_cast<long double>(l.numel);
+  for (const LayerProfile& l : profile.layers) {
+    const double weight =
+        total_numel > 0 ? static_cast<double>(static_cast<long double>(l.numel) / total_numel) : 0;
+    std::vector<Option> options;
+    options.reserve(l.candidates.size());
+    for (const Candidate& c : l.candidates) {
+      double cost = 0;
+      switch (objective) {
+        case Objective::numel:
+          cost = weight * c.rel_error * c.rel_error;
+          break;
+        case Objective::sum:
+          cost = c.rel_error;
+          break;
+        case Objective::activation:
+          if (!c.rel_error_activation)
+            throw Error(source,
+                        "objective activation needs \"rel_error_activation\" on every "
+                        "candidate; layer \"" +
+                            l.name + "\" candidate \"" + c.label +
+                            "\" has none (profile the model with --calib)");
+          cost = weight * *c.rel_error_activation * *c.rel_error_activation;
+          break;
+      }
+      options.push_back({c.bytes, cost});
+    }
+    p.layers.push_back(std::move(options));
+  }
+  return p;
+}
+
+namespace {
+void check_choice(const Problem& problem, const Choice& choice) {
+  if (choice.size() != problem.layers.size())
+    throw Error(problem.source, fmt::format("a plan of {} layers for a problem of {}",
+                                            choice.size(), problem.layers.size()));
+  for (size_t i = 0; i < choice.size(); ++i)
+    if (choice[i] < 0 || choice[i] >= static_cast<int>(problem.layers[i].size()))
+      throw Error(problem.source, fmt::format("layer {}: option {} out of range [0, {})", i,
+                                              choice[i], problem.layers[i].size()));
+}
+
+std::string with_commas(int64_t v) {
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out = v < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+}  // namespace
+
+double evaluate(const Problem& problem, const Choice& choice) {
+  check_choice(problem, choice);
+  double total = 0;
+  for (size_t i = 0; i < choice.size(); ++i) total += problem.layers[i][choice[i]].cost;
+  for (size_t i = 0; i < problem.pairwise.size(); ++i)
+    total += problem.pairwise[i][choice[i] * problem.layers[i + 1].size() + choice[i + 1]];
+  return total;
+}
+
+int64_t choice_bytes(const Problem& problem, const Choice& choice) {
+  check_choice(problem, choice);
+  int64_t total = 0;
+  for (size_t i = 0; i < choice.size(); ++i) total += problem.layers[i][choice[i]].bytes;
+  return total;
+}
+
+int64_t min_bytes(const Problem& problem) {
+  int64_t total = 0;
+  for (const auto& options : problem.layers) {
+    int64_t m = options.front().bytes;
+    for (const Option& o : options) m = std::min(m, o.bytes);
+    total += m;
+  }
+  return total;
+}
+
+void check_feasible(const Problem& problem) {
+  const int64_t need = min_bytes(problem);
+  if (need <= problem.budget) return;
+  const int64_t total_budget = problem.budget + problem.fixed_bytes;
+  const int64_t reachable = need + problem.fixed_bytes;
+  const double r = static_cast<double>(reachable);
+  const std::string human = r >= 1e9   ? fmt::format("{:.3f} GB", r / 1e9)
+                            : r >= 1e6 ? fmt::format("{:.3f} MB", r / 1e6)
+                                       : fmt::format("{:.3f} kB", r / 1e3);
+  throw Error(
+      problem.source,
+      fmt::format("infeasible budget: {} bytes is below the smallest reachable budget "
+                  "{} bytes ({}: fixed {} + {} for the smallest candidate of each of {} "
+                  "layers)",
+                  with_commas(total_budget), with_commas(reachable), human,
+                  with_commas(problem.fixed_bytes), with_commas(need), problem.layers.size()));
+}
+
+void require_additive(const Problem& problem, const std::string& solver) {
+  if (!problem.additive())
+    throw Error(problem.source, "solver " + solver +
+                                    " needs an additive objective; pairwise terms are "
+                                    "supported by dado and cem");
+}
+
+int resolve_threads(int threads) {
+  if (threads > 0) return threads;
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+}  // namespace tailor::plan
