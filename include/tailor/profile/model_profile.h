@@ -1,0 +1,75 @@
+// What `tailor profile` measures and `tailor plan` reads: for every layer to
+// plan, one candidate per applicable compression scheme with its measured
+// error and cost. Plain data plus its JSON form (schema in the README).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tailor {
+
+/// One way to store one layer: a scheme (with its parameters) applied to the
+/// layer's [out, in] view, measured on the factors actually stored.
+struct Candidate {
+  /// Scheme label as in DESIGN.md's table: "dense", "int4-g64", "lowrank-r32", ...
+  std::string label;
+  /// ‖W − Ŵ‖ / ‖W‖ (Frobenius; 0 when ‖W‖ = 0). Finite and ≥ 0.
+  double rel_error = 0;
+  /// Every stored byte: values, scales, indices, factors. ≥ 0.
+  int64_t bytes = 0;
+  /// Multiply-accumulates per input row (one vector through the layer). ≥ 0.
+  int64_t macs = 0;
+  /// Stored parameters (elements of all stored tensors; 0 when not recorded).
+  int64_t params = 0;
+  /// Wall-clock seconds the encoding took (0 when not recorded).
+  double encode_seconds = 0;
+  /// Activation-aware relative error (DESIGN.md: the calibration-weighted
+  /// norm), present only when the profile was made with calibration data.
+  std::optional<double> rel_error_activation;
+};
+
+/// One layer to plan: a weight of rank ≥ 2 with its candidates.
+struct LayerProfile {
+  /// Weight name as in the model file.
+  std::string name;
+  /// Shape of the [out, in] view: {out, in}.
+  std::vector<int64_t> shape_out_in;
+  /// Elements of the weight (out · in).
+  int64_t numel = 0;
+  /// Bytes of the weight stored dense in f32 (4 · numel).
+  int64_t dense_bytes = 0;
+  /// At least one candidate; labels unique within the layer.
+  std::vector<Candidate> candidates;
+};
+
+/// A model's profile.
+struct ModelProfile {
+  /// The model path the profile was made from.
+  std::string model;
+  /// Bytes of every weight of the model stored dense in f32 (planned layers
+  /// and everything else): the base of a `25%` budget.
+  int64_t dense_bytes = 0;
+  /// Bytes of what is not planned (small tensors, biases, norms), kept as
+  /// they are; every plan's total includes them.
+  int64_t fixed_bytes = 0;
+  /// The layers to plan; names unique.
+  std::vector<LayerProfile> layers;
+};
+
+/// Reads and validates a profile.json. Throws Error naming `path` for
+/// unreadable or malformed JSON, missing or mistyped fields, negative bytes,
+/// numel or MACs, non-finite or negative errors, a shape whose product is not
+/// numel, empty candidate lists, duplicate layer names and duplicate labels
+/// within a layer; the message names the layer (and candidate) at fault.
+ModelProfile read_profile(const std::string& path);
+
+/// Writes `profile` to `path` atomically (write_file_atomic), in the schema
+/// read_profile reads. Throws Error naming `path` on I/O failure.
+void write_profile(const std::string& path, const ModelProfile& profile);
+
+/// The profile as JSON text (2-space indented), as write_profile writes it.
+std::string profile_to_json(const ModelProfile& profile);
+
+}  // namespace tailor

@@ -1,0 +1,161 @@
+#include "tailor/profile/model_profile.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "tailor/core/error.h"
+#include "tailor/io/atomic_file.h"
+
+namespace tailor {
+namespace {
+
+using Json = nlohmann::json;
+
+/// Field access with errors that name the file and the JSON location.
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw Error(path_, where.empty() ? what : where + ": " + what);
+  }
+
+  const Json& field(const Json& obj, const std::string& where, const char* key) const {
+    if (!obj.is_object()) fail(where, "expected a JSON object");
+    const auto it = obj.find(key);
+    if (it == obj.end()) fail(where, std::string("missing field \"") + key + "\"");
+    return *it;
+  }
+
+  std::string string(const Json& obj, const std::string& where, const char* key) const {
+    const Json& v = field(obj, where, key);
+    if (!v.is_string()) fail(where, std::string("\"") + key + "\" must be a string");
+    return v.get<std::string>();
+  }
+
+  int64_t count(const Json& v, const std::string& where, const char* key) const {
+    if (!v.is_number_integer()) fail(where, std::string("\"") + key + "\" must be an integer");
+    const int64_t n =
+        v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? -1 : v.get<int64_t>();
+    if (n < 0) fail(where, std::string("\"") + key + "\" must be ≥ 0, found " + v.dump());
+    return n;
+  }
+
+  int64_t count(const Json& obj, const std::string& where, const char* key, bool required) const {
+    if (!required && (!obj.is_object() || !obj.contains(key))) return 0;
+    return count(field(obj, where, key), where, key);
+  }
+
+  double error_value(const Json& v, const std::string& where, const char* key) const {
+    if (!v.is_number()) fail(where, std::string("\"") + key + "\" must be a number");
+    const double e = v.get<double>();
+    if (!std::isfinite(e) || e < 0)
+      fail(where, std::string("\"") + key + "\" must be finite and ≥ 0, found " + v.dump());
+    return e;
+  }
+
+ private:
+  std::string path_;
+};
+
+Candidate read_candidate(const Reader& r, const Json& j, const std::string& where) {
+  Candidate c;
+  c.label = r.string(j, where, "label");
+  if (c.label.empty()) r.fail(where, "empty \"label\"");
+  c.rel_error = r.error_value(r.field(j, where, "rel_error"), where, "rel_error");
+  c.bytes = r.count(j, where, "bytes", true);
+  c.macs = r.count(j, where, "macs", true);
+  c.params = r.count(j, where, "params", false);
+  if (j.contains("encode_seconds"))
+    c.encode_seconds = r.error_value(j["encode_seconds"], where, "encode_seconds");
+  if (j.contains("rel_error_activation"))
+    c.rel_error_activation =
+        r.error_value(j["rel_error_activation"], where, "rel_error_activation");
+  return c;
+}
+
+LayerProfile read_layer(const Reader& r, const Json& j, const std::string& index_where) {
+  LayerProfile l;
+  l.name = r.string(j, index_where, "name");
+  const std::string where = index_where + " (\"" + l.name + "\")";
+  const Json& shape = r.field(j, where, "shape_out_in");
+  if (!shape.is_array() || shape.size() != 2)
+    r.fail(where, "\"shape_out_in\" must be [out, in], found " + shape.dump());
+  for (const Json& d : shape) l.shape_out_in.push_back(r.count(d, where, "shape_out_in"));
+  l.numel = r.count(j, where, "numel", true);
+  l.dense_bytes = r.count(j, where, "dense_bytes", true);
+  int64_t product = 0;
+  if (__builtin_mul_overflow(l.shape_out_in[0], l.shape_out_in[1], &product) || product != l.numel)
+    r.fail(where, "\"shape_out_in\" " + shape.dump() +
+                      " does not hold \"numel\" = " + std::to_string(l.numel) + " elements");
+  const Json& cands = r.field(j, where, "candidates");
+  if (!cands.is_array()) r.fail(where, "\"candidates\" must be an array");
+  if (cands.empty()) r.fail(where, "empty \"candidates\": every layer needs at least one");
+  std::set<std::string> labels;
+  for (size_t k = 0; k < cands.size(); ++k) {
+    Candidate c = read_candidate(r, cands[k], where + ".candidates[" + std::to_string(k) + "]");
+    if (!labels.insert(c.label).second)
+      r.fail(where, "duplicate candidate label \"" + c.label + "\"");
+    l.candidates.push_back(std::move(c));
+  }
+  return l;
+}
+
+}  // namespace
+
+ModelProfile read_profile(const std::string& path) {
+  const std::string text = read_file(path);
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw Error(path, std::string("not valid JSON: ") + e.what());
+  }
+  const Reader r(path);
+  ModelProfile p;
+  p.model = r.string(j, "", "model");
+  p.dense_bytes = r.count(j, "", "dense_bytes", true);
+  p.fixed_bytes = r.count(j, "", "fixed_bytes", true);
+  const Json& layers = r.field(j, "", "layers");
+  if (!layers.is_array()) r.fail("", "\"layers\" must be an array");
+  std::set<std::string> names;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    LayerProfile l = read_layer(r, layers[i], "layers[" + std::to_string(i) + "]");
+    if (!names.insert(l.name).second)
+      r.fail("layers[" + std::to_string(i) + "]", "duplicate layer name \"" + l.name + "\"");
+    p.layers.push_back(std::move(l));
+  }
+  return p;
+}
+
+std::string profile_to_json(const ModelProfile& profile) {
+  using OJson = nlohmann::ordered_json;
+  OJson layers = OJson::array();
+  for (const LayerProfile& l : profile.layers) {
+    OJson cands = OJson::array();
+    for (const Candidate& c : l.candidates) {
+      OJson cj = {{"label", c.label},   {"rel_error", c.rel_error},
+                  {"bytes", c.bytes},   {"macs", c.macs},
+                  {"params", c.params}, {"encode_seconds", c.encode_seconds}};
+      if (c.rel_error_activation) cj["rel_error_activation"] = *c.rel_error_activation;
+      cands.push_back(std::move(cj));
+    }
+    layers.push_back({{"name", l.name},
+                      {"shape_out_in", l.shape_out_in},
+                      {"numel", l.numel},
+                      {"dense_bytes", l.dense_bytes},
+                      {"candidates", std::move(cands)}});
+  }
+  const OJson out = {{"model", profile.model},
+                     {"dense_bytes", profile.dense_bytes},
+                     {"fixed_bytes", profile.fixed_bytes},
+                     {"layers", std::move(layers)}};
+  return out.dump(2) + "\n";
+}
+
+void write_profile(const std::string& path, const ModelProfile& profile) {
+  write_file_atomic(path, profile_to_json(profile));
+}
+
+}  // namespace tailor
