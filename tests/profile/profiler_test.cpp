@@ -263,5 +263,55 @@ TEST(ProfileModel, CalibrationVectorsAreValidatedAndUsed) {
   }
 }
 
+constexpr const char* kRec = "ch_PP-OCRv4_rec_infer.onnx";
+
+TEST(ProfileCli, ProfilesTheRecogniser) {
+  const std::string model = testing::model_path(kRec);
+  if (!std::filesystem::exists(model))
+    FAIL() << model << " absent: run scripts/fetch-models.sh (make test does)";
+  const testing::CommandResult inspect = testing::run_cli("inspect --json '" + model + "'");
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
+  const nlohmann::json j = nlohmann::json::parse(inspect.output);
+  size_t expected = 0;
+  for (const auto& t : j["tensors"])
+    if (!t["out_in"].is_null() && t["numel"].get<int64_t>() >= 4096) ++expected;
+  EXPECT_EQ(j["totals"]["matrices"].get<int>(), 47);
+  ASSERT_GT(expected, 0u);
+
+  TempDir dir;
+  const std::string out = dir.file("x.json");
+  const testing::CommandResult r =
+      testing::run_cli("profile '" + model + "' --schemes int8,int4,lowrank -o '" + out + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const ModelProfile p = read_profile(out);
+  EXPECT_EQ(p.layers.size(), expected);
+  EXPECT_NE(r.output.find("marked total"), std::string::npos);
+  for (const LayerProfile& l : p.layers) {
+    EXPECT_NE(find(l, "int8"), nullptr) << l.name;
+    EXPECT_NE(find(l, "int4"), nullptr) << l.name;
+  }
+}
+
+TEST(ProfileCli, BadInputExitsTwo) {
+  TempDir dir;
+  const std::string out = dir.file("x.json");
+  EXPECT_EQ(
+      testing::run_cli("profile '" + dir.file("absent.onnx") + "' -o '" + out + "'").exit_code, 2);
+  const std::string model = dir.file("small.safetensors");
+  write_safetensors(model, {{"a.weight", gaussian({64, 64}, 1)}});
+  EXPECT_EQ(testing::run_cli("profile '" + model + "' --schemes int9 -o '" + out + "'").exit_code,
+            2);
+  EXPECT_EQ(testing::run_cli("profile '" + model + "' --layers '(' -o '" + out + "'").exit_code, 2);
+  EXPECT_EQ(testing::run_cli("profile '" + model + "' --calib '" + dir.file("none") + "' -o '" +
+                             out + "'")
+                .exit_code,
+            2);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const testing::CommandResult ok =
+      testing::run_cli("profile '" + model + "' --schemes int8,dense -o '" + out + "'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_EQ(read_profile(out).layers.size(), 1u);
+}
+
 }  // namespace
 }  // namespace tailor
