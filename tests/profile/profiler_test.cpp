@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -311,6 +313,26 @@ TEST(ProfileCli, BadInputExitsTwo) {
       testing::run_cli("profile '" + model + "' --schemes int8,dense -o '" + out + "'");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_EQ(read_profile(out).layers.size(), 1u);
+}
+
+TEST(ProfileCli, ProgressBarOnlyOnATerminal) {
+  TempDir dir;
+  const std::string model = small_model(dir), out = dir.file("x.json");
+  const std::string args = "profile '" + model + "' --schemes int8 -o '" + out + "'";
+  const testing::CommandResult piped = testing::run_cli(args);
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find("ETA"), std::string::npos) << piped.output;
+  // util-linux `script` gives the command a pseudo-terminal.
+  if (std::system("command -v script > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "script (util-linux) not found: terminal case skipped";
+  const std::string cmd = "script -qec \"" + std::string(TAILOR_CLI) + " " + args + "\" /dev/null";
+  std::string tty;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  for (int ch; (ch = std::fgetc(p)) != EOF;) tty += static_cast<char>(ch);
+  ASSERT_EQ(::pclose(p), 0) << tty;
+  EXPECT_NE(tty.find("2/2 layers"), std::string::npos) << tty;
+  EXPECT_NE(tty.find("ETA"), std::string::npos) << tty;
 }
 
 }  // namespace
