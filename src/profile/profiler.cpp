@@ -89,35 +89,47 @@ void draw_progress(size_t done, size_t total, double elapsed) {
 
 }  // namespace
 
-std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd) {
+namespace {
+
+/// The low-rank ranks of W and one truncated SVD of W holding at least
+/// max(ranks) triplets, from which every low-rank candidate is cut.
+struct LowRankPlan {
+  std::vector<int64_t> ranks;
+  linalg::Svd svd;
+  /// Wall time of the SVDs (seconds).
+  double svd_seconds = 0;
+};
+
+LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   if (w.shape().size() != 2 || w.dtype() != DType::f32)
     throw Error("lowrank ranks", fmt::format("expected an f32 matrix, found {} {}",
                                              dtype_name(w.dtype()), shape_to_string(w.shape())));
+  const auto t0 = Clock::now();
   const int64_t out = w.dim(0), in = w.dim(1);
   // Largest R with R·(out + in) < out·in (fewer bytes than dense), R ≤ min(out, in).
   const int64_t kmax = std::min(std::min(out, in), (out * in - 1) / (out + in));
-  if (kmax < 1) return {};
-  std::vector<int64_t> ranks;
+  LowRankPlan plan;
+  if (kmax < 1) return plan;
   for (int64_t p : {2, 4, 8}) {
     const int64_t r = std::max<int64_t>(1, out * in / (p * (out + in)));
-    if (r <= kmax) ranks.push_back(r);
+    if (r <= kmax) plan.ranks.push_back(r);
   }
   const Tensor c = w.contiguous();
   const float* data = c.data<float>();
+  const linalg::Matrix m = Eigen::Map<const linalg::Matrix>(data, out, in);
   double total = 0;
   for (int64_t i = 0; i < out * in; ++i) total += double(data[i]) * data[i];
   if (total > 0) {
-    const linalg::Matrix m = Eigen::Map<const linalg::Matrix>(data, out, in);
     constexpr double kLevels[] = {0.9, 0.99, 0.999};
     std::vector<int64_t> found(3, 0);
     int64_t k = std::min<int64_t>(kmax, 64);
     while (true) {
       // Exact gesdd computes every σ anyway: ask for all compressing ranks at once.
       if (linalg::svd_prefers_exact(out, in, k, svd)) k = kmax;
-      const linalg::Svd f = linalg::svd_truncated(m, k, svd);
+      plan.svd = linalg::svd_truncated(m, k, svd);
       double captured = 0;
-      for (int64_t r = 1; r <= f.s.size(); ++r) {
-        captured += double(f.s(r - 1)) * f.s(r - 1);
+      for (int64_t r = 1; r <= plan.svd.s.size(); ++r) {
+        captured += double(plan.svd.s(r - 1)) * plan.svd.s(r - 1);
         for (int l = 0; l < 3; ++l)
           if (!found[l] && captured >= kLevels[l] * total) found[l] = r;
       }
@@ -125,11 +137,20 @@ std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOpt
       k = std::min(kmax, 2 * k);
     }
     for (int64_t r : found)
-      if (r) ranks.push_back(r);
+      if (r) plan.ranks.push_back(r);
   }
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  return ranks;
+  std::sort(plan.ranks.begin(), plan.ranks.end());
+  plan.ranks.erase(std::unique(plan.ranks.begin(), plan.ranks.end()), plan.ranks.end());
+  if (!plan.ranks.empty() && plan.svd.s.size() < plan.ranks.back())
+    plan.svd = linalg::svd_truncated(m, plan.ranks.back(), svd);
+  plan.svd_seconds = seconds_since(t0);
+  return plan;
+}
+
+}  // namespace
+
+std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd) {
+  return plan_lowrank(w, svd).ranks;
 }
 
 double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<const float> d) {
@@ -165,18 +186,22 @@ LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, 
   ProfileOptions o = options;
   o.scheme_defaults.svd.seed = Rng(options.seed).split(index).next_u64();
   return attribute_errors(weight.name, [&] {
-    std::vector<int64_t> ranks;
-    if (wants_lowrank(o)) ranks = profile_lowrank_ranks(m, o.scheme_defaults.svd);
+    LowRankPlan plan;
+    if (wants_lowrank(o)) plan = plan_lowrank(m, o.scheme_defaults.svd);
     LayerProfile layer;
     layer.name = weight.name;
     layer.shape_out_in = {out, in};
     layer.numel = out * in;
     layer.dense_bytes = 4 * layer.numel;
-    for (const schemes::Scheme& s : select_schemes(w.shape(), o, ranks)) {
+    for (const schemes::Scheme& s : select_schemes(w.shape(), o, plan.ranks)) {
       const auto t0 = Clock::now();
-      const std::unique_ptr<schemes::Encoded> e = s.encode(w);
+      // Low-rank candidates are cut from the one shared SVD (its time counted in each).
+      const bool shared =
+          s.kind() == schemes::SchemeKind::lowrank && s.params().rank <= plan.svd.s.size();
+      const std::unique_ptr<schemes::Encoded> e =
+          shared ? schemes::lowrank_from_svd(plan.svd, s.params().rank) : s.encode(w);
       Candidate c;
-      c.encode_seconds = seconds_since(t0);
+      c.encode_seconds = seconds_since(t0) + (shared ? plan.svd_seconds : 0.0);
       c.label = e->label();
       c.rel_error = schemes::rel_error(w, *e);
       c.bytes = static_cast<int64_t>(e->bytes());

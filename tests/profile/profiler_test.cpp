@@ -15,6 +15,7 @@
 #include "tailor/core/rng.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/linalg/blas.h"
+#include "tailor/schemes/registry.h"
 #include "test_util.h"
 
 namespace tailor {
@@ -124,6 +125,20 @@ TEST(ProfileLowRank, ExactRankEightLayerIsRecoveredAtTheTopEnergyRank) {
   ASSERT_NE(r5, nullptr);
   EXPECT_NEAR(r5->rel_error, std::sqrt(14.0 / 204.0), 1e-4);
   for (const Candidate& c : p.candidates) EXPECT_LT(c.bytes, 4 * 96 * 80) << c.label;
+}
+
+TEST(ProfileLowRank, CandidateCutFromASharedSvdEqualsTheEncoder) {
+  const Tensor w = gaussian({40, 30}, 21);
+  const linalg::Svd svd = linalg::svd_truncated(
+      Eigen::Map<const linalg::Matrix>(w.data<float>(), 40, 30), 20, linalg::SvdOptions{});
+  const auto cut = schemes::lowrank_from_svd(svd, 5);
+  const auto direct = schemes::parse_scheme("lowrank-r5").encode(w);
+  EXPECT_EQ(cut->label(), "lowrank-r5");
+  EXPECT_EQ(cut->bytes(), direct->bytes());
+  EXPECT_EQ(cut->macs(1), direct->macs(1));
+  EXPECT_NEAR(schemes::rel_error(w, *cut), schemes::rel_error(w, *direct), 1e-6);
+  EXPECT_THROW(schemes::lowrank_from_svd(svd, 0), Error);
+  EXPECT_THROW(schemes::lowrank_from_svd(svd, 21), Error);
 }
 
 TEST(ProfileLayer, Int8ErrorMatchesTheDefinition) {

@@ -47,6 +47,8 @@ struct ProfileOptions {
 /// The singular values come from truncated SVDs of growing rank (64, 128, …,
 /// at most the largest compressing rank), never a full SVD of a large matrix;
 /// an energy level not reached by the largest compressing rank gives no rank.
+/// profile_layer cuts every low-rank candidate from one such SVD (holding at
+/// least the largest rank), so a layer pays for its SVDs once.
 std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd);
 
 /// Activation-aware relative error sqrt(Σ_oj d_j·(W_oj − Ŵ_oj)²) /
@@ -58,7 +60,8 @@ double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<cons
 /// scheme, low-rank at profile_lowrank_ranks, in the order the catalog lists
 /// them. Each candidate's rel_error is measured on the decoded stored factors
 /// against W; bytes = Encoded::bytes(), macs = Encoded::macs(1), params = the
-/// elements of the stored factors, encode_seconds = wall time of encode.
+/// elements of the stored factors, encode_seconds = wall time of encode (for
+/// low-rank: of the shared SVD plus the truncation).
 /// `index` seeds the layer's SVDs (Rng(options.seed).split(index)); `importance`
 /// (length in, or empty) adds rel_error_activation. Throws Error naming the
 /// weight for layout none, an unknown scheme label, or a wrong `importance` length.
