@@ -166,6 +166,24 @@ TEST(ProfileLayer, Int8ErrorMatchesTheDefinition) {
   EXPECT_EQ(p.dense_bytes, 4 * out * in);
 }
 
+TEST(ProfileLayer, ConvKernelIsProfiledOnItsOutInView) {
+  // [16, 8, 3, 3] viewed [16, 72]; tucker sees the kernel shape (Tucker-2).
+  const Weight conv{"conv.weight", gaussian({16, 8, 3, 3}, 5), WeightLayout::conv};
+  ProfileOptions o;
+  o.schemes = {"int8", "tucker", "lowrank"};
+  const LayerProfile p = profile_layer(conv, o);
+  EXPECT_EQ(p.shape_out_in, (std::vector<int64_t>{16, 72}));
+  EXPECT_EQ(p.numel, 16 * 72);
+  ASSERT_NE(find(p, "int8"), nullptr);
+  EXPECT_EQ(find(p, "int8")->bytes, 16 * 72 + 2 * 16);
+  EXPECT_NE(find(p, "tucker"), nullptr);
+  EXPECT_NE(find(p, "lowrank-r" + std::to_string(16 * 72 / (2 * 88))), nullptr);
+  for (const Candidate& c : p.candidates) {
+    EXPECT_TRUE(std::isfinite(c.rel_error)) << c.label;
+    EXPECT_GT(c.bytes, 0) << c.label;
+  }
+}
+
 TEST(ProfileLayer, ActivationAwareErrorMatchesTheHandFormula) {
   const int64_t out = 4, in = 6;
   const Tensor w = gaussian({out, in}, 9);
