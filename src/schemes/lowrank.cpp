@@ -50,16 +50,22 @@ class LowRankWeight final : public Encoded {
   int64_t rank_;
 };
 
+/// A = U_R·diag(σ_R), B = V_Rᵀ from the leading R triplets of `f`.
+std::unique_ptr<Encoded> from_svd(const std::string& label, const linalg::Svd& f, int64_t r) {
+  const int64_t out = f.u.rows(), in = f.vt.cols();
+  linalg::Matrix a = f.u.leftCols(r);
+  for (int64_t k = 0; k < r; ++k) a.col(k) *= f.s(k);
+  return std::make_unique<LowRankWeight>(label, to_tensor(a, {out, r}),
+                                         to_tensor(f.vt.topRows(r), {r, in}));
+}
+
 std::unique_ptr<Encoded> encode_lowrank(const Tensor& w, const SchemeParams& p) {
   const std::string label = lowrank_label(p);
   const Tensor m = weight_matrix(w, label);
   const int64_t out = m.dim(0), in = m.dim(1), r = p.rank;
   check(r >= 1 && r <= std::min(out, in), label,
         fmt::format("rank must be in [1, {}] for a [{}, {}] weight", std::min(out, in), out, in));
-  const linalg::Svd f = linalg::svd_truncated(to_matrix(m.data<float>(), out, in), r, p.svd);
-  linalg::Matrix a = f.u;
-  for (int64_t k = 0; k < r; ++k) a.col(k) *= f.s(k);
-  return std::make_unique<LowRankWeight>(label, to_tensor(a, {out, r}), to_tensor(f.vt, {r, in}));
+  return from_svd(label, linalg::svd_truncated(to_matrix(m.data<float>(), out, in), r, p.svd), r);
 }
 
 }  // namespace
@@ -83,3 +89,17 @@ const SchemeTraits kLowRankTraits{
 };
 
 }  // namespace tailor::schemes::detail
+
+namespace tailor::schemes {
+
+std::unique_ptr<Encoded> lowrank_from_svd(const linalg::Svd& svd, int64_t rank) {
+  SchemeParams p;
+  p.rank = rank;
+  const std::string label = detail::lowrank_label(p);
+  check(rank >= 1 && rank <= svd.s.size() && svd.u.cols() == svd.s.size() &&
+            svd.vt.rows() == svd.s.size(),
+        label, fmt::format("rank must be in [1, {}] (the triplets of the SVD)", svd.s.size()));
+  return detail::from_svd(label, svd, rank);
+}
+
+}  // namespace tailor::schemes

@@ -10,6 +10,10 @@ namespace tailor::cli {
 void add_inspect(CLI::App& app);
 /// `tailor convert CHECKPOINT.bin -o OUT_DIR`: llama2.c checkpoint to a HF folder.
 void add_convert(CLI::App& app);
+/// `tailor profile MODEL [-o profile.json] [--schemes LIST] [--layers REGEX] [--min-params N]
+/// [--calib FILE] [--threads N]`: per-layer scheme measurements (profile.json) and a table.
+void add_profile(CLI::App& app);
+
 /// `tailor plan PROFILE.json --budget B [--solver S] [--objective O] [--seed N]
 /// [--time-limit SEC] [--threads N] [-o plan.json]`: one candidate per layer under a budget.
 void add_plan(CLI::App& app);

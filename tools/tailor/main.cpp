@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tailor::cli::add_inspect(app);
   tailor::cli::add_convert(app);
+  tailor::cli::add_profile(app);
   tailor::cli::add_plan(app);
   app.set_version_flag("--version", std::string("tailor ") + TAILOR_VERSION);
   try {

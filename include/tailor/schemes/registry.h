@@ -33,4 +33,10 @@ std::vector<int64_t> default_ranks(const Shape& shape);
 std::vector<Scheme> applicable_schemes(const Shape& shape, std::span<const int64_t> ranks,
                                        const SchemeParams& defaults = {});
 
+/// lowrank-r{rank} from an SVD of W [out, in] already computed (e.g. one
+/// truncated SVD shared by several ranks): A [out, rank] = U_R·diag(σ_R),
+/// B [rank, in] = V_Rᵀ from its leading `rank` triplets, as the lowrank
+/// encoder stores them. Throws tailor::Error unless 1 ≤ rank ≤ svd.s.size().
+std::unique_ptr<Encoded> lowrank_from_svd(const linalg::Svd& svd, int64_t rank);
+
 }  // namespace tailor::schemes

@@ -1,0 +1,84 @@
+// `tailor profile`: every layer of a model measured under every applicable
+// compression scheme (DESIGN.md, "Scheme semantics"), low-rank at several
+// ranks, in parallel, deterministically.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tailor/io/model.h"
+#include "tailor/profile/model_profile.h"
+#include "tailor/schemes/scheme.h"
+
+namespace tailor {
+
+/// What to profile and how.
+struct ProfileOptions {
+  /// Schemes to try, by label ("int8", "int4-g64", "lowrank-r32", ...) or by
+  /// family: "lowrank" (the ranks of profile_lowrank_ranks) and "int4-g"
+  /// (groups 32, 64, 128). Empty: every scheme of the catalog. Schemes that do
+  /// not apply to a layer's shape are left out for that layer.
+  std::vector<std::string> schemes;
+  /// ECMAScript regex; only weights whose name it matches (std::regex_search)
+  /// are profiled. Empty: every weight.
+  std::string layer_regex;
+  /// Weights with fewer elements than this are not profiled (fixed bytes).
+  int64_t min_params = 4096;
+  /// Worker threads; 0 means std::thread::hardware_concurrency().
+  int threads = 0;
+  /// Calibration file (safetensors: one f32 vector of length `in` per layer,
+  /// named as the layer, holding the per-input-channel mean x²). Empty: none.
+  std::string calib;
+  /// Base seed; layer i's randomized SVDs use Rng(seed).split(i).
+  uint64_t seed = 0x7a11;
+  /// Draw a progress bar on stderr (only when stderr is a terminal).
+  bool progress = false;
+  /// Defaults of the scheme parameters (tucker rank fraction, tt cores, SVD options).
+  schemes::SchemeParams scheme_defaults;
+};
+
+/// Low-rank ranks profiled for W [out, in] (f32, contiguous, shape {out, in}):
+/// the smallest ranks whose leading singular values hold 90%, 99% and 99.9%
+/// of ‖W‖_F² (the energy of the full spectrum), and ⌊p·out·in/(out + in)⌋ for
+/// p = 1/2, 1/4, 1/8 (1/p of the dense parameter count), each at least 1;
+/// deduplicated, ascending, only ranks R with 4·R·(out + in) < 4·out·in.
+/// The singular values come from truncated SVDs of growing rank (64, 128, …,
+/// at most the largest compressing rank), never a full SVD of a large matrix;
+/// an energy level not reached by the largest compressing rank gives no rank.
+/// profile_layer cuts every low-rank candidate from one such SVD (holding at
+/// least the largest rank), so a layer pays for its SVDs once.
+std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd);
+
+/// Activation-aware relative error sqrt(Σ_oj d_j·(W_oj − Ŵ_oj)²) /
+/// sqrt(Σ_oj d_j·W_oj²) (DESIGN.md; 0 when the denominator is 0) of W and Ŵ
+/// [out, in] f32 with d [in]. Throws Error when the lengths differ.
+double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<const float> d);
+
+/// Profiles one weight (layout ≠ none): one candidate per selected applicable
+/// scheme, low-rank at profile_lowrank_ranks, in the order the catalog lists
+/// them. Each candidate's rel_error is measured on the decoded stored factors
+/// against W; bytes = Encoded::bytes(), macs = Encoded::macs(1), params = the
+/// elements of the stored factors, encode_seconds = wall time of encode (for
+/// low-rank: of the shared SVD plus the truncation).
+/// `index` seeds the layer's SVDs (Rng(options.seed).split(index)); `importance`
+/// (length in, or empty) adds rel_error_activation. Throws Error naming the
+/// weight for layout none, an unknown scheme label, or a wrong `importance` length.
+LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, uint64_t index = 0,
+                           std::span<const float> importance = {});
+
+/// Whether `weight` is a layer to plan under `options`: an [out, in] view
+/// (layout ≠ none), numel ≥ min_params, and a name the layer regex matches.
+bool is_profiled(const Weight& weight, const ProfileOptions& options);
+
+/// Profiles a model: layers (is_profiled) in file order, on options.threads
+/// workers; the output is the same whatever the thread count. Byte convention:
+/// every weight counts 4·numel (its dense f32 size, whatever its stored dtype):
+/// dense_bytes sums it over every weight, fixed_bytes over the weights not
+/// profiled. Throws Error for a bad regex or scheme list, and (naming the
+/// calibration file and the layer) for a missing, non-f32 or wrong-length
+/// calibration vector.
+ModelProfile profile_model(const ModelFile& model, const ProfileOptions& options);
+
+}  // namespace tailor

@@ -1,0 +1,309 @@
+#include "tailor/profile/profiler.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "tailor/core/error.h"
+#include "tailor/core/rng.h"
+#include "tailor/io/safetensors.h"
+#include "tailor/linalg/svd.h"
+#include "tailor/schemes/registry.h"
+
+namespace tailor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// Whether the scheme list asks for the low-rank family (or is empty: all).
+bool wants_lowrank(const ProfileOptions& o) {
+  return o.schemes.empty() ||
+         std::find(o.schemes.begin(), o.schemes.end(), "lowrank") != o.schemes.end();
+}
+
+/// The schemes of `o` for a weight of `shape`, applicable ones only, labels unique.
+std::vector<schemes::Scheme> select_schemes(const Shape& shape, const ProfileOptions& o,
+                                            std::span<const int64_t> ranks) {
+  const schemes::SchemeParams& d = o.scheme_defaults;
+  std::vector<schemes::Scheme> all;
+  if (o.schemes.empty()) {
+    all = schemes::applicable_schemes(shape, ranks, d);
+  } else {
+    for (const std::string& item : o.schemes) {
+      if (item == "lowrank") {
+        for (int64_t r : ranks) {
+          schemes::SchemeParams p = d;
+          p.rank = r;
+          all.emplace_back(schemes::scheme_traits(schemes::SchemeKind::lowrank), p);
+        }
+      } else if (item == "int4-g") {
+        for (int64_t g : {32, 64, 128}) {
+          schemes::SchemeParams p = d;
+          p.group = g;
+          all.emplace_back(schemes::scheme_traits(schemes::SchemeKind::int4_grouped), p);
+        }
+      } else {
+        all.push_back(schemes::parse_scheme(item, d));
+      }
+    }
+  }
+  std::vector<schemes::Scheme> out;
+  std::set<std::string> seen;
+  for (schemes::Scheme& s : all)
+    if (s.applicable(shape) && seen.insert(s.label()).second) out.push_back(std::move(s));
+  return out;
+}
+
+/// Elements of every stored factor.
+int64_t stored_params(const schemes::Encoded& e) {
+  int64_t n = 0;
+  for (const schemes::Factor& f : e.factors()) n += f.tensor.numel();
+  return n;
+}
+
+/// Redraws the progress line: "profile [#####     ] 12/47 layers  3.1 s  ETA 9.0 s".
+void draw_progress(size_t done, size_t total, double elapsed) {
+  constexpr int kWidth = 30;
+  const int filled = total ? static_cast<int>(kWidth * done / total) : kWidth;
+  const double eta = done ? elapsed * static_cast<double>(total - done) / done : 0;
+  const std::string bar = std::string(filled, '#') + std::string(kWidth - filled, ' ');
+  std::fprintf(stderr, "\rprofile [%s] %zu/%zu layers  %.1f s  ETA %.1f s ", bar.c_str(), done,
+               total, elapsed, eta);
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+namespace {
+
+/// The low-rank ranks of W and one truncated SVD of W holding at least
+/// max(ranks) triplets, from which every low-rank candidate is cut.
+struct LowRankPlan {
+  std::vector<int64_t> ranks;
+  linalg::Svd svd;
+  /// Wall time of the SVDs (seconds).
+  double svd_seconds = 0;
+};
+
+LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
+  if (w.shape().size() != 2 || w.dtype() != DType::f32)
+    throw Error("lowrank ranks", fmt::format("expected an f32 matrix, found {} {}",
+                                             dtype_name(w.dtype()), shape_to_string(w.shape())));
+  const auto t0 = Clock::now();
+  const int64_t out = w.dim(0), in = w.dim(1);
+  // Largest R with R·(out + in) < out·in (fewer bytes than dense), R ≤ min(out, in).
+  const int64_t kmax = std::min(std::min(out, in), (out * in - 1) / (out + in));
+  LowRankPlan plan;
+  if (kmax < 1) return plan;
+  for (int64_t p : {2, 4, 8}) {
+    const int64_t r = std::max<int64_t>(1, out * in / (p * (out + in)));
+    if (r <= kmax) plan.ranks.push_back(r);
+  }
+  const Tensor c = w.contiguous();
+  const float* data = c.data<float>();
+  const linalg::Matrix m = Eigen::Map<const linalg::Matrix>(data, out, in);
+  double total = 0;
+  for (int64_t i = 0; i < out * in; ++i) total += double(data[i]) * data[i];
+  if (total > 0) {
+    constexpr double kLevels[] = {0.9, 0.99, 0.999};
+    std::vector<int64_t> found(3, 0);
+    int64_t k = std::min<int64_t>(kmax, 64);
+    while (true) {
+      // Exact gesdd computes every σ anyway: ask for all compressing ranks at once.
+      if (linalg::svd_prefers_exact(out, in, k, svd)) k = kmax;
+      plan.svd = linalg::svd_truncated(m, k, svd);
+      double captured = 0;
+      for (int64_t r = 1; r <= plan.svd.s.size(); ++r) {
+        captured += double(plan.svd.s(r - 1)) * plan.svd.s(r - 1);
+        for (int l = 0; l < 3; ++l)
+          if (!found[l] && captured >= kLevels[l] * total) found[l] = r;
+      }
+      if (found[2] || k == kmax) break;
+      k = std::min(kmax, 2 * k);
+    }
+    for (int64_t r : found)
+      if (r) plan.ranks.push_back(r);
+  }
+  std::sort(plan.ranks.begin(), plan.ranks.end());
+  plan.ranks.erase(std::unique(plan.ranks.begin(), plan.ranks.end()), plan.ranks.end());
+  if (!plan.ranks.empty() && plan.svd.s.size() < plan.ranks.back())
+    plan.svd = linalg::svd_truncated(m, plan.ranks.back(), svd);
+  plan.svd_seconds = seconds_since(t0);
+  return plan;
+}
+
+}  // namespace
+
+std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd) {
+  return plan_lowrank(w, svd).ranks;
+}
+
+double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<const float> d) {
+  if (w.shape().size() != 2 || w.shape() != w_hat.shape() ||
+      static_cast<int64_t>(d.size()) != w.dim(1))
+    throw Error("activation error",
+                fmt::format("shapes differ: W {}, Ŵ {}, importance [{}]",
+                            shape_to_string(w.shape()), shape_to_string(w_hat.shape()), d.size()));
+  const std::vector<float> a = w.to_f32_vector(), b = w_hat.to_f32_vector();
+  const size_t in = d.size();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double dj = d[i % in], diff = double(a[i]) - double(b[i]);
+    num += dj * diff * diff;
+    den += dj * double(a[i]) * a[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : 0.0;
+}
+
+LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, uint64_t index,
+                           std::span<const float> importance) {
+  if (weight.layout == WeightLayout::none)
+    throw Error(weight.name, "no [out, in] view: not a layer to profile");
+  const Tensor m = weight.out_in();  // [out, in] f32, a copy of this layer only
+  const int64_t out = m.dim(0), in = m.dim(1);
+  if (!importance.empty() && static_cast<int64_t>(importance.size()) != in)
+    throw Error(weight.name,
+                fmt::format("importance vector has {} elements, the layer has {} inputs",
+                            importance.size(), in));
+  // Conv kernels keep their shape so that tucker can use its Tucker-2 form.
+  const Tensor w = weight.layout == WeightLayout::conv ? m.reshape(weight.tensor.shape()) : m;
+
+  ProfileOptions o = options;
+  o.scheme_defaults.svd.seed = Rng(options.seed).split(index).next_u64();
+  return attribute_errors(weight.name, [&] {
+    LowRankPlan plan;
+    if (wants_lowrank(o)) plan = plan_lowrank(m, o.scheme_defaults.svd);
+    LayerProfile layer;
+    layer.name = weight.name;
+    layer.shape_out_in = {out, in};
+    layer.numel = out * in;
+    layer.dense_bytes = 4 * layer.numel;
+    for (const schemes::Scheme& s : select_schemes(w.shape(), o, plan.ranks)) {
+      const auto t0 = Clock::now();
+      // Low-rank candidates are cut from the one shared SVD (its time counted in each).
+      const bool shared =
+          s.kind() == schemes::SchemeKind::lowrank && s.params().rank <= plan.svd.s.size();
+      const std::unique_ptr<schemes::Encoded> e =
+          shared ? schemes::lowrank_from_svd(plan.svd, s.params().rank) : s.encode(w);
+      Candidate c;
+      c.encode_seconds = seconds_since(t0) + (shared ? plan.svd_seconds : 0.0);
+      c.label = e->label();
+      c.rel_error = schemes::rel_error(w, *e);
+      c.bytes = static_cast<int64_t>(e->bytes());
+      c.macs = e->macs(1);
+      c.params = stored_params(*e);
+      if (!importance.empty())
+        c.rel_error_activation = activation_rel_error(m, e->decode(), importance);
+      layer.candidates.push_back(std::move(c));
+    }
+    if (layer.candidates.empty())
+      throw Error(weight.name, fmt::format("no selected scheme applies to shape {}",
+                                           shape_to_string(weight.tensor.shape())));
+    return layer;
+  });
+}
+
+bool is_profiled(const Weight& weight, const ProfileOptions& options) {
+  if (weight.layout == WeightLayout::none || weight.tensor.numel() < options.min_params)
+    return false;
+  if (options.layer_regex.empty()) return true;
+  return std::regex_search(weight.name, std::regex(options.layer_regex, std::regex::ECMAScript));
+}
+
+ModelProfile profile_model(const ModelFile& model, const ProfileOptions& options) {
+  try {
+    std::regex check(options.layer_regex, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw Error("--layers", fmt::format("invalid regex \"{}\": {}", options.layer_regex, e.what()));
+  }
+  if (options.min_params < 0)
+    throw Error("--min-params", fmt::format("must be >= 0, found {}", options.min_params));
+  for (const std::string& item : options.schemes)
+    if (item != "lowrank" && item != "int4-g") schemes::parse_scheme(item, options.scheme_defaults);
+
+  ModelProfile profile;
+  profile.model = model.path;
+  std::vector<const Weight*> layers;
+  for (const Weight& w : model.weights) {
+    const int64_t bytes = 4 * w.tensor.numel();
+    profile.dense_bytes += bytes;
+    if (is_profiled(w, options))
+      layers.push_back(&w);
+    else
+      profile.fixed_bytes += bytes;
+  }
+
+  std::vector<std::vector<float>> importance(layers.size());
+  if (!options.calib.empty()) {
+    const ModelFile calib = read_safetensors(options.calib);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const Weight& w = *layers[i];
+      const Weight* c = calib.find(w.name);
+      const int64_t in = w.out_in_shape()[1];
+      if (!c) throw Error(options.calib, fmt::format("no calibration vector for layer {}", w.name));
+      if (c->tensor.dtype() != DType::f32 || c->tensor.shape() != Shape{in})
+        throw Error(options.calib,
+                    fmt::format("layer {}: expected an f32 vector of length {} (its inputs), found "
+                                "{} {}",
+                                w.name, in, dtype_name(c->tensor.dtype()),
+                                shape_to_string(c->tensor.shape())));
+      importance[i] = c->tensor.to_f32_vector();
+      for (float v : importance[i])
+        if (!std::isfinite(v) || v < 0)
+          throw Error(options.calib, fmt::format("layer {}: mean x² must be finite and >= 0, "
+                                                 "found {}",
+                                                 w.name, v));
+    }
+  }
+
+  profile.layers.resize(layers.size());
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = std::clamp<size_t>(options.threads > 0 ? options.threads : hw, 1,
+                                            std::max<size_t>(1, layers.size()));
+  const bool progress = options.progress && ::isatty(STDERR_FILENO);
+  const auto t0 = Clock::now();
+  std::atomic<size_t> next{0}, done{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex mu;
+  auto work = [&] {
+    for (size_t i; !failed && (i = next++) < layers.size();) {
+      try {
+        profile.layers[i] = profile_layer(*layers[i], options, i, importance[i]);
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!error) error = std::current_exception();
+        failed = true;
+        return;
+      }
+      const size_t n = ++done;
+      if (progress) {
+        std::lock_guard lock(mu);
+        draw_progress(n, layers.size(), seconds_since(t0));
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return profile;
+}
+
+}  // namespace tailor
