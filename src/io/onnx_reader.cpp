@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tailor/core/error.h"
+#include "tailor/core/text.h"
 
 namespace tailor {
 namespace {
@@ -31,21 +32,7 @@ namespace fs = std::filesystem;
 
 /// Printable, bounded form of a name taken from the file, quoted, for messages.
 std::string quote_name(const std::string& s) {
-  constexpr size_t kMax = 120;
-  std::string out = "'";
-  for (size_t i = 0; i < s.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > kMax) out += "...";
-  return out + "'";
+  return "'" + escape_control(s, 120) + "'";
 }
 
 /// Name of an ONNX TensorProto.DataType value (onnx.proto, including the

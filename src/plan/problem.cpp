@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "tailor/core/error.h"
+#include "tailor/core/text.h"
 
 namespace tailor::plan {
 
@@ -77,15 +78,6 @@ void check_choice(const Problem& problem, const Choice& choice) {
                                               choice[i], problem.layers[i].size()));
 }
 
-std::string with_commas(int64_t v) {
-  const std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out = v < 0 ? "-" : "";
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 }  // namespace
 
 double evaluate(const Problem& problem, const Choice& choice) {

@@ -7,31 +7,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tailor/core/text.h"
+
 namespace tailor::cli {
 
-/// 2690312 → "2,690,312" (no locale needed).
-inline std::string with_commas(int64_t v) {
-  const std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out = v < 0 ? "-" : "";
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
+using tailor::with_commas;
 
 /// `s` with control bytes written as \xHH, so a name from a file cannot move
 /// the terminal's cursor or break a table row.
 inline std::string printable(const std::string& s) {
-  std::string out;
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f)
-      out += fmt::format("\\x{:02x}", c);
-    else
-      out += ch;
-  }
-  return out;
+  return escape_control(s);
 }
 
 /// JSON text of `j` (indent < 0: one line); bytes that are not UTF-8 become
