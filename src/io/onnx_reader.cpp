@@ -32,7 +32,10 @@ namespace fs = std::filesystem;
 
 /// Printable, bounded form of a name taken from the file, quoted, for messages.
 std::string quote_name(const std::string& s) {
-  return "'" + escape_control(s, 120) + "'";
+  std::string out = escape_control(s, 120);
+  out.insert(out.begin(), '\'');
+  out.push_back('\'');
+  return out;
 }
 
 /// Name of an ONNX TensorProto.DataType value (onnx.proto, including the
