@@ -92,14 +92,7 @@ Solution solve_cem(const Problem& problem, const SolveOptions& options, const Ce
     }
   }
 
-  Solution s;
-  s.choice = incumbent;
-  s.objective = evaluate(problem, incumbent);
-  s.bytes = choice_bytes(problem, incumbent);
-  if (problem.additive()) s.lower_bound = lagrangian_bound(problem, sweep.lambda, nullptr);
-  s.nodes = nodes;
-  s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return s;
+  return heuristic_solution(problem, incumbent, sweep.lambda, nodes, start);
 }
 
 }  // namespace tailor::plan

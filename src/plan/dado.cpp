@@ -68,14 +68,7 @@ class Dado {
       lambda_ = std::max(0.0, lambda_ + d_.dual_step * (mean_bytes / budget_ - 1));
       consider_mode();
     }
-    Solution s;
-    s.choice = incumbent_;
-    s.objective = evaluate(p_, incumbent_);
-    s.bytes = choice_bytes(p_, incumbent_);
-    if (p_.additive()) s.lower_bound = lagrangian_bound(p_, sweep.lambda, nullptr);
-    s.nodes = nodes;
-    s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    return s;
+    return heuristic_solution(p_, incumbent_, sweep.lambda, nodes, start);
   }
 
  private:

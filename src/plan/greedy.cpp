@@ -13,14 +13,8 @@ Solution solve_greedy(const Problem& problem, const SolveOptions& options) {
   const std::vector<LayerFrontier> frontiers =
       build_frontiers(problem, resolve_threads(options.threads));
   const Sweep sweep = sweep_hulls(problem, frontiers);
-  Solution s;
-  s.choice = sweep.greedy;
-  s.objective = evaluate(problem, s.choice);
-  s.bytes = choice_bytes(problem, s.choice);
-  s.lower_bound = lagrangian_bound(problem, sweep.lambda, nullptr);
+  Solution s = heuristic_solution(problem, sweep.greedy, sweep.lambda, sweep.segments, start);
   s.proven_optimal = !sweep.binding;
-  s.nodes = sweep.segments;
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }
 

@@ -107,15 +107,8 @@ Solution solve_gumbel(const Problem& problem, const SolveOptions& options, const
   }
   consider_rounding();
 
-  Solution s;
-  s.choice = incumbent;
-  s.objective = evaluate(problem, incumbent);
-  s.bytes = choice_bytes(problem, incumbent);
   const Sweep sweep = sweep_hulls(problem, build_frontiers(problem, 1));
-  s.lower_bound = lagrangian_bound(problem, sweep.lambda, nullptr);
-  s.nodes = steps;
-  s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return s;
+  return heuristic_solution(problem, incumbent, sweep.lambda, steps, start);
 }
 
 }  // namespace tailor::plan

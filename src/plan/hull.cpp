@@ -108,4 +108,16 @@ double lagrangian_bound(const Problem& problem, double lambda, std::vector<doubl
   return total;
 }
 
+Solution heuristic_solution(const Problem& problem, Choice choice, double lambda, int64_t nodes,
+                            std::chrono::steady_clock::time_point start) {
+  Solution s;
+  s.objective = evaluate(problem, choice);
+  s.bytes = choice_bytes(problem, choice);
+  s.choice = std::move(choice);
+  if (problem.additive()) s.lower_bound = lagrangian_bound(problem, lambda, nullptr);
+  s.nodes = nodes;
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
 }  // namespace tailor::plan

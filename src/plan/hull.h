@@ -4,6 +4,7 @@
 // (Sinha & Zoltners, 1979) and the greedy integer plan it leads to.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -45,5 +46,11 @@ Sweep sweep_hulls(const Problem& problem, const std::vector<LayerFrontier>& fron
 /// lower bound on the optimum for any λ ≥ 0, equal to the LP relaxation's
 /// value at the sweep's λ. Also returns each layer's minimum in `minima`.
 double lagrangian_bound(const Problem& problem, double lambda, std::vector<double>* minima);
+
+/// The Solution a heuristic returns for `choice`: its objective and bytes, the
+/// Lagrangian bound at `lambda` (NaN when the problem has pairwise terms),
+/// `nodes`, and the wall-clock seconds since `start`.
+Solution heuristic_solution(const Problem& problem, Choice choice, double lambda, int64_t nodes,
+                            std::chrono::steady_clock::time_point start);
 
 }  // namespace tailor::plan
