@@ -108,4 +108,56 @@ inline std::map<std::string, Tensor> run_ort(
   return outputs;
 }
 
+/// Runs `model` once per element of `runs` (each: name, tensor for every model
+/// input, the same names in every run) in one onnxruntime process, so the model
+/// loads once; returns each run's outputs by name, in order. Throws
+/// std::runtime_error with the runner's output when it fails.
+inline std::vector<std::map<std::string, Tensor>> run_ort_batch(
+    const std::string& model, const std::vector<std::vector<std::pair<std::string, Tensor>>>& runs,
+    int threads = 1) {
+  if (runs.empty()) return {};
+  TempDir dir;
+  std::string cmd = "node " + shell_quote(ort_runner_script()) + " " + shell_quote(model);
+  const size_t n_inputs = runs[0].size();
+  for (size_t i = 0; i < n_inputs; ++i) {
+    const std::string in_dir = dir.file("in" + std::to_string(i));
+    std::filesystem::create_directories(in_dir);
+    for (size_t r = 0; r < runs.size(); ++r) {
+      if (runs[r].size() != n_inputs || runs[r][i].first != runs[0][i].first) {
+        throw std::runtime_error("run_ort_batch: every run must give the same inputs in order");
+      }
+      char stem[32];
+      std::snprintf(stem, sizeof stem, "%08zu", r);
+      write_npy(in_dir + "/" + stem + ".npy", runs[r][i].second);
+    }
+    cmd += " --input " + shell_quote(runs[0][i].first + "=" + in_dir);
+  }
+  const std::string out_dir = dir.file("out");
+  cmd += " --output " + shell_quote(out_dir) + " --threads " + std::to_string(threads);
+  const CommandResult res = run_shell(cmd);
+  if (res.exit_code != 0) {
+    throw std::runtime_error("onnxruntime runner failed (exit " + std::to_string(res.exit_code) +
+                             "): " + res.output);
+  }
+  std::vector<std::map<std::string, Tensor>> outputs(runs.size());
+  std::istringstream lines(res.output);
+  std::string line, stem;
+  size_t run = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("run ", 0) == 0) {
+      stem = line.substr(4);
+      run = std::stoul(stem);
+    } else if (line.rfind("output ", 0) == 0 && !stem.empty()) {
+      const std::string rest = line.substr(7);
+      const std::string name = rest.substr(0, rest.find(' '));
+      outputs.at(run)[name] = read_npy(out_dir + "/" + stem + "/" + ort_output_file_name(name));
+    }
+  }
+  for (size_t r = 0; r < runs.size(); ++r) {
+    if (outputs[r].empty())
+      throw std::runtime_error("run_ort_batch: no outputs for run " + std::to_string(r));
+  }
+  return outputs;
+}
+
 }  // namespace tailor::testing

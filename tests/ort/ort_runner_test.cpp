@@ -205,6 +205,21 @@ TEST(OrtRunner, FloatSixteenOutputAndTiming) {
       << r.output;
 }
 
+TEST(OrtRunner, BatchRunsEachInputSetInOrder) {
+  if (auto why = testing::ort_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string model = build_model(dir);
+  auto first = inputs(), second = inputs();
+  second[0].second = Tensor::from_f32({2, 3}, std::vector<float>{-1, 0, 1, 2, 3, 4});
+  const auto out = testing::run_ort_batch(model, {first, second});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(values<float>(out[0].at("sum")), (std::vector<float>{1.5f, 4, 7, 3, 10.5f, 6}));
+  // [-1 0 1; 2 3 4] + b and [-1 0 1; 2 3 4] · [1 2; 3 4; 5 6] = [4 4; 31 40]
+  EXPECT_EQ(values<float>(out[1].at("sum")), (std::vector<float>{-0.5f, 2, 5, 1, 8.5f, 4}));
+  EXPECT_EQ(values<float>(out[1].at("mm")), (std::vector<float>{4, 4, 31, 40}));
+  EXPECT_EQ(values<int64_t>(out[1].at("n2")), (std::vector<int64_t>{-6, 10'000'000'000LL, 14}));
+}
+
 TEST(OrtRunner, BadInputsAreOneLineErrors) {
   if (auto why = testing::ort_unavailable(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;

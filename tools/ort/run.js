@@ -6,6 +6,11 @@
 //                         [--threads N] [--time N]
 //
 //   --input NAME=FILE.npy  one per model input (f32, f16, i64, i32, u8, bool)
+//   --input NAME=DIR       many runs in one process (the model loads once):
+//                          each DIR/<stem>.npy, sorted by name, is one run;
+//                          every directory input must hold the same stems;
+//                          file inputs are shared by all runs; outputs go to
+//                          DIR_OUT/<stem>/<name>.npy; not with --time
 //   --output DIR           writes each output as DIR/<name>.npy (created if
 //                          missing; characters other than [A-Za-z0-9._-] in a
 //                          name become '_'); written atomically
@@ -15,8 +20,9 @@
 //   --time N               after one warm-up run, N timed runs; prints
 //                          `median_ms=<float> runs=<N> threads=<T>` on stdout
 //
-// stdout: with --output, one line per output `output <name> <type> [d0,d1,...]`;
-// with --time, the median line. Errors: one line `ort-run: <problem>` on
+// stdout: with --output, one line per output `output <name> <type> [d0,d1,...]`
+// (for directory inputs each run's lines follow a line `run <stem>`); with
+// --time, the median line. Errors: one line `ort-run: <problem>` on
 // stderr, exit code 2 (bad arguments or inputs) or 1 (onnxruntime failed).
 'use strict';
 
@@ -75,17 +81,42 @@ async function main() {
   }
   if (!fs.existsSync(args.model)) die(`${args.model}: no such file`);
 
-  const feeds = {};
-  for (const { name, file } of args.inputs) {
-    if (name in feeds) die(`input '${name}' given twice`);
-    let t;
+  const load = (file) => {
     try {
-      t = readNpy(file);
+      return readNpy(file);
     } catch (e) {
       die(e.message);
     }
-    feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
+  };
+  // Shared feeds (file inputs) and per-run feeds (directory inputs).
+  const shared = {};
+  const perRun = {};
+  let stems = null;
+  for (const { name, file } of args.inputs) {
+    if (name in shared || name in perRun) die(`input '${name}' given twice`);
+    if (!fs.existsSync(file)) die(`${file}: no such file`);
+    if (fs.statSync(file).isDirectory()) {
+      const list = fs.readdirSync(file).filter((f) => f.endsWith('.npy')).map((f) => f.slice(0, -4)).sort();
+      if (list.length === 0) die(`${file}: no .npy files`);
+      if (stems === null) stems = list;
+      else if (list.join('\n') !== stems.join('\n')) die(`${file}: holds other file names than the other input directories`);
+      perRun[name] = file;
+    } else {
+      const t = load(file);
+      shared[name] = new ort.Tensor(t.type, t.data, t.dims);
+    }
   }
+  if (stems !== null && args.time) die('--time takes file inputs, not directories');
+  if (stems !== null && !args.output) die('directory inputs need --output DIR');
+  const feedsOf = (stem) => {
+    const feeds = { ...shared };
+    for (const [name, dir] of Object.entries(perRun)) {
+      const t = load(path.join(dir, `${stem}.npy`));
+      feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
+    }
+    return feeds;
+  };
+  const inputNames = [...Object.keys(shared), ...Object.keys(perRun)];
 
   let session;
   try {
@@ -98,35 +129,46 @@ async function main() {
   } catch (e) {
     die(`${args.model}: onnxruntime cannot load the model: ${e.message}`, 1);
   }
-  for (const n of session.inputNames) if (!(n in feeds)) die(`${args.model}: model input '${n}' not given (--input ${n}=FILE.npy)`);
-  for (const n of Object.keys(feeds)) {
+  for (const n of session.inputNames) if (!inputNames.includes(n)) die(`${args.model}: model input '${n}' not given (--input ${n}=FILE.npy)`);
+  for (const n of inputNames) {
     if (!session.inputNames.includes(n)) die(`${args.model}: model has no input '${n}' (inputs: ${session.inputNames.join(', ')})`);
   }
 
-  const runOnce = async () => {
+  const runOnce = async (feeds) => {
     try {
       return await session.run(feeds);
     } catch (e) {
       die(`${args.model}: onnxruntime run failed: ${e.message}`, 1);
     }
   };
-
-  const results = await runOnce();  // also the warm-up run of --time
-  if (args.output) {
-    fs.mkdirSync(args.output, { recursive: true });
+  const writeOutputs = (results, dir) => {
+    fs.mkdirSync(dir, { recursive: true });
     const lines = [];
     for (const name of session.outputNames) {
       const t = results[name];
-      writeNpy(path.join(args.output, `${safeName(name)}.npy`), t.type, t.dims.map(Number), t.data);
+      writeNpy(path.join(dir, `${safeName(name)}.npy`), t.type, t.dims.map(Number), t.data);
       lines.push(`output ${name} ${t.type} [${t.dims.join(',')}]`);
     }
-    process.stdout.write(lines.join('\n') + '\n');
+    return lines;
+  };
+
+  if (stems !== null) {
+    for (const stem of stems) {
+      const lines = writeOutputs(await runOnce(feedsOf(stem)), path.join(args.output, stem));
+      process.stdout.write(`run ${stem}\n` + lines.join('\n') + '\n');
+    }
+    await session.release?.();
+    return;
   }
+
+  const feeds = feedsOf(null);
+  const results = await runOnce(feeds);  // also the warm-up run of --time
+  if (args.output) process.stdout.write(writeOutputs(results, args.output).join('\n') + '\n');
   if (args.time) {
     const ms = [];
     for (let i = 0; i < args.time; i++) {
       const t0 = process.hrtime.bigint();
-      await runOnce();
+      await runOnce(feeds);
       ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
     ms.sort((x, y) => x - y);
