@@ -236,7 +236,7 @@ TEST(OcrTask, OnnxruntimeReadsFixtureLines) {
     std::vector<std::vector<std::pair<std::string, Tensor>>> runs;
     for (const Tensor& x : inputs) runs.push_back({{"x", x}});
     std::vector<Tensor> outputs;
-    for (auto& out : testing::run_ort_batch(model, runs, 2))
+    for (auto& out : testing::run_ort_batch(model, runs, 1))
       outputs.push_back(out.at("softmax_11.tmp_0"));
     return outputs;
   };
