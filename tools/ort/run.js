@@ -141,6 +141,9 @@ async function main() {
       die(`${args.model}: onnxruntime run failed: ${e.message}`, 1);
     }
   };
+  const files = session.outputNames.map(safeName);
+  const clash = files.find((f, i) => files.indexOf(f) !== i);
+  if (clash !== undefined && args.output) die(`${args.model}: two outputs would both be written as ${clash}.npy`);
   const writeOutputs = (results, dir) => {
     fs.mkdirSync(dir, { recursive: true });
     const lines = [];
