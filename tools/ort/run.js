@@ -15,8 +15,8 @@
 //                          missing; characters other than [A-Za-z0-9._-] in a
 //                          name become '_'); written atomically
 //   --threads N            intra_op_num_threads (default 1); inter_op is 1,
-//                          sequential execution, graph optimizations at the
-//                          default level (ORT_ENABLE_ALL)
+//                          sequential execution, graph optimization level
+//                          left at onnxruntime's default (not set here)
 //   --time N               after one warm-up run, N timed runs; prints
 //                          `median_ms=<float> runs=<N> threads=<T>` on stdout
 //
