@@ -37,6 +37,20 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+/// Runs `fn`; an Error whose source is not `path` is rethrown naming `path`
+/// (its own source kept in the message).
+template <class F>
+auto naming(const std::string& path, F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    if (e.source() == path) throw;
+    throw Error(path, e.source().empty() ? e.message() : e.source() + ": " + e.message());
+  } catch (const std::bad_alloc&) {
+    throw Error(path, "out of memory");
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> read_ocr_keys(const std::string& path) {
@@ -186,7 +200,7 @@ OcrScore ocr_read_lines(const OcrBatchRecognizer& run, const std::string& dir,
   inputs.reserve(labels.size());
   for (const auto& [file, truth] : labels) {
     const std::string path = (std::filesystem::path(dir) / file).string();
-    inputs.push_back(attribute_errors(path, [&] { return ocr_rec_preprocess(read_png(path)); }));
+    inputs.push_back(naming(path, [&] { return ocr_rec_preprocess(read_png(path)); }));
   }
   const std::vector<Tensor> outputs = run(inputs);
   check(outputs.size() == inputs.size(), dir,
@@ -198,8 +212,8 @@ OcrScore ocr_read_lines(const OcrBatchRecognizer& run, const std::string& dir,
     OcrLine line;
     line.file = file;
     line.truth = truth;
-    line.text = attribute_errors((std::filesystem::path(dir) / file).string(),
-                                 [&] { return ctc_greedy_decode(outputs[i], classes); });
+    line.text = naming((std::filesystem::path(dir) / file).string(),
+                       [&] { return ctc_greedy_decode(outputs[i], classes); });
     line.edits = edit_distance(truth, line.text);
     line.chars = utf8_code_points(truth).size();
     score.chars += line.chars;

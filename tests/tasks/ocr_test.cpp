@@ -11,7 +11,7 @@
 #include <iterator>
 #include <set>
 
-#include "../ort/ort_runner.h"
+#include "ort/ort_runner.h"
 #include "tailor/core/error.h"
 #include "test_util.h"
 
@@ -217,6 +217,42 @@ TEST(OcrTask, LabelsFileErrors) {
   testing::write_bytes(dir.file("labels.tsv"), "a.png\tok\nno tab here\n");
   testing::expect_error_naming([&] { read_ocr_labels(dir.path().string()); },
                                dir.file("labels.tsv"), "line 2 has no tab");
+}
+
+/// One-hot [1, T, C] output spelling `path` (class indices per step).
+Tensor one_hot(const std::vector<int>& path, int classes) {
+  std::vector<float> v(path.size() * classes, 0.0f);
+  for (size_t t = 0; t < path.size(); ++t) v[t * classes + path[t]] = 1.0f;
+  return Tensor::from_f32({1, static_cast<int64_t>(path.size()), classes}, v);
+}
+
+TEST(OcrTask, ScoresAnyRecognizer) {
+  // Two fixture images, labels "Hello" and "lo", read by a stand-in recogniser
+  // that answers "Hello" (exact) and "lox" (one insertion): 7 characters, 1 edit.
+  TempDir dir;
+  std::filesystem::copy_file(testing::fixture_path("ocr/04_word1.png"), dir.file("a.png"));
+  std::filesystem::copy_file(testing::fixture_path("ocr/05_word2.png"), dir.file("b.png"));
+  testing::write_bytes(dir.file("labels.tsv"), "a.png\tHello\nb.png\tlo\n");
+  const std::vector<std::string> classes{"", "H", "e", "l", "o", "x", " "};
+  int calls = 0;
+  const OcrRecognizer fake = [&](const Tensor& x) {
+    EXPECT_EQ(x.dim(2), 48);
+    return ++calls == 1 ? one_hot({1, 2, 3, 0, 3, 4, 0}, 7) : one_hot({3, 3, 4, 5}, 7);
+  };
+  const OcrScore s = ocr_read_lines(fake, dir.path().string(), classes);
+  EXPECT_EQ(calls, 2);
+  ASSERT_EQ(s.lines.size(), 2u);
+  EXPECT_EQ(s.lines[0].text, "Hello");
+  EXPECT_EQ(s.lines[1].text, "lox");
+  EXPECT_EQ(s.chars, 7u);
+  EXPECT_EQ(s.edits, 1u);
+  EXPECT_EQ(s.exact, 1u);
+  EXPECT_DOUBLE_EQ(s.char_accuracy(), 1.0 - 1.0 / 7.0);
+  EXPECT_DOUBLE_EQ(s.line_accuracy(), 0.5);
+  // A wrong class count names the image whose output it was.
+  const OcrRecognizer wrong = [&](const Tensor&) { return one_hot({1}, 5); };
+  testing::expect_error_naming([&] { ocr_read_lines(wrong, dir.path().string(), classes); },
+                               dir.file("a.png"), "5 classes, the key list gives 7");
 }
 
 // The PP-OCRv4 recogniser in onnxruntime reads the fixture lines. Measured once
