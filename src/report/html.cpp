@@ -78,16 +78,16 @@ std::string layer_ytics(const Report& r) {
 
 /// (b) layer × scheme map, coloured by log10 rel_error; the chosen scheme circled.
 std::string map_svg(const Report& r) {
-  std::string matrix, chosen;
-  for (size_t i = 0; i < r.layers.size(); ++i) {
+  // One rectangle per profiled (layer, scheme) cell; none where a scheme does
+  // not apply. (Rectangles rather than `with image`, which needs a 2 × 2 grid.)
+  std::string cells, chosen;
+  for (size_t i = 0; i < r.layers.size(); ++i)
     for (size_t k = 0; k < r.schemes.size(); ++k) {
       const double e = r.layers[i].scheme_errors[k];
-      matrix += k ? " " : "";
-      matrix += std::isfinite(e) ? fmt::format("{:.6g}", std::log10(std::max(e, 1e-6))) : "NaN";
+      if (std::isfinite(e))
+        cells += fmt::format("{} {} {:.6g}\n", k, i, std::log10(std::max(e, 1e-6)));
       if (r.schemes[k] == r.layers[i].label) chosen += fmt::format("{} {}\n", k, i);
     }
-    matrix += "\n";
-  }
   std::string xtics = "set xtics (";
   for (size_t k = 0; k < r.schemes.size(); ++k)
     xtics += fmt::format("{}{} {}", k ? ", " : "", gnuplot_quote(r.schemes[k]), k);
@@ -100,11 +100,13 @@ std::string map_svg(const Report& r) {
           "set cbrange [-6:0]\nset cblabel 'log10 rel_error (blank: scheme not applicable)'\n"
           "set palette defined (0 '#0d0887', 1 '#7e03a8', 2 '#cc4778', 3 '#f89540', 4 "
           "'#f0f921')\n"
-          "set lmargin 28\nset bmargin 7\nunset key\n"
-          "plot 'map.dat' matrix with image, 'chosen.dat' using 1:2 with points pt 6 ps 1.3 lw "
-          "2 lc rgb 'black' title 'chosen'\n",
+          "set lmargin 28\nset bmargin 7\nunset key\nset style fill solid 1.0 noborder\n"
+          "plot 'map.dat' using 1:2:($1-0.5):($1+0.5):($2-0.5):($2+0.5):3 with boxxyerror "
+          "fc palette, "
+          "'chosen.dat' using 1:2 with points pt 6 ps 1.3 lw 4 lc rgb 'white', "
+          "'chosen.dat' using 1:2 with points pt 6 ps 1.3 lw 1.5 lc rgb 'black'\n",
           r.schemes.size() - 0.5);
-  return run_gnuplot(script, {{"map.dat", matrix}, {"chosen.dat", chosen}});
+  return run_gnuplot(script, {{"map.dat", cells}, {"chosen.dat", chosen}});
 }
 
 /// (c) bytes per layer, dense f32 before and chosen after (horizontal bars).
@@ -271,9 +273,16 @@ std::string report_to_html(const Report& r) {
   h += curve_table(r) + "</section>\n";
   h += "<section id=\"layer-map\">\n<h2>Per-layer map: error of every scheme, chosen "
        "circled</h2>\n";
-  h += "<figure class=\"plot\">" + inline_svg(map_svg(r), "map-") + "</figure>\n</section>\n";
-  h += "<section id=\"layer-bytes\">\n<h2>Bytes per layer, before and after</h2>\n";
-  h += "<figure class=\"plot\">" + inline_svg(bytes_svg(r), "bytes-") + "</figure>\n</section>\n";
+  // A profile without layers (everything fixed) has nothing to map.
+  const std::string none = "<p class=\"note\">No layers planned.</p>\n";
+  h += r.layers.empty()
+           ? none
+           : "<figure class=\"plot\">" + inline_svg(map_svg(r), "map-") + "</figure>\n";
+  h += "</section>\n<section id=\"layer-bytes\">\n<h2>Bytes per layer, before and after</h2>\n";
+  h += r.layers.empty()
+           ? none
+           : "<figure class=\"plot\">" + inline_svg(bytes_svg(r), "bytes-") + "</figure>\n";
+  h += "</section>\n";
   h += fmt::format("<section id=\"solvers\">\n<h2>Solvers at the chosen budget ({} bytes)</h2>\n",
                    with_commas(p.budget_bytes));
   h += solver_table(r) + "</section>\n";

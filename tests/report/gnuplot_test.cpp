@@ -119,5 +119,42 @@ TEST(ReportHtml, HostileNamesStayText) {
   EXPECT_EQ(html.find("@import"), std::string::npos);
 }
 
+TEST(ReportHtml, OneLayerOneSchemeAndNoLayers) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot not installed (Debian: gnuplot-nox)";
+  ModelProfile p;
+  p.model = "one.onnx";
+  p.fixed_bytes = 40;
+  p.dense_bytes = 440;
+  LayerProfile l{"w", {10, 10}, 100, 400, {}};
+  l.candidates = {cand("int8", 0.01, 110, 100)};
+  p.layers = {l};
+  plan::Plan chosen;
+  chosen.budget_bytes = 200;
+  chosen.total_bytes = 150;
+  chosen.solver = "exact";
+  chosen.objective = "numel";
+  chosen.choices = {{"w", "int8", 0.01, 110}};
+  const Report r = make_report(p, chosen, "plan.json", ReportOptions{});
+  ASSERT_EQ(r.curve.size(), 10u);
+  EXPECT_EQ(r.curve.front().budget_bytes, 40 + 110);  // fixed + the only candidate
+  EXPECT_EQ(r.curve.back().budget_bytes, 440);
+  std::string html = report_to_html(r);
+  EXPECT_EQ(count(html, "<svg"), 3u);
+
+  ModelProfile empty;
+  empty.model = "fixed-only.onnx";
+  empty.fixed_bytes = empty.dense_bytes = 400;
+  plan::Plan none;
+  none.budget_bytes = none.total_bytes = none.fixed_bytes = 400;
+  none.solver = "exact";
+  none.objective = "numel";
+  const Report fixed_only = make_report(empty, none, "plan.json", ReportOptions{});
+  ASSERT_EQ(fixed_only.curve.size(), 1u);  // smallest feasible = dense: one budget
+  EXPECT_EQ(fixed_only.curve[0].objective, 0.0);
+  html = report_to_html(fixed_only);
+  EXPECT_EQ(count(html, "<svg"), 1u);
+  EXPECT_NE(html.find("No layers planned."), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tailor::report
