@@ -51,6 +51,16 @@ Plan make_plan(const ModelProfile& profile, const Problem& problem, const Soluti
   return plan;
 }
 
+std::vector<Plan> solve_plans(const ModelProfile& profile, const Problem& problem,
+                              const std::vector<std::string>& solvers, const SolveOptions& options,
+                              Objective objective) {
+  std::vector<Plan> plans;
+  for (const std::string& name : solvers)
+    plans.push_back(
+        make_plan(profile, problem, solve(name, problem, options), name, objective, options.seed));
+  return plans;
+}
+
 std::string plan_to_json(const Plan& plan) {
   using OJson = nlohmann::ordered_json;
   auto number = [](double v) { return std::isfinite(v) ? OJson(v) : OJson(nullptr); };

@@ -105,7 +105,10 @@ LayerProfile read_layer(const Reader& r, const Json& j, const std::string& index
 }  // namespace
 
 ModelProfile read_profile(const std::string& path) {
-  const std::string text = read_file(path);
+  return parse_profile(read_file(path), path);
+}
+
+ModelProfile parse_profile(const std::string& text, const std::string& path) {
   Json j;
   try {
     j = Json::parse(text);

@@ -97,10 +97,8 @@ void run_plan(const PlanArgs& a) {
       with_commas(problem.budget), a.objective, a.seed);
   const std::vector<std::string> solvers =
       a.solver == "all" ? plan::solver_names() : std::vector<std::string>{a.solver};
-  std::vector<plan::Plan> plans;
-  for (const std::string& name : solvers)
-    plans.push_back(plan::make_plan(profile, problem, plan::solve(name, problem, options), name,
-                                    objective, a.seed));
+  const std::vector<plan::Plan> plans =
+      plan::solve_plans(profile, problem, solvers, options, objective);
   if (a.solver == "all")
     print_table(plans);
   else

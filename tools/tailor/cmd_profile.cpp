@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
 #include "tailor/core/error.h"
 #include "tailor/io/model.h"
 #include "tailor/profile/model_profile.h"
+#include "tailor/profile/profile_cache.h"
 #include "tailor/profile/profiler.h"
 
 namespace tailor::cli {
@@ -90,6 +92,7 @@ void add_profile(CLI::App& app) {
       "profile", "Measure every layer under every applicable scheme; write profile.json");
   static std::string path, output = "profile.json", scheme_list;
   static ProfileOptions options;
+  static bool cache = false;
   cmd->add_option("MODEL", path, "ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin")
       ->required();
   cmd->add_option("-o,--output", output, "Profile to write (JSON, schema in the README)")
@@ -105,12 +108,21 @@ void add_profile(CLI::App& app) {
                   "safetensors of per-layer f32 [in] mean x² vectors: activation-aware error");
   cmd->add_option("--threads", options.threads, "Worker threads (0: all cores)")
       ->capture_default_str();
+  cmd->add_flag("--cache", cache,
+                "Reuse a cached profile of the same model bytes and settings, or store this one "
+                "(in $TAILOR_CACHE_DIR, else $XDG_CACHE_HOME/tailor, else ~/.cache/tailor)");
   cmd->callback([] {
     if (options.threads < 0) throw tailor::Error("--threads", "must be >= 0");
     if (!scheme_list.empty()) options.schemes = split_list(scheme_list);
     options.progress = true;
-    const ModelFile model = load_model(path);
-    const ModelProfile profile = profile_model(model, options);
+    const std::string key = cache ? profile_cache_key(path, options) : std::string();
+    std::optional<ModelProfile> cached = cache ? load_cached_profile(key) : std::nullopt;
+    if (cached) {
+      cached->model = path;
+      std::cout << "cached profile " << key << " (" << profile_cache_dir() << ")\n";
+    }
+    const ModelProfile profile = cached ? *cached : profile_model(load_model(path), options);
+    if (cache && !cached) store_cached_profile(key, profile);
     write_profile(output, profile);
     print_table(profile, !options.calib.empty());
     std::cout << "wrote " << output << "\n";

@@ -18,4 +18,9 @@ void add_profile(CLI::App& app);
 /// [--time-limit SEC] [--threads N] [-o plan.json]`: one candidate per layer under a budget.
 void add_plan(CLI::App& app);
 
+/// `tailor report PROFILE.json (--plan plan.json | --budget B [--solver S] [--objective O]
+/// [--seed N]) [--verify verify.json] [--time-limit SEC] [--threads N] -o OUT_DIR`:
+/// report.html (plots) and report.json.
+void add_report(CLI::App& app);
+
 }  // namespace tailor::cli

@@ -56,6 +56,13 @@ Solution solve(const std::string& name, const Problem& problem, const SolveOptio
 Plan make_plan(const ModelProfile& profile, const Problem& problem, const Solution& solution,
                const std::string& solver, Objective objective, uint64_t seed);
 
+/// Runs each solver named in `solvers` on `problem` (made from `profile`) with
+/// the same options, and returns their plans in that order: what `tailor plan
+/// --solver all` tabulates and the report compares. Throws what solve throws.
+std::vector<Plan> solve_plans(const ModelProfile& profile, const Problem& problem,
+                              const std::vector<std::string>& solvers, const SolveOptions& options,
+                              Objective objective);
+
 /// plan.json text (2-space indented; NaN bounds written as null).
 std::string plan_to_json(const Plan& plan);
 

@@ -65,6 +65,9 @@ struct ModelProfile {
 /// within a layer; the message names the layer (and candidate) at fault.
 ModelProfile read_profile(const std::string& path);
 
+/// read_profile of JSON text already in memory; errors name `source`.
+ModelProfile parse_profile(const std::string& text, const std::string& source);
+
 /// Writes `profile` to `path` atomically (write_file_atomic), in the schema
 /// read_profile reads. Throws Error naming `path` on I/O failure.
 void write_profile(const std::string& path, const ModelProfile& profile);

@@ -1,0 +1,149 @@
+// The compression report: what was chosen, what it costs and loses, how the
+// solvers compare, and (when measured) how the compressed model verifies;
+// written as report.json and as one self-contained report.html with plots.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tailor/plan/plan.h"
+#include "tailor/profile/model_profile.h"
+
+namespace tailor::report {
+
+/// Error of one model output, compressed vs. original, over the verification
+/// inputs: rel_error = ‖y − ŷ‖ / ‖y‖ (Frobenius over all inputs), cosine =
+/// ⟨y, ŷ⟩ / (‖y‖·‖ŷ‖).
+struct OutputError {
+  std::string name;
+  double rel_error = 0;
+  double cosine = 0;
+};
+
+/// A task metric (e.g. OCR character accuracy) of the original and the
+/// compressed model on the same inputs.
+struct TaskMetric {
+  std::string name;
+  double original = 0;
+  double compressed = 0;
+};
+
+/// Verification numbers, measured by running both models (`tailor compress`
+/// fills them; `tailor report --verify verify.json` reads them; schema in the
+/// README).
+struct Verification {
+  /// Inputs the models were run on (0 when not recorded).
+  int64_t inputs = 0;
+  std::vector<OutputError> outputs;
+  std::optional<TaskMetric> metric;
+  /// The error the plan predicts from the per-layer errors (Σ over layers, in
+  /// the unit the verifier states) and the error measured on the outputs; NaN
+  /// when not recorded.
+  double predicted_error = std::numeric_limits<double>::quiet_NaN();
+  double measured_error = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// Reads verify.json. Throws Error naming `path` for malformed JSON, a missing
+/// or mistyped field, or a non-finite number.
+Verification read_verification(const std::string& path);
+
+/// One point of the error-vs-budget curve: the exact solver's optimum under
+/// a total budget.
+struct CurvePoint {
+  /// Total budget (fixed bytes included) and the bytes the optimum takes.
+  int64_t budget_bytes = 0;
+  int64_t total_bytes = 0;
+  /// The optimal objective and whether it is proven (false: time limit hit,
+  /// objective is the best found).
+  double objective = 0;
+  bool proven_optimal = false;
+};
+
+/// One solver at the chosen budget.
+struct SolverRow {
+  std::string solver;
+  double objective = 0;
+  int64_t total_bytes = 0;
+  /// objective − exact's objective (objective units; 0 for exact itself).
+  double gap_to_exact = 0;
+  double seconds = 0;
+  int64_t nodes = 0;
+  bool proven_optimal = false;
+};
+
+/// One planned layer: its chosen candidate and every candidate's error.
+struct LayerRow {
+  std::string name;
+  std::vector<int64_t> shape_out_in;
+  /// Bytes dense f32 (before) and under the chosen candidate (after).
+  int64_t dense_bytes = 0;
+  int64_t bytes = 0;
+  std::string label;
+  double rel_error = 0;
+  /// rel_error of every scheme of Report::schemes for this layer, NaN where
+  /// the scheme was not profiled for the layer (it does not apply).
+  std::vector<double> scheme_errors;
+};
+
+/// Everything the report shows; report.json and report.html hold the same numbers.
+struct Report {
+  std::string model;
+  int64_t dense_bytes = 0;
+  int64_t fixed_bytes = 0;
+  /// The chosen plan.
+  plan::Plan plan;
+  /// Exact optima at evenly spaced total budgets from the smallest feasible
+  /// (fixed bytes + every layer's smallest candidate) to dense_bytes.
+  std::vector<CurvePoint> curve;
+  /// Every solver (plan::solver_names order) at the chosen plan's budget,
+  /// objective and seed.
+  std::vector<SolverRow> solvers;
+  /// Every candidate label of the profile: the columns of the per-layer map,
+  /// in first-seen order with the low-rank labels last, by ascending rank.
+  std::vector<std::string> schemes;
+  std::vector<LayerRow> layers;
+  std::optional<Verification> verification;
+};
+
+/// How make_report computes the curve and the comparison.
+struct ReportOptions {
+  /// Points of the error-vs-budget curve (≥ 2).
+  int curve_points = 10;
+  /// Wall-clock limit per solver run, seconds (0: none).
+  double time_limit_s = 30;
+  /// Worker threads of the solvers (0: all cores).
+  int threads = 0;
+};
+
+/// Builds the report of `plan` (made from `profile`): the curve by
+/// solve_exact at options.curve_points budgets, the solver comparison by
+/// plan::solve_plans at the plan's budget, the per-layer rows. `plan_source`
+/// names the plan in errors. Throws Error naming `plan_source` when the plan
+/// does not match the profile (another layer count, order or name, a label
+/// the layer was not profiled with, or an unknown objective), and whatever
+/// the solvers throw.
+Report make_report(const ModelProfile& profile, const plan::Plan& plan,
+                   const std::string& plan_source, const ReportOptions& options,
+                   std::optional<Verification> verification = std::nullopt);
+
+/// report.json text (schema in the README; NaN written as null).
+std::string report_to_json(const Report& report);
+
+/// report.html: one self-contained page (no external resources) with three
+/// SVG plots drawn by gnuplot (error vs. budget with the chosen plan marked;
+/// layer × scheme map coloured by log10 rel_error with the chosen scheme
+/// circled; bytes per layer before and after) and tables of the solver
+/// comparison, the verification and the plan. Text from the profile is
+/// escaped for gnuplot and for HTML. Throws Error (source "gnuplot") when
+/// gnuplot is missing or fails.
+std::string report_to_html(const Report& report);
+
+/// Writes `out_dir`/report.html and `out_dir`/report.json, each atomically
+/// (the folder is created when missing). Throws Error naming the file on I/O
+/// failure, and what report_to_html throws (before either file is written).
+void write_report(const std::string& out_dir, const Report& report);
+
+}  // namespace tailor::report

@@ -1,0 +1,153 @@
+#include "tailor/profile/profile_cache.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "tailor/core/error.h"
+#include "tailor/core/text.h"
+#include "tailor/io/atomic_file.h"
+#include "tailor/io/sha256.h"
+
+namespace tailor {
+namespace {
+
+namespace fs = std::filesystem;
+using OJson = nlohmann::ordered_json;
+
+constexpr const char* kFormat = "tailor-profile-cache";
+
+void check_key(const std::string& key) {
+  const bool ok = key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
+                    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                  });
+  if (!ok)
+    throw Error("profile cache",
+                "key must be 64 lower-case hex digits, found \"" + escape_control(key, 80) + "\"");
+}
+
+std::string entry_path(const std::string& key) {
+  check_key(key);
+  return (fs::path(profile_cache_dir()) / (key + ".json")).string();
+}
+
+void warn(const std::string& source, const std::string& message) {
+  std::cerr << "tailor: warning: " << Error(source, message).what() << "\n";
+}
+
+/// SHA-256 of a model: of the file, or of a folder's regular files by name.
+std::string model_digest(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return sha256_file(path);
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(path, ec))
+    if (entry.is_regular_file()) names.push_back(entry.path().filename().string());
+  if (ec) throw Error(path, "cannot list the folder: " + ec.message());
+  std::sort(names.begin(), names.end());
+  OJson files = OJson::array();
+  for (const std::string& name : names)
+    files.push_back({name, sha256_file((fs::path(path) / name).string())});
+  return sha256_hex(files.dump());
+}
+
+}  // namespace
+
+std::string profile_cache_dir() {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::string(v) : std::string();
+  };
+  if (const std::string d = env("TAILOR_CACHE_DIR"); !d.empty())
+    return (fs::path(d) / "profiles").string();
+  if (const std::string d = env("XDG_CACHE_HOME"); !d.empty())
+    return (fs::path(d) / "tailor" / "profiles").string();
+  if (const std::string d = env("HOME"); !d.empty())
+    return (fs::path(d) / ".cache" / "tailor" / "profiles").string();
+  throw Error("profile cache", "none of TAILOR_CACHE_DIR, XDG_CACHE_HOME and HOME is set");
+}
+
+std::string profile_cache_key(const std::string& model_path, const ProfileOptions& options) {
+  std::vector<std::string> schemes = options.schemes;
+  std::sort(schemes.begin(), schemes.end());
+  schemes.erase(std::unique(schemes.begin(), schemes.end()), schemes.end());
+  const schemes::SchemeParams& s = options.scheme_defaults;
+  const OJson key = {
+      {"format", kFormat},
+      {"version", kProfileFormatVersion},
+      {"model_sha256", model_digest(model_path)},
+      {"schemes", schemes},
+      {"min_params", options.min_params},
+      {"layers", options.layer_regex},
+      {"calib_sha256", options.calib.empty() ? std::string() : sha256_file(options.calib)},
+      {"seed", options.seed},
+      {"scheme_params",
+       {{"group", s.group},
+        {"rank", s.rank},
+        {"tucker_rank_fraction", s.tucker_rank_fraction},
+        {"tt_cores", s.tt_cores},
+        {"tt_max_rank", s.tt_max_rank},
+        {"svd",
+         {{"oversampling", s.svd.oversampling},
+          {"power_iterations", s.svd.power_iterations},
+          {"seed", s.svd.seed},
+          {"exact_max_dim", s.svd.exact_max_dim}}}}}};
+  return sha256_hex(key.dump(-1, ' ', false, OJson::error_handler_t::replace));
+}
+
+std::optional<ModelProfile> load_cached_profile(const std::string& key) {
+  const std::string path = entry_path(key);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  try {
+    const std::string text = read_file(path);
+    OJson j;
+    try {
+      j = OJson::parse(text);
+    } catch (const OJson::parse_error& e) {
+      throw Error(path, std::string("not valid JSON: ") + e.what());
+    }
+    auto field = [&](const char* name) -> const OJson& {
+      if (!j.is_object() || !j.contains(name))
+        throw Error(path, std::string("missing field \"") + name + "\"");
+      return j[name];
+    };
+    if (field("format") != kFormat || field("version") != kProfileFormatVersion)
+      throw Error(path, "not a tailor profile cache entry of version " +
+                            std::to_string(kProfileFormatVersion));
+    if (field("key") != key) throw Error(path, "stored under another key");
+    if (!field("profile_sha256").is_string()) throw Error(path, "\"profile_sha256\" not a string");
+    ModelProfile profile = parse_profile(field("profile").dump(), path);
+    // The digest covers the profile as profile_to_json writes it, so any
+    // change to a number, a label or a layer shows.
+    if (sha256_hex(profile_to_json(profile)) != j["profile_sha256"].get<std::string>())
+      throw Error(path, "checksum mismatch: the profile was altered");
+    return profile;
+  } catch (const Error& e) {
+    warn("", std::string(e.what()) + "; ignoring the cache entry, profiling again");
+    return std::nullopt;
+  }
+}
+
+bool store_cached_profile(const std::string& key, const ModelProfile& profile) {
+  const std::string path = entry_path(key);
+  const std::string text = profile_to_json(profile);
+  const OJson entry = {{"format", kFormat},
+                       {"version", kProfileFormatVersion},
+                       {"key", key},
+                       {"profile_sha256", sha256_hex(text)},
+                       {"profile", OJson::parse(text)}};
+  try {
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    if (ec) throw Error(fs::path(path).parent_path().string(), "cannot create: " + ec.message());
+    write_file_atomic(path, entry.dump(1, ' ', false, OJson::error_handler_t::replace) + "\n");
+    return true;
+  } catch (const Error& e) {
+    warn("", std::string(e.what()) + "; the profile is not cached");
+    return false;
+  }
+}
+
+}  // namespace tailor

@@ -1,0 +1,275 @@
+// make_report (curve, solver comparison, per-layer rows), report.json and
+// verify.json.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "tailor/core/error.h"
+#include "tailor/io/atomic_file.h"
+#include "tailor/plan/exact.h"
+#include "tailor/report/report.h"
+
+namespace tailor::report {
+namespace {
+
+using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+OJson number(double v) {
+  return std::isfinite(v) ? OJson(v) : OJson(nullptr);
+}
+
+/// Checks that `plan` chose, for every layer of `profile` in order, a
+/// candidate the layer was profiled with; returns the candidate indices.
+std::vector<int> plan_indices(const ModelProfile& profile, const plan::Plan& plan,
+                              const std::string& source) {
+  check(plan.choices.size() == profile.layers.size(), source,
+        "plan has " + std::to_string(plan.choices.size()) + " layers, the profile " +
+            std::to_string(profile.layers.size()) + ": not a plan of this profile");
+  std::vector<int> out;
+  for (size_t i = 0; i < profile.layers.size(); ++i) {
+    const LayerProfile& l = profile.layers[i];
+    const plan::PlanChoice& c = plan.choices[i];
+    check(c.layer == l.name, source,
+          "choice " + std::to_string(i) + " is layer \"" + c.layer + "\", the profile's is \"" +
+              l.name + "\": not a plan of this profile");
+    const auto it = std::find_if(l.candidates.begin(), l.candidates.end(),
+                                 [&](const Candidate& k) { return k.label == c.label; });
+    check(it != l.candidates.end(), source,
+          "layer \"" + l.name + "\": label \"" + c.label + "\" is not in the profile");
+    out.push_back(static_cast<int>(it - l.candidates.begin()));
+  }
+  return out;
+}
+
+/// Total bytes of `k` evenly spaced budgets from `lo` to `hi` (both included).
+std::vector<int64_t> spaced(int64_t lo, int64_t hi, int k) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < k; ++i) {
+    const double t = k == 1 ? 1.0 : double(i) / (k - 1);
+    out.push_back(i == k - 1 ? hi : lo + static_cast<int64_t>(std::floor(t * double(hi - lo))));
+  }
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+double number_field(const Json& j, const char* key, const std::string& where,
+                    const std::string& path, bool required) {
+  if (!j.contains(key) || j[key].is_null()) {
+    if (required) throw Error(path, where + "missing field \"" + key + "\"");
+    return kNaN;
+  }
+  if (!j[key].is_number()) throw Error(path, where + "\"" + key + "\" must be a number");
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v)) throw Error(path, where + "\"" + key + "\" must be finite");
+  return v;
+}
+
+std::string string_field(const Json& j, const char* key, const std::string& where,
+                         const std::string& path) {
+  if (!j.contains(key)) throw Error(path, where + "missing field \"" + key + "\"");
+  if (!j[key].is_string()) throw Error(path, where + "\"" + key + "\" must be a string");
+  return j[key].get<std::string>();
+}
+
+/// R of "lowrank-rR"; -1 for any other label (so those sort first).
+int64_t lowrank_rank(const std::string& label) {
+  static const std::string prefix = "lowrank-r";
+  if (label.rfind(prefix, 0) != 0) return -1;
+  try {
+    return std::stoll(label.substr(prefix.size()));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+Verification read_verification(const std::string& path) {
+  Json j;
+  try {
+    j = Json::parse(read_file(path));
+  } catch (const Json::parse_error& e) {
+    throw Error(path, std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw Error(path, "expected a JSON object");
+  Verification v;
+  if (j.contains("inputs")) {
+    if (!j["inputs"].is_number_integer() || j["inputs"].get<int64_t>() < 0)
+      throw Error(path, "\"inputs\" must be an integer ≥ 0");
+    v.inputs = j["inputs"].get<int64_t>();
+  }
+  if (!j.contains("outputs") || !j["outputs"].is_array())
+    throw Error(path, "\"outputs\" must be an array");
+  for (size_t i = 0; i < j["outputs"].size(); ++i) {
+    const Json& o = j["outputs"][i];
+    const std::string where = "outputs[" + std::to_string(i) + "]: ";
+    if (!o.is_object()) throw Error(path, where + "expected a JSON object");
+    v.outputs.push_back({string_field(o, "name", where, path),
+                         number_field(o, "rel_error", where, path, true),
+                         number_field(o, "cosine", where, path, true)});
+  }
+  if (j.contains("metric") && !j["metric"].is_null()) {
+    const Json& m = j["metric"];
+    if (!m.is_object()) throw Error(path, "\"metric\" must be an object or null");
+    v.metric = TaskMetric{string_field(m, "name", "metric: ", path),
+                          number_field(m, "original", "metric: ", path, true),
+                          number_field(m, "compressed", "metric: ", path, true)};
+  }
+  v.predicted_error = number_field(j, "predicted_error", "", path, false);
+  v.measured_error = number_field(j, "measured_error", "", path, false);
+  return v;
+}
+
+Report make_report(const ModelProfile& profile, const plan::Plan& chosen,
+                   const std::string& plan_source, const ReportOptions& options,
+                   std::optional<Verification> verification) {
+  check(options.curve_points >= 2, "report", "curve_points must be ≥ 2");
+  const std::vector<int> picked = plan_indices(profile, chosen, plan_source);
+  const plan::Objective objective =
+      attribute_errors(plan_source, [&] { return plan::parse_objective(chosen.objective); });
+
+  Report r;
+  r.model = profile.model;
+  r.dense_bytes = profile.dense_bytes;
+  r.fixed_bytes = profile.fixed_bytes;
+  r.plan = chosen;
+  r.verification = std::move(verification);
+
+  plan::SolveOptions solve_options;
+  solve_options.seed = chosen.seed;
+  solve_options.time_limit_s = options.time_limit_s;
+  solve_options.threads = options.threads;
+
+  // Error vs. budget: exact optima from the smallest feasible budget to dense.
+  const plan::Problem base = plan::make_problem(profile, objective, profile.dense_bytes, "");
+  const int64_t lo = profile.fixed_bytes + plan::min_bytes(base);
+  const int64_t hi = std::max(lo, profile.dense_bytes);
+  for (const int64_t budget : spaced(lo, hi, options.curve_points)) {
+    const plan::Problem p = plan::make_problem(profile, objective, budget, plan_source);
+    const plan::Solution s = plan::solve_exact(p, solve_options);
+    r.curve.push_back({budget, profile.fixed_bytes + s.bytes, s.objective, s.proven_optimal});
+  }
+
+  // Every solver at the chosen budget (what `tailor plan --solver all` runs).
+  const plan::Problem at_chosen =
+      plan::make_problem(profile, objective, chosen.budget_bytes, plan_source);
+  plan::check_feasible(at_chosen);
+  const std::vector<plan::Plan> plans =
+      plan::solve_plans(profile, at_chosen, plan::solver_names(), solve_options, objective);
+  const double exact_objective = plans.front().objective_value;
+  for (const plan::Plan& p : plans)
+    r.solvers.push_back({p.solver, p.objective_value, p.total_bytes,
+                         p.objective_value - exact_objective, p.seconds, p.nodes,
+                         p.proven_optimal});
+
+  // Per-layer rows and the layer × scheme map.
+  // Columns: labels in first-seen order, low-rank ones last by ascending rank.
+  for (const LayerProfile& l : profile.layers)
+    for (const Candidate& c : l.candidates)
+      if (std::find(r.schemes.begin(), r.schemes.end(), c.label) == r.schemes.end())
+        r.schemes.push_back(c.label);
+  std::stable_sort(
+      r.schemes.begin(), r.schemes.end(),
+      [](const std::string& a, const std::string& b) { return lowrank_rank(a) < lowrank_rank(b); });
+  std::map<std::string, size_t> column;
+  for (size_t k = 0; k < r.schemes.size(); ++k) column[r.schemes[k]] = k;
+  for (size_t i = 0; i < profile.layers.size(); ++i) {
+    const LayerProfile& l = profile.layers[i];
+    const Candidate& c = l.candidates[picked[i]];
+    LayerRow row{l.name,
+                 l.shape_out_in,
+                 l.dense_bytes,
+                 c.bytes,
+                 c.label,
+                 c.rel_error,
+                 std::vector<double>(r.schemes.size(), kNaN)};
+    for (const Candidate& k : l.candidates) row.scheme_errors[column.at(k.label)] = k.rel_error;
+    r.layers.push_back(std::move(row));
+  }
+  return r;
+}
+
+std::string report_to_json(const Report& r) {
+  auto percent = [&](int64_t bytes) {
+    return r.dense_bytes > 0 ? OJson(100.0 * double(bytes) / double(r.dense_bytes))
+                             : OJson(nullptr);
+  };
+  OJson curve = OJson::array();
+  for (const CurvePoint& p : r.curve)
+    curve.push_back({{"budget_bytes", p.budget_bytes},
+                     {"budget_percent", percent(p.budget_bytes)},
+                     {"total_bytes", p.total_bytes},
+                     {"objective", number(p.objective)},
+                     {"proven_optimal", p.proven_optimal}});
+  OJson solvers = OJson::array();
+  for (const SolverRow& s : r.solvers)
+    solvers.push_back({{"solver", s.solver},
+                       {"objective", number(s.objective)},
+                       {"total_bytes", s.total_bytes},
+                       {"gap_to_exact", number(s.gap_to_exact)},
+                       {"seconds", s.seconds},
+                       {"nodes", s.nodes},
+                       {"proven_optimal", s.proven_optimal}});
+  OJson layers = OJson::array();
+  for (const LayerRow& l : r.layers) {
+    OJson errors = OJson::object();
+    for (size_t k = 0; k < r.schemes.size(); ++k)
+      if (std::isfinite(l.scheme_errors[k])) errors[r.schemes[k]] = l.scheme_errors[k];
+    layers.push_back({{"name", l.name},
+                      {"shape_out_in", l.shape_out_in},
+                      {"dense_bytes", l.dense_bytes},
+                      {"bytes", l.bytes},
+                      {"label", l.label},
+                      {"rel_error", l.rel_error},
+                      {"scheme_errors", std::move(errors)}});
+  }
+  OJson verification = nullptr;
+  if (r.verification) {
+    const Verification& v = *r.verification;
+    OJson outputs = OJson::array();
+    for (const OutputError& o : v.outputs)
+      outputs.push_back(
+          {{"name", o.name}, {"rel_error", number(o.rel_error)}, {"cosine", number(o.cosine)}});
+    OJson metric = nullptr;
+    if (v.metric)
+      metric = {{"name", v.metric->name},
+                {"original", number(v.metric->original)},
+                {"compressed", number(v.metric->compressed)}};
+    verification = {{"inputs", v.inputs},
+                    {"outputs", std::move(outputs)},
+                    {"metric", std::move(metric)},
+                    {"predicted_error", number(v.predicted_error)},
+                    {"measured_error", number(v.measured_error)}};
+  }
+  const OJson out = {{"report_version", 1},
+                     {"model", r.model},
+                     {"dense_bytes", r.dense_bytes},
+                     {"fixed_bytes", r.fixed_bytes},
+                     {"total_bytes", r.plan.total_bytes},
+                     {"total_percent", percent(r.plan.total_bytes)},
+                     {"plan", OJson::parse(plan::plan_to_json(r.plan))},
+                     {"error_vs_budget", std::move(curve)},
+                     {"solvers", std::move(solvers)},
+                     {"schemes", r.schemes},
+                     {"layers", std::move(layers)},
+                     {"verification", std::move(verification)}};
+  return out.dump(2, ' ', false, OJson::error_handler_t::replace) + "\n";
+}
+
+void write_report(const std::string& out_dir, const Report& report) {
+  const std::string html = report_to_html(report);
+  const std::string json = report_to_json(report);
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw Error(out_dir, "cannot create the folder: " + ec.message());
+  const std::filesystem::path dir(out_dir);
+  write_file_atomic((dir / "report.json").string(), json);
+  write_file_atomic((dir / "report.html").string(), html);
+}
+
+}  // namespace tailor::report
