@@ -18,4 +18,11 @@ void add_profile(CLI::App& app);
 /// [--time-limit SEC] [--threads N] [-o plan.json]`: one candidate per layer under a budget.
 void add_plan(CLI::App& app);
 
+/// `tailor generate MODEL [--prompt TEXT] [--tokens N] [--tokenizer FILE]`: greedy text
+/// from a llama checkpoint.
+void add_generate(CLI::App& app);
+/// `tailor kld MODEL (--scheme LABEL | --plan plan.json) [--sequences N] [--length L]
+/// [--seed S] [--json]`: KL divergence and top-1 agreement of a compressed copy.
+void add_kld(CLI::App& app);
+
 }  // namespace tailor::cli
