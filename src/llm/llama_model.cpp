@@ -319,13 +319,16 @@ void apply_schemes(LlamaModel& model, const std::map<std::string, std::string>& 
       model.linear(name);  // the name must still exist
       continue;
     }
-    attribute_errors(name, [&] {
+    try {
       const schemes::Scheme scheme = schemes::parse_scheme(label, defaults);
       const Tensor& w = model.dense_weight(name);
       check(scheme.applicable(w.shape()), name,
             "scheme " + label + " does not apply to shape " + shape_to_string(w.shape()));
       model.replace_linear(name, std::shared_ptr<const schemes::Encoded>(scheme.encode(w)));
-    });
+    } catch (const Error& e) {
+      if (e.source() == name) throw;
+      throw Error(name, e.what());  // e.g. the catalog's "int9: unknown ... label"
+    }
   }
 }
 
