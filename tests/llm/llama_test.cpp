@@ -241,22 +241,28 @@ TEST(Llama, GgufF16MatchesF32OfTheRoundedValues) {
 TEST(Llama, CompressedLinearRunsTheEncodedWeight) {
   const LlamaModel original = LlamaModel::load(kStories);
   LlamaModel q = LlamaModel::load(kStories), ref = LlamaModel::load(kStories);
-  const schemes::Scheme int8 = schemes::parse_scheme("int8");
   const schemes::Scheme dense = schemes::parse_scheme("dense");
-  for (const std::string name :
-       {"model.layers.0.self_attn.q_proj.weight", "model.layers.2.mlp.down_proj.weight"}) {
-    std::shared_ptr<const schemes::Encoded> e = int8.encode(q.dense_weight(name));
-    // The reference runs the decoded int8 weight as a dense matrix.
+  const std::pair<std::string, std::string> replaced[] = {
+      {"model.layers.0.self_attn.q_proj.weight", "int8"},
+      {"model.layers.2.mlp.down_proj.weight", "int8"},
+      {"model.layers.3.mlp.up_proj.weight", "lowrank-r16"},
+      {"model.layers.4.self_attn.k_proj.weight", "int4"}};
+  for (const auto& [name, label] : replaced) {
+    std::shared_ptr<const schemes::Encoded> e =
+        schemes::parse_scheme(label).encode(q.dense_weight(name));
+    // The reference runs the decoded weight as a dense matrix.
     ref.replace_linear(name, dense.encode(e->decode()));
     q.replace_linear(name, e);
-    EXPECT_EQ(q.linear(name).label(), "int8");
+    EXPECT_EQ(q.linear(name).label(), label);
   }
   const std::vector<float> lq = logits_of(q, kTokens);
   EXPECT_LE(rel_diff(logits_of(ref, kTokens), lq), 1e-5);
   EXPECT_GT(rel_diff(logits_of(original, kTokens), lq), 1e-6);  // the replacement took effect
-  // int8 bytes: codes + f16 scales, in place of 4 bytes per weight.
-  const uint64_t expected =
-      4u * 260032u - 4u * 4096u + (4096u + 2u * 64u) - 4u * 64u * 172u + (64u * 172u + 2u * 64u);
+  // Stored bytes in place of 4 per weight: int8 codes + f16 scales; lowrank
+  // 4·R·(out + in); int4 half a byte per weight + f16 scales.
+  const uint64_t expected = 4u * 260032u - 4u * 4096u + (4096u + 2u * 64u) - 4u * 64u * 172u +
+                            (64u * 172u + 2u * 64u) - 4u * 172u * 64u + 4u * 16u * (172u + 64u) -
+                            4u * 32u * 64u + (32u * 64u / 2u + 2u * 32u);
   EXPECT_EQ(q.bytes(), expected);
 }
 
@@ -276,6 +282,7 @@ TEST(Llama, TiedClassifierCanBeCompressed) {
 
 TEST(Llama, ApplySchemesEncodesByLabel) {
   LlamaModel m = LlamaModel::load(kStories);
+  const LlamaModel before = m;  // a copy shares weights but not replacements
   apply_schemes(m, {{"model.layers.1.mlp.up_proj.weight", "int4"},
                     {"model.layers.1.self_attn.o_proj.weight", "lowrank-r8"},
                     {"model.layers.1.self_attn.v_proj.weight", "dense"}});
@@ -283,6 +290,8 @@ TEST(Llama, ApplySchemesEncodesByLabel) {
   EXPECT_EQ(m.linear("model.layers.1.self_attn.o_proj.weight").label(), "lowrank-r8");
   EXPECT_EQ(m.linear("model.layers.1.self_attn.o_proj.weight").bytes(), 4u * 8u * (64u + 64u));
   EXPECT_EQ(m.linear("model.layers.1.self_attn.v_proj.weight").label(), "dense");
+  EXPECT_EQ(before.linear("model.layers.1.mlp.up_proj.weight").label(), "dense");
+  EXPECT_EQ(before.bytes(), 4u * 260032u);
   expect_error_naming(
       [&] {
         apply_schemes(m, {{"model.layers.1.mlp.up_proj.weight", "int8"}});

@@ -97,7 +97,7 @@ void add_kld(CLI::App& app) {
   cmd->callback([] {
     check(!scheme.empty() || !plan_path.empty(), "kld", "give --scheme or --plan");
     const llm::LlamaModel original = llm::LlamaModel::load(path);
-    llm::LlamaModel compressed = llm::LlamaModel::load(path);
+    llm::LlamaModel compressed = original;  // shares the weights until replaced
     std::map<std::string, std::string> labels;
     if (!plan_path.empty()) {
       for (const plan::PlanChoice& c : plan::read_plan(plan_path).choices)

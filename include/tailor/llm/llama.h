@@ -82,7 +82,9 @@ struct LlamaLayer {
   std::shared_ptr<const Linear> wq, wk, wv, wo, w1, w2, w3;
 };
 
-/// A llama model: configuration, weights, and the forward pass.
+/// A llama model: configuration and weights. Copies share the weights;
+/// replace_linear on a copy leaves the original as it was (so a compressed
+/// variant is `LlamaModel c = original; apply_schemes(c, ...)`).
 class LlamaModel {
  public:
   /// Loads a llama2.c checkpoint (.bin, RoPE interleaved), a Hugging Face
