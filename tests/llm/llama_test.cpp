@@ -12,6 +12,7 @@
 #include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
 #include "tailor/io/llama2c.h"
+#include "tailor/io/npy.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/schemes/registry.h"
 #include "test_util.h"
@@ -67,6 +68,13 @@ TEST(Llama, Stories260KGreedyContinuesAsTheFixtureReadmeSays) {
     prev = t;
   }
   EXPECT_EQ(text.substr(0, kContinuation.size()), kContinuation) << text;
+}
+
+TEST(Llama, LogitsMatchAnIndependentNumpyForwardPass) {
+  // tests/llm/reference_logits.py: float64 numpy, Meta's complex-number RoPE.
+  const Tensor ref = read_npy(fixture_path("llm/stories260K_logits.npy"));
+  ASSERT_EQ(ref.shape(), (Shape{static_cast<int64_t>(kTokens.size()), 512}));
+  EXPECT_LE(rel_diff(ref.to_f32_vector(), logits_of(LlamaModel::load(kStories), kTokens)), 1e-5);
 }
 
 TEST(Llama, BytesCountEveryWeight) {
