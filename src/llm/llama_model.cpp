@@ -232,7 +232,6 @@ LlamaModel LlamaModel::from_weights(const ModelFile& file, const LlamaConfig& co
     m.pairing_ = pairing;
     const int64_t dim = config.dim, hidden = config.hidden_dim;
     const int64_t kv_dim = static_cast<int64_t>(config.n_kv_heads) * config.head_dim();
-    m.embedding_name_ = names.embed;
     m.embedding_ = matrix(file, names.embed, config.vocab_size, dim);
     const int64_t shapes[7][2] = {{dim, dim},    {kv_dim, dim}, {kv_dim, dim}, {dim, dim},
                                   {hidden, dim}, {dim, hidden}, {hidden, dim}};
@@ -275,7 +274,8 @@ LlamaModel LlamaModel::load(const std::string& path) {
       const std::string config_path = (folder / "config.json").string();
       return from_weights(file, config_from_hf(file, config_path), RopePairing::rotate_half);
     }
-    throw Error(path, "a " + file.format + " file is not a llama checkpoint");
+    throw Error(path, "not a llama checkpoint (format " + file.format +
+                          "; expected llama2.c, a HF folder or GGUF)");
   });
 }
 
@@ -301,7 +301,6 @@ void LlamaModel::replace_linear(const std::string& name,
             std::to_string(s->in()) + "]");
   if (it->second.first < 0 && config_.shared_classifier) {
     embedding_ = encoded->decode().contiguous();
-    embedding_replaced_ = true;
   }
   s = std::make_shared<EncodedLinear>(std::move(encoded));
 }

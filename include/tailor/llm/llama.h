@@ -138,8 +138,6 @@ class LlamaModel {
   std::vector<LlamaLayer> layers_;
   std::vector<float> final_norm_;
   std::shared_ptr<const Linear> classifier_;
-  std::string embedding_name_;
-  bool embedding_replaced_ = false;
   // file name → (layer index or -1 for the classifier, slot 0..6)
   std::map<std::string, std::pair<int, int>> linear_index_;
   std::vector<std::string> linear_order_;
@@ -173,7 +171,7 @@ class LlamaSession {
  private:
   const LlamaModel& model_;
   int32_t pos_ = 0;
-  std::vector<float> k_cache_, v_cache_;  // [layer, seq_len, kv_dim]
+  std::vector<float> k_cache_, v_cache_;  // [layer, capacity, kv_dim], grown on demand
 };
 
 /// Greedy decoding: feeds `prompt` (non-empty), then appends the argmax token
