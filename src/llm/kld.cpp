@@ -102,6 +102,7 @@ CompareResult compare_models(const LlamaModel& original, const LlamaModel& compr
   const size_t vocab = static_cast<size_t>(original.config().vocab_size);
   double sum_kl = 0, sum_kl2 = 0, max_kl = 0, nll_orig = 0, nll_comp = 0;
   int64_t same_top = 0, n = 0;
+  std::vector<double> kls;
   for (const std::vector<int32_t>& seq : sequences) {
     const std::span<const int32_t> context(seq.data(), seq.size() - 1);
     LlamaSession so(original), sc(compressed);
@@ -115,6 +116,7 @@ CompareResult compare_models(const LlamaModel& original, const LlamaModel& compr
       sum_kl += kl;
       sum_kl2 += kl * kl;
       max_kl = std::max(max_kl, kl);
+      kls.push_back(kl);
       const size_t top_o = static_cast<size_t>(std::max_element(po, po + vocab) - po);
       const size_t top_c = static_cast<size_t>(std::max_element(pc, pc + vocab) - pc);
       same_top += top_o == top_c;
@@ -129,6 +131,13 @@ CompareResult compare_models(const LlamaModel& original, const LlamaModel& compr
   r.positions = n;
   r.mean_kl = sum_kl / dn;
   r.max_kl = max_kl;
+  std::sort(kls.begin(), kls.end());
+  auto percentile = [&](double q) {
+    const auto rank = static_cast<size_t>(std::ceil(q * dn));
+    return kls[std::clamp<size_t>(rank, 1, kls.size()) - 1];
+  };
+  r.kl_median = percentile(0.5);
+  r.kl_p99 = percentile(0.99);
   r.kl_stderr =
       n > 1 ? std::sqrt(std::max(0.0, sum_kl2 / dn - r.mean_kl * r.mean_kl) / (dn - 1)) : 0.0;
   r.top1_agreement = static_cast<double>(same_top) / dn;

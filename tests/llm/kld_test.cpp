@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,7 @@ TEST(CompareModels, ModelAgainstItselfHasZeroKl) {
   const CompareResult r = compare_models(a, b, {.seed = 3, .sequences = 2, .length = 24});
   EXPECT_EQ(r.positions, 48);
   EXPECT_LE(r.mean_kl, 1e-12);
+  EXPECT_LE(r.max_kl, 1e-12);
   EXPECT_EQ(r.top1_agreement, 1.0);
   EXPECT_EQ(r.ppl_orig, r.ppl_comp);
   EXPECT_GT(r.ppl_orig, 1.0);
@@ -95,6 +98,7 @@ TEST(CompareModels, PerturbedCopyMatchesADirectComputation) {
   // The same statistics by their definitions, one position at a time.
   double sum = 0, sum2 = 0, nll_a = 0, nll_b = 0;
   int same = 0, n = 0;
+  std::vector<double> all;
   for (const std::vector<int32_t>& seq : sample_sequences(a, o)) {
     LlamaSession sa(a), sb(b);
     for (size_t t = 0; t + 1 < seq.size(); ++t) {
@@ -112,6 +116,7 @@ TEST(CompareModels, PerturbedCopyMatchesADirectComputation) {
       }
       sum += kl;
       sum2 += kl * kl;
+      all.push_back(kl);
       same += std::max_element(la.begin(), la.end()) - la.begin() ==
               std::max_element(lb.begin(), lb.end()) - lb.begin();
       nll_a -= std::log(std::exp(static_cast<double>(la[seq[t + 1]])) / za);
@@ -128,6 +133,13 @@ TEST(CompareModels, PerturbedCopyMatchesADirectComputation) {
   EXPECT_NEAR(r.ppl_orig, std::exp(nll_a / n), 1e-4 * r.ppl_orig);
   EXPECT_NEAR(r.ppl_comp, std::exp(nll_b / n), 1e-4 * r.ppl_comp);
   EXPECT_LT(r.top1_agreement, 1.0);
+  // 60 positions: the median is the 30th smallest, the 99th percentile the
+  // 60th (ceil(59.4)), i.e. the largest.
+  ASSERT_EQ(n, 60);
+  std::sort(all.begin(), all.end());
+  EXPECT_NEAR(r.kl_median, all[29], 1e-4 * all[29] + 1e-12);
+  EXPECT_NEAR(r.kl_p99, all[59], 1e-4 * all[59]);
+  EXPECT_EQ(r.kl_p99, r.max_kl);
 }
 
 TEST(CompareModels, RejectsBadOptions) {

@@ -119,6 +119,8 @@ void add_kld(CLI::App& app) {
                                   {"bytes_compressed", b1},
                                   {"mean_kl", r.mean_kl},
                                   {"kl_stderr", r.kl_stderr},
+                                  {"kl_median", r.kl_median},
+                                  {"kl_p99", r.kl_p99},
                                   {"max_kl", r.max_kl},
                                   {"top1_agreement", r.top1_agreement},
                                   {"top1_stderr", r.top1_stderr},
@@ -132,8 +134,9 @@ void add_kld(CLI::App& app) {
     }
     std::cout << fmt::format("bytes            {} -> {} ({:.1f}%)\n", with_commas(b0),
                              with_commas(b1), 100.0 * static_cast<double>(b1) / b0);
-    std::cout << fmt::format("mean KL          {:.6f} ± {:.6f} nats (max {:.4f})\n", r.mean_kl,
-                             r.kl_stderr, r.max_kl);
+    std::cout << fmt::format(
+        "mean KL          {:.6f} ± {:.6f} nats (median {:.6f}, 99% {:.4f}, max {:.4f})\n",
+        r.mean_kl, r.kl_stderr, r.kl_median, r.kl_p99, r.max_kl);
     std::cout << fmt::format("same top-1       {:.2f}% ± {:.2f}%\n", 100 * r.top1_agreement,
                              100 * r.top1_stderr);
     std::cout << fmt::format("perplexity       {:.4f} original, {:.4f} compressed\n", r.ppl_orig,

@@ -38,8 +38,9 @@ struct CompareResult {
   /// Mean KL(P_orig ‖ P_comp) in nats, and its standard error
   /// sqrt((mean(kl²) − mean(kl)²)/(n − 1)), as llama.cpp reports "Mean KLD".
   double mean_kl = 0, kl_stderr = 0;
-  /// Largest per-position KL (nats).
-  double max_kl = 0;
+  /// Median, 99th percentile and largest per-position KL (nats); the q-th
+  /// percentile is the nearest-rank value sorted[ceil(q·n) − 1].
+  double kl_median = 0, kl_p99 = 0, max_kl = 0;
   /// Fraction of positions where both models' argmax token agree (llama.cpp's
   /// "Same top p"), and its binomial standard error sqrt(p(1 − p)/(n − 1)).
   double top1_agreement = 0, top1_stderr = 0;
