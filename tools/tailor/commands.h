@@ -22,5 +22,11 @@ void add_plan(CLI::App& app);
 /// [--seed N]) [--verify verify.json] [--time-limit SEC] [--threads N] -o OUT_DIR`:
 /// report.html (plots) and report.json.
 void add_report(CLI::App& app);
+/// `tailor generate MODEL [--prompt TEXT] [--tokens N] [--tokenizer FILE]`: greedy text
+/// from a llama checkpoint.
+void add_generate(CLI::App& app);
+/// `tailor kld MODEL (--scheme LABEL | --plan plan.json) [--sequences N] [--length L]
+/// [--seed S] [--json]`: KL divergence and top-1 agreement of a compressed copy.
+void add_kld(CLI::App& app);
 
 }  // namespace tailor::cli
