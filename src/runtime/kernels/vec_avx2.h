@@ -13,7 +13,7 @@ namespace tailor::runtime::kernels::detail {
 // Cephes expf (S. L. Moshier): x = n·ln2 + r with |r| ≤ ln2/2, ln2 split in
 // two parts for an exact reduction, e^r by a degree-6 polynomial, 2^n via the
 // exponent bits.
-constexpr float kExpHi = 88.3762626647949f;
+constexpr float kExpHi = 88.7228390f;      // ln(FLT_MAX): above, the result is +inf
 constexpr float kExpLo = -87.3365447504f;  // below: the result is 0 (no denormals)
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2Hi = 0.693359375f;
@@ -23,6 +23,7 @@ constexpr float kP0 = 1.9875691500E-4f, kP1 = 1.3981999507E-3f, kP2 = 8.33345190
 
 inline __m256 exp8(__m256 x) {
   const __m256 lo_mask = _mm256_cmp_ps(x, _mm256_set1_ps(kExpLo), _CMP_LT_OQ);
+  const __m256 hi_mask = _mm256_cmp_ps(x, _mm256_set1_ps(kExpHi), _CMP_GT_OQ);
   x = _mm256_min_ps(x, _mm256_set1_ps(kExpHi));
   x = _mm256_max_ps(x, _mm256_set1_ps(kExpLo));
   __m256 fx = _mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f));
@@ -47,6 +48,7 @@ inline __m256 exp8(__m256 x) {
   const __m256 p2 =
       _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
   y = _mm256_mul_ps(_mm256_mul_ps(y, p1), p2);
+  y = _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), hi_mask);
   return _mm256_andnot_ps(lo_mask, y);
 }
 
@@ -54,7 +56,7 @@ inline float exp1(float x) {
   // Same arithmetic as exp8, one lane (FMA via std::fma so the rounding matches).
   if (std::isnan(x)) return x;
   if (x < kExpLo) return 0.f;
-  x = std::fmin(x, kExpHi);
+  if (x > kExpHi) return __builtin_inff();
   const float fx = std::floor(std::fma(x, kLog2e, 0.5f));
   x = std::fma(-fx, kLn2Hi, x);
   x = std::fma(-fx, kLn2Lo, x);
