@@ -230,13 +230,11 @@ TEST(ConvKernel, FusedActivationsFollowTheirDefinitions) {
   }
 }
 
-TEST(ConvKernel, DepthwiseResultsDoNotDependOnThreadCount) {
-  // The depthwise kernel computes each plane on one thread in a fixed tap
-  // order. (OpenBLAS's sgemm partitions by thread count and its edge tiles
-  // sum in another order, so the GEMM paths are not bitwise reproducible
-  // across thread counts.)
+TEST(ConvKernel, ResultsDoNotDependOnThreadCount) {
+  // Every path partitions its work by shape only (planes; blocks of output
+  // pixels, each one serial sgemm), so 1 and 2 threads agree bit for bit.
   const int before = num_threads();
-  for (int64_t groups : {16}) {
+  for (int64_t groups : {1, 2, 16}) {
     Conv2dParams p;
     p.c_in = 16, p.c_out = 16, p.h = 24, p.w = 40, p.kh = p.kw = 3, p.groups = groups;
     p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
@@ -249,6 +247,16 @@ TEST(ConvKernel, DepthwiseResultsDoNotDependOnThreadCount) {
     conv2d(p, x.data(), w.data(), nullptr, y2.data(), Activation::hard_swish());
     EXPECT_EQ(y1, y2) << "groups " << groups;
   }
+  // The pointwise path too (24·40 = 960 pixels: 8 blocks).
+  Conv2dParams q;
+  q.c_in = 32, q.c_out = 24, q.h = 24, q.w = 40;
+  const auto x = random_values(q.c_in * q.h * q.w, 43), w = random_values(q.c_out * q.c_in, 44);
+  std::vector<float> y1(static_cast<size_t>(q.c_out * q.h * q.w)), y2(y1.size());
+  set_num_threads(1);
+  conv2d(q, x.data(), w.data(), nullptr, y1.data());
+  set_num_threads(2);
+  conv2d(q, x.data(), w.data(), nullptr, y2.data());
+  EXPECT_EQ(y1, y2) << "pointwise";
   set_num_threads(before);
 }
 

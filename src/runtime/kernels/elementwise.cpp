@@ -19,7 +19,9 @@ using namespace detail;
 void set_num_threads(int n) {
   check(n >= 1, "", "thread count must be at least 1, got " + std::to_string(n));
   omp_set_num_threads(n);
-  openblas_set_num_threads(n);
+  // The kernels split their products into fixed blocks over OpenMP threads,
+  // each block one single-threaded OpenBLAS call (gemm_blocked.h).
+  openblas_set_num_threads(1);
 }
 
 int num_threads() {

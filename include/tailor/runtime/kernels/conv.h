@@ -40,15 +40,18 @@ struct Conv1dParams {
 /// c_in and c_out divisible by groups, a non-empty output.
 void validate(const Conv2dParams& p);
 
-/// Floats of scratch conv2d needs (0 when it needs none: 1×1 stride-1 unpadded
-/// convs and depthwise convs); pass at least this many or null (allocates).
+/// Floats of caller scratch conv2d needs: 0 for every path (im2col works on
+/// blocks of 128 output pixels in a per-thread buffer of c_in/groups·kh·kw·128
+/// floats that the kernel allocates). Kept so callers can pass an arena.
 int64_t conv2d_scratch_size(const Conv2dParams& p);
 
 /// Convolution y = act(conv(x, w) + bias) (bias may be null). Paths: groups ==
 /// c_in == c_out runs the direct depthwise AVX2 kernel; 1×1, stride 1, no
-/// pads is one sgemm per group and image; everything else im2col + sgemm
-/// (OpenBLAS). `scratch`: conv2d_scratch_size(p) floats or null. Throws
-/// tailor::Error on invalid parameters.
+/// pads is sgemm on x directly; everything else im2col + sgemm (OpenBLAS),
+/// both over fixed blocks of 128 output pixels shared by the OpenMP threads
+/// (bias and activation applied per block while it is in cache).
+/// `scratch` is unused (see conv2d_scratch_size). Throws tailor::Error on
+/// invalid parameters.
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
             const Activation& act = {}, float* scratch = nullptr);
 

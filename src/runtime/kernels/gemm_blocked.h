@@ -1,0 +1,25 @@
+// sgemm split into fixed blocks that OpenMP threads share, each block one
+// single-threaded OpenBLAS call: the partition does not depend on the thread
+// count, so neither do the results.
+#pragma once
+
+#include <cstdint>
+
+namespace tailor::runtime::kernels::detail {
+
+/// Output columns per block (and rows per block when splitting by rows).
+constexpr int64_t kBlockN = 128;
+constexpr int64_t kBlockM = 64;
+
+/// True when OpenBLAS runs single-threaded (set_num_threads made it so), so
+/// that concurrent calls from OpenMP threads neither oversubscribe nor race.
+bool blas_is_serial();
+
+/// C = alpha·op(A)·op(B) + beta·C, row-major, as cblas_sgemm; split by
+/// columns in kBlockN blocks when n ≥ 2·kBlockN, else by rows in kBlockM
+/// blocks, over OpenMP threads when blas_is_serial(); otherwise one call.
+void sgemm_blocked(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                   int64_t ldc);
+
+}  // namespace tailor::runtime::kernels::detail
