@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "tailor/linalg/blas.h"
 

@@ -11,9 +11,13 @@ namespace tailor::runtime::kernels::detail {
 constexpr int64_t kBlockN = 128;
 constexpr int64_t kBlockM = 64;
 
-/// True when OpenBLAS runs single-threaded (set_num_threads made it so), so
-/// that concurrent calls from OpenMP threads neither oversubscribe nor race.
+/// True when OpenBLAS runs single-threaded, so that concurrent calls from
+/// OpenMP threads neither oversubscribe nor race. The first call makes it so
+/// when set_num_threads has not run yet.
 bool blas_is_serial();
+
+/// Whether set_num_threads has run (elementwise.cpp).
+bool threads_configured();
 
 /// C = alpha·op(A)·op(B) + beta·C, row-major, as cblas_sgemm; split by
 /// columns in kBlockN blocks when n ≥ 2·kBlockN, else by rows in kBlockM
