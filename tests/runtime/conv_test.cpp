@@ -247,7 +247,7 @@ TEST(ConvKernel, ResultsDoNotDependOnThreadCount) {
     conv2d(p, x.data(), w.data(), nullptr, y2.data(), Activation::hard_swish());
     EXPECT_EQ(y1, y2) << "groups " << groups;
   }
-  // The pointwise path too (24·40 = 960 pixels: 8 blocks).
+  // The pointwise path too (24·40 = 960 pixels: 4 blocks of 240).
   Conv2dParams q;
   q.c_in = 32, q.c_out = 24, q.h = 24, q.w = 40;
   const auto x = random_values(q.c_in * q.h * q.w, 43), w = random_values(q.c_out * q.c_in, 44);

@@ -114,20 +114,21 @@ void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* 
   const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
   const int64_t k = cig * p.kh * p.kw;
   const bool pointwise = is_pointwise(p);
-  // Work items: (image, group, block of kBlockN output pixels), a fixed
+  // Work items: (image, group, block of output pixels), a fixed
   // partition; each is im2col of its block (in a per-thread buffer, so the
   // columns stay in cache), one single-threaded sgemm, and the epilogue.
-  const int64_t blocks = (ohw + detail::kBlockN - 1) / detail::kBlockN;
+  const int64_t bn = detail::block_columns(ohw);
+  const int64_t blocks = (ohw + bn - 1) / bn;
   const int64_t items = p.n * p.groups * blocks;
   const bool parallel = detail::blas_is_serial();
 #pragma omp parallel if (parallel && items > 1)
   {
-    std::vector<float> col(pointwise ? 0 : static_cast<size_t>(k * detail::kBlockN));
+    std::vector<float> col(pointwise ? 0 : static_cast<size_t>(k * bn));
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t blk = item % blocks, g = (item / blocks) % p.groups,
                     b = item / (blocks * p.groups);
-      const int64_t j0 = blk * detail::kBlockN, nb = std::min(detail::kBlockN, ohw - j0);
+      const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
       const float* xg = x + (b * p.c_in + g * cig) * p.h * p.w;
       float* yg = y + (b * p.c_out + g * cog) * ohw;
       if (pointwise) {

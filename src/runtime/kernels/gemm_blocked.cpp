@@ -20,11 +20,12 @@ void sgemm_blocked(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
                    int64_t ldc) {
   // The partition depends only on the shape, never on the thread count.
   const bool parallel = blas_is_serial() && !omp_in_parallel();
-  if (parallel && n >= 2 * kBlockN) {
-    const int64_t blocks = (n + kBlockN - 1) / kBlockN;
+  const int64_t bn = block_columns(n);
+  if (parallel && n > bn) {
+    const int64_t blocks = (n + bn - 1) / bn;
 #pragma omp parallel for schedule(static)
     for (int64_t blk = 0; blk < blocks; ++blk) {
-      const int64_t j0 = blk * kBlockN, nb = std::min(kBlockN, n - j0);
+      const int64_t j0 = blk * bn, nb = std::min(bn, n - j0);
       linalg::sgemm(trans_a, trans_b, m, nb, k, alpha, a, lda, trans_b ? b + j0 * ldb : b + j0, ldb,
                     beta, c + j0, ldc);
     }

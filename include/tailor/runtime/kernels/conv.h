@@ -41,14 +41,15 @@ struct Conv1dParams {
 void validate(const Conv2dParams& p);
 
 /// Floats of caller scratch conv2d needs: 0 for every path (im2col works on
-/// blocks of 128 output pixels in a per-thread buffer of c_in/groups·kh·kw·128
-/// floats that the kernel allocates). Kept so callers can pass an arena.
+/// blocks of at most 512 output pixels in a per-thread buffer of
+/// c_in/groups·kh·kw·512 floats or fewer that the kernel allocates). Kept so
+/// callers can pass an arena.
 int64_t conv2d_scratch_size(const Conv2dParams& p);
 
 /// Convolution y = act(conv(x, w) + bias) (bias may be null). Paths: groups ==
 /// c_in == c_out runs the direct depthwise AVX2 kernel; 1×1, stride 1, no
 /// pads is sgemm on x directly; everything else im2col + sgemm (OpenBLAS),
-/// both over fixed blocks of 128 output pixels shared by the OpenMP threads
+/// both over fixed blocks of ≤ 512 output pixels shared by the OpenMP threads
 /// (bias and activation applied per block while it is in cache).
 /// `scratch` is unused (see conv2d_scratch_size). Throws tailor::Error on
 /// invalid parameters.
