@@ -102,59 +102,49 @@ void kernel_6x16(int64_t k, const float* ap, const float* bp, float* y, int64_t 
   for (int64_t r = 0; r < rows; ++r) std::copy(tile[r], tile[r] + cols, y + r * ldy);
 }
 
-// bp[k·16 + t] = im2col element (k, j + t) of one image and group (0 for
-// t ≥ cols), k = (ci·kh + ky)·kw + kx.
-void pack_b16(const Conv2dParams& p, const float* x, int64_t cig, int64_t j, int64_t cols,
-              float* bp) {
-  const int64_t ow = p.out_w();
-  const int64_t oy0 = j / ow, ox0 = j % ow;
-  if (ox0 + cols <= ow) {
-    // All pixels in output row oy0.
-    for (int64_t ci = 0; ci < cig; ++ci) {
-      const float* xc = x + ci * p.h * p.w;
-      for (int64_t ky = 0; ky < p.kh; ++ky) {
-        const int64_t iy = oy0 * p.stride_h - p.pad_top + ky * p.dil_h;
-        float* dst = bp + ((ci * p.kh + ky) * p.kw) * kNr;
-        if (iy < 0 || iy >= p.h) {
-          std::fill(dst, dst + p.kw * kNr, 0.f);
-          continue;
-        }
-        const float* row = xc + iy * p.w;
-        for (int64_t kx = 0; kx < p.kw; ++kx, dst += kNr) {
-          const int64_t ix0 = ox0 * p.stride_w - p.pad_left + kx * p.dil_w;
-          if (p.stride_w == 1 && cols == kNr && ix0 >= 0 && ix0 + kNr <= p.w) {
-            _mm256_storeu_ps(dst, _mm256_loadu_ps(row + ix0));
-            _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(row + ix0 + 8));
-            continue;
-          }
-          for (int64_t t = 0; t < kNr; ++t) {
-            const int64_t ix = ix0 + t * p.stride_w;
-            dst[t] = (t < cols && ix >= 0 && ix < p.w) ? row[ix] : 0.f;
-          }
-        }
-      }
-    }
-    return;
-  }
-  // The panel wraps to the next output row(s): per-pixel coordinates.
-  int64_t oys[kNr], oxs[kNr];
-  for (int64_t t = 0; t < kNr; ++t) {
-    oys[t] = (j + t) / ow;
-    oxs[t] = (j + t) % ow;
-  }
+// bp[k·16 + t0 + t] = im2col element (k, pixel (oy, ox0 + t)) for t < len:
+// one run of pixels within output row oy, k = (ci·kh + ky)·kw + kx.
+void pack_run(const Conv2dParams& p, const float* x, int64_t cig, int64_t oy, int64_t ox0,
+              int64_t t0, int64_t len, float* bp) {
   for (int64_t ci = 0; ci < cig; ++ci) {
     const float* xc = x + ci * p.h * p.w;
     for (int64_t ky = 0; ky < p.kh; ++ky) {
-      for (int64_t kx = 0; kx < p.kw; ++kx) {
-        float* dst = bp + ((ci * p.kh + ky) * p.kw + kx) * kNr;
-        for (int64_t t = 0; t < kNr; ++t) {
-          const int64_t iy = oys[t] * p.stride_h - p.pad_top + ky * p.dil_h;
-          const int64_t ix = oxs[t] * p.stride_w - p.pad_left + kx * p.dil_w;
-          dst[t] =
-              (t < cols && iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? xc[iy * p.w + ix] : 0.f;
+      const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
+      float* dst = bp + ((ci * p.kh + ky) * p.kw) * kNr + t0;
+      if (iy < 0 || iy >= p.h) {
+        for (int64_t kx = 0; kx < p.kw; ++kx) std::fill(dst + kx * kNr, dst + kx * kNr + len, 0.f);
+        continue;
+      }
+      const float* row = xc + iy * p.w;
+      for (int64_t kx = 0; kx < p.kw; ++kx, dst += kNr) {
+        const int64_t ix0 = ox0 * p.stride_w - p.pad_left + kx * p.dil_w;
+        if (p.stride_w == 1 && len == kNr && ix0 >= 0 && ix0 + kNr <= p.w) {
+          _mm256_storeu_ps(dst, _mm256_loadu_ps(row + ix0));
+          _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(row + ix0 + 8));
+          continue;
+        }
+        for (int64_t t = 0; t < len; ++t) {
+          const int64_t ix = ix0 + t * p.stride_w;
+          dst[t] = (ix >= 0 && ix < p.w) ? row[ix] : 0.f;
         }
       }
     }
+  }
+}
+
+// bp[k·16 + t] = im2col element (k, j + t) of one image and group for
+// t < cols, 0 for cols ≤ t < 16: the panel split into runs within output rows.
+void pack_b16(const Conv2dParams& p, const float* x, int64_t cig, int64_t j, int64_t cols,
+              float* bp) {
+  const int64_t ow = p.out_w(), k = cig * p.kh * p.kw;
+  for (int64_t t0 = 0; t0 < cols;) {
+    const int64_t oy = (j + t0) / ow, ox0 = (j + t0) % ow;
+    const int64_t len = std::min(cols - t0, ow - ox0);
+    pack_run(p, x, cig, oy, ox0, t0, len, bp);
+    t0 += len;
+  }
+  if (cols < kNr) {
+    for (int64_t i = 0; i < k; ++i) std::fill(bp + i * kNr + cols, bp + (i + 1) * kNr, 0.f);
   }
 }
 
