@@ -22,84 +22,60 @@ constexpr int64_t kNr = 16;  // output pixels per tile
 
 constexpr int64_t kKc = 256;  // reduction chunk: a 16·256 B panel (16 KB) stays in L1
 
-// y[r, t] (+)= Σ_k ap[k·6 + r]·bp[k·16 + t] for r < rows, t < cols; with
-// kAccumulate the sum continues from y's current values.
-template <bool kAccumulate>
-void kernel_6x16(int64_t k, const float* ap, const float* bp, float* y, int64_t ldy, int64_t rows,
-                 int64_t cols) {
-  alignas(32) float tile[kMr][kNr];
-  const bool full = rows == kMr && cols == kNr;
-  const float* src = y;
-  int64_t lds = ldy;
-  if (kAccumulate && !full) {
-    for (int64_t r = 0; r < kMr; ++r) {
-      for (int64_t t = 0; t < kNr; ++t) tile[r][t] = r < rows && t < cols ? y[r * ldy + t] : 0.f;
-    }
-    src = &tile[0][0];
-    lds = kNr;
-  }
-  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-  if (kAccumulate) {
-    c00 = _mm256_loadu_ps(src), c01 = _mm256_loadu_ps(src + 8);
-    c10 = _mm256_loadu_ps(src + lds), c11 = _mm256_loadu_ps(src + lds + 8);
-    c20 = _mm256_loadu_ps(src + 2 * lds), c21 = _mm256_loadu_ps(src + 2 * lds + 8);
-    c30 = _mm256_loadu_ps(src + 3 * lds), c31 = _mm256_loadu_ps(src + 3 * lds + 8);
-    c40 = _mm256_loadu_ps(src + 4 * lds), c41 = _mm256_loadu_ps(src + 4 * lds + 8);
-    c50 = _mm256_loadu_ps(src + 5 * lds), c51 = _mm256_loadu_ps(src + 5 * lds + 8);
-  } else {
-    c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+// c[r·16 + t] (+)= Σ_k ap[k·6 + r]·bp[k·16 + t] for r < R, t < 16 (c a
+// contiguous 6×16 tile); with kAccumulate the sums continue from c. R < 6
+// serves a last panel of fewer channels without computing the padding rows.
+template <int R, bool kAccumulate>
+void kernel_rx16(int64_t k, const float* ap, const float* bp, float* c) {
+  __m256 acc[R][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    acc[r][0] = kAccumulate ? _mm256_loadu_ps(c + r * kNr) : _mm256_setzero_ps();
+    acc[r][1] = kAccumulate ? _mm256_loadu_ps(c + r * kNr + 8) : _mm256_setzero_ps();
   }
   for (int64_t i = 0; i < k; ++i) {
     const __m256 b0 = _mm256_loadu_ps(bp + i * kNr), b1 = _mm256_loadu_ps(bp + i * kNr + 8);
     const float* a = ap + i * kMr;
-    __m256 av = _mm256_broadcast_ss(a + 0);
-    c00 = _mm256_fmadd_ps(av, b0, c00);
-    c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(av, b0, c10);
-    c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(av, b0, c20);
-    c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(av, b0, c30);
-    c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(av, b0, c40);
-    c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(av, b0, c50);
-    c51 = _mm256_fmadd_ps(av, b1, c51);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+    }
   }
-  if (full) {
-    _mm256_storeu_ps(y, c00);
-    _mm256_storeu_ps(y + 8, c01);
-    _mm256_storeu_ps(y + ldy, c10);
-    _mm256_storeu_ps(y + ldy + 8, c11);
-    _mm256_storeu_ps(y + 2 * ldy, c20);
-    _mm256_storeu_ps(y + 2 * ldy + 8, c21);
-    _mm256_storeu_ps(y + 3 * ldy, c30);
-    _mm256_storeu_ps(y + 3 * ldy + 8, c31);
-    _mm256_storeu_ps(y + 4 * ldy, c40);
-    _mm256_storeu_ps(y + 4 * ldy + 8, c41);
-    _mm256_storeu_ps(y + 5 * ldy, c50);
-    _mm256_storeu_ps(y + 5 * ldy + 8, c51);
-    return;
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(c + r * kNr, acc[r][0]);
+    _mm256_storeu_ps(c + r * kNr + 8, acc[r][1]);
   }
-  _mm256_store_ps(tile[0], c00);
-  _mm256_store_ps(tile[0] + 8, c01);
-  _mm256_store_ps(tile[1], c10);
-  _mm256_store_ps(tile[1] + 8, c11);
-  _mm256_store_ps(tile[2], c20);
-  _mm256_store_ps(tile[2] + 8, c21);
-  _mm256_store_ps(tile[3], c30);
-  _mm256_store_ps(tile[3] + 8, c31);
-  _mm256_store_ps(tile[4], c40);
-  _mm256_store_ps(tile[4] + 8, c41);
-  _mm256_store_ps(tile[5], c50);
-  _mm256_store_ps(tile[5] + 8, c51);
-  for (int64_t r = 0; r < rows; ++r) std::copy(tile[r], tile[r] + cols, y + r * ldy);
+}
+
+template <int R>
+void kernel_rx16_dispatch(bool accumulate, int64_t k, const float* ap, const float* bp, float* c) {
+  if (accumulate) {
+    kernel_rx16<R, true>(k, ap, bp, c);
+  } else {
+    kernel_rx16<R, false>(k, ap, bp, c);
+  }
+}
+
+// The micro-kernel for a panel of `rows` (1–6) output channels.
+void kernel_panel(int64_t rows, bool accumulate, int64_t k, const float* ap, const float* bp,
+                  float* c) {
+  switch (rows) {
+    case 1:
+      return kernel_rx16_dispatch<1>(accumulate, k, ap, bp, c);
+    case 2:
+      return kernel_rx16_dispatch<2>(accumulate, k, ap, bp, c);
+    case 3:
+      return kernel_rx16_dispatch<3>(accumulate, k, ap, bp, c);
+    case 4:
+      return kernel_rx16_dispatch<4>(accumulate, k, ap, bp, c);
+    case 5:
+      return kernel_rx16_dispatch<5>(accumulate, k, ap, bp, c);
+    default:
+      return kernel_rx16_dispatch<6>(accumulate, k, ap, bp, c);
+  }
 }
 
 // bp[k·16 + t0 + t] = im2col element (k, pixel (oy, ox0 + t)) for t < len:
@@ -189,12 +165,8 @@ void conv_block_avx2(const Conv2dParams& p, const float* xg, const float* ag, co
       const int64_t kc = std::min(kKc, k - k0);
       for (int64_t pn = 0; pn < panels; ++pn) {
         const float* a = ag + (pn * k + k0) * kMr;
-        float* c = acc.data() + pn * kMr * kNr;
-        if (k0 == 0) {
-          kernel_6x16<false>(kc, a, bp + k0 * kNr, c, kNr, kMr, kNr);
-        } else {
-          kernel_6x16<true>(kc, a, bp + k0 * kNr, c, kNr, kMr, kNr);
-        }
+        kernel_panel(std::min(kMr, cog - pn * kMr), k0 > 0, kc, a, bp + k0 * kNr,
+                     acc.data() + pn * kMr * kNr);
       }
     }
     for (int64_t o = 0; o < cog; ++o) {
