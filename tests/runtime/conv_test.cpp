@@ -144,6 +144,7 @@ TEST(ConvKernel, MatchesDefinitionOnRandomShapes) {
       {1, 2, 4, 5, 2, 4, 5, 1, 1, 0, 0, 0, 0, 1, 1, 2},     // depthwise kernel = input
       {1, 40, 9, 23, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // K = 360 > one 256 chunk, 13 = 2·6 + 1
       {2, 64, 6, 37, 14, 3, 3, 1, 2, 1, 0, 2, 1, 1, 1, 2},  // K = 288 per group, stride_w 2
+      {1, 3, 20, 75, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},  // the stems: 3 → 16, stride 2
   };
   uint64_t seed = 100;
   for (const auto& c : cases) {

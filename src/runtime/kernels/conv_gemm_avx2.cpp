@@ -99,6 +99,19 @@ void pack_run(const Conv2dParams& p, const float* x, int64_t cig, int64_t oy, in
           _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(row + ix0 + 8));
           continue;
         }
+        if (p.stride_w == 2 && len == kNr && ix0 >= 0 && ix0 + 2 * kNr <= p.w) {
+          // Even elements of 32 consecutive floats: shuffle pairs of vectors,
+          // then restore the 128-bit lane order.
+          const float* r = row + ix0;
+          const __m256 e0 = _mm256_shuffle_ps(_mm256_loadu_ps(r), _mm256_loadu_ps(r + 8), 0x88);
+          const __m256 e1 =
+              _mm256_shuffle_ps(_mm256_loadu_ps(r + 16), _mm256_loadu_ps(r + 24), 0x88);
+          _mm256_storeu_ps(dst,
+                           _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e0), 0xD8)));
+          _mm256_storeu_ps(dst + 8,
+                           _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e1), 0xD8)));
+          continue;
+        }
         for (int64_t t = 0; t < len; ++t) {
           const int64_t ix = ix0 + t * p.stride_w;
           dst[t] = (ix >= 0 && ix < p.w) ? row[ix] : 0.f;
