@@ -106,8 +106,13 @@ void resize2d(const ResizeParams& p, const float* x, float* y) {
       const float* xp = x + pl * in_hw;
       float* yp = y + pl * out_hw;
       for (int64_t oy = 0; oy < p.out_h; ++oy) {
-        const float* xr = xp + iy[oy] * p.in_w;
         float* yr = yp + oy * p.out_w;
+        if (oy > 0 && iy[oy] == iy[oy - 1]) {
+          // Upsampling repeats source rows: copy the row just written.
+          std::copy(yr - p.out_w, yr, yr);
+          continue;
+        }
+        const float* xr = xp + iy[oy] * p.in_w;
         for (int64_t ox = 0; ox < p.out_w; ++ox) yr[ox] = xr[ix[ox]];
       }
     }
