@@ -19,6 +19,8 @@
 #include "tailor/core/rng.h"
 #include "tailor/linalg/blas.h"
 #include "tailor/runtime/kernels/conv.h"
+#include "tailor/runtime/kernels/pool.h"
+#include "tailor/runtime/kernels/resize.h"
 
 namespace {
 
@@ -106,5 +108,37 @@ BENCHMARK(BM_Conv)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kLayers) - 1, 1), {1, 2}})
     ->ArgNames({"layer", "threads"})
     ->UseRealTime();
+
+// ISNet's decoder upsampling (bilinear, 64 channels, 128² → 256²) and its
+// 2×2 ceil-mode max pooling (64 channels, 256² → 128²); GB/s of output.
+void BM_ResizeLinear(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  ResizeParams p;
+  p.c = 64, p.in_h = p.in_w = 128, p.out_h = p.out_w = 256;
+  p.mode = ResizeMode::linear;
+  p.transform = CoordinateTransform::half_pixel;
+  const auto x = random_values(p.c * p.in_h * p.in_w, 1);
+  std::vector<float> y(static_cast<size_t>(p.c * p.out_h * p.out_w));
+  for (auto _ : state) {
+    resize2d(p, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(y.size() * sizeof(float)));
+}
+BENCHMARK(BM_ResizeLinear)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
+
+void BM_MaxPool2x2(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  Pool2dParams p;
+  p.c = 64, p.h = p.w = 256, p.kh = p.kw = 2, p.stride_h = p.stride_w = 2, p.ceil_mode = true;
+  const auto x = random_values(p.c * p.h * p.w, 1);
+  std::vector<float> y(static_cast<size_t>(p.c * p.out_h() * p.out_w()));
+  for (auto _ : state) {
+    max_pool2d(p, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(y.size() * sizeof(float)));
+}
+BENCHMARK(BM_MaxPool2x2)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
 
 }  // namespace
