@@ -1,0 +1,123 @@
+// Conv: parameter checks and the path choice (depthwise direct, 1×1 as
+// OpenBLAS sgemm, everything else the implicit-im2col AVX2 GEMM).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "runtime/kernels/conv_internal.h"
+#include "runtime/kernels/epilogue.h"
+#include "runtime/kernels/gemm_blocked.h"
+#include "tailor/core/error.h"
+#include "tailor/linalg/blas.h"
+#include "tailor/runtime/kernels/conv.h"
+
+namespace tailor::runtime::kernels {
+
+namespace {
+
+std::string dims(const Conv2dParams& p) {
+  return "x [" + std::to_string(p.n) + ", " + std::to_string(p.c_in) + ", " + std::to_string(p.h) +
+         ", " + std::to_string(p.w) + "], kernel " + std::to_string(p.kh) + "×" +
+         std::to_string(p.kw) + ", c_out " + std::to_string(p.c_out) + ", groups " +
+         std::to_string(p.groups);
+}
+
+bool is_pointwise(const Conv2dParams& p) {
+  return p.kh == 1 && p.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+         p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
+}
+
+}  // namespace
+
+Conv2dParams Conv1dParams::as_2d() const {
+  Conv2dParams p;
+  p.n = n;
+  p.c_in = c_in;
+  p.h = 1;
+  p.w = len;
+  p.c_out = c_out;
+  p.kh = 1;
+  p.kw = k;
+  p.stride_w = stride;
+  p.pad_left = pad_begin;
+  p.pad_right = pad_end;
+  p.dil_w = dil;
+  p.groups = groups;
+  return p;
+}
+
+void validate(const Conv2dParams& p) {
+  check(p.n >= 1 && p.c_in >= 1 && p.h >= 1 && p.w >= 1 && p.c_out >= 1 && p.kh >= 1 && p.kw >= 1,
+        "", "Conv sizes must be positive: " + dims(p));
+  check(p.stride_h >= 1 && p.stride_w >= 1 && p.dil_h >= 1 && p.dil_w >= 1, "",
+        "Conv strides and dilations must be positive");
+  check(p.pad_top >= 0 && p.pad_left >= 0 && p.pad_bottom >= 0 && p.pad_right >= 0, "",
+        "Conv pads must be non-negative");
+  check(p.groups >= 1 && p.c_in % p.groups == 0 && p.c_out % p.groups == 0, "",
+        "Conv channels must be divisible by groups: " + dims(p));
+  check(p.out_h() >= 1 && p.out_w() >= 1, "",
+        "Conv output would be empty (kernel larger than the padded input): " + dims(p));
+}
+
+int64_t conv2d_scratch_size(const Conv2dParams& p) {
+  return 0;
+}
+
+void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
+            const Activation& act, float* /*scratch*/) {
+  validate(p);
+  if (detail::is_depthwise(p)) {
+    detail::conv2d_depthwise_avx2(p, x, w, bias, y, act);
+    return;
+  }
+  const int64_t ohw = p.out_h() * p.out_w();
+  const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
+  const int64_t k = cig * p.kh * p.kw;
+  const bool pointwise = is_pointwise(p);
+  // Work items: (image, group, block of output pixels), a partition fixed by
+  // the shape. Pointwise: one serial OpenBLAS sgemm on x itself, then the
+  // epilogue while the block is in cache. Otherwise the implicit-im2col AVX2
+  // GEMM with the weights packed once here and the epilogue fused.
+  const int64_t bn = detail::block_columns(ohw);
+  const int64_t blocks = (ohw + bn - 1) / bn;
+  const int64_t items = p.n * p.groups * blocks;
+  std::vector<float> packed;
+  if (!pointwise) {
+    packed.resize(static_cast<size_t>(detail::packed_weights_size(p)));
+    detail::pack_weights(p, w, packed.data());
+  }
+  const int64_t packed_group = packed.size() / static_cast<size_t>(p.groups);
+  // Concurrent sgemm calls need a serial OpenBLAS (see gemm_blocked.h).
+  const bool parallel = !pointwise || detail::blas_is_serial();
+#pragma omp parallel if (parallel && items > 1)
+  {
+    std::vector<float> panel(pointwise ? 0 : static_cast<size_t>(16 * k));
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
+      const int64_t b = item / (blocks * p.groups);
+      const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
+      const float* xg = x + (b * p.c_in + g * cig) * p.h * p.w;
+      float* yg = y + (b * p.c_out + g * cog) * ohw;
+      const float* bg = bias ? bias + g * cog : nullptr;
+      if (!pointwise) {
+        detail::conv_block_avx2(p, xg, packed.data() + g * packed_group, bg, act, j0, nb, yg,
+                                panel.data());
+        continue;
+      }
+      linalg::sgemm(false, false, cog, nb, k, 1.f, w + g * cog * k, k, xg + j0, ohw, 0.f, yg + j0,
+                    ohw);
+      for (int64_t o = 0; o < cog; ++o) {
+        float* yr = yg + o * ohw + j0;
+        detail::bias_activation_span(act, bg ? bg[o] : 0.f, yr, yr, nb);
+      }
+    }
+  }
+}
+
+void conv1d(const Conv1dParams& p, const float* x, const float* w, const float* bias, float* y,
+            const Activation& act, float* scratch) {
+  conv2d(p.as_2d(), x, w, bias, y, act, scratch);
+}
+
+}  // namespace tailor::runtime::kernels

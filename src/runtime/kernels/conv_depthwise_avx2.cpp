@@ -1,0 +1,169 @@
+// Direct depthwise convolution (groups == c_in == c_out), AVX2/FMA.
+//
+// Each (image, channel) plane is first copied into a zero-padded buffer split
+// into stride_w phase planes (column j of the padded row goes to phase
+// j mod stride_w at index j / stride_w), so every tap of every stride reads
+// contiguous, in-bounds columns: tap (ky, kx) of output (oy, ox) is
+// phase (kx·dil_w) mod s, row oy·stride_h + ky·dil_h, index ox + (kx·dil_w) / s.
+// Outputs are accumulated in registers 32 columns at a time, taps in row-major
+// order starting from the bias; the scalar tail uses the same fma order.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/kernels/conv_internal.h"
+#include "runtime/kernels/epilogue.h"
+
+namespace tailor::runtime::kernels::detail {
+
+namespace {
+
+struct Geometry {
+  int64_t hp, wp;  // padded plane
+  int64_t s;       // stride_w: number of phases
+  int64_t pw;      // columns per phase row
+};
+
+void fill_phases(const Conv2dParams& p, const Geometry& g, const float* x, float* buf) {
+  std::fill(buf, buf + g.s * g.hp * g.pw, 0.f);
+  for (int64_t iy = 0; iy < p.h; ++iy) {
+    const float* src = x + iy * p.w;
+    const int64_t r = iy + p.pad_top;
+    if (g.s == 1) {
+      std::copy(src, src + p.w, buf + r * g.pw + p.pad_left);
+      continue;
+    }
+    for (int64_t ix = 0; ix < p.w; ++ix) {
+      const int64_t col = ix + p.pad_left;
+      buf[((col % g.s) * g.hp + r) * g.pw + col / g.s] = src[ix];
+    }
+  }
+}
+
+// One output row: yr[ox] = b0 + Σ_t wc[t]·base[off[t] + ox], taps in order.
+void dw_row(const float* base, const int64_t* off, int64_t taps, const float* wc, float b0,
+            float* yr, int64_t ow) {
+  int64_t ox = 0;
+  for (; ox + 32 <= ow; ox += 32) {
+    __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m256 wv = _mm256_broadcast_ss(wc + t);
+      const float* src = base + off[t] + ox;
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+    _mm256_storeu_ps(yr + ox + 8, a1);
+    _mm256_storeu_ps(yr + ox + 16, a2);
+    _mm256_storeu_ps(yr + ox + 24, a3);
+  }
+  for (; ox + 8 <= ow; ox += 8) {
+    __m256 a0 = _mm256_set1_ps(b0);
+    for (int64_t t = 0; t < taps; ++t) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + off[t] + ox), _mm256_broadcast_ss(wc + t), a0);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+  }
+  for (; ox < ow; ++ox) {
+    float a = b0;
+    for (int64_t t = 0; t < taps; ++t) a = std::fma(base[off[t] + ox], wc[t], a);
+    yr[ox] = a;
+  }
+}
+
+// Two output rows at once (8 independent accumulators over 32 columns, enough
+// to hide the FMA latency); the second row's taps start `step` floats later.
+// Each element's sum has the same order as in dw_row.
+void dw_row_pair(const float* base, int64_t step, const int64_t* off, int64_t taps, const float* wc,
+                 float b0, float* yr, int64_t ow) {
+  int64_t ox = 0;
+  for (; ox + 32 <= ow; ox += 32) {
+    __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
+    __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m256 wv = _mm256_broadcast_ss(wc + t);
+      const float* src = base + off[t] + ox;
+      const float* src2 = src + step;
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
+      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(src2), wv, c0);
+      c1 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 8), wv, c1);
+      c2 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 16), wv, c2);
+      c3 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 24), wv, c3);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+    _mm256_storeu_ps(yr + ox + 8, a1);
+    _mm256_storeu_ps(yr + ox + 16, a2);
+    _mm256_storeu_ps(yr + ox + 24, a3);
+    _mm256_storeu_ps(yr + ow + ox, c0);
+    _mm256_storeu_ps(yr + ow + ox + 8, c1);
+    _mm256_storeu_ps(yr + ow + ox + 16, c2);
+    _mm256_storeu_ps(yr + ow + ox + 24, c3);
+  }
+  for (; ox + 8 <= ow; ox += 8) {
+    __m256 a0 = _mm256_set1_ps(b0), c0 = a0;
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m256 wv = _mm256_broadcast_ss(wc + t);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + off[t] + ox), wv, a0);
+      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + step + off[t] + ox), wv, c0);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+    _mm256_storeu_ps(yr + ow + ox, c0);
+  }
+  if (ox < ow) {
+    dw_row(base + ox, off, taps, wc, b0, yr + ox, ow - ox);
+    dw_row(base + step + ox, off, taps, wc, b0, yr + ow + ox, ow - ox);
+  }
+}
+
+}  // namespace
+
+void conv2d_depthwise_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                           float* y, const Activation& act) {
+  const int64_t oh = p.out_h(), ow = p.out_w(), taps = p.kh * p.kw;
+  Geometry g;
+  g.hp = p.h + p.pad_top + p.pad_bottom;
+  g.wp = p.w + p.pad_left + p.pad_right;
+  g.s = p.stride_w;
+  g.pw = (g.wp + g.s - 1) / g.s;
+  // Per tap: offset of its first element in the phase buffer, relative to
+  // row oy·stride_h (times pw) and column ox.
+  std::vector<int64_t> tap_offset(static_cast<size_t>(taps));
+  for (int64_t ky = 0; ky < p.kh; ++ky) {
+    for (int64_t kx = 0; kx < p.kw; ++kx) {
+      const int64_t col = kx * p.dil_w;
+      tap_offset[ky * p.kw + kx] = ((col % g.s) * g.hp + ky * p.dil_h) * g.pw + col / g.s;
+    }
+  }
+  const int64_t planes = p.n * p.c_in;
+#pragma omp parallel
+  {
+    std::vector<float> buf(static_cast<size_t>(g.s * g.hp * g.pw));
+#pragma omp for schedule(static)
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      const int64_t c = plane % p.c_in;
+      const float* wc = w + c * taps;
+      const float b0 = bias ? bias[c] : 0.f;
+      fill_phases(p, g, x + plane * p.h * p.w, buf.data());
+      float* yp = y + plane * oh * ow;
+      const int64_t row_step = p.stride_h * g.pw;  // buffer offset between output rows
+      int64_t oy = 0;
+      for (; oy + 2 <= oh; oy += 2) {
+        dw_row_pair(buf.data() + oy * row_step, row_step, tap_offset.data(), taps, wc, b0,
+                    yp + oy * ow, ow);
+      }
+      if (oy < oh) {
+        dw_row(buf.data() + oy * row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
+      }
+      if (act.kind != ActivationKind::none) bias_activation_span(act, 0.f, yp, yp, oh * ow);
+    }
+  }
+}
+
+}  // namespace tailor::runtime::kernels::detail
