@@ -17,6 +17,7 @@
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
 #include "tailor/io/safetensors.h"
+#include "tailor/linalg/randqb.h"
 #include "tailor/linalg/svd.h"
 #include "tailor/schemes/registry.h"
 
@@ -91,6 +92,9 @@ void draw_progress(size_t done, size_t total, double elapsed) {
 
 namespace {
 
+/// Shares of ‖W‖_F² the energy ranks must hold.
+constexpr double kEnergyLevels[] = {0.9, 0.99, 0.999};
+
 /// The low-rank ranks of W and one truncated SVD of W holding at least
 /// max(ranks) triplets, from which every low-rank candidate is cut.
 struct LowRankPlan {
@@ -99,6 +103,19 @@ struct LowRankPlan {
   /// Wall time of the SVDs (seconds).
   double svd_seconds = 0;
 };
+
+/// Ranks of `levels` found in σ² (non-increasing) against `total`: the smallest
+/// r with Σ_{i≤r} σ_i² ≥ level·total, or 0 when none up to `limit`.
+std::vector<int64_t> energy_ranks(const std::vector<double>& s2, double total, int64_t limit) {
+  std::vector<int64_t> found(std::size(kEnergyLevels), 0);
+  double captured = 0;
+  for (int64_t r = 1; r <= std::min<int64_t>(limit, s2.size()); ++r) {
+    captured += s2[r - 1];
+    for (size_t l = 0; l < found.size(); ++l)
+      if (!found[l] && captured >= kEnergyLevels[l] * total) found[l] = r;
+  }
+  return found;
+}
 
 LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   if (w.shape().size() != 2 || w.dtype() != DType::f32)
@@ -114,31 +131,53 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
     const int64_t r = std::max<int64_t>(1, out * in / (p * (out + in)));
     if (r <= kmax) plan.ranks.push_back(r);
   }
+  const int64_t need = plan.ranks.empty() ? 0 : plan.ranks.front();  // the 1/2 rank, the largest
   const Tensor c = w.contiguous();
   const float* data = c.data<float>();
   const linalg::Matrix m = Eigen::Map<const linalg::Matrix>(data, out, in);
   double total = 0;
   for (int64_t i = 0; i < out * in; ++i) total += double(data[i]) * data[i];
-  if (total > 0) {
-    constexpr double kLevels[] = {0.9, 0.99, 0.999};
-    std::vector<int64_t> found(3, 0);
-    int64_t k = std::min<int64_t>(kmax, 64);
+  std::vector<int64_t> found(std::size(kEnergyLevels), 0);
+  if (total > 0 && std::min(out, in) <= svd.exact_max_dim) {
+    // Small layer: one exact gesdd gives every σ and every factor.
+    plan.svd = linalg::svd_truncated(m, kmax, svd);
+    std::vector<double> s2;
+    for (int64_t i = 0; i < plan.svd.s.size(); ++i)
+      s2.push_back(double(plan.svd.s(i)) * plan.svd.s(i));
+    found = energy_ranks(s2, total, kmax);
+  } else if (total > 0) {
+    // Large layer: grow a blocked randomized QB (linalg/randqb.h) until every
+    // energy level is found or shown out of reach, never past kmax.
+    linalg::BlockedQb qb(m, svd);
+    qb.grow(std::min(kmax, std::max<int64_t>(need + svd.oversampling, 64)));
     while (true) {
-      // Exact gesdd computes every σ anyway: ask for all compressing ranks at once.
-      if (linalg::svd_prefers_exact(out, in, k, svd)) k = kmax;
-      plan.svd = linalg::svd_truncated(m, k, svd);
-      double captured = 0;
-      for (int64_t r = 1; r <= plan.svd.s.size(); ++r) {
-        captured += double(plan.svd.s(r - 1)) * plan.svd.s(r - 1);
-        for (int l = 0; l < 3; ++l)
-          if (!found[l] && captured >= kLevels[l] * total) found[l] = r;
+      const int64_t k = qb.rank();
+      const std::vector<double> s2 = qb.squared_singular_values();
+      // A level counts once reached `oversampling` components before the
+      // basis edge, where σ̂ is still accurate (or at the last rank there is).
+      const int64_t settled = k >= kmax ? kmax : std::max<int64_t>(0, k - svd.oversampling);
+      found = energy_ranks(s2, total, settled);
+      if (k >= kmax) break;
+      const auto first_missing = std::find(found.begin(), found.end(), 0);
+      if (first_missing == found.end() && k >= need) break;
+      // Out of reach (an estimate): even kmax − r more components as large as
+      // σ̂_r, r = settled (every σ_i, i > r, is ≤ σ_r), would not lift the
+      // settled energy to the lowest missing level.
+      if (first_missing != found.end() && settled >= 1) {
+        const double level = kEnergyLevels[first_missing - found.begin()] * total;
+        double head = 0;
+        for (int64_t i = 0; i < settled; ++i) head += s2[i];
+        const double best = head + std::min(double(kmax - settled) * s2[settled - 1], total - head);
+        if (best < level) break;
       }
-      if (found[2] || k == kmax) break;
-      k = std::min(kmax, 2 * k);
+      qb.grow(std::min(kmax - k, std::max<int64_t>(64, k / 4)));
     }
-    for (int64_t r : found)
-      if (r) plan.ranks.push_back(r);
+    const int64_t top =
+        std::max<int64_t>({need, *std::max_element(found.begin(), found.end()), int64_t(1)});
+    plan.svd = qb.svd(std::min(top, qb.rank()));
   }
+  for (int64_t r : found)
+    if (r) plan.ranks.push_back(r);
   std::sort(plan.ranks.begin(), plan.ranks.end());
   plan.ranks.erase(std::unique(plan.ranks.begin(), plan.ranks.end()), plan.ranks.end());
   if (!plan.ranks.empty() && plan.svd.s.size() < plan.ranks.back())

@@ -44,9 +44,19 @@ struct ProfileOptions {
 /// of ‖W‖_F² (the energy of the full spectrum), and ⌊p·out·in/(out + in)⌋ for
 /// p = 1/2, 1/4, 1/8 (1/p of the dense parameter count), each at least 1;
 /// deduplicated, ascending, only ranks R with 4·R·(out + in) < 4·out·in.
-/// The singular values come from truncated SVDs of growing rank (64, 128, …,
-/// at most the largest compressing rank), never a full SVD of a large matrix;
-/// an energy level not reached by the largest compressing rank gives no rank.
+/// Small layers (min(out, in) ≤ svd.exact_max_dim) take every σ from one exact
+/// gesdd. Larger ones never run a full SVD: a blocked randomized QB
+/// (linalg::BlockedQb; Martinsson & Voronin 2016, with power iterations, Halko
+/// et al. 2011) grows in blocks — first the largest parameter rank plus
+/// svd.oversampling, then max(64, k/4) at a time — and the singular values σ̂
+/// of its B (σ̂_i ≤ σ_i) are compared with the exact total ‖W‖_F² (Yu, Gu & Li
+/// 2018: ‖W − QB‖_F² = ‖W‖_F² − ‖B‖_F²). A level counts when reached at least
+/// svd.oversampling components inside the basis (σ̂ still accurate there);
+/// since σ̂ ≤ σ, a rank found this way truly holds its level. The growth stops
+/// when all three levels are found, at the largest compressing rank kmax, or
+/// when the lowest missing level is estimated out of reach: Σ_{i≤r} σ̂_i² +
+/// (kmax − r)·σ̂_r² < level·‖W‖_F² for the settled r (each σ_i, i > r, is at
+/// most σ_r); a level not reached by kmax gives no rank.
 /// profile_layer cuts every low-rank candidate from one such SVD (holding at
 /// least the largest rank), so a layer pays for its SVDs once.
 std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd);
