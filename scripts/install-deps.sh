@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
+  python3-onnx bc time  # bench/profile: numpy peer reads ONNX weights; compare.sh, memory_check.sh
   clang libclang-rt-14-dev clang-format
   coinor-cbc  # test-only oracle: tests/plan/exact_test.cpp checks solve_exact against CBC
 )

@@ -1,6 +1,7 @@
 #include "tailor/profile/profiler.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,6 +75,22 @@ int64_t stored_params(const schemes::Encoded& e) {
   int64_t n = 0;
   for (const schemes::Factor& f : e.factors()) n += f.tensor.numel();
   return n;
+}
+
+/// Drops the pages of a file-mapped weight from this process's resident set
+/// once its layer is done (madvise MADV_DONTNEED on the page-aligned range
+/// around its bytes), so that a model larger than RAM is held only a few
+/// layers at a time. The mapping is read-only and private: a later read of
+/// any byte in the range (a neighbour sharing an edge page, say) faults it
+/// back in from the page cache unchanged. Owned (heap) tensors are left alone.
+void release_mapped_pages(const Tensor& t) {
+  if (!t.is_mapped() || t.nbytes() == 0) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(t.raw());
+  const uintptr_t first = begin / page * page;
+  const uintptr_t last = (begin + t.nbytes() + page - 1) / page * page;
+  ::madvise(reinterpret_cast<void*>(first), last - first,
+            MADV_DONTNEED);  // advice: failure is harmless
 }
 
 /// Redraws the progress line: "profile [#####     ] 12/47 layers  3.1 s  ETA 9.0 s".
@@ -324,6 +341,7 @@ ModelProfile profile_model(const ModelFile& model, const ProfileOptions& options
     for (size_t i; !failed && (i = next++) < layers.size();) {
       try {
         profile.layers[i] = profile_layer(*layers[i], options, i, importance[i]);
+        release_mapped_pages(layers[i]->tensor);
       } catch (...) {
         std::lock_guard lock(mu);
         if (!error) error = std::current_exception();

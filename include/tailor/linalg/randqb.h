@@ -47,9 +47,11 @@ class BlockedQb {
   /// σ̂_i² for i < k, non-increasing: the eigenvalues of B·Bᵀ (LAPACK dsyevd
   /// on the Gram matrix formed in f32 by sgemm, solved in double).
   std::vector<double> squared_singular_values() const;
-  /// Rank-`rank` SVD of Q·B: U = Q·U_B [m, rank], s [rank], Vt [rank, n], from
-  /// the exact SVD (gesdd) of the small B (Halko et al. Algorithm 5.1). Throws
-  /// tailor::Error unless 1 ≤ rank ≤ k.
+  /// Rank-`rank` SVD of Q·B (Halko et al. Algorithm 5.1): U = Q·U_B [m, rank],
+  /// s [rank], Vt [rank, n], with U_B and σ̂² the eigenvectors and eigenvalues
+  /// of B·Bᵀ (formed and solved in double, LAPACK dsyevd) and Vt =
+  /// diag(1/σ̂)·U_Bᵀ·B (a row with σ̂ = 0 is left 0). Throws tailor::Error
+  /// unless 1 ≤ rank ≤ k.
   Svd svd(int64_t rank) const;
 
  private:

@@ -83,7 +83,12 @@ LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, 
 bool is_profiled(const Weight& weight, const ProfileOptions& options);
 
 /// Profiles a model: layers (is_profiled) in file order, on options.threads
-/// workers; the output is the same whatever the thread count. Byte convention:
+/// workers; the output is the same whatever the thread count. Memory: each
+/// worker holds one layer's f32 [out, in] copy and its candidates' factors;
+/// a file-mapped weight (safetensors, GGUF, llama2.c, ONNX external data) is
+/// read through the mapping and its pages are dropped from the resident set
+/// (madvise MADV_DONTNEED) as soon as its layer is done, so peak RSS follows
+/// the layers in flight, not the file size. Byte convention:
 /// every weight counts 4·numel (its dense f32 size, whatever its stored dtype):
 /// dense_bytes sums it over every weight, fixed_bytes over the weights not
 /// profiled. Throws Error for a bad regex or scheme list, and (naming the
