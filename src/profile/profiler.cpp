@@ -93,6 +93,34 @@ void release_mapped_pages(const Tensor& t) {
             MADV_DONTNEED);  // advice: failure is harmless
 }
 
+/// rel_error (schemes::rel_error's definition, ‖W − Ŵ‖_F / ‖W‖_F, 0 when
+/// ‖W‖ = 0) and, with `importance`, the activation-aware error of
+/// activation_rel_error, from one decode of `e` read against `m` [out, in]
+/// f32 in place: no f32 copies of W or Ŵ beyond the decoded Ŵ itself.
+void measure_errors(const Tensor& m, const schemes::Encoded& e, std::span<const float> importance,
+                    Candidate& c) {
+  const Tensor w_hat = e.decode().contiguous();
+  check(w_hat.dtype() == DType::f32 && w_hat.numel() == m.numel(), e.label(),
+        fmt::format("decoded {} {} does not match the weight {}", dtype_name(w_hat.dtype()),
+                    shape_to_string(w_hat.shape()), shape_to_string(m.shape())));
+  const float* a = m.data<float>();
+  const float* b = w_hat.data<float>();
+  const size_t n = static_cast<size_t>(m.numel()), in = static_cast<size_t>(m.dim(1));
+  double num = 0, den = 0, num_d = 0, den_d = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = a[i], diff = x - double(b[i]);
+    num += diff * diff;
+    den += x * x;
+    if (!importance.empty()) {
+      const double dj = importance[i % in];
+      num_d += dj * diff * diff;
+      den_d += dj * x * x;
+    }
+  }
+  c.rel_error = den == 0 ? 0.0 : std::sqrt(num / den);
+  if (!importance.empty()) c.rel_error_activation = den_d > 0 ? std::sqrt(num_d / den_d) : 0.0;
+}
+
 /// Redraws the progress line: "profile [#####     ] 12/47 layers  3.1 s  ETA 9.0 s".
 void draw_progress(size_t done, size_t total, double elapsed) {
   constexpr int kWidth = 30;
@@ -230,7 +258,8 @@ LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, 
                            std::span<const float> importance) {
   if (weight.layout == WeightLayout::none)
     throw Error(weight.name, "no [out, in] view: not a layer to profile");
-  const Tensor m = weight.out_in();  // [out, in] f32, a copy of this layer only
+  const Tensor m = weight.out_in();     // [out, in] f32, a copy of this layer only
+  release_mapped_pages(weight.tensor);  // the copy is all this layer reads from now on
   const int64_t out = m.dim(0), in = m.dim(1);
   if (!importance.empty() && static_cast<int64_t>(importance.size()) != in)
     throw Error(weight.name,
@@ -259,12 +288,10 @@ LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, 
       Candidate c;
       c.encode_seconds = seconds_since(t0) + (shared ? plan.svd_seconds : 0.0);
       c.label = e->label();
-      c.rel_error = schemes::rel_error(w, *e);
+      measure_errors(m, *e, importance, c);
       c.bytes = static_cast<int64_t>(e->bytes());
       c.macs = e->macs(1);
       c.params = stored_params(*e);
-      if (!importance.empty())
-        c.rel_error_activation = activation_rel_error(m, e->decode(), importance);
       layer.candidates.push_back(std::move(c));
     }
     if (layer.candidates.empty())
@@ -341,7 +368,6 @@ ModelProfile profile_model(const ModelFile& model, const ProfileOptions& options
     for (size_t i; !failed && (i = next++) < layers.size();) {
       try {
         profile.layers[i] = profile_layer(*layers[i], options, i, importance[i]);
-        release_mapped_pages(layers[i]->tensor);
       } catch (...) {
         std::lock_guard lock(mu);
         if (!error) error = std::current_exception();
