@@ -14,7 +14,9 @@
 # compared), WORK (default /tmp/tailor-profile-compare).
 #
 # Prints one table: case × threads × (layers, tailor layers/s, numpy
-# layers/s, ratio tailor/numpy, candidates compared, largest error gap).
+# layers/s, ratio tailor/numpy, candidates compared, largest error gaps:
+# absolute for the deterministic schemes, relative to numpy's error ≥ 1e-3 for
+# the decompositions, labels only one side has, mismatches).
 # Agreement: quantizers, ternary, 2:4 and monarch are deterministic and must
 # agree to |Δ| ≤ 1e-4·e + 1e-6; lowrank, tucker and tt use randomized SVDs in
 # tailor (power iterations) and full gesdd in numpy, so tailor's error may be
@@ -78,7 +80,7 @@ done
 import json, sys
 EXACT = ("dense", "int8", "int4", "int3", "int4-g", "ternary", "sparse-2:4", "monarch")
 print(f"{'case':6} {'thr':>3} {'layers':>6} {'tailor l/s':>11} {'numpy l/s':>10} {'ratio':>7} "
-      f"{'compared':>8} {'quant max|Δ|':>12} {'decomp max Δ/e':>14} {'only tailor/numpy':>18} fails")
+      f"{'compared':>8} {'quant max|Δ|':>12} {'decomp max|Δ|/e':>15} {'only tailor/numpy':>18} fails")
 for line in open(sys.argv[1]):
     r = json.loads(line)
     t, n = json.load(open(r["tailor"])), json.load(open(r["numpy"]))
@@ -100,8 +102,8 @@ for line in open(sys.argv[1]):
                 qmax = max(qmax, abs(e - ref))
                 ok = abs(e - ref) <= 1e-4 * max(e, ref) + 1e-6
             else:
-                gap = (e - ref) / ref if ref > 0 else 0.0
-                dmax = max(dmax, abs(gap))
+                if ref >= 1e-3:  # relative gaps of near-exact factorizations are rounding
+                    dmax = max(dmax, abs(e - ref) / ref)
                 ok = e <= 1.01 * ref + 1e-5 and e >= ref * (1 - 1e-3) - 1e-5
             if not ok:
                 fails += 1
@@ -109,5 +111,5 @@ for line in open(sys.argv[1]):
     k = len(t["layers"])
     tl, nls = k / r["tailor_s"], k / r["numpy_s"]
     print(f"{r['case']:6} {r['threads']:>3} {k:>6} {tl:>11.3f} {nls:>10.3f} {tl / nls:>7.2f} "
-          f"{compared:>8} {qmax:>12.2e} {dmax:>14.2e} {str(only_t) + '/' + str(only_n):>18} {fails}")
+          f"{compared:>8} {qmax:>12.2e} {dmax:>15.2e} {str(only_t) + '/' + str(only_n):>18} {fails}")
 EOF

@@ -78,9 +78,9 @@ int64_t stored_params(const schemes::Encoded& e) {
 }
 
 /// Drops the pages of a file-mapped weight from this process's resident set
-/// once its layer is done (madvise MADV_DONTNEED on the page-aligned range
-/// around its bytes), so that a model larger than RAM is held only a few
-/// layers at a time. The mapping is read-only and private: a later read of
+/// once the layer has its own f32 copy (madvise MADV_DONTNEED on the
+/// page-aligned range around its bytes), so that a model larger than RAM is
+/// held only a few layers at a time. The mapping is read-only and private: a later read of
 /// any byte in the range (a neighbour sharing an edge page, say) faults it
 /// back in from the page cache unchanged. Owned (heap) tensors are left alone.
 void release_mapped_pages(const Tensor& t) {

@@ -75,6 +75,8 @@ double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<cons
 /// `index` seeds the layer's SVDs (Rng(options.seed).split(index)); `importance`
 /// (length in, or empty) adds rel_error_activation. Throws Error naming the
 /// weight for layout none, an unknown scheme label, or a wrong `importance` length.
+/// A file-mapped weight's pages are released (madvise) once it is copied to
+/// f32; a later read faults them back in unchanged.
 LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, uint64_t index = 0,
                            std::span<const float> importance = {});
 
@@ -87,8 +89,9 @@ bool is_profiled(const Weight& weight, const ProfileOptions& options);
 /// worker holds one layer's f32 [out, in] copy and its candidates' factors;
 /// a file-mapped weight (safetensors, GGUF, llama2.c, ONNX external data) is
 /// read through the mapping and its pages are dropped from the resident set
-/// (madvise MADV_DONTNEED) as soon as its layer is done, so peak RSS follows
-/// the layers in flight, not the file size. Byte convention:
+/// (madvise MADV_DONTNEED) as soon as the layer is copied, and each candidate's
+/// error is read from one decode against that copy, so peak RSS follows the
+/// layers in flight, not the file size. Byte convention:
 /// every weight counts 4·numel (its dense f32 size, whatever its stored dtype):
 /// dense_bytes sums it over every weight, fixed_bytes over the weights not
 /// profiled. Throws Error for a bad regex or scheme list, and (naming the
