@@ -6,7 +6,7 @@ ARCH_FLAGS ?= -march=x86-64-v3
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps models models-bench configure build test demo bench fuzz format clean
+.PHONY: all deps models models-bench configure build test demo bench bench-profile fuzz format clean
 
 all: build
 
@@ -38,6 +38,12 @@ demo: models build
 
 bench: build
 	@for b in $(BUILD_DIR)/bench/*_bench; do [ -x "$$b" ] && "$$b"; done
+
+# tailor profile vs a numpy/LAPACK peer (full SVDs) on the same layers, then
+# peak RSS on a 2 GB synthetic model (bench/profile/*.sh say what they print).
+bench-profile: models build
+	bench/profile/compare.sh $(BUILD_DIR)/tailor
+	bench/profile/memory_check.sh $(BUILD_DIR)/tailor
 
 # libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined); run one with
 #   build-fuzz/fuzz/fuzz_safetensors -max_total_time=600 fuzz-corpus/safetensors

@@ -1,6 +1,7 @@
 #include "tailor/profile/profiler.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
 #include "tailor/io/safetensors.h"
+#include "tailor/linalg/randqb.h"
 #include "tailor/linalg/svd.h"
 #include "tailor/schemes/registry.h"
 
@@ -75,6 +77,50 @@ int64_t stored_params(const schemes::Encoded& e) {
   return n;
 }
 
+/// Drops the pages of a file-mapped weight from this process's resident set
+/// once the layer has its own f32 copy (madvise MADV_DONTNEED on the
+/// page-aligned range around its bytes), so that a model larger than RAM is
+/// held only a few layers at a time. The mapping is read-only and private: a later read of
+/// any byte in the range (a neighbour sharing an edge page, say) faults it
+/// back in from the page cache unchanged. Owned (heap) tensors are left alone.
+void release_mapped_pages(const Tensor& t) {
+  if (!t.is_mapped() || t.nbytes() == 0) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(t.raw());
+  const uintptr_t first = begin / page * page;
+  const uintptr_t last = (begin + t.nbytes() + page - 1) / page * page;
+  ::madvise(reinterpret_cast<void*>(first), last - first,
+            MADV_DONTNEED);  // advice: failure is harmless
+}
+
+/// rel_error (schemes::rel_error's definition, ‖W − Ŵ‖_F / ‖W‖_F, 0 when
+/// ‖W‖ = 0) and, with `importance`, the activation-aware error of
+/// activation_rel_error, from one decode of `e` read against `m` [out, in]
+/// f32 in place: no f32 copies of W or Ŵ beyond the decoded Ŵ itself.
+void measure_errors(const Tensor& m, const schemes::Encoded& e, std::span<const float> importance,
+                    Candidate& c) {
+  const Tensor w_hat = e.decode().contiguous();
+  check(w_hat.dtype() == DType::f32 && w_hat.numel() == m.numel(), e.label(),
+        fmt::format("decoded {} {} does not match the weight {}", dtype_name(w_hat.dtype()),
+                    shape_to_string(w_hat.shape()), shape_to_string(m.shape())));
+  const float* a = m.data<float>();
+  const float* b = w_hat.data<float>();
+  const size_t n = static_cast<size_t>(m.numel()), in = static_cast<size_t>(m.dim(1));
+  double num = 0, den = 0, num_d = 0, den_d = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = a[i], diff = x - double(b[i]);
+    num += diff * diff;
+    den += x * x;
+    if (!importance.empty()) {
+      const double dj = importance[i % in];
+      num_d += dj * diff * diff;
+      den_d += dj * x * x;
+    }
+  }
+  c.rel_error = den == 0 ? 0.0 : std::sqrt(num / den);
+  if (!importance.empty()) c.rel_error_activation = den_d > 0 ? std::sqrt(num_d / den_d) : 0.0;
+}
+
 /// Redraws the progress line: "profile [#####     ] 12/47 layers  3.1 s  ETA 9.0 s".
 void draw_progress(size_t done, size_t total, double elapsed) {
   constexpr int kWidth = 30;
@@ -91,6 +137,9 @@ void draw_progress(size_t done, size_t total, double elapsed) {
 
 namespace {
 
+/// Shares of ‖W‖_F² the energy ranks must hold.
+constexpr double kEnergyLevels[] = {0.9, 0.99, 0.999};
+
 /// The low-rank ranks of W and one truncated SVD of W holding at least
 /// max(ranks) triplets, from which every low-rank candidate is cut.
 struct LowRankPlan {
@@ -99,6 +148,19 @@ struct LowRankPlan {
   /// Wall time of the SVDs (seconds).
   double svd_seconds = 0;
 };
+
+/// Ranks of `levels` found in σ² (non-increasing) against `total`: the smallest
+/// r with Σ_{i≤r} σ_i² ≥ level·total, or 0 when none up to `limit`.
+std::vector<int64_t> energy_ranks(const std::vector<double>& s2, double total, int64_t limit) {
+  std::vector<int64_t> found(std::size(kEnergyLevels), 0);
+  double captured = 0;
+  for (int64_t r = 1; r <= std::min<int64_t>(limit, s2.size()); ++r) {
+    captured += s2[r - 1];
+    for (size_t l = 0; l < found.size(); ++l)
+      if (!found[l] && captured >= kEnergyLevels[l] * total) found[l] = r;
+  }
+  return found;
+}
 
 LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   if (w.shape().size() != 2 || w.dtype() != DType::f32)
@@ -114,31 +176,53 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
     const int64_t r = std::max<int64_t>(1, out * in / (p * (out + in)));
     if (r <= kmax) plan.ranks.push_back(r);
   }
+  const int64_t need = plan.ranks.empty() ? 0 : plan.ranks.front();  // the 1/2 rank, the largest
   const Tensor c = w.contiguous();
   const float* data = c.data<float>();
   const linalg::Matrix m = Eigen::Map<const linalg::Matrix>(data, out, in);
   double total = 0;
   for (int64_t i = 0; i < out * in; ++i) total += double(data[i]) * data[i];
-  if (total > 0) {
-    constexpr double kLevels[] = {0.9, 0.99, 0.999};
-    std::vector<int64_t> found(3, 0);
-    int64_t k = std::min<int64_t>(kmax, 64);
+  std::vector<int64_t> found(std::size(kEnergyLevels), 0);
+  if (total > 0 && std::min(out, in) <= svd.exact_max_dim) {
+    // Small layer: one exact gesdd gives every σ and every factor.
+    plan.svd = linalg::svd_truncated(m, kmax, svd);
+    std::vector<double> s2;
+    for (int64_t i = 0; i < plan.svd.s.size(); ++i)
+      s2.push_back(double(plan.svd.s(i)) * plan.svd.s(i));
+    found = energy_ranks(s2, total, kmax);
+  } else if (total > 0) {
+    // Large layer: grow a blocked randomized QB (linalg/randqb.h) until every
+    // energy level is found or shown out of reach, never past kmax.
+    linalg::BlockedQb qb(m, svd);
+    qb.grow(std::min(kmax, std::max<int64_t>(need + svd.oversampling, 64)));
     while (true) {
-      // Exact gesdd computes every σ anyway: ask for all compressing ranks at once.
-      if (linalg::svd_prefers_exact(out, in, k, svd)) k = kmax;
-      plan.svd = linalg::svd_truncated(m, k, svd);
-      double captured = 0;
-      for (int64_t r = 1; r <= plan.svd.s.size(); ++r) {
-        captured += double(plan.svd.s(r - 1)) * plan.svd.s(r - 1);
-        for (int l = 0; l < 3; ++l)
-          if (!found[l] && captured >= kLevels[l] * total) found[l] = r;
+      const int64_t k = qb.rank();
+      const std::vector<double> s2 = qb.squared_singular_values();
+      // A level counts once reached `oversampling` components before the
+      // basis edge, where σ̂ is still accurate (or at the last rank there is).
+      const int64_t settled = k >= kmax ? kmax : std::max<int64_t>(0, k - svd.oversampling);
+      found = energy_ranks(s2, total, settled);
+      if (k >= kmax) break;
+      const auto first_missing = std::find(found.begin(), found.end(), 0);
+      if (first_missing == found.end() && k >= need) break;
+      // Out of reach (an estimate): even kmax − r more components as large as
+      // σ̂_r, r = settled (every σ_i, i > r, is ≤ σ_r), would not lift the
+      // settled energy to the lowest missing level.
+      if (first_missing != found.end() && settled >= 1) {
+        const double level = kEnergyLevels[first_missing - found.begin()] * total;
+        double head = 0;
+        for (int64_t i = 0; i < settled; ++i) head += s2[i];
+        const double best = head + std::min(double(kmax - settled) * s2[settled - 1], total - head);
+        if (best < level) break;
       }
-      if (found[2] || k == kmax) break;
-      k = std::min(kmax, 2 * k);
+      qb.grow(std::min(kmax - k, std::max<int64_t>(64, k / 4)));
     }
-    for (int64_t r : found)
-      if (r) plan.ranks.push_back(r);
+    const int64_t top =
+        std::max<int64_t>({need, *std::max_element(found.begin(), found.end()), int64_t(1)});
+    plan.svd = qb.svd(std::min(top, qb.rank()));
   }
+  for (int64_t r : found)
+    if (r) plan.ranks.push_back(r);
   std::sort(plan.ranks.begin(), plan.ranks.end());
   plan.ranks.erase(std::unique(plan.ranks.begin(), plan.ranks.end()), plan.ranks.end());
   if (!plan.ranks.empty() && plan.svd.s.size() < plan.ranks.back())
@@ -174,7 +258,8 @@ LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, 
                            std::span<const float> importance) {
   if (weight.layout == WeightLayout::none)
     throw Error(weight.name, "no [out, in] view: not a layer to profile");
-  const Tensor m = weight.out_in();  // [out, in] f32, a copy of this layer only
+  const Tensor m = weight.out_in();     // [out, in] f32, a copy of this layer only
+  release_mapped_pages(weight.tensor);  // the copy is all this layer reads from now on
   const int64_t out = m.dim(0), in = m.dim(1);
   if (!importance.empty() && static_cast<int64_t>(importance.size()) != in)
     throw Error(weight.name,
@@ -203,12 +288,10 @@ LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, 
       Candidate c;
       c.encode_seconds = seconds_since(t0) + (shared ? plan.svd_seconds : 0.0);
       c.label = e->label();
-      c.rel_error = schemes::rel_error(w, *e);
+      measure_errors(m, *e, importance, c);
       c.bytes = static_cast<int64_t>(e->bytes());
       c.macs = e->macs(1);
       c.params = stored_params(*e);
-      if (!importance.empty())
-        c.rel_error_activation = activation_rel_error(m, e->decode(), importance);
       layer.candidates.push_back(std::move(c));
     }
     if (layer.candidates.empty())

@@ -109,6 +109,78 @@ TEST(ProfileLowRank, EnergyRanksOfAGeometricSpectrum) {
   EXPECT_EQ(profile_lowrank_ranks(with_spectrum(200, 150, sigma, 5), {}), expected);
 }
 
+/// Energy and parameter ranks of an [out, in] layer with singular values
+/// `sigma` by definition (DESIGN.md / profiler.h): smallest r with
+/// Σ_{i≤r} σ_i² ≥ level·Σσ², kept when r ≤ kmax; ⌊p·out·in/(out + in)⌋.
+std::vector<int64_t> ranks_by_definition(int64_t out, int64_t in,
+                                         const std::vector<double>& sigma) {
+  const int64_t kmax = std::min(std::min(out, in), (out * in - 1) / (out + in));
+  std::vector<int64_t> ranks;
+  for (int64_t p : {2, 4, 8}) {
+    const int64_t r = std::max<int64_t>(1, out * in / (p * (out + in)));
+    if (r <= kmax) ranks.push_back(r);
+  }
+  double total = 0;
+  for (double s : sigma) total += s * s;
+  for (double level : {0.9, 0.99, 0.999}) {
+    double c = 0;
+    for (size_t r = 0; r < sigma.size() && int64_t(r) < kmax; ++r) {
+      c += sigma[r] * sigma[r];
+      if (c >= level * total) {
+        ranks.push_back(static_cast<int64_t>(r + 1));
+        break;
+      }
+    }
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+TEST(ProfileLowRank, BlockedEstimateEqualsGesddAndTheDefinition) {
+  // [400, 300]: kmax = 119999/700 = 171, parameter ranks 85, 42, 21. The
+  // blocked QB (forced by exact_max_dim = 0) and gesdd (the default for this
+  // size) must both give the ranks computed from σ.
+  linalg::SvdOptions blocked;
+  blocked.exact_max_dim = 0;
+  const std::vector<std::vector<double>> spectra = [] {
+    std::vector<double> fast, slow, knee, flat(300, 1.0);
+    for (int i = 0; i < 300; ++i) {
+      fast.push_back(std::pow(0.9, i));    // all three levels reached early
+      slow.push_back(std::pow(0.985, i));  // 90% and 99% reached, 99.9% beyond kmax
+      knee.push_back(i < 30 ? 10.0 - 0.2 * i : 0.3 * std::pow(0.99, i));
+    }
+    return std::vector<std::vector<double>>{fast, slow, knee, flat};  // flat: no energy rank
+  }();
+  for (size_t t = 0; t < spectra.size(); ++t) {
+    const Tensor w = with_spectrum(400, 300, spectra[t], 40 + t);
+    const std::vector<int64_t> expected = ranks_by_definition(400, 300, spectra[t]);
+    EXPECT_EQ(profile_lowrank_ranks(w, blocked), expected) << "spectrum " << t;
+    EXPECT_EQ(profile_lowrank_ranks(w, {}), expected) << "spectrum " << t;
+  }
+}
+
+TEST(ProfileLowRank, BlockedLowRankCandidatesAreNearTheOptimum) {
+  // Rank-r error of the candidate cut from the blocked QB is within 1% of the
+  // Eckart–Young error sqrt(Σ_{i>r} σ_i²) / ‖σ‖.
+  std::vector<double> sigma;
+  for (int i = 0; i < 300; ++i) sigma.push_back(std::pow(0.97, i));
+  ProfileOptions o;
+  o.schemes = {"lowrank"};
+  o.scheme_defaults.svd.exact_max_dim = 0;
+  const LayerProfile p = profile_layer(matrix_weight("fc", with_spectrum(400, 300, sigma, 8)), o);
+  double total = 0;
+  for (double s : sigma) total += s * s;
+  ASSERT_FALSE(p.candidates.empty());
+  for (const Candidate& c : p.candidates) {
+    const int64_t r = std::stoll(c.label.substr(std::string("lowrank-r").size()));
+    double tail = 0;
+    for (size_t i = r; i < sigma.size(); ++i) tail += sigma[i] * sigma[i];
+    EXPECT_LT(c.rel_error, 1.01 * std::sqrt(tail / total) + 1e-6) << c.label;
+    EXPECT_GE(c.rel_error, std::sqrt(tail / total) * (1 - 1e-3)) << c.label;
+  }
+}
+
 TEST(ProfileLowRank, ExactRankEightLayerIsRecoveredAtTheTopEnergyRank) {
   const Tensor w = with_spectrum(96, 80, {8, 7, 6, 5, 4, 3, 2, 1}, 11);
   ProfileOptions o;

@@ -44,9 +44,19 @@ struct ProfileOptions {
 /// of ‖W‖_F² (the energy of the full spectrum), and ⌊p·out·in/(out + in)⌋ for
 /// p = 1/2, 1/4, 1/8 (1/p of the dense parameter count), each at least 1;
 /// deduplicated, ascending, only ranks R with 4·R·(out + in) < 4·out·in.
-/// The singular values come from truncated SVDs of growing rank (64, 128, …,
-/// at most the largest compressing rank), never a full SVD of a large matrix;
-/// an energy level not reached by the largest compressing rank gives no rank.
+/// Small layers (min(out, in) ≤ svd.exact_max_dim) take every σ from one exact
+/// gesdd. Larger ones never run a full SVD: a blocked randomized QB
+/// (linalg::BlockedQb; Martinsson & Voronin 2016, with power iterations, Halko
+/// et al. 2011) grows in blocks — first the largest parameter rank plus
+/// svd.oversampling, then max(64, k/4) at a time — and the singular values σ̂
+/// of its B (σ̂_i ≤ σ_i) are compared with the exact total ‖W‖_F² (Yu, Gu & Li
+/// 2018: ‖W − QB‖_F² = ‖W‖_F² − ‖B‖_F²). A level counts when reached at least
+/// svd.oversampling components inside the basis (σ̂ still accurate there);
+/// since σ̂ ≤ σ, a rank found this way truly holds its level. The growth stops
+/// when all three levels are found, at the largest compressing rank kmax, or
+/// when the lowest missing level is estimated out of reach: Σ_{i≤r} σ̂_i² +
+/// (kmax − r)·σ̂_r² < level·‖W‖_F² for the settled r (each σ_i, i > r, is at
+/// most σ_r); a level not reached by kmax gives no rank.
 /// profile_layer cuts every low-rank candidate from one such SVD (holding at
 /// least the largest rank), so a layer pays for its SVDs once.
 std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd);
@@ -65,6 +75,8 @@ double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<cons
 /// `index` seeds the layer's SVDs (Rng(options.seed).split(index)); `importance`
 /// (length in, or empty) adds rel_error_activation. Throws Error naming the
 /// weight for layout none, an unknown scheme label, or a wrong `importance` length.
+/// A file-mapped weight's pages are released (madvise) once it is copied to
+/// f32; a later read faults them back in unchanged.
 LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, uint64_t index = 0,
                            std::span<const float> importance = {});
 
@@ -73,7 +85,13 @@ LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, 
 bool is_profiled(const Weight& weight, const ProfileOptions& options);
 
 /// Profiles a model: layers (is_profiled) in file order, on options.threads
-/// workers; the output is the same whatever the thread count. Byte convention:
+/// workers; the output is the same whatever the thread count. Memory: each
+/// worker holds one layer's f32 [out, in] copy and its candidates' factors;
+/// a file-mapped weight (safetensors, GGUF, llama2.c, ONNX external data) is
+/// read through the mapping and its pages are dropped from the resident set
+/// (madvise MADV_DONTNEED) as soon as the layer is copied, and each candidate's
+/// error is read from one decode against that copy, so peak RSS follows the
+/// layers in flight, not the file size. Byte convention:
 /// every weight counts 4·numel (its dense f32 size, whatever its stored dtype):
 /// dense_bytes sums it over every weight, fixed_bytes over the weights not
 /// profiled. Throws Error for a bad regex or scheme list, and (naming the
