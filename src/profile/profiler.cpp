@@ -183,17 +183,25 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   double total = 0;
   for (int64_t i = 0; i < out * in; ++i) total += double(data[i]) * data[i];
   std::vector<int64_t> found(std::size(kEnergyLevels), 0);
-  if (total > 0 && std::min(out, in) <= svd.exact_max_dim) {
-    // Small layer: one exact gesdd gives every σ and every factor.
+  // One exact gesdd gives every σ and every factor: used for small layers, and
+  // when the blocked search below would grow its basis past a third of the
+  // smaller side (a flat spectrum), where a sketch costs more than gesdd.
+  const int64_t exact_beyond = std::min(out, in) / 3;
+  const auto exact = [&] {
     plan.svd = linalg::svd_truncated(m, kmax, svd);
     std::vector<double> s2;
     for (int64_t i = 0; i < plan.svd.s.size(); ++i)
       s2.push_back(double(plan.svd.s(i)) * plan.svd.s(i));
     found = energy_ranks(s2, total, kmax);
+  };
+  if (total > 0 && (std::min(out, in) <= svd.exact_max_dim ||
+                    std::max<int64_t>(need + svd.oversampling, 64) > exact_beyond)) {
+    exact();
   } else if (total > 0) {
     // Large layer: grow a blocked randomized QB (linalg/randqb.h) until every
     // energy level is found or shown out of reach, never past kmax.
     linalg::BlockedQb qb(m, svd);
+    bool too_flat = false;
     qb.grow(std::min(kmax, std::max<int64_t>(need + svd.oversampling, 64)));
     while (true) {
       const int64_t k = qb.rank();
@@ -215,11 +223,20 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
         const double best = head + std::min(double(kmax - settled) * s2[settled - 1], total - head);
         if (best < level) break;
       }
-      qb.grow(std::min(kmax - k, std::max<int64_t>(64, k / 4)));
+      const int64_t step = std::min(kmax - k, std::max<int64_t>(64, k / 4));
+      if (k + step > exact_beyond) {
+        too_flat = true;
+        break;
+      }
+      qb.grow(step);
     }
-    const int64_t top =
-        std::max<int64_t>({need, *std::max_element(found.begin(), found.end()), int64_t(1)});
-    plan.svd = qb.svd(std::min(top, qb.rank()));
+    if (too_flat) {
+      exact();
+    } else {
+      const int64_t top =
+          std::max<int64_t>({need, *std::max_element(found.begin(), found.end()), int64_t(1)});
+      plan.svd = qb.svd(std::min(top, qb.rank()));
+    }
   }
   for (int64_t r : found)
     if (r) plan.ranks.push_back(r);

@@ -64,7 +64,9 @@ TEST(BlockedQb, CapturedPlusResidualIsTheTotalAndSigmaHatInterlaces) {
   for (size_t i = 0; i < s2.size(); ++i) {
     sum += s2[i];
     EXPECT_LE(s2[i], sigma[i] * sigma[i] * (1 + 1e-4)) << i;
-    if (i < 50) EXPECT_NEAR(std::sqrt(s2[i]), sigma[i], 1e-3 * sigma[i]) << i;
+    if (i < 50) {
+      EXPECT_NEAR(std::sqrt(s2[i]), sigma[i], 1e-3 * sigma[i]) << i;
+    }
   }
   EXPECT_NEAR(sum, qb.captured_energy(), 1e-5 * qb.captured_energy());
   // Rank-40 factors within 1% of the Eckart–Young error sqrt(Σ_{i≥40} σ_i²).

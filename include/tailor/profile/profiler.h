@@ -56,7 +56,10 @@ struct ProfileOptions {
 /// when all three levels are found, at the largest compressing rank kmax, or
 /// when the lowest missing level is estimated out of reach: Σ_{i≤r} σ̂_i² +
 /// (kmax − r)·σ̂_r² < level·‖W‖_F² for the settled r (each σ_i, i > r, is at
-/// most σ_r); a level not reached by kmax gives no rank.
+/// most σ_r); a level not reached by kmax gives no rank. Should the basis have
+/// to grow past a third of the smaller side with a level still missing (a flat
+/// spectrum, where the sketch would cost more than a full decomposition), or
+/// the first block already exceed that, one exact gesdd is taken instead.
 /// profile_layer cuts every low-rank candidate from one such SVD (holding at
 /// least the largest rank), so a layer pays for its SVDs once.
 std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd);
