@@ -6,15 +6,22 @@ ARCH_FLAGS ?= -march=x86-64-v3
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps models configure build test demo bench fuzz format clean
+.PHONY: all deps models models-bench configure build test demo bench fuzz format clean
 
 all: build
 
 deps:
 	bash scripts/install-deps.sh
 
+# The onnxruntime reference (tests compare against it) installs into .ort/;
+# without npm the tests that need it skip with a message instead of failing.
 models: deps
 	bash scripts/fetch-models.sh
+	bash scripts/install-ort.sh --soft
+
+# Also the large benchmark-only models (ISNet).
+models-bench: models
+	bash scripts/fetch-models.sh --bench
 
 configure: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \

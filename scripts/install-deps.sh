@@ -8,6 +8,7 @@ packages=(
   libeigen3-dev libopenblas-dev liblapacke-dev
   libprotobuf-dev protobuf-compiler libonnx-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  libpng-dev  # tasks: the OCR fixture images
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
   clang libclang-rt-14-dev clang-format
