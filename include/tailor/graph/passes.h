@@ -22,8 +22,8 @@ namespace tailor::graph {
 /// input is an undefined Tensor) and returns its outputs, or throws Error.
 /// `opset` is the model's default-domain opset. The runtime provides one that
 /// runs its own op kernels (runtime::node_evaluator()).
-using NodeEvaluator =
-    std::function<std::vector<Tensor>(const Node& node, const std::vector<Tensor>& inputs, int64_t opset)>;
+using NodeEvaluator = std::function<std::vector<Tensor>(
+    const Node& node, const std::vector<Tensor>& inputs, int64_t opset)>;
 
 /// Options shared by the passes.
 struct PassOptions {
@@ -165,6 +165,7 @@ std::vector<std::string> parse_pass_list(const std::string& spec);
 /// Runs the named passes in pipeline order (see registered_passes), each on
 /// the previous one's output, then verify()s the result. Throws Error on an
 /// unknown name.
-Model run_passes(const Model& model, const std::vector<std::string>& names, const PassOptions& options);
+Model run_passes(const Model& model, const std::vector<std::string>& names,
+                 const PassOptions& options);
 
 }  // namespace tailor::graph
