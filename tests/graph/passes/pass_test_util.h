@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "runtime/op_test_util.h"
 #include "tailor/core/rng.h"
 #include "tailor/graph/graph.h"
 #include "tailor/graph/passes.h"
@@ -72,6 +73,78 @@ inline size_t count_ops(const graph::Graph& g, const std::string& op) {
   for (const auto& node : g.nodes)
     if ((node.domain.empty() ? node.op_type : node.domain + "." + node.op_type) == op) ++n;
   return n;
+}
+
+}  // namespace tailor::testing
+
+namespace tailor::testing {
+
+/// Builds small graphs in code.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(int64_t opset = 13) {
+    m_.opset = opset;
+    m_.source = "test";
+    m_.graph.name = "test";
+  }
+  GraphBuilder& input(const std::string& name, Shape shape, DType dt = DType::f32) {
+    m_.graph.inputs.push_back(name);
+    m_.graph.types[name] = graph::ValueType{dt, graph::sym_shape_of(shape)};
+    return *this;
+  }
+  GraphBuilder& init(const std::string& name, Tensor t) {
+    m_.graph.add_initializer(name, std::move(t));
+    return *this;
+  }
+  GraphBuilder& node(const std::string& op, std::vector<std::string> in,
+                     std::vector<std::string> out,
+                     std::vector<std::pair<std::string, graph::Attribute>> attrs = {},
+                     const std::string& domain = "") {
+    graph::Node n;
+    n.op_type = op;
+    n.domain = domain;
+    n.name = op + "_" + std::to_string(m_.graph.nodes.size());
+    n.inputs = std::move(in);
+    n.outputs = std::move(out);
+    n.attributes = std::move(attrs);
+    m_.graph.nodes.push_back(std::move(n));
+    return *this;
+  }
+  GraphBuilder& output(const std::string& name) {
+    m_.graph.outputs.push_back(name);
+    return *this;
+  }
+  graph::Model model() const { return m_; }
+  graph::Graph& graph() { return m_.graph; }
+
+ private:
+  graph::Model m_;
+};
+
+inline graph::Attribute ints(std::vector<int64_t> v) {
+  return graph::Attribute::of_ints(std::move(v));
+}
+inline graph::Attribute int1(int64_t v) {
+  return graph::Attribute::of_int(v);
+}
+inline graph::Attribute flt(float v) {
+  return graph::Attribute::of_float(v);
+}
+inline Tensor scalar_f32(float v) {
+  return Tensor::from_f32({}, std::vector<float>{v});
+}
+inline Tensor vec_f32(Shape s, std::vector<float> v) {
+  return Tensor::from_f32(std::move(s), v);
+}
+
+/// A graph's output values after the passes `names` equal the original's
+/// (within `tol`), the result verifies; returns the optimized model.
+inline graph::Model check_passes(const graph::Model& m, const std::vector<std::string>& names,
+                                 const std::map<std::string, Tensor>& feeds, double tol = 1e-6,
+                                 graph::PassOptions opts = runtime::default_pass_options()) {
+  graph::Model out = graph::run_passes(m, names, opts);
+  expect_same_outputs(run_model(m, feeds), run_model(out, feeds), tol, "passes");
+  return out;
 }
 
 }  // namespace tailor::testing
