@@ -49,6 +49,7 @@ void add_run(CLI::App& app) {
   static std::string path, output;
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;
+  static bool profile = false;
   cmd->add_option("MODEL", path, "ONNX model")->required();
   cmd->add_option("-i,--input", inputs, "NAME=FILE.npy, one per model input (repeatable)");
   cmd->add_option("-o,--output", output, "Folder to write every output into as <name>.npy");
@@ -56,6 +57,7 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
+  cmd->add_flag("--profile", profile, "Print the time per op type over the timed runs");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
@@ -77,6 +79,7 @@ void add_run(CLI::App& app) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
     std::vector<double> ms;
+    if (profile) ex.set_profiling(true);
     for (int i = 0; i < time_runs; ++i) {
       outs.clear();
       t0 = std::chrono::steady_clock::now();
@@ -93,7 +96,8 @@ void add_run(CLI::App& app) {
                                      shape_to_string(t.shape()));
       if (!output.empty()) {
         std::string file = sanitize_file_name(name);
-        for (int k = 2; used.count(file); ++k) file = sanitize_file_name(name) + "_" + std::to_string(k);
+        for (int k = 2; used.count(file); ++k)
+          file = sanitize_file_name(name) + "_" + std::to_string(k);
         used.insert(file);
         const std::string dest = (std::filesystem::path(output) / (file + ".npy")).string();
         write_npy(dest, t);
@@ -106,12 +110,23 @@ void add_run(CLI::App& app) {
       std::sort(sorted.begin(), sorted.end());
       const size_t n = sorted.size();
       const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-      std::cout << fmt::format("latency: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms over {} runs "
-                               "(after 1 warm-up of {:.3f} ms), {} threads\n",
-                               median, sorted.front(), sorted.back(), n, first_ms,
-                               runtime::kernels::num_threads());
+      std::cout << fmt::format(
+          "latency: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms over {} runs "
+          "(after 1 warm-up of {:.3f} ms), {} threads\n",
+          median, sorted.front(), sorted.back(), n, first_ms, runtime::kernels::num_threads());
     } else {
-      std::cout << fmt::format("latency: {:.3f} ms (one cold run; --time N for a median)\n", first_ms);
+      std::cout << fmt::format("latency: {:.3f} ms (one cold run; --time N for a median)\n",
+                               first_ms);
+    }
+    if (profile && time_runs > 0) {
+      std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(ex.op_profile().begin(),
+                                                                           ex.op_profile().end());
+      std::sort(rows.begin(), rows.end(),
+                [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+      std::cout << "time per op type (per run):\n";
+      for (const auto& [op, v] : rows)
+        std::cout << fmt::format("  {:<22} {:>9.3f} ms  {:>5} nodes\n", op, v.first / time_runs,
+                                 v.second / time_runs);
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
