@@ -14,9 +14,11 @@
 #include "format.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/onnx.h"
+#include "tailor/graph/passes.h"
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
+#include "tailor/runtime/pass_options.h"
 
 namespace tailor::cli {
 
@@ -50,6 +52,7 @@ void add_run(CLI::App& app) {
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;
   static bool profile = false;
+  static std::string passes = "all";
   cmd->add_option("MODEL", path, "ONNX model")->required();
   cmd->add_option("-i,--input", inputs, "NAME=FILE.npy, one per model input (repeatable)");
   cmd->add_option("-o,--output", output, "Folder to write every output into as <name>.npy");
@@ -58,11 +61,26 @@ void add_run(CLI::App& app) {
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
   cmd->add_flag("--profile", profile, "Print the time per op type over the timed runs");
+  cmd->add_option("--passes", passes,
+                  "Graph passes before running: all, none, or a comma-separated list of "
+                  "fold,simplify,cse,hoist,fuse,layout,dce (run in pipeline order)")
+      ->capture_default_str();
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
     if (threads > 0) runtime::kernels::set_num_threads(threads);
-    runtime::Executor ex(graph::import_onnx(path));
+    graph::Model model = graph::import_onnx(path);
+    const std::vector<std::string> pass_names = graph::parse_pass_list(passes);
+    std::string pass_line;  // printed once the inputs are read (errors stay one line)
+    if (!pass_names.empty()) {
+      const size_t before = model.graph.nodes.size();
+      model = graph::run_passes(model, pass_names, runtime::default_pass_options());
+      std::string list;
+      for (const auto& n : pass_names) list += (list.empty() ? "" : ",") + n;
+      pass_line =
+          fmt::format("passes: {} ({} -> {} nodes)\n", list, before, model.graph.nodes.size());
+    }
+    runtime::Executor ex(std::move(model));
 
     std::map<std::string, Tensor> feeds;
     for (const std::string& spec : inputs) {
@@ -73,6 +91,7 @@ void add_run(CLI::App& app) {
       if (feeds.count(name)) throw Error("input '" + printable(name) + "'", "given twice");
       feeds[name] = read_npy(spec.substr(eq + 1));
     }
+    std::cout << pass_line;
     auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, Tensor> outs = ex.run(feeds);
     const double first_ms =

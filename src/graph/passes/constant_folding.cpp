@@ -5,6 +5,7 @@
 #include "pass_util.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
+#include "tailor/graph/shape_inference.h"
 
 namespace tailor::graph {
 namespace {
@@ -167,6 +168,8 @@ Model fold_constants(const Model& model, const PassOptions& options) {
   detach_subgraphs(out.graph);
   NameGen names(out.graph);
   Folder(options, out.opset, names).graph(out.graph, nullptr);
+  // Shape computations on dims that are static (Shape → Gather → Concat ...).
+  if (fold_shape_constants(out) > 0) Folder(options, out.opset, names).graph(out.graph, nullptr);
   prune_types(out.graph);
   return out;
 }

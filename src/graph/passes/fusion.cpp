@@ -7,6 +7,7 @@
 #include "pass_util.h"
 #include "tailor/graph/fused_ops.h"
 #include "tailor/graph/passes.h"
+#include "tailor/graph/shape_inference.h"
 
 namespace tailor::graph {
 namespace {
@@ -675,6 +676,7 @@ std::vector<FusionCandidate> fusion_candidates(const Model& model) {
 Model fuse(const Model& model, const PassOptions& options) {
   Model out = model;
   detach_subgraphs(out.graph);
+  infer_shapes(out);  // ranks and dtypes the rewrites check
   NameGen names(out.graph);
   apply(out.graph, out.opset, names, options);
   if (!out.other_opsets.count("ai.tailor")) out.other_opsets["ai.tailor"] = 1;

@@ -4,6 +4,7 @@
 
 #include "pass_util.h"
 #include "tailor/graph/passes.h"
+#include "tailor/graph/shape_inference.h"
 
 namespace tailor::graph {
 namespace {
@@ -342,6 +343,7 @@ class Simplifier {
 Model simplify(const Model& model, const PassOptions&) {
   Model out = model;
   detach_subgraphs(out.graph);
+  infer_shapes(out);  // ranks and dtypes the rewrites check
   NameGen names(out.graph);
   Simplifier(out.graph, out.opset, names).run();
   prune_types(out.graph);
