@@ -320,31 +320,17 @@ class FusedElementwiseKernel final : public Kernel {
     float* po = out.mutable_data<float>();
     std::array<const float*, kMaxInputs> base;
     for (size_t i = 0; i < kMaxInputs; ++i) base[i] = ptrs[i]->data<float>();
-    broadcast_runs<kMaxInputs>(
-        ptrs, shape,
-        [&](int64_t oo, const std::array<int64_t, kMaxInputs>& off,
-            const std::array<int64_t, kMaxInputs>& st, int64_t len) {
-          float reg[kMaxRegs][kChunk];
-          for (int64_t c0 = 0; c0 < len; c0 += kChunk) {
-            const int64_t m = std::min<int64_t>(kChunk, len - c0);
-            for (int64_t i = 0; i < n_in_; ++i) {
-              const float* src = base[static_cast<size_t>(i)] + off[static_cast<size_t>(i)];
-              if (st[static_cast<size_t>(i)] == 1)
-                std::memcpy(reg[i], src + c0, static_cast<size_t>(m) * 4);
-              else
-                std::fill(reg[i], reg[i] + m, src[0]);
-            }
-            for (const Step& s : steps_) eval(s, reg, m);
-            std::memcpy(po + oo + c0, reg[regs_ - 1], static_cast<size_t>(m) * 4);
-          }
-        });
+    broadcast_runs<kMaxInputs>(ptrs, shape,
+                               [&](int64_t oo, const std::array<int64_t, kMaxInputs>& off,
+                                   const std::array<int64_t, kMaxInputs>& st,
+                                   int64_t len) { run_span(base, off, st, po + oo, len); });
     ctx.outputs[0] = std::move(out);
   }
 
  private:
   static constexpr size_t kMaxInputs = kFusedElementwiseMaxInputs;
   static constexpr int64_t kMaxRegs = kFusedElementwiseMaxInputs + kFusedElementwiseMaxSteps;
-  static constexpr int64_t kChunk = 64;
+  static constexpr int64_t kChunk = 256;
   struct Step {
     ElementwiseOp op;
     int64_t dst, a, b;
@@ -354,59 +340,127 @@ class FusedElementwiseKernel final : public Kernel {
     return op >= ElementwiseOp::add && op <= ElementwiseOp::pow;
   }
 
-  void eval(const Step& s, float (*reg)[kChunk], int64_t m) const {
-    float* d = reg[s.dst];
-    float ca[kChunk], cb[kChunk];
-    const float* a = operand(s.a, reg, ca, m);
+  /// One run of `len` output elements: inputs advance (stride 1) or repeat
+  /// one value (stride 0); steps run over chunks of kChunk, the last one
+  /// writing straight into the output.
+  void run_span(const std::array<const float*, kMaxInputs>& base,
+                const std::array<int64_t, kMaxInputs>& off,
+                const std::array<int64_t, kMaxInputs>& st, float* out, int64_t len) const {
+    alignas(32) float buf[kMaxRegs][kChunk];
+    const float* reg[kMaxRegs];
+    for (int64_t i = 0; i < n_in_; ++i)
+      if (st[static_cast<size_t>(i)] == 0) {
+        std::fill(buf[i], buf[i] + std::min(kChunk, len),
+                  base[static_cast<size_t>(i)][off[static_cast<size_t>(i)]]);
+        reg[i] = buf[i];
+      }
+    for (int64_t c0 = 0; c0 < len; c0 += kChunk) {
+      const int64_t m = std::min<int64_t>(kChunk, len - c0);
+      for (int64_t i = 0; i < n_in_; ++i)
+        if (st[static_cast<size_t>(i)] != 0)
+          reg[i] = base[static_cast<size_t>(i)] + off[static_cast<size_t>(i)] + c0;
+      for (size_t k = 0; k < steps_.size(); ++k) {
+        const Step& s = steps_[k];
+        float* d = k + 1 == steps_.size() ? out + c0 : buf[s.dst];
+        eval(s, reg, d, m);
+        reg[s.dst] = d;
+      }
+    }
+  }
+
+  void eval(const Step& s, const float* const* reg, float* d, int64_t m) const {
+    const float* a = s.a >= 0 ? reg[s.a] : nullptr;
+    const float av = s.a >= 0 ? 0.f : consts_[static_cast<size_t>(-s.a - 1)];
     if (is_binary(s.op)) {
-      const float* b = operand(s.b, reg, cb, m);
+      const float* b = s.b >= 0 ? reg[s.b] : nullptr;
+      const float bv = s.b >= 0 ? 0.f : consts_[static_cast<size_t>(-s.b - 1)];
+      // Operands as arrays or one repeated value; the same float operation either way.
+#define TAILOR_BIN(EXPR)                     \
+  if (a && b) {                              \
+    for (int64_t i = 0; i < m; ++i) {        \
+      const float x = a[i], y = b[i];        \
+      d[i] = EXPR;                           \
+    }                                        \
+  } else if (a) {                            \
+    for (int64_t i = 0; i < m; ++i) {        \
+      const float x = a[i], y = bv;          \
+      d[i] = EXPR;                           \
+    }                                        \
+  } else {                                   \
+    for (int64_t i = 0; i < m; ++i) {        \
+      const float x = av, y = b ? b[i] : bv; \
+      d[i] = EXPR;                           \
+    }                                        \
+  }
       switch (s.op) {
         case ElementwiseOp::add:
-          for (int64_t i = 0; i < m; ++i) d[i] = a[i] + b[i];
-          break;
+          TAILOR_BIN(x + y) break;
         case ElementwiseOp::sub:
-          for (int64_t i = 0; i < m; ++i) d[i] = a[i] - b[i];
-          break;
+          TAILOR_BIN(x - y) break;
         case ElementwiseOp::mul:
-          for (int64_t i = 0; i < m; ++i) d[i] = a[i] * b[i];
-          break;
+          TAILOR_BIN(x * y) break;
         case ElementwiseOp::div:
-          for (int64_t i = 0; i < m; ++i) d[i] = a[i] / b[i];
-          break;
+          TAILOR_BIN(x / y) break;
         case ElementwiseOp::max:
-          for (int64_t i = 0; i < m; ++i) d[i] = a[i] > b[i] ? a[i] : b[i];
-          break;
+          TAILOR_BIN(x > y ? x : y) break;
         case ElementwiseOp::min:
-          for (int64_t i = 0; i < m; ++i) d[i] = a[i] < b[i] ? a[i] : b[i];
-          break;
+          TAILOR_BIN(x < y ? x : y) break;
         case ElementwiseOp::pow:
-          for (int64_t i = 0; i < m; ++i)
-            d[i] =
-                static_cast<float>(std::pow(static_cast<double>(a[i]), static_cast<double>(b[i])));
+          TAILOR_BIN(static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(y))))
           break;
         default:
           break;
       }
+#undef TAILOR_BIN
       return;
     }
+    float tmp[kChunk];
+    if (!a) {
+      std::fill(tmp, tmp + m, av);
+      a = tmp;
+    }
+    const float p0 = s.p0, p1 = s.p1;
     switch (s.op) {
       case ElementwiseOp::relu:
         for (int64_t i = 0; i < m; ++i) d[i] = a[i] > 0 ? a[i] : 0.0f;
         break;
       case ElementwiseOp::clip:
-        for (int64_t i = 0; i < m; ++i) d[i] = std::min(s.p1, std::max(s.p0, a[i]));
+        for (int64_t i = 0; i < m; ++i) d[i] = std::min(p1, std::max(p0, a[i]));
         break;
       case ElementwiseOp::square:
         for (int64_t i = 0; i < m; ++i) d[i] = a[i] * a[i];
         break;
+      case ElementwiseOp::cube:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] * a[i] * a[i];
+        break;
+      case ElementwiseOp::identity:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i];
+        break;
+      case ElementwiseOp::neg:
+        for (int64_t i = 0; i < m; ++i) d[i] = -a[i];
+        break;
+      case ElementwiseOp::abs:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] < 0 ? -a[i] : a[i];
+        break;
+      case ElementwiseOp::reciprocal:
+        for (int64_t i = 0; i < m; ++i) d[i] = 1.0f / a[i];
+        break;
+      case ElementwiseOp::sqrt:
+        for (int64_t i = 0; i < m; ++i) d[i] = std::sqrt(a[i]);
+        break;
+      case ElementwiseOp::hard_sigmoid:
+        for (int64_t i = 0; i < m; ++i) d[i] = std::max(0.0f, std::min(1.0f, p0 * a[i] + p1));
+        break;
+      case ElementwiseOp::hard_swish:
+        for (int64_t i = 0; i < m; ++i)
+          d[i] = a[i] * std::max(0.0f, std::min(1.0f, a[i] * (1.0f / 6) + 0.5f));
+        break;
+      case ElementwiseOp::leaky_relu:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] >= 0 ? a[i] : p0 * a[i];
+        break;
       default:
-        for (int64_t i = 0; i < m; ++i) d[i] = step_unary(s.op, a[i], s.p0, s.p1);
+        for (int64_t i = 0; i < m; ++i) d[i] = step_unary(s.op, a[i], p0, p1);
     }
-  }
-  const float* operand(int64_t r, float (*reg)[kChunk], float* scratch, int64_t m) const {
-    if (r >= 0) return reg[r];
-    std::fill(scratch, scratch + m, consts_[static_cast<size_t>(-r - 1)]);
-    return scratch;
   }
 
   std::vector<float> params_, consts_;
