@@ -5,6 +5,7 @@
 
 #include "pass_test_util.h"
 #include "tailor/graph/onnx.h"
+#include "tailor/tasks/ocr.h"
 #include "test_util.h"
 
 namespace tailor::testing {
@@ -67,6 +68,32 @@ TEST(PassesOnModels, Classifier) {
 }
 TEST(PassesOnModels, SileroVad) {
   check_model({"silero_vad_v5.onnx", vad_feeds});
+}
+
+// Task level: the optimized recogniser reads every rendered fixture line as
+// the imported one does (same text, line by line).
+TEST(PassesOnModels, RecognizerReadsTheOcrFixturesUnchanged) {
+  const std::string model = model_path("ch_PP-OCRv4_rec_infer.onnx"),
+                    keys = model_path("ppocr_keys_v1.txt");
+  if (!std::filesystem::exists(model) || !std::filesystem::exists(keys))
+    GTEST_SKIP() << "PP-OCRv4 recogniser not fetched (scripts/fetch-models.sh)";
+  const auto classes = tasks::read_ocr_keys(keys);
+  const graph::Model m = graph::import_onnx(model);
+  runtime::Executor plain(m);
+  runtime::Executor optimized(
+      graph::run_passes(m, graph::parse_pass_list("all"), runtime::default_pass_options()));
+  const auto read = [&](runtime::Executor& ex) {
+    return tasks::ocr_read_lines(
+        [&](const Tensor& x) {
+          return ex.run({{"x", x}}).at("softmax_11.tmp_0");
+        },
+        fixture_path("ocr"), classes);
+  };
+  const tasks::OcrScore a = read(plain), b = read(optimized);
+  ASSERT_EQ(a.lines.size(), b.lines.size());
+  for (size_t i = 0; i < a.lines.size(); ++i)
+    EXPECT_EQ(a.lines[i].text, b.lines[i].text) << a.lines[i].file;
+  EXPECT_EQ(a.edits, b.edits);
 }
 
 }  // namespace
