@@ -320,6 +320,30 @@ class FusedElementwiseKernel final : public Kernel {
     float* po = out.mutable_data<float>();
     std::array<const float*, kMaxInputs> base;
     for (size_t i = 0; i < kMaxInputs; ++i) base[i] = ptrs[i]->data<float>();
+    // Inputs all of the output's size or of one element: flat blocks, in
+    // parallel (broadcast_runs would see one run and stay serial).
+    const int64_t total = out.numel();
+    bool flat = true;
+    for (int64_t i = 0; i < n_in_; ++i) {
+      const int64_t ni = ins[static_cast<size_t>(i)].numel();
+      flat = flat && (ni == total || ni == 1);
+    }
+    if (flat) {
+      constexpr int64_t kBlock = 16 * kChunk;
+      const int64_t blocks = (total + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (total >= (1 << 16))
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        std::array<int64_t, kMaxInputs> off{}, st{};
+        for (int64_t i = 0; i < n_in_; ++i) {
+          const bool full = ins[static_cast<size_t>(i)].numel() == total && total > 1;
+          st[static_cast<size_t>(i)] = full ? 1 : 0;
+          off[static_cast<size_t>(i)] = full ? blk * kBlock : 0;
+        }
+        run_span(base, off, st, po + blk * kBlock, std::min(kBlock, total - blk * kBlock));
+      }
+      ctx.outputs[0] = std::move(out);
+      return;
+    }
     broadcast_runs<kMaxInputs>(ptrs, shape,
                                [&](int64_t oo, const std::array<int64_t, kMaxInputs>& off,
                                    const std::array<int64_t, kMaxInputs>& st,

@@ -175,6 +175,21 @@ TEST(Fusion, ElementwiseGroupIsOneKernelWithBroadcasting) {
   expect_f32(run_model(out, feeds).at("y"), {1, 3, 2, 2}, want, 1e-6f);
 }
 
+TEST(Fusion, ElementwiseGroupOverLargeSameShapeInputsSplitsIntoBlocks) {
+  // 70001 elements: several blocks and a short last one; same float ops as unfused.
+  GraphBuilder b;
+  b.input("x", {70001}).input("z", {70001}).init("half", scalar_f32(0.5f));
+  b.node("Sigmoid", {"x"}, {"s"})
+      .node("Mul", {"s", "z"}, {"m"})
+      .node("Add", {"m", "half"}, {"y"})
+      .output("y");
+  const auto feeds = std::map<std::string, Tensor>{{"x", random_f32({70001}, 40, -5, 5)},
+                                                   {"z", random_f32({70001}, 41)}};
+  const graph::Model out = check_passes(b.model(), {"fuse"}, feeds, 0.0);
+  ASSERT_EQ(out.graph.nodes.size(), 1u);
+  EXPECT_EQ(out.graph.nodes[0].op_type, "FusedElementwise");
+}
+
 TEST(Fusion, CandidatesHaveStableIdsAndCanBeSelected) {
   GraphBuilder b;
   b.input("x", {1, 2, 3, 3})
