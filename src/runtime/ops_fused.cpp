@@ -1,6 +1,6 @@
 // Fused ops of the "ai.tailor" domain that the graph fusion pass
-// (src/graph/passes/fusion.cpp) emits: FusedConv, FusedGemm, FusedMatMul
-// (kernels with a bias + activation epilogue), LayerNormalization, Softmax
+// (src/graph/passes/fusion.cpp) emits: FusedGemm, FusedMatMul (kernels with
+// a bias + activation epilogue; FusedConv is registered in ops_nn.cpp), LayerNormalization, Softmax
 // (one axis) and FusedElementwise (a small program of elementwise steps run in
 // one pass over the output). Each computes what the unfused ONNX nodes compute,
 // with the same float operations in the same order where the kernels allow.
@@ -24,77 +24,6 @@ const float* f32_of(const OpContext& ctx, const Tensor& t, const char* what) {
     ctx.fail(std::string(what) + " must be f32, got " + std::string(dtype_name(t.dtype())));
   return t.data<float>();
 }
-
-/// Conv with the activation in the kernel's epilogue (2-D and 1-D, NCHW).
-class FusedConvKernel final : public Kernel {
- public:
-  explicit FusedConvKernel(const KernelInit& init)
-      : act_(activation_from_node(init.node)),
-        auto_pad_(init.node.attr_string("auto_pad", "NOTSET")),
-        strides_(init.node.attr_ints("strides", {})),
-        pads_(init.node.attr_ints("pads", {})),
-        dil_(init.node.attr_ints("dilations", {})),
-        group_(init.node.attr_int("group", 1)) {
-    if (auto_pad_ != "NOTSET" && auto_pad_ != "VALID" && auto_pad_ != "SAME_UPPER" &&
-        auto_pad_ != "SAME_LOWER")
-      init.fail("auto_pad '" + auto_pad_ + "' is invalid");
-  }
-  void run(OpContext& ctx) override {
-    const Tensor x = ctx.in(0).contiguous();
-    const Tensor w = ctx.in(1).contiguous();
-    const Tensor b = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
-    if ((x.rank() != 3 && x.rank() != 4) || w.rank() != x.rank())
-      ctx.fail("input and weight must be rank 3 or 4");
-    const size_t sd = x.rank() - 2;
-    std::vector<int64_t> st = strides_.empty() ? std::vector<int64_t>(sd, 1) : strides_;
-    std::vector<int64_t> dil = dil_.empty() ? std::vector<int64_t>(sd, 1) : dil_;
-    if (st.size() != sd || dil.size() != sd)
-      ctx.fail("strides/dilations do not match the input rank");
-    std::vector<int64_t> pb(sd, 0), pe(sd, 0);
-    for (size_t i = 0; i < sd; ++i) {
-      const int64_t in = x.dim(2 + i), ks = w.dim(2 + i);
-      if (auto_pad_ == "NOTSET") {
-        if (!pads_.empty()) {
-          if (pads_.size() != 2 * sd) ctx.fail("pads has the wrong length");
-          pb[i] = pads_[i], pe[i] = pads_[i + sd];
-        }
-      } else if (auto_pad_ != "VALID") {
-        const int64_t out = (in + st[i] - 1) / st[i];
-        const int64_t total = std::max<int64_t>(0, (out - 1) * st[i] + dil[i] * (ks - 1) + 1 - in);
-        pb[i] = auto_pad_ == "SAME_UPPER" ? total / 2 : total - total / 2;
-        pe[i] = total - pb[i];
-      }
-    }
-    if (x.dim(1) != w.dim(1) * group_)
-      ctx.fail("input channels differ from weight channels x group");
-    if (b.defined() && b.numel() != w.dim(0)) ctx.fail("bias has the wrong size");
-    k::Conv2dParams p;
-    p.n = x.dim(0), p.c_in = x.dim(1), p.c_out = w.dim(0), p.groups = group_;
-    if (sd == 1) {
-      p.h = 1, p.w = x.dim(2), p.kh = 1, p.kw = w.dim(2);
-      p.stride_w = st[0], p.dil_w = dil[0], p.pad_left = pb[0], p.pad_right = pe[0];
-    } else {
-      p.h = x.dim(2), p.w = x.dim(3), p.kh = w.dim(2), p.kw = w.dim(3);
-      p.stride_h = st[0], p.stride_w = st[1], p.dil_h = dil[0], p.dil_w = dil[1];
-      p.pad_top = pb[0], p.pad_left = pb[1], p.pad_bottom = pe[0], p.pad_right = pe[1];
-    }
-    k::validate(p);
-    Tensor y = ctx.alloc(DType::f32, sd == 1 ? Shape{p.n, p.c_out, p.out_w()}
-                                             : Shape{p.n, p.c_out, p.out_h(), p.out_w()});
-    const int64_t sn = k::conv2d_scratch_size(p);
-    Tensor scratch = sn > 0 ? ctx.alloc(DType::f32, {sn}) : Tensor();
-    k::conv2d(p, f32_of(ctx, x, "input"), f32_of(ctx, w, "weight"),
-              b.defined() ? f32_of(ctx, b, "bias") : nullptr, y.mutable_data<float>(), act_,
-              sn > 0 ? scratch.mutable_data<float>() : nullptr);
-    ctx.outputs[0] = std::move(y);
-  }
-
- private:
-  k::Activation act_;
-  std::string auto_pad_;
-  std::vector<int64_t> strides_, pads_, dil_;
-  int64_t group_;
-};
 
 class FusedGemmKernel final : public Kernel {
  public:
@@ -495,17 +424,16 @@ class FusedElementwiseKernel final : public Kernel {
 }  // namespace
 
 kernels::Activation activation_from_node(const graph::Node& node) {
-  const std::string name = node.attr_string("activation", "");
-  const std::vector<float> p = node.attr_floats("activation_params", {});
-  const float a = p.size() > 0 ? p[0] : 0.f, b = p.size() > 1 ? p[1] : 0.f;
-  if (name.empty() || name == "None") return k::Activation::none();
-  if (name == "Relu") return k::Activation::relu();
-  if (name == "Clip") return k::Activation::clip(a, b);
-  if (name == "HardSigmoid") return k::Activation::hard_sigmoid(a, b);
-  if (name == "HardSwish") return k::Activation::hard_swish(a, b);
-  if (name == "Sigmoid") return k::Activation::sigmoid();
-  if (name == "LeakyRelu") return k::Activation::leaky_relu(a);
-  if (name == "Tanh") return k::Activation::tanh();
+  // The FusedConv contract (graph/passes/fuse_conv.h): `activation`, `alpha`, `beta`.
+  const std::string name = node.attr_string("activation", "none");
+  const float a = node.attr_float("alpha", 0.f), b = node.attr_float("beta", 0.f);
+  static const std::pair<const char*, k::ActivationKind> kinds[] = {
+      {"none", k::ActivationKind::none},         {"relu", k::ActivationKind::relu},
+      {"clip", k::ActivationKind::clip},         {"hard_sigmoid", k::ActivationKind::hard_sigmoid},
+      {"hard_swish", k::ActivationKind::hard_swish}, {"sigmoid", k::ActivationKind::sigmoid},
+      {"leaky_relu", k::ActivationKind::leaky_relu}, {"tanh", k::ActivationKind::tanh}};
+  for (const auto& [n, kind] : kinds)
+    if (name == n) return k::Activation{kind, a, b};
   throw Error(node.label(), "activation '" + name + "' is unknown");
 }
 

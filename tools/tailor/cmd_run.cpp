@@ -15,6 +15,7 @@
 #include "tailor/core/error.h"
 #include "tailor/graph/onnx.h"
 #include "tailor/graph/passes.h"
+#include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
@@ -51,7 +52,7 @@ void add_run(CLI::App& app) {
   static std::string path, output;
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;
-  static bool profile = false;
+  static bool profile = false, no_fuse = false;
   static std::string passes = "all";
   cmd->add_option("MODEL", path, "ONNX model")->required();
   cmd->add_option("-i,--input", inputs, "NAME=FILE.npy, one per model input (repeatable)");
@@ -65,12 +66,16 @@ void add_run(CLI::App& app) {
                   "Graph passes before running: all, none, or a comma-separated list of "
                   "fold,simplify,cse,hoist,fuse,layout,dce (run in pipeline order)")
       ->capture_default_str();
+  cmd->add_flag("--no-fuse", no_fuse, "Leave the fuse pass out of --passes");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
     if (threads > 0) runtime::kernels::set_num_threads(threads);
     graph::Model model = graph::import_onnx(path);
-    const std::vector<std::string> pass_names = graph::parse_pass_list(passes);
+    if (const int n = graph::promote_f16_to_f32(model); n > 0)
+      std::cout << "note: f16 tensors and casts computed in f32 (" << n << " changed)\n";
+    std::vector<std::string> pass_names = graph::parse_pass_list(passes);
+    if (no_fuse) std::erase(pass_names, std::string("fuse"));
     std::string pass_line;  // printed once the inputs are read (errors stay one line)
     if (!pass_names.empty()) {
       const size_t before = model.graph.nodes.size();

@@ -1,14 +1,15 @@
 // The "ai.tailor" ops the fusion and layout passes emit and the runtime runs
 // (src/runtime/ops_fused.cpp, ops_layout.cpp). Attribute contracts:
 //
-// - FusedConv(X, W, [B]): ONNX Conv attributes (auto_pad, dilations, group,
-//   kernel_shape, pads, strides) plus `activation` (string: "", "Relu",
-//   "Clip", "HardSigmoid", "HardSwish", "Sigmoid", "LeakyRelu", "Tanh") and
-//   `activation_params` (floats [alpha, beta]: Clip min/max, HardSigmoid and
-//   HardSwish alpha/beta, LeakyRelu alpha). Y = act(Conv(X, W) + B).
-// - FusedGemm(A, B, [C]): ONNX Gemm attributes plus the activation pair.
+// - FusedConv(X, W, [B]) (defined in tailor/graph/passes/fuse_conv.h): ONNX
+//   Conv attributes plus `activation` (string: "none", "relu", "clip",
+//   "hard_sigmoid", "hard_swish", "sigmoid", "leaky_relu", "tanh") and floats
+//   `alpha`, `beta` (Clip min/max, HardSigmoid and HardSwish alpha/beta,
+//   LeakyRelu alpha). Y = act(Conv(X, W) + B). "The activation" below means
+//   these three attributes.
+// - FusedGemm(A, B, [C]): ONNX Gemm attributes plus the activation.
 // - FusedMatMul(A, B, [bias]): Y = act(MatMul(A, B) + bias), bias [n] over
-//   the last axis; the activation pair.
+//   the last axis; the activation.
 // - LayerNormalization(X, [scale], [bias]): `axis` (-1 only), `epsilon`;
 //   d = X − mean(X), Y = d / sqrt(mean(d²) + ε) · scale + bias over the last axis.
 // - Softmax(X): `axis`; softmax over that one axis (ONNX opset-13 semantics).

@@ -11,8 +11,8 @@ using graph::ElementwiseOp;
 using graph::kFusedElementwiseMaxInputs;
 using graph::kFusedElementwiseMaxSteps;
 
-/// The epilogue activation of a fused node: attributes `activation` (string)
-/// and `activation_params` ([alpha, beta]). Throws Error naming the node for
+/// The epilogue activation of a fused node: attributes `activation` (string,
+/// as FusedConv's), `alpha` and `beta`. Throws Error naming the node for
 /// an unknown activation.
 kernels::Activation activation_from_node(const graph::Node& node);
 

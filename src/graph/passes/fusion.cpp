@@ -140,22 +140,22 @@ class Finder {
       ActMatch m{"", {}, {*r}, a.outputs.empty() ? "" : a.outputs[0]};
       if (a.outputs.size() != 1 || a.inputs.empty() || a.inputs[0] != v) return std::nullopt;
       if (a.op_type == "Relu")
-        m.name = "Relu";
+        m.name = "relu";
       else if (a.op_type == "Sigmoid")
-        m.name = "Sigmoid";
+        m.name = "sigmoid";
       else if (a.op_type == "Tanh")
-        m.name = "Tanh";
+        m.name = "tanh";
       else if (a.op_type == "HardSwish")
-        m.name = "HardSwish", m.params = {1.f / 6.f, 0.5f};
+        m.name = "hard_swish", m.params = {1.f / 6.f, 0.5f};
       else if (a.op_type == "HardSigmoid")
-        m.name = "HardSigmoid",
+        m.name = "hard_sigmoid",
         m.params = {a.attr_float("alpha", 0.2f), a.attr_float("beta", 0.5f)};
       else if (a.op_type == "LeakyRelu")
-        m.name = "LeakyRelu", m.params = {a.attr_float("alpha", 0.01f), 0.f};
+        m.name = "leaky_relu", m.params = {a.attr_float("alpha", 0.01f), 0.f};
       else if (a.op_type == "Clip") {
         auto b = clip_bounds(a);
         if (!b) return std::nullopt;
-        m.name = "Clip", m.params = {b->first, b->second};
+        m.name = "clip", m.params = {b->first, b->second};
       }
       if (m.name.empty()) return std::nullopt;
       return m;
@@ -199,14 +199,16 @@ class Finder {
     if (!m2 || *m2 != mul ||
         other(nm, g_.nodes[*d].outputs[0], true) != std::optional<std::string>(v))
       return std::nullopt;
-    return ActMatch{"HardSwish", {1.f / 6.f, 0.5f}, {add, *c, *d, mul}, nm.outputs[0]};
+    return ActMatch{"hard_swish", {1.f / 6.f, 0.5f}, {add, *c, *d, mul}, nm.outputs[0]};
   }
 
+  /// The FusedConv contract (graph/passes/fuse_conv.h): `activation`, `alpha`, `beta`.
   static void set_activation(Node& n, const ActMatch& a) {
-    n.set("activation", Attribute::of_string(a.name));
     std::vector<float> p = a.params;
     p.resize(2, 0.f);
-    n.set("activation_params", Attribute::of_floats(p));
+    n.set("activation", Attribute::of_string(a.name));
+    n.set("alpha", Attribute::of_float(p[0]));
+    n.set("beta", Attribute::of_float(p[1]));
   }
 
   std::optional<Proposal> conv_epilogue(size_t i) {

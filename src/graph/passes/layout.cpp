@@ -74,7 +74,8 @@ void convert(Graph& g, NameGen& names) {
     c.set("dilations", Attribute::of_ints(dil));
     c.set("group", Attribute::of_int(n.attr_int("group", 1)));
     if (const Attribute* a = n.find("activation")) c.set("activation", *a);
-    if (const Attribute* a = n.find("activation_params")) c.set("activation_params", *a);
+    if (const Attribute* a = n.find("alpha")) c.set("alpha", *a);
+    if (const Attribute* a = n.find("beta")) c.set("beta", *a);
     Node t2 = make_node("Transpose", names.fresh(y + "_to_nchw"), {yt}, {y});
     t2.set("perm", Attribute::of_ints(kToNchw));
     out.push_back(std::move(t1));
