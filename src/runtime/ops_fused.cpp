@@ -27,7 +27,8 @@ const float* f32_of(const OpContext& ctx, const Tensor& t, const char* what) {
 
 class FusedGemmKernel final : public Kernel {
  public:
-  explicit FusedGemmKernel(const KernelInit& init) : act_(activation_from_node(init.node)) {
+  explicit FusedGemmKernel(const KernelInit& init)
+      : act_(activation_from_node(init.node, "activation_alpha", "activation_beta")) {
     p_.trans_a = init.node.attr_int("transA", 0) != 0;
     p_.trans_b = init.node.attr_int("transB", 0) != 0;
     p_.alpha = init.node.attr_float("alpha", 1.0f);
@@ -408,6 +409,15 @@ class FusedElementwiseKernel final : public Kernel {
         for (int64_t i = 0; i < m; ++i)
           d[i] = a[i] * std::max(0.0f, std::min(1.0f, a[i] * (1.0f / 6) + 0.5f));
         break;
+      case ElementwiseOp::exp:
+        k::exp(a, d, m);
+        break;
+      case ElementwiseOp::sigmoid:
+        k::sigmoid(a, d, m);
+        break;
+      case ElementwiseOp::tanh:
+        k::tanh(a, d, m);
+        break;
       case ElementwiseOp::leaky_relu:
         for (int64_t i = 0; i < m; ++i) d[i] = a[i] >= 0 ? a[i] : p0 * a[i];
         break;
@@ -423,23 +433,26 @@ class FusedElementwiseKernel final : public Kernel {
 
 }  // namespace
 
-kernels::Activation activation_from_node(const graph::Node& node) {
+kernels::Activation activation_from_node(const graph::Node& node, const char* alpha,
+                                         const char* beta) {
   // The FusedConv contract (graph/passes/fuse_conv.h): `activation`, `alpha`, `beta`.
   const std::string name = node.attr_string("activation", "none");
-  const float a = node.attr_float("alpha", 0.f), b = node.attr_float("beta", 0.f);
+  const float a = node.attr_float(alpha, 0.f), b = node.attr_float(beta, 0.f);
   static const std::pair<const char*, k::ActivationKind> kinds[] = {
-      {"none", k::ActivationKind::none},         {"relu", k::ActivationKind::relu},
-      {"clip", k::ActivationKind::clip},         {"hard_sigmoid", k::ActivationKind::hard_sigmoid},
-      {"hard_swish", k::ActivationKind::hard_swish}, {"sigmoid", k::ActivationKind::sigmoid},
-      {"leaky_relu", k::ActivationKind::leaky_relu}, {"tanh", k::ActivationKind::tanh}};
+      {"none", k::ActivationKind::none},
+      {"relu", k::ActivationKind::relu},
+      {"clip", k::ActivationKind::clip},
+      {"hard_sigmoid", k::ActivationKind::hard_sigmoid},
+      {"hard_swish", k::ActivationKind::hard_swish},
+      {"sigmoid", k::ActivationKind::sigmoid},
+      {"leaky_relu", k::ActivationKind::leaky_relu},
+      {"tanh", k::ActivationKind::tanh}};
   for (const auto& [n, kind] : kinds)
     if (name == n) return k::Activation{kind, a, b};
   throw Error(node.label(), "activation '" + name + "' is unknown");
 }
 
 void register_fused_ops() {
-  register_op("ai.tailor", "FusedConv",
-              [](const KernelInit& init) { return std::make_unique<FusedConvKernel>(init); });
   register_op("ai.tailor", "FusedGemm",
               [](const KernelInit& init) { return std::make_unique<FusedGemmKernel>(init); });
   register_op("ai.tailor", "FusedMatMul",

@@ -7,7 +7,8 @@
 //   `alpha`, `beta` (Clip min/max, HardSigmoid and HardSwish alpha/beta,
 //   LeakyRelu alpha). Y = act(Conv(X, W) + B). "The activation" below means
 //   these three attributes.
-// - FusedGemm(A, B, [C]): ONNX Gemm attributes plus the activation.
+// - FusedGemm(A, B, [C]): ONNX Gemm attributes (its own alpha, beta) plus
+//   `activation` with `activation_alpha`, `activation_beta`.
 // - FusedMatMul(A, B, [bias]): Y = act(MatMul(A, B) + bias), bias [n] over
 //   the last axis; the activation.
 // - LayerNormalization(X, [scale], [bias]): `axis` (-1 only), `epsilon`;

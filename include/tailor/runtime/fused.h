@@ -12,8 +12,10 @@ using graph::kFusedElementwiseMaxInputs;
 using graph::kFusedElementwiseMaxSteps;
 
 /// The epilogue activation of a fused node: attributes `activation` (string,
-/// as FusedConv's), `alpha` and `beta`. Throws Error naming the node for
+/// as FusedConv's) and its parameters `alpha`, `beta` (FusedGemm, whose
+/// alpha/beta are Gemm's: `activation_alpha`, `activation_beta`). Throws Error naming the node for
 /// an unknown activation.
-kernels::Activation activation_from_node(const graph::Node& node);
+kernels::Activation activation_from_node(const graph::Node& node, const char* alpha = "alpha",
+                                         const char* beta = "beta");
 
 }  // namespace tailor::runtime

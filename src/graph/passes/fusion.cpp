@@ -188,7 +188,7 @@ class Finder {
       if (scalar(six_v) != std::optional<double>(6.0) || cst(six_v)->rank() > 1)
         return std::nullopt;
       return ActMatch{
-          "HardSwish", {1.f / 6.f, 0.5f}, {add, *c, mul, *d2}, g_.nodes[*d2].outputs[0]};
+          "hard_swish", {1.f / 6.f, 0.5f}, {add, *c, mul, *d2}, g_.nodes[*d2].outputs[0]};
     }
     if (!d || !is_op(g_.nodes[*d], "Div") || g_.nodes[*d].inputs[0] != g_.nodes[*c].outputs[0])
       return std::nullopt;
@@ -203,12 +203,14 @@ class Finder {
   }
 
   /// The FusedConv contract (graph/passes/fuse_conv.h): `activation`, `alpha`, `beta`.
-  static void set_activation(Node& n, const ActMatch& a) {
+  /// FusedGemm keeps Gemm's own alpha/beta: its activation parameters are
+  /// `activation_alpha`, `activation_beta`.
+  static void set_activation(Node& n, const ActMatch& a, bool gemm = false) {
     std::vector<float> p = a.params;
     p.resize(2, 0.f);
     n.set("activation", Attribute::of_string(a.name));
-    n.set("alpha", Attribute::of_float(p[0]));
-    n.set("beta", Attribute::of_float(p[1]));
+    n.set(gemm ? "activation_alpha" : "alpha", Attribute::of_float(p[0]));
+    n.set(gemm ? "activation_beta" : "beta", Attribute::of_float(p[1]));
   }
 
   std::optional<Proposal> conv_epilogue(size_t i) {
@@ -276,7 +278,7 @@ class Finder {
     p.fused = gemm;
     p.fused.op_type = "FusedGemm";
     p.fused.domain = "ai.tailor";
-    set_activation(p.fused, *a);
+    set_activation(p.fused, *a, true);
     p.fused.outputs = {a->out};
     return p;
   }

@@ -31,9 +31,12 @@ TEST(Fusion, ConvBiasAddAndActivationBecomeOneFusedConv) {
         check_passes(b.model(), {"fuse"}, {{"x", random_f32({1, 2, 5, 5}, 4)}}, 1e-6);
     ASSERT_EQ(out.graph.nodes.size(), 1u) << act;
     EXPECT_EQ(out.graph.nodes[0].op_type, "FusedConv");
-    const std::map<std::string, std::string> names = {{"Relu", "relu"},           {"Sigmoid", "sigmoid"},
-                                                      {"HardSigmoid", "hard_sigmoid"}, {"HardSwish", "hard_swish"},
-                                                      {"LeakyRelu", "leaky_relu"},  {"Clip", "clip"}};
+    const std::map<std::string, std::string> names = {{"Relu", "relu"},
+                                                      {"Sigmoid", "sigmoid"},
+                                                      {"HardSigmoid", "hard_sigmoid"},
+                                                      {"HardSwish", "hard_swish"},
+                                                      {"LeakyRelu", "leaky_relu"},
+                                                      {"Clip", "clip"}};
     EXPECT_EQ(out.graph.nodes[0].attr_string("activation", ""), names.at(act));
   }
 }
