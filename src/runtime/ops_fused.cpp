@@ -203,7 +203,7 @@ class FusedElementwiseKernel final : public Kernel {
     params_ = init.node.attr_floats("params", {});
     consts_ = init.node.attr_floats("constants", {});
     n_in_ = static_cast<int64_t>(init.node.inputs.size());
-    if (n_in_ < 1 || n_in_ > kMaxInputs)
+    if (n_in_ < 1 || n_in_ > static_cast<int64_t>(kMaxInputs))
       init.fail("needs 1 to " + std::to_string(kMaxInputs) + " inputs");
     if (prog.empty() || prog.size() % 4 != 0)
       init.fail("program must hold (op, dst, a, b) quadruples");
