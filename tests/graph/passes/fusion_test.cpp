@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "pass_test_util.h"
+#include "tailor/graph/fused_ops.h"
+#include "test_util.h"
 
 namespace tailor::testing {
 namespace {
@@ -217,6 +219,33 @@ TEST(Fusion, CandidatesHaveStableIdsAndCanBeSelected) {
   EXPECT_EQ(count_ops(out.graph, "Conv"), 1u);
   EXPECT_EQ(count_ops(out.graph, "Relu"), 1u);
   EXPECT_EQ(count_ops(out.graph, "ai.tailor.FusedConv"), 1u);
+}
+
+}  // namespace
+}  // namespace tailor::testing
+
+namespace tailor::testing {
+namespace {
+
+TEST(FusedOps, MalformedNodesAreLoadTimeErrorsNamingTheNode) {
+  // A step reading register 5 of a 1-input program; an unknown activation.
+  GraphBuilder b;
+  b.input("x", {2});
+  b.node("FusedElementwise", {"x"}, {"y"},
+         {{"program", ints({static_cast<int64_t>(graph::ElementwiseOp::add), 1, 0, 5})},
+          {"params", graph::Attribute::of_floats({0, 0})},
+          {"constants", graph::Attribute::of_floats({})}},
+         "ai.tailor");
+  b.output("y");
+  expect_error_naming([&] { runtime::Executor ex(b.model()); }, "FusedElementwise_0",
+                      "undefined register");
+  GraphBuilder c;
+  c.input("a", {2, 2}).init("w", random_f32({2, 2}, 50));
+  c.node("FusedMatMul", {"a", "w"}, {"y"}, {{"activation", graph::Attribute::of_string("swish")}},
+         "ai.tailor");
+  c.output("y");
+  expect_error_naming([&] { runtime::Executor ex(c.model()); }, "FusedMatMul_0",
+                      "activation 'swish' is unknown");
 }
 
 }  // namespace
