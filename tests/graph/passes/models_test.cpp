@@ -2,6 +2,7 @@
 // graph verifies and its outputs equal the original's within 1e-5 relative
 // (to each output's largest magnitude) on seeded random inputs.
 #include <filesystem>
+#include <set>
 
 #include "pass_test_util.h"
 #include "tailor/graph/onnx.h"
@@ -70,30 +71,29 @@ TEST(PassesOnModels, SileroVad) {
   check_model({"silero_vad_v5.onnx", vad_feeds});
 }
 
-// Task level: the optimized recogniser reads every rendered fixture line as
-// the imported one does (same text, line by line).
-TEST(PassesOnModels, RecognizerReadsTheOcrFixturesUnchanged) {
+// Task level: the optimized recogniser reads the rendered fixture lines as
+// onnxruntime does (tests/runtime/ort_compare_test.cpp, measured independently
+// with Python: 36 of 38 lines exact, the same two misreads, 2 edits).
+TEST(PassesOnModels, RecognizerReadsTheOcrFixturesAsOnnxruntime) {
   const std::string model = model_path("ch_PP-OCRv4_rec_infer.onnx"),
                     keys = model_path("ppocr_keys_v1.txt");
   if (!std::filesystem::exists(model) || !std::filesystem::exists(keys))
     GTEST_SKIP() << "PP-OCRv4 recogniser not fetched (scripts/fetch-models.sh)";
   const auto classes = tasks::read_ocr_keys(keys);
-  const graph::Model m = graph::import_onnx(model);
-  runtime::Executor plain(m);
-  runtime::Executor optimized(
-      graph::run_passes(m, graph::parse_pass_list("all"), runtime::default_pass_options()));
-  const auto read = [&](runtime::Executor& ex) {
-    return tasks::ocr_read_lines(
-        [&](const Tensor& x) {
-          return ex.run({{"x", x}}).at("softmax_11.tmp_0");
-        },
-        fixture_path("ocr"), classes);
-  };
-  const tasks::OcrScore a = read(plain), b = read(optimized);
-  ASSERT_EQ(a.lines.size(), b.lines.size());
-  for (size_t i = 0; i < a.lines.size(); ++i)
-    EXPECT_EQ(a.lines[i].text, b.lines[i].text) << a.lines[i].file;
-  EXPECT_EQ(a.edits, b.edits);
+  runtime::Executor ex(graph::run_passes(graph::import_onnx(model), graph::parse_pass_list("all"),
+                                         runtime::default_pass_options()));
+  const tasks::OcrScore score = tasks::ocr_read_lines(
+      [&](const Tensor& x) {
+        return ex.run({{"x", x}}).at("softmax_11.tmp_0");
+      },
+      fixture_path("ocr"), classes);
+  ASSERT_EQ(score.lines.size(), 38u);
+  std::set<std::string> misread;
+  for (const tasks::OcrLine& l : score.lines)
+    if (l.edits) misread.insert(l.file);
+  EXPECT_EQ(misread, (std::set<std::string>{"12_sentence3.png", "18_price3.png"}));
+  EXPECT_EQ(score.edits, 2u);
+  EXPECT_EQ(score.exact, 36u);
 }
 
 }  // namespace
