@@ -45,6 +45,8 @@ void register_builtin_ops() {
   register_control_ops();
   register_nn_ops();
   register_compressed_ops();
+  register_fused_ops();
+  register_layout_ops();
 }
 
 }  // namespace tailor::runtime

@@ -14,11 +14,12 @@
 #include "format.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/onnx.h"
-#include "tailor/graph/passes/fuse_conv.h"
+#include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
+#include "tailor/runtime/pass_options.h"
 
 namespace tailor::cli {
 
@@ -52,6 +53,7 @@ void add_run(CLI::App& app) {
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;
   static bool profile = false, no_fuse = false;
+  static std::string passes = "all";
   cmd->add_option("MODEL", path, "ONNX model")->required();
   cmd->add_option("-i,--input", inputs, "NAME=FILE.npy, one per model input (repeatable)");
   cmd->add_option("-o,--output", output, "Folder to write every output into as <name>.npy");
@@ -60,8 +62,11 @@ void add_run(CLI::App& app) {
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
   cmd->add_flag("--profile", profile, "Print the time per op type over the timed runs");
-  cmd->add_flag("--no-fuse", no_fuse,
-                "Run the graph as imported (no Conv + affine + activation fusion)");
+  cmd->add_option("--passes", passes,
+                  "Graph passes before running: all, none, or a comma-separated list of "
+                  "fold,simplify,cse,hoist,fuse,layout,dce (run in pipeline order)")
+      ->capture_default_str();
+  cmd->add_flag("--no-fuse", no_fuse, "Leave the fuse pass out of --passes");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
@@ -69,7 +74,17 @@ void add_run(CLI::App& app) {
     graph::Model model = graph::import_onnx(path);
     if (const int n = graph::promote_f16_to_f32(model); n > 0)
       std::cout << "note: f16 tensors and casts computed in f32 (" << n << " changed)\n";
-    if (!no_fuse) graph::fuse_conv_epilogues(model);
+    std::vector<std::string> pass_names = graph::parse_pass_list(passes);
+    if (no_fuse) std::erase(pass_names, std::string("fuse"));
+    std::string pass_line;  // printed once the inputs are read (errors stay one line)
+    if (!pass_names.empty()) {
+      const size_t before = model.graph.nodes.size();
+      model = graph::run_passes(model, pass_names, runtime::default_pass_options());
+      std::string list;
+      for (const auto& n : pass_names) list += (list.empty() ? "" : ",") + n;
+      pass_line =
+          fmt::format("passes: {} ({} -> {} nodes)\n", list, before, model.graph.nodes.size());
+    }
     runtime::Executor ex(std::move(model));
 
     std::map<std::string, Tensor> feeds;
@@ -81,6 +96,7 @@ void add_run(CLI::App& app) {
       if (feeds.count(name)) throw Error("input '" + printable(name) + "'", "given twice");
       feeds[name] = read_npy(spec.substr(eq + 1));
     }
+    std::cout << pass_line;
     auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, Tensor> outs = ex.run(feeds);
     const double first_ms =

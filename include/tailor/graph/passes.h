@@ -1,0 +1,178 @@
+// Graph passes: constant folding, dead-code elimination, common-subexpression
+// elimination, algebraic simplification and strength reduction, invariant
+// hoisting out of If/Loop bodies, fusion, and layout. Each pass is a function
+// Model → Model (the input is never modified; subgraphs are copied before they
+// are changed) that keeps the model's graph outputs, their names and their
+// values (exactly, or within float rounding where the doc comment says so).
+// The pipeline order and the registry by name are at the end of this header.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tailor/core/tensor.h"
+#include "tailor/graph/graph.h"
+
+namespace tailor::graph {
+
+/// Evaluates one node on constant inputs (nullptr-free: an omitted optional
+/// input is an undefined Tensor) and returns its outputs, or throws Error.
+/// `opset` is the model's default-domain opset. The runtime provides one that
+/// runs its own op kernels (runtime::node_evaluator()).
+using NodeEvaluator = std::function<std::vector<Tensor>(
+    const Node& node, const std::vector<Tensor>& inputs, int64_t opset)>;
+
+/// Options shared by the passes.
+struct PassOptions {
+  /// Runs a node for constant folding. Required by fold_constants (an Error
+  /// names the missing evaluator); runtime::default_pass_options() sets it.
+  NodeEvaluator evaluate;
+  /// Size cap of constant folding, in elements: a node whose folded output
+  /// would hold more elements than this is left in the graph (it stays a
+  /// cheap computation instead of a large stored constant).
+  int64_t fold_max_elements = 1 << 20;
+  /// Fusion candidates to apply, by FusionCandidate::id; nullopt applies every
+  /// candidate fuse() finds.
+  std::optional<std::set<std::string>> fusion_candidates;
+};
+
+/// Constant folding. Rewrites: every node of the default domain whose inputs
+/// are all initializers (Constant nodes included: they have no inputs) and
+/// that has no subgraph is evaluated with `options.evaluate` and replaced by
+/// initializers holding its outputs, as long as each output has at most
+/// `fold_max_elements` elements; an If whose condition is a constant is
+/// replaced by the nodes of the branch it takes (renamed into the enclosing
+/// graph). One sweep in node order reaches the fixed point (a folded output
+/// is an initializer for the nodes after it), in subgraphs too; then shape
+/// computations over static dims fold (fold_shape_constants). Preserves:
+/// every value bit for bit (the same kernels compute it, once, at compile
+/// time). Does nothing to nodes the evaluator refuses (they stay).
+Model fold_constants(const Model& model, const PassOptions& options);
+
+/// Dead-code elimination. Removes nodes none of whose outputs reach a graph
+/// output (directly or through subgraphs that read them), initializers no
+/// node reads, and types of removed values; in subgraphs too (a subgraph's
+/// outputs are its roots). Preserves every graph output and graph input (the
+/// model's interface), exactly.
+Model eliminate_dead_code(const Model& model, const PassOptions& options);
+
+/// Common-subexpression elimination. Two nodes are merged when they have the
+/// same op type, domain, attributes (subgraph attributes: never merged) and
+/// the same inputs in the same order — operand order is kept even for
+/// commutative ops, so Add(a, b) and Add(b, a) stay two nodes — and, for
+/// initializers, equal contents (dtype, shape, bytes) merge too. Graph inputs
+/// are distinct values and are never merged. The later node's outputs are
+/// replaced by the earlier one's (a graph output keeps its name through an
+/// Identity). Preserves every value exactly.
+Model eliminate_common_subexpressions(const Model& model, const PassOptions& options);
+
+/// Algebraic simplification and strength reduction (constants are
+/// initializers, so run fold_constants first). Rewrites:
+/// x·1, 1·x, x+0, 0+x, x−0, x/1 → x (only when the constant has one element
+/// and cannot raise x's rank); x/c with c a power of two → x·(1/c) (exact);
+/// x·2 → x+x (exact); Pow(x, 2) → x·x (exact); a / Sqrt(b) → a · Reciprocal(Sqrt(b))
+/// (within one rounding); Transpose∘Transpose → one Transpose with the composed
+/// permutation, removed when it is the identity; Reshape∘Reshape → the outer
+/// Reshape; Identity and Dropout (inference) removed; Squeeze/Unsqueeze pairs
+/// left alone; BatchNormalization after a Conv (or Gemm with a constant B)
+/// whose output has no other consumer → new weight and bias initializers
+/// w' = w·s, b' = b·s + (beta − mean·s), s = scale/√(var + ε); likewise a Mul
+/// or Add of a per-channel constant ([C,1,1], [1,C,1,1] or one element) after
+/// a Conv (w' = w·s, b' = b·s; b' = b + t). Shape inference runs first (ranks
+/// and dtypes for the guards). Preserves graph outputs exactly, except the
+/// Sqrt rewrite and the folds into weights (within float rounding); a graph
+/// output name is kept through an Identity.
+Model simplify(const Model& model, const PassOptions& options);
+
+/// Invariant hoisting out of subgraphs. Loop bodies: every node whose inputs
+/// are all outer-scope values or constants (and has no subgraph) moves to the
+/// enclosing graph before the Loop, to run once instead of once per iteration.
+/// If branches: only nodes that need no run-time value (Constant nodes and
+/// nodes over initializers) move out, and nodes that appear identically in
+/// both branches (computed once, whichever branch runs); a node reading outer
+/// values that only one branch needs stays, since hoisting it would compute it
+/// when the other branch is taken. Hoisted initializers and values keep their
+/// names (they are unique in the model). Preserves every value exactly.
+Model hoist_invariants(const Model& model, const PassOptions& options);
+
+/// One fusion opportunity fuse() found. `id` is stable for a given graph:
+/// "<kind>:<name of the value the fused node produces>".
+struct FusionCandidate {
+  std::string id;
+  /// "conv_epilogue", "gemm_epilogue", "matmul_epilogue", "elementwise",
+  /// "layer_norm", "softmax".
+  std::string kind;
+  /// Labels of the nodes the fusion replaces, in graph order.
+  std::vector<std::string> nodes;
+};
+
+/// The fusion candidates of `model`'s main graph, in graph order (the ids
+/// `PassOptions::fusion_candidates` selects from). Candidates do not overlap.
+std::vector<FusionCandidate> fusion_candidates(const Model& model);
+
+/// Fusion into ops of the "ai.tailor" domain the runtime registers
+/// (src/runtime/ops_fused.cpp):
+/// - conv_epilogue: Conv → [Add of a per-channel constant] → [activation] →
+///   ai.tailor.FusedConv (the conv kernel's bias + activation epilogue);
+///   activations Relu, Clip (constant bounds), HardSigmoid, HardSwish,
+///   Sigmoid, LeakyRelu, and the decomposed HardSwish x·Clip(x+3, 0, 6)/6;
+/// - gemm_epilogue: Gemm → activation → ai.tailor.FusedGemm;
+/// - matmul_epilogue: MatMul (constant 2-D B) → [Add of a constant [n]] →
+///   [activation] → ai.tailor.FusedMatMul;
+/// - layer_norm: ReduceMean/Sub/Pow (or Mul)/ReduceMean/Add/Sqrt/Div (or
+///   Mul∘Reciprocal)/Mul/Add over the last axis → ai.tailor.LayerNormalization;
+/// - softmax: Exp/ReduceSum/Div, or ReduceMax/Sub/Exp/ReduceSum/Div, over one
+///   axis → ai.tailor.Softmax;
+/// - elementwise: a connected group (≥ 2 nodes) of f32 elementwise ops
+///   (Add, Sub, Mul, Div, Max, Min, Pow with constant 2 or 0.5, Relu, Sigmoid,
+///   Tanh, Exp, Log, Sqrt, Reciprocal, Neg, Abs, Clip, HardSigmoid,
+///   HardSwish, LeakyRelu) whose inner values have no consumer outside the
+///   group, with one output, at most 4 run-time inputs → one
+///   ai.tailor.FusedElementwise holding the step program (broadcasting as in
+///   ONNX, one pass over the output).
+/// Only candidates selected by options.fusion_candidates (default: all).
+/// Preserves graph outputs within float rounding (epilogues compute the same
+/// operations in the same order; the elementwise program does too).
+Model fuse(const Model& model, const PassOptions& options);
+
+/// Layout: each 2-D Conv/FusedConv (groups 1 or depthwise, constant f32
+/// weight, explicit or VALID padding) becomes ai.tailor.ConvNhwc (weight
+/// re-laid OHWI) between Transposes to and from NHWC, and inverse Transpose
+/// pairs between directly consecutive NHWC convs cancel, so a chain of convs
+/// runs in NHWC with one transpose at each end. Anything between two convs
+/// (a residual Add, an unfused elementwise op) keeps its pair of transposes.
+/// Preserves outputs within float rounding (GEMM summation order differs).
+Model convert_layout_nhwc(const Model& model, const PassOptions& options);
+
+/// A pass in the registry.
+struct PassInfo {
+  /// Short name used by `--passes` and the tuner: "fold", "dce", "cse",
+  /// "simplify", "hoist", "fuse", "layout".
+  std::string name;
+  /// One line saying what it does.
+  std::string summary;
+  Model (*run)(const Model&, const PassOptions&);
+};
+
+/// Every pass in pipeline order: fold (turns Constant nodes into the
+/// initializers the others match), simplify (exposes more constants and
+/// folds BatchNorm into convs before fusion), cse, hoist, fuse (after simplify, so Conv+BN+act becomes one node), layout
+/// (after fuse, on fused convs), dce (last: sweeps what the others left).
+const std::vector<PassInfo>& registered_passes();
+
+/// Parses "all", "none" or a comma-separated list of pass names into names
+/// in pipeline order. "all" is every pass but layout (it measured slower on
+/// the PP-OCR models, see the README; name it to get it). Throws Error("--passes", ...) naming an unknown pass
+/// and listing the known ones.
+std::vector<std::string> parse_pass_list(const std::string& spec);
+
+/// Runs the named passes in pipeline order (see registered_passes), each on
+/// the previous one's output, then verify()s the result. Throws Error on an
+/// unknown name.
+Model run_passes(const Model& model, const std::vector<std::string>& names,
+                 const PassOptions& options);
+
+}  // namespace tailor::graph

@@ -1,0 +1,21 @@
+// Runtime side of the "ai.tailor" fused ops (see tailor/graph/fused_ops.h).
+#pragma once
+
+#include "tailor/graph/fused_ops.h"
+#include "tailor/graph/graph.h"
+#include "tailor/runtime/kernels/elementwise.h"
+
+namespace tailor::runtime {
+
+using graph::ElementwiseOp;
+using graph::kFusedElementwiseMaxInputs;
+using graph::kFusedElementwiseMaxSteps;
+
+/// The epilogue activation of a fused node: attributes `activation` (string,
+/// as FusedConv's) and its parameters `alpha`, `beta` (FusedGemm, whose
+/// alpha/beta are Gemm's: `activation_alpha`, `activation_beta`). Throws Error naming the node for
+/// an unknown activation.
+kernels::Activation activation_from_node(const graph::Node& node, const char* alpha = "alpha",
+                                         const char* beta = "beta");
+
+}  // namespace tailor::runtime

@@ -1,0 +1,474 @@
+// Fused ops of the "ai.tailor" domain that the graph fusion pass
+// (src/graph/passes/fusion.cpp) emits: FusedGemm, FusedMatMul (kernels with
+// a bias + activation epilogue; FusedConv is registered in ops_nn.cpp), LayerNormalization, Softmax
+// (one axis) and FusedElementwise (a small program of elementwise steps run in
+// one pass over the output). Each computes what the unfused ONNX nodes compute,
+// with the same float operations in the same order where the kernels allow.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "op_util.h"
+#include "tailor/runtime/fused.h"
+#include "tailor/runtime/kernels.h"
+#include "tailor/runtime/op.h"
+
+namespace tailor::runtime {
+namespace {
+
+namespace k = kernels;
+
+const float* f32_of(const OpContext& ctx, const Tensor& t, const char* what) {
+  if (t.dtype() != DType::f32)
+    ctx.fail(std::string(what) + " must be f32, got " + std::string(dtype_name(t.dtype())));
+  return t.data<float>();
+}
+
+class FusedGemmKernel final : public Kernel {
+ public:
+  explicit FusedGemmKernel(const KernelInit& init)
+      : act_(activation_from_node(init.node, "activation_alpha", "activation_beta")) {
+    p_.trans_a = init.node.attr_int("transA", 0) != 0;
+    p_.trans_b = init.node.attr_int("transB", 0) != 0;
+    p_.alpha = init.node.attr_float("alpha", 1.0f);
+    p_.beta = init.node.attr_float("beta", 1.0f);
+  }
+  void run(OpContext& ctx) override {
+    const Tensor a = ctx.in(0).contiguous();
+    const Tensor b = ctx.in(1).contiguous();
+    if (a.rank() != 2 || b.rank() != 2) ctx.fail("A and B must be matrices");
+    k::GemmParams p = p_;
+    p.m = p.trans_a ? a.dim(1) : a.dim(0);
+    p.k = p.trans_a ? a.dim(0) : a.dim(1);
+    p.n = p.trans_b ? b.dim(0) : b.dim(1);
+    if ((p.trans_b ? b.dim(1) : b.dim(0)) != p.k) ctx.fail("inner dimensions differ");
+    const Tensor c = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
+    Tensor y = ctx.alloc(DType::f32, {p.m, p.n});
+    k::gemm(p, f32_of(ctx, a, "A"), f32_of(ctx, b, "B"),
+            c.defined() ? f32_of(ctx, c, "C") : nullptr,
+            c.defined() ? std::span<const int64_t>(c.shape()) : std::span<const int64_t>(),
+            y.mutable_data<float>(), act_);
+    ctx.outputs[0] = std::move(y);
+  }
+
+ private:
+  k::GemmParams p_;
+  k::Activation act_;
+};
+
+/// y = act(A @ B + bias), bias [n] over the last axis (may be absent).
+class FusedMatMulKernel final : public Kernel {
+ public:
+  explicit FusedMatMulKernel(const KernelInit& init) : act_(activation_from_node(init.node)) {}
+  void run(OpContext& ctx) override {
+    const Tensor a = ctx.in(0).contiguous();
+    const Tensor b = ctx.in(1).contiguous();
+    const Shape shape = k::matmul_output_shape(a.shape(), b.shape());
+    Tensor y = ctx.alloc(DType::f32, shape);
+    float* py = y.mutable_data<float>();
+    k::matmul(f32_of(ctx, a, "A"), a.shape(), f32_of(ctx, b, "B"), b.shape(), py);
+    const int64_t n = shape.empty() ? 1 : shape.back();
+    const int64_t rows = n == 0 ? 0 : y.numel() / n;
+    const float* bias = nullptr;
+    Tensor bc;
+    if (ctx.has(2)) {
+      bc = ctx.in(2).contiguous();
+      if (bc.numel() != n) ctx.fail("bias must have " + std::to_string(n) + " elements");
+      bias = f32_of(ctx, bc, "bias");
+    }
+#pragma omp parallel for schedule(static) if (y.numel() >= (1 << 16))
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = py + r * n;
+      if (bias)
+        for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+      if (act_.kind != k::ActivationKind::none) k::apply_activation(act_, row, row, n);
+    }
+    ctx.outputs[0] = std::move(y);
+  }
+
+ private:
+  k::Activation act_;
+};
+
+/// Layer normalization over the last axis, computed as the decomposed ONNX
+/// graph does: d = x − mean(x); y = d / sqrt(mean(d·d) + ε) · scale + bias.
+void layer_norm_op(OpContext& ctx, float eps) {
+  const Tensor x = ctx.in(0).contiguous();
+  if (x.rank() < 1) ctx.fail("input must have rank >= 1");
+  const int64_t n = x.dim(x.rank() - 1);
+  const int64_t rows = n == 0 ? 0 : x.numel() / n;
+  const Tensor sc = ctx.has(1) ? ctx.in(1).contiguous() : Tensor();
+  const Tensor bc = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
+  if (sc.defined() && sc.numel() != n)
+    ctx.fail("scale must have " + std::to_string(n) + " elements");
+  if (bc.defined() && bc.numel() != n)
+    ctx.fail("bias must have " + std::to_string(n) + " elements");
+  const float* scale = sc.defined() ? f32_of(ctx, sc, "scale") : nullptr;
+  const float* bias = bc.defined() ? f32_of(ctx, bc, "bias") : nullptr;
+  Tensor y = ctx.alloc(DType::f32, x.shape());
+  const float* px = f32_of(ctx, x, "input");
+  float* py = y.mutable_data<float>();
+#pragma omp parallel for schedule(static) if (x.numel() >= (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = px + r * n;
+    float* yr = py + r * n;
+    float s = 0;
+    for (int64_t j = 0; j < n; ++j) s += xr[j];
+    const float mean = static_cast<float>(static_cast<double>(s) / static_cast<double>(n));
+    float v = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const float d = xr[j] - mean;
+      yr[j] = d;
+      v += d * d;
+    }
+    const float var = static_cast<float>(static_cast<double>(v) / static_cast<double>(n));
+    const float denom = std::sqrt(var + eps);
+    for (int64_t j = 0; j < n; ++j) {
+      float t = yr[j] / denom;
+      if (scale) t = t * scale[j];
+      if (bias) t = t + bias[j];
+      yr[j] = t;
+    }
+  }
+  ctx.outputs[0] = std::move(y);
+}
+
+void softmax_op(OpContext& ctx, int64_t axis_attr) {
+  const Tensor x = ctx.in(0).contiguous();
+  const int64_t r = static_cast<int64_t>(x.rank());
+  const int64_t axis = normalize_axis(ctx, axis_attr, r);
+  int64_t outer = 1, n = 1, inner = 1;
+  for (int64_t d = 0; d < r; ++d) {
+    const int64_t s = x.dim(static_cast<size_t>(d));
+    if (d < axis)
+      outer *= s;
+    else if (d == axis)
+      n *= s;
+    else
+      inner *= s;
+  }
+  Tensor y = ctx.alloc(DType::f32, x.shape());
+  if (x.numel() > 0) k::softmax(f32_of(ctx, x, "input"), y.mutable_data<float>(), outer, n, inner);
+  ctx.outputs[0] = std::move(y);
+}
+
+// ---- FusedElementwise ----
+
+float step_unary(ElementwiseOp op, float x, float p0, float p1) {
+  switch (op) {
+    case ElementwiseOp::relu:
+      return x > 0 ? x : 0.0f;
+    case ElementwiseOp::sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case ElementwiseOp::tanh:
+      return std::tanh(x);
+    case ElementwiseOp::exp:
+      return std::exp(x);
+    case ElementwiseOp::log:
+      return std::log(x);
+    case ElementwiseOp::sqrt:
+      return std::sqrt(x);
+    case ElementwiseOp::reciprocal:
+      return 1.0f / x;
+    case ElementwiseOp::neg:
+      return -x;
+    case ElementwiseOp::abs:
+      return x < 0 ? -x : x;
+    case ElementwiseOp::clip:
+      return std::min(p1, std::max(p0, x));
+    case ElementwiseOp::hard_sigmoid:
+      return std::max(0.0f, std::min(1.0f, p0 * x + p1));
+    case ElementwiseOp::hard_swish:
+      return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6) + 0.5f));
+    case ElementwiseOp::leaky_relu:
+      return x >= 0 ? x : p0 * x;
+    case ElementwiseOp::square:
+      return x * x;
+    case ElementwiseOp::cube:
+      return x * x * x;
+    case ElementwiseOp::identity:
+      return x;
+    case ElementwiseOp::pow_const:
+      return static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(p0)));
+    default:
+      return x;
+  }
+}
+
+class FusedElementwiseKernel final : public Kernel {
+ public:
+  explicit FusedElementwiseKernel(const KernelInit& init) {
+    const std::vector<int64_t> prog = init.node.attr_ints("program", {});
+    params_ = init.node.attr_floats("params", {});
+    consts_ = init.node.attr_floats("constants", {});
+    n_in_ = static_cast<int64_t>(init.node.inputs.size());
+    if (n_in_ < 1 || n_in_ > static_cast<int64_t>(kMaxInputs))
+      init.fail("needs 1 to " + std::to_string(kMaxInputs) + " inputs");
+    if (prog.empty() || prog.size() % 4 != 0)
+      init.fail("program must hold (op, dst, a, b) quadruples");
+    if (params_.size() != prog.size() / 2) init.fail("params must hold 2 floats per step");
+    for (size_t s = 0; s < prog.size(); s += 4) {
+      Step st{static_cast<ElementwiseOp>(prog[s]),
+              prog[s + 1],
+              prog[s + 2],
+              prog[s + 3],
+              params_[s / 2],
+              params_[s / 2 + 1]};
+      if (prog[s] < 0 || prog[s] >= static_cast<int64_t>(ElementwiseOp::count))
+        init.fail("unknown step op");
+      if (st.dst != n_in_ + static_cast<int64_t>(steps_.size()))
+        init.fail("steps must write registers in order");
+      auto check = [&](int64_t r, bool used) {
+        if (!used) return;
+        if (r >= st.dst || (r < 0 && -r - 1 >= static_cast<int64_t>(consts_.size())))
+          init.fail("step reads an undefined register or constant");
+      };
+      check(st.a, true);
+      check(st.b, is_binary(st.op));
+      steps_.push_back(st);
+    }
+    regs_ = n_in_ + static_cast<int64_t>(steps_.size());
+    if (regs_ > kMaxRegs) init.fail("program too long");
+  }
+
+  void run(OpContext& ctx) override {
+    std::array<Tensor, kMaxInputs> ins;
+    Shape shape;
+    for (int64_t i = 0; i < n_in_; ++i) {
+      ins[static_cast<size_t>(i)] = ctx.in(static_cast<size_t>(i)).contiguous();
+      if (ins[static_cast<size_t>(i)].dtype() != DType::f32) ctx.fail("inputs must be f32");
+      shape = i == 0 ? ins[0].shape()
+                     : broadcast_shapes(ctx, shape, ins[static_cast<size_t>(i)].shape());
+    }
+    const std::vector<float> zero1{0.f};
+    const Tensor one = Tensor::from_f32({1}, zero1);
+    std::array<const Tensor*, kMaxInputs> ptrs;
+    for (size_t i = 0; i < kMaxInputs; ++i)
+      ptrs[i] = static_cast<int64_t>(i) < n_in_ ? &ins[i] : &one;
+    Tensor out = ctx.alloc(DType::f32, shape);
+    float* po = out.mutable_data<float>();
+    std::array<const float*, kMaxInputs> base;
+    for (size_t i = 0; i < kMaxInputs; ++i) base[i] = ptrs[i]->data<float>();
+    // Inputs all of the output's size or of one element: flat blocks, in
+    // parallel (broadcast_runs would see one run and stay serial).
+    const int64_t total = out.numel();
+    bool flat = true;
+    for (int64_t i = 0; i < n_in_; ++i) {
+      const int64_t ni = ins[static_cast<size_t>(i)].numel();
+      flat = flat && (ni == total || ni == 1);
+    }
+    if (flat) {
+      constexpr int64_t kBlock = 16 * kChunk;
+      const int64_t blocks = (total + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (total >= (1 << 16))
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        std::array<int64_t, kMaxInputs> off{}, st{};
+        for (int64_t i = 0; i < n_in_; ++i) {
+          const bool full = ins[static_cast<size_t>(i)].numel() == total && total > 1;
+          st[static_cast<size_t>(i)] = full ? 1 : 0;
+          off[static_cast<size_t>(i)] = full ? blk * kBlock : 0;
+        }
+        run_span(base, off, st, po + blk * kBlock, std::min(kBlock, total - blk * kBlock));
+      }
+      ctx.outputs[0] = std::move(out);
+      return;
+    }
+    broadcast_runs<kMaxInputs>(ptrs, shape,
+                               [&](int64_t oo, const std::array<int64_t, kMaxInputs>& off,
+                                   const std::array<int64_t, kMaxInputs>& st,
+                                   int64_t len) { run_span(base, off, st, po + oo, len); });
+    ctx.outputs[0] = std::move(out);
+  }
+
+ private:
+  static constexpr size_t kMaxInputs = kFusedElementwiseMaxInputs;
+  static constexpr int64_t kMaxRegs = kFusedElementwiseMaxInputs + kFusedElementwiseMaxSteps;
+  static constexpr int64_t kChunk = 256;
+  struct Step {
+    ElementwiseOp op;
+    int64_t dst, a, b;
+    float p0, p1;
+  };
+  static bool is_binary(ElementwiseOp op) {
+    return op >= ElementwiseOp::add && op <= ElementwiseOp::pow;
+  }
+
+  /// One run of `len` output elements: inputs advance (stride 1) or repeat
+  /// one value (stride 0); steps run over chunks of kChunk, the last one
+  /// writing straight into the output.
+  void run_span(const std::array<const float*, kMaxInputs>& base,
+                const std::array<int64_t, kMaxInputs>& off,
+                const std::array<int64_t, kMaxInputs>& st, float* out, int64_t len) const {
+    alignas(32) float buf[kMaxRegs][kChunk];
+    const float* reg[kMaxRegs];
+    for (int64_t i = 0; i < n_in_; ++i)
+      if (st[static_cast<size_t>(i)] == 0) {
+        std::fill(buf[i], buf[i] + std::min(kChunk, len),
+                  base[static_cast<size_t>(i)][off[static_cast<size_t>(i)]]);
+        reg[i] = buf[i];
+      }
+    for (int64_t c0 = 0; c0 < len; c0 += kChunk) {
+      const int64_t m = std::min<int64_t>(kChunk, len - c0);
+      for (int64_t i = 0; i < n_in_; ++i)
+        if (st[static_cast<size_t>(i)] != 0)
+          reg[i] = base[static_cast<size_t>(i)] + off[static_cast<size_t>(i)] + c0;
+      for (size_t k = 0; k < steps_.size(); ++k) {
+        const Step& s = steps_[k];
+        float* d = k + 1 == steps_.size() ? out + c0 : buf[s.dst];
+        eval(s, reg, d, m);
+        reg[s.dst] = d;
+      }
+    }
+  }
+
+  void eval(const Step& s, const float* const* reg, float* d, int64_t m) const {
+    const float* a = s.a >= 0 ? reg[s.a] : nullptr;
+    const float av = s.a >= 0 ? 0.f : consts_[static_cast<size_t>(-s.a - 1)];
+    if (is_binary(s.op)) {
+      const float* b = s.b >= 0 ? reg[s.b] : nullptr;
+      const float bv = s.b >= 0 ? 0.f : consts_[static_cast<size_t>(-s.b - 1)];
+      // Operands as arrays or one repeated value; the same float operation either way.
+#define TAILOR_BIN(EXPR)                     \
+  if (a && b) {                              \
+    for (int64_t i = 0; i < m; ++i) {        \
+      const float x = a[i], y = b[i];        \
+      d[i] = EXPR;                           \
+    }                                        \
+  } else if (a) {                            \
+    for (int64_t i = 0; i < m; ++i) {        \
+      const float x = a[i], y = bv;          \
+      d[i] = EXPR;                           \
+    }                                        \
+  } else {                                   \
+    for (int64_t i = 0; i < m; ++i) {        \
+      const float x = av, y = b ? b[i] : bv; \
+      d[i] = EXPR;                           \
+    }                                        \
+  }
+      switch (s.op) {
+        case ElementwiseOp::add:
+          TAILOR_BIN(x + y) break;
+        case ElementwiseOp::sub:
+          TAILOR_BIN(x - y) break;
+        case ElementwiseOp::mul:
+          TAILOR_BIN(x * y) break;
+        case ElementwiseOp::div:
+          TAILOR_BIN(x / y) break;
+        case ElementwiseOp::max:
+          TAILOR_BIN(x > y ? x : y) break;
+        case ElementwiseOp::min:
+          TAILOR_BIN(x < y ? x : y) break;
+        case ElementwiseOp::pow:
+          TAILOR_BIN(static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(y))))
+          break;
+        default:
+          break;
+      }
+#undef TAILOR_BIN
+      return;
+    }
+    float tmp[kChunk];
+    if (!a) {
+      std::fill(tmp, tmp + m, av);
+      a = tmp;
+    }
+    const float p0 = s.p0, p1 = s.p1;
+    switch (s.op) {
+      case ElementwiseOp::relu:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] > 0 ? a[i] : 0.0f;
+        break;
+      case ElementwiseOp::clip:
+        for (int64_t i = 0; i < m; ++i) d[i] = std::min(p1, std::max(p0, a[i]));
+        break;
+      case ElementwiseOp::square:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] * a[i];
+        break;
+      case ElementwiseOp::cube:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] * a[i] * a[i];
+        break;
+      case ElementwiseOp::identity:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i];
+        break;
+      case ElementwiseOp::neg:
+        for (int64_t i = 0; i < m; ++i) d[i] = -a[i];
+        break;
+      case ElementwiseOp::abs:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] < 0 ? -a[i] : a[i];
+        break;
+      case ElementwiseOp::reciprocal:
+        for (int64_t i = 0; i < m; ++i) d[i] = 1.0f / a[i];
+        break;
+      case ElementwiseOp::sqrt:
+        for (int64_t i = 0; i < m; ++i) d[i] = std::sqrt(a[i]);
+        break;
+      case ElementwiseOp::hard_sigmoid:
+        for (int64_t i = 0; i < m; ++i) d[i] = std::max(0.0f, std::min(1.0f, p0 * a[i] + p1));
+        break;
+      case ElementwiseOp::hard_swish:
+        for (int64_t i = 0; i < m; ++i)
+          d[i] = a[i] * std::max(0.0f, std::min(1.0f, a[i] * (1.0f / 6) + 0.5f));
+        break;
+      case ElementwiseOp::exp:
+        k::exp(a, d, m);
+        break;
+      case ElementwiseOp::sigmoid:
+        k::sigmoid(a, d, m);
+        break;
+      case ElementwiseOp::tanh:
+        k::tanh(a, d, m);
+        break;
+      case ElementwiseOp::leaky_relu:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] >= 0 ? a[i] : p0 * a[i];
+        break;
+      default:
+        for (int64_t i = 0; i < m; ++i) d[i] = step_unary(s.op, a[i], p0, p1);
+    }
+  }
+
+  std::vector<float> params_, consts_;
+  std::vector<Step> steps_;
+  int64_t n_in_ = 0, regs_ = 0;
+};
+
+}  // namespace
+
+kernels::Activation activation_from_node(const graph::Node& node, const char* alpha,
+                                         const char* beta) {
+  // The FusedConv contract (graph/passes/fuse_conv.h): `activation`, `alpha`, `beta`.
+  const std::string name = node.attr_string("activation", "none");
+  const float a = node.attr_float(alpha, 0.f), b = node.attr_float(beta, 0.f);
+  static const std::pair<const char*, k::ActivationKind> kinds[] = {
+      {"none", k::ActivationKind::none},
+      {"relu", k::ActivationKind::relu},
+      {"clip", k::ActivationKind::clip},
+      {"hard_sigmoid", k::ActivationKind::hard_sigmoid},
+      {"hard_swish", k::ActivationKind::hard_swish},
+      {"sigmoid", k::ActivationKind::sigmoid},
+      {"leaky_relu", k::ActivationKind::leaky_relu},
+      {"tanh", k::ActivationKind::tanh}};
+  for (const auto& [n, kind] : kinds)
+    if (name == n) return k::Activation{kind, a, b};
+  throw Error(node.label(), "activation '" + name + "' is unknown");
+}
+
+void register_fused_ops() {
+  register_op("ai.tailor", "FusedGemm",
+              [](const KernelInit& init) { return std::make_unique<FusedGemmKernel>(init); });
+  register_op("ai.tailor", "FusedMatMul",
+              [](const KernelInit& init) { return std::make_unique<FusedMatMulKernel>(init); });
+  register_op("ai.tailor", "LayerNormalization", [](const KernelInit& init) {
+    const float eps = init.node.attr_float("epsilon", 1e-5f);
+    if (init.node.attr_int("axis", -1) != -1) init.fail("only axis -1 is supported");
+    return make_kernel([eps](OpContext& ctx) { layer_norm_op(ctx, eps); });
+  });
+  register_op("ai.tailor", "Softmax", [](const KernelInit& init) {
+    const int64_t axis = init.node.attr_int("axis", -1);
+    return make_kernel([axis](OpContext& ctx) { softmax_op(ctx, axis); });
+  });
+  register_op("ai.tailor", "FusedElementwise", [](const KernelInit& init) {
+    return std::make_unique<FusedElementwiseKernel>(init);
+  });
+}
+
+}  // namespace tailor::runtime
