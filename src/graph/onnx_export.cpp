@@ -82,6 +82,7 @@ void write_tensor(const Tensor& t, const std::string& name, onnx::TensorProto& t
 
 void write_type(const std::string& name, const ValueType* vt, onnx::ValueInfoProto& vi) {
   vi.set_name(name);
+  if (!vt || (!vt->dtype && !vt->shape)) return;  // no type recorded (allowed in subgraphs)
   auto* tt = vi.mutable_type()->mutable_tensor_type();
   tt->set_elem_type(vt && vt->dtype ? onnx_of_dtype(*vt->dtype) : 0);
   if (vt && vt->shape) {

@@ -45,7 +45,8 @@ struct Window {
     const size_t n = in.size();
     st = strides.empty() ? std::vector<int64_t>(n, 1) : strides;
     dil = dilations.empty() ? std::vector<int64_t>(n, 1) : dilations;
-    if (st.size() != n || dil.size() != n) ctx.fail("strides/dilations do not match the input rank");
+    if (st.size() != n || dil.size() != n)
+      ctx.fail("strides/dilations do not match the input rank");
     pb.assign(n, 0);
     pe.assign(n, 0);
     if (auto_pad == "NOTSET") {
@@ -56,7 +57,8 @@ struct Window {
     } else if (auto_pad != "VALID") {
       for (size_t i = 0; i < n; ++i) {
         const int64_t out = (in[i] + st[i] - 1) / st[i];
-        const int64_t total = std::max<int64_t>(0, (out - 1) * st[i] + dil[i] * (ks[i] - 1) + 1 - in[i]);
+        const int64_t total =
+            std::max<int64_t>(0, (out - 1) * st[i] + dil[i] * (ks[i] - 1) + 1 - in[i]);
         pb[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
         pe[i] = total - pb[i];
       }
@@ -66,20 +68,23 @@ struct Window {
 
 class ConvKernel final : public Kernel {
  public:
-  explicit ConvKernel(const KernelInit& init) : win_(Window::read(init)), group_(init.node.attr_int("group", 1)) {}
+  explicit ConvKernel(const KernelInit& init)
+      : win_(Window::read(init)), group_(init.node.attr_int("group", 1)) {}
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
     const Tensor w = ctx.in(1).contiguous();
     const Tensor b = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
-    if (x.rank() != 3 && x.rank() != 4) ctx.fail("input must be rank 3 or 4, got " + shape_to_string(x.shape()));
+    if (x.rank() != 3 && x.rank() != 4)
+      ctx.fail("input must be rank 3 or 4, got " + shape_to_string(x.shape()));
     if (w.rank() != x.rank()) ctx.fail("weight rank differs from the input rank");
     const size_t sd = x.rank() - 2;
     std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
     std::vector<int64_t> ks(w.shape().begin() + 2, w.shape().end());
-    if (!win_.kernel.empty() && win_.kernel != ks) ctx.fail("kernel_shape disagrees with the weight");
+    if (!win_.kernel.empty() && win_.kernel != ks)
+      ctx.fail("kernel_shape disagrees with the weight");
     if (x.dim(1) != w.dim(1) * group_)
-      ctx.fail("input channels " + std::to_string(x.dim(1)) + " != weight " + std::to_string(w.dim(1)) +
-               " x group " + std::to_string(group_));
+      ctx.fail("input channels " + std::to_string(x.dim(1)) + " != weight " +
+               std::to_string(w.dim(1)) + " x group " + std::to_string(group_));
     std::vector<int64_t> st, dil, pb, pe;
     win_.resolve(ctx, in, ks, st, dil, pb, pe);
     const float* bias = b.defined() ? f32_ptr(ctx, b, "bias") : nullptr;
@@ -98,12 +103,13 @@ class ConvKernel final : public Kernel {
       p.pad_top = pb[0], p.pad_left = pb[1], p.pad_bottom = pe[0], p.pad_right = pe[1];
     }
     k::validate(p);
-    Shape out_shape = sd == 1 ? Shape{p.n, p.c_out, p.out_w()} : Shape{p.n, p.c_out, p.out_h(), p.out_w()};
+    Shape out_shape =
+        sd == 1 ? Shape{p.n, p.c_out, p.out_w()} : Shape{p.n, p.c_out, p.out_h(), p.out_w()};
     Tensor y = ctx.alloc(DType::f32, out_shape);
     const int64_t scratch_n = k::conv2d_scratch_size(p);
     Tensor scratch = scratch_n > 0 ? ctx.alloc(DType::f32, {scratch_n}) : Tensor();
-    k::conv2d(p, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"), bias, y.mutable_data<float>(), {},
-              scratch_n > 0 ? scratch.mutable_data<float>() : nullptr);
+    k::conv2d(p, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"), bias, y.mutable_data<float>(),
+              {}, scratch_n > 0 ? scratch.mutable_data<float>() : nullptr);
     ctx.outputs[0] = std::move(y);
   }
 
@@ -123,23 +129,31 @@ class ConvTransposeKernel final : public Kernel {
     const Tensor x = ctx.in(0).contiguous();
     const Tensor w = ctx.in(1).contiguous();
     const Tensor b = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
-    if (x.rank() != 4 || w.rank() != 4) ctx.fail("only 2-D ConvTranspose (rank-4 input and weight) is supported");
+    if (x.rank() != 4 || w.rank() != 4)
+      ctx.fail("only 2-D ConvTranspose (rank-4 input and weight) is supported");
     k::ConvTranspose2dParams p;
     p.n = x.dim(0), p.c_in = x.dim(1), p.h = x.dim(2), p.w = x.dim(3);
     p.c_out = w.dim(1) * group_, p.kh = w.dim(2), p.kw = w.dim(3), p.groups = group_;
     if (w.dim(0) != p.c_in) ctx.fail("weight's first dim must equal the input channels");
-    const std::vector<int64_t> st = win_.strides.empty() ? std::vector<int64_t>{1, 1} : win_.strides;
-    const std::vector<int64_t> dil = win_.dilations.empty() ? std::vector<int64_t>{1, 1} : win_.dilations;
+    const std::vector<int64_t> st =
+        win_.strides.empty() ? std::vector<int64_t>{1, 1} : win_.strides;
+    const std::vector<int64_t> dil =
+        win_.dilations.empty() ? std::vector<int64_t>{1, 1} : win_.dilations;
     const std::vector<int64_t> op = out_pad_.empty() ? std::vector<int64_t>{0, 0} : out_pad_;
-    if (st.size() != 2 || dil.size() != 2 || op.size() != 2) ctx.fail("attributes must have 2 spatial values");
+    if (st.size() != 2 || dil.size() != 2 || op.size() != 2)
+      ctx.fail("attributes must have 2 spatial values");
     p.stride_h = st[0], p.stride_w = st[1], p.dil_h = dil[0], p.dil_w = dil[1];
     p.out_pad_h = op[0], p.out_pad_w = op[1];
     const int64_t in[2] = {p.h, p.w}, ks[2] = {p.kh, p.kw};
     int64_t pb[2] = {0, 0}, pe[2] = {0, 0};
     if (!out_shape_.empty() || (win_.auto_pad == "SAME_UPPER" || win_.auto_pad == "SAME_LOWER")) {
       for (int i = 0; i < 2; ++i) {
-        const int64_t target = !out_shape_.empty() ? out_shape_[out_shape_.size() - 2 + static_cast<size_t>(i)] : in[i] * st[static_cast<size_t>(i)];
-        const int64_t total = st[static_cast<size_t>(i)] * (in[i] - 1) + op[static_cast<size_t>(i)] + ((ks[i] - 1) * dil[static_cast<size_t>(i)] + 1) - target;
+        const int64_t target = !out_shape_.empty()
+                                   ? out_shape_[out_shape_.size() - 2 + static_cast<size_t>(i)]
+                                   : in[i] * st[static_cast<size_t>(i)];
+        const int64_t total = st[static_cast<size_t>(i)] * (in[i] - 1) +
+                              op[static_cast<size_t>(i)] +
+                              ((ks[i] - 1) * dil[static_cast<size_t>(i)] + 1) - target;
         const bool upper = win_.auto_pad != "SAME_LOWER";
         pb[i] = upper ? total / 2 : total - total / 2;
         pe[i] = total - pb[i];
@@ -154,8 +168,8 @@ class ConvTransposeKernel final : public Kernel {
     const int64_t sn = k::conv_transpose2d_scratch_size(p);
     Tensor scratch = sn > 0 ? ctx.alloc(DType::f32, {sn}) : Tensor();
     k::conv_transpose2d(p, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"),
-                        b.defined() ? f32_ptr(ctx, b, "bias") : nullptr, y.mutable_data<float>(), {},
-                        sn > 0 ? scratch.mutable_data<float>() : nullptr);
+                        b.defined() ? f32_ptr(ctx, b, "bias") : nullptr, y.mutable_data<float>(),
+                        {}, sn > 0 ? scratch.mutable_data<float>() : nullptr);
     ctx.outputs[0] = std::move(y);
   }
 
@@ -170,7 +184,8 @@ void matmul_op(OpContext& ctx) {
   const Tensor b = ctx.in(1).contiguous();
   const Shape shape = k::matmul_output_shape(a.shape(), b.shape());
   Tensor y = ctx.alloc(DType::f32, shape);
-  k::matmul(f32_ptr(ctx, a, "A"), a.shape(), f32_ptr(ctx, b, "B"), b.shape(), y.mutable_data<float>());
+  k::matmul(f32_ptr(ctx, a, "A"), a.shape(), f32_ptr(ctx, b, "B"), b.shape(),
+            y.mutable_data<float>());
   ctx.outputs[0] = std::move(y);
 }
 
@@ -191,10 +206,12 @@ class GemmKernel final : public Kernel {
     p.k = p.trans_a ? a.dim(0) : a.dim(1);
     p.n = p.trans_b ? b.dim(0) : b.dim(1);
     const int64_t kb = p.trans_b ? b.dim(1) : b.dim(0);
-    if (kb != p.k) ctx.fail("inner dimensions differ: " + std::to_string(p.k) + " and " + std::to_string(kb));
+    if (kb != p.k)
+      ctx.fail("inner dimensions differ: " + std::to_string(p.k) + " and " + std::to_string(kb));
     Tensor c = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
     Tensor y = ctx.alloc(DType::f32, {p.m, p.n});
-    k::gemm(p, f32_ptr(ctx, a, "A"), f32_ptr(ctx, b, "B"), c.defined() ? f32_ptr(ctx, c, "C") : nullptr,
+    k::gemm(p, f32_ptr(ctx, a, "A"), f32_ptr(ctx, b, "B"),
+            c.defined() ? f32_ptr(ctx, c, "C") : nullptr,
             c.defined() ? std::span<const int64_t>(c.shape()) : std::span<const int64_t>(),
             y.mutable_data<float>());
     ctx.outputs[0] = std::move(y);
@@ -211,13 +228,14 @@ void batch_norm_op(OpContext& ctx, float eps) {
   Tensor params[4];
   for (int i = 0; i < 4; ++i) {
     params[i] = ctx.in(static_cast<size_t>(i + 1)).contiguous();
-    if (params[i].numel() != c) ctx.fail("scale, B, mean and var must have " + std::to_string(c) + " elements");
+    if (params[i].numel() != c)
+      ctx.fail("scale, B, mean and var must have " + std::to_string(c) + " elements");
   }
   const int64_t spatial = c == 0 ? 0 : x.numel() / x.dim(0) / c;
   Tensor y = ctx.alloc(DType::f32, x.shape());
   k::batch_norm(x.dim(0), c, spatial, f32_ptr(ctx, x, "input"), f32_ptr(ctx, params[0], "scale"),
-                f32_ptr(ctx, params[1], "B"), f32_ptr(ctx, params[2], "mean"), f32_ptr(ctx, params[3], "var"),
-                eps, y.mutable_data<float>());
+                f32_ptr(ctx, params[1], "B"), f32_ptr(ctx, params[2], "mean"),
+                f32_ptr(ctx, params[3], "var"), eps, y.mutable_data<float>());
   ctx.outputs[0] = std::move(y);
 }
 
@@ -228,7 +246,8 @@ class PoolKernel final : public Kernel {
         is_max_(is_max),
         ceil_(init.node.attr_int("ceil_mode", 0) != 0),
         include_pad_(init.node.attr_int("count_include_pad", 0) != 0) {
-    if (win_.kernel.size() != 2) init.fail("only 2-D pooling (kernel_shape of 2 values) is supported");
+    if (win_.kernel.size() != 2)
+      init.fail("only 2-D pooling (kernel_shape of 2 values) is supported");
     if (init.node.outputs.size() > 1) init.fail("the Indices output of MaxPool is unsupported");
     if (!is_max && !win_.dilations.empty())
       for (int64_t d : win_.dilations)
@@ -268,7 +287,8 @@ void global_average_pool_op(OpContext& ctx) {
   int64_t spatial = 1;
   for (size_t d = 2; d < shape.size(); ++d) spatial *= shape[d], shape[d] = 1;
   Tensor y = ctx.alloc(DType::f32, shape);
-  k::global_average_pool(x.dim(0) * x.dim(1), spatial, f32_ptr(ctx, x, "input"), y.mutable_data<float>());
+  k::global_average_pool(x.dim(0) * x.dim(1), spatial, f32_ptr(ctx, x, "input"),
+                         y.mutable_data<float>());
   ctx.outputs[0] = std::move(y);
 }
 
@@ -276,27 +296,44 @@ class ResizeKernel final : public Kernel {
  public:
   ResizeKernel(const KernelInit& init, bool upsample) : upsample_(upsample) {
     const std::string mode = init.node.attr_string("mode", "nearest");
-    if (mode == "nearest") mode_ = k::ResizeMode::nearest;
-    else if (mode == "linear" || mode == "bilinear") mode_ = k::ResizeMode::linear;
-    else init.fail("mode '" + mode + "' is unsupported (nearest, linear)");
+    if (mode == "nearest")
+      mode_ = k::ResizeMode::nearest;
+    else if (mode == "linear" || mode == "bilinear")
+      mode_ = k::ResizeMode::linear;
+    else
+      init.fail("mode '" + mode + "' is unsupported (nearest, linear)");
     // Opset 10 Resize and Upsample use asymmetric coordinates; 11+ default half_pixel.
     const bool asym = upsample || init.opset < 11;
-    const std::string ct = init.node.attr_string("coordinate_transformation_mode", asym ? "asymmetric" : "half_pixel");
-    if (ct == "half_pixel") transform_ = k::CoordinateTransform::half_pixel;
-    else if (ct == "pytorch_half_pixel") transform_ = k::CoordinateTransform::pytorch_half_pixel;
-    else if (ct == "align_corners") transform_ = k::CoordinateTransform::align_corners;
-    else if (ct == "asymmetric") transform_ = k::CoordinateTransform::asymmetric;
-    else if (ct == "tf_half_pixel_for_nearest") transform_ = k::CoordinateTransform::tf_half_pixel_for_nearest;
-    else init.fail("coordinate_transformation_mode '" + ct + "' is unsupported");
-    const std::string nm = init.node.attr_string("nearest_mode", asym && init.opset < 11 ? "floor" : "round_prefer_floor");
-    if (nm == "round_prefer_floor") nearest_ = k::NearestMode::round_prefer_floor;
-    else if (nm == "round_prefer_ceil") nearest_ = k::NearestMode::round_prefer_ceil;
-    else if (nm == "floor") nearest_ = k::NearestMode::floor;
-    else if (nm == "ceil") nearest_ = k::NearestMode::ceil;
-    else init.fail("nearest_mode '" + nm + "' is unsupported");
+    const std::string ct =
+        init.node.attr_string("coordinate_transformation_mode", asym ? "asymmetric" : "half_pixel");
+    if (ct == "half_pixel")
+      transform_ = k::CoordinateTransform::half_pixel;
+    else if (ct == "pytorch_half_pixel")
+      transform_ = k::CoordinateTransform::pytorch_half_pixel;
+    else if (ct == "align_corners")
+      transform_ = k::CoordinateTransform::align_corners;
+    else if (ct == "asymmetric")
+      transform_ = k::CoordinateTransform::asymmetric;
+    else if (ct == "tf_half_pixel_for_nearest")
+      transform_ = k::CoordinateTransform::tf_half_pixel_for_nearest;
+    else
+      init.fail("coordinate_transformation_mode '" + ct + "' is unsupported");
+    const std::string nm = init.node.attr_string(
+        "nearest_mode", asym && init.opset < 11 ? "floor" : "round_prefer_floor");
+    if (nm == "round_prefer_floor")
+      nearest_ = k::NearestMode::round_prefer_floor;
+    else if (nm == "round_prefer_ceil")
+      nearest_ = k::NearestMode::round_prefer_ceil;
+    else if (nm == "floor")
+      nearest_ = k::NearestMode::floor;
+    else if (nm == "ceil")
+      nearest_ = k::NearestMode::ceil;
+    else
+      init.fail("nearest_mode '" + nm + "' is unsupported");
     if (init.node.attr_int("antialias", 0) != 0) init.fail("antialias is unsupported");
     if (init.node.attr_int("exclude_outside", 0) != 0) init.fail("exclude_outside is unsupported");
-    if (upsample && init.opset < 9) init.fail("Upsample before opset 9 (scales attribute) is unsupported");
+    if (upsample && init.opset < 9)
+      init.fail("Upsample before opset 9 (scales attribute) is unsupported");
   }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
@@ -305,12 +342,15 @@ class ResizeKernel final : public Kernel {
     std::vector<int64_t> sizes;
     const bool opset10 = upsample_ || ctx.opset < 11;
     const size_t scales_at = opset10 ? 1 : 2;
-    if (ctx.has(scales_at) && ctx.in(scales_at).numel() > 0) scales = ctx.in(scales_at).to_f32_vector();
-    if (!opset10 && ctx.has(3) && ctx.in(3).numel() > 0) sizes = int_values(ctx, ctx.in(3), "sizes");
+    if (ctx.has(scales_at) && ctx.in(scales_at).numel() > 0)
+      scales = ctx.in(scales_at).to_f32_vector();
+    if (!opset10 && ctx.has(3) && ctx.in(3).numel() > 0)
+      sizes = int_values(ctx, ctx.in(3), "sizes");
     k::ResizeParams p;
     p.n = x.dim(0), p.c = x.dim(1), p.in_h = x.dim(2), p.in_w = x.dim(3);
     if (!sizes.empty()) {
-      if (sizes.size() != 4 || sizes[0] != p.n || sizes[1] != p.c) ctx.fail("sizes must be [N, C, H, W] of the input's N and C");
+      if (sizes.size() != 4 || sizes[0] != p.n || sizes[1] != p.c)
+        ctx.fail("sizes must be [N, C, H, W] of the input's N and C");
       p.out_h = sizes[2], p.out_w = sizes[3];
     } else if (scales.size() == 4) {
       if (scales[0] != 1.0f || scales[1] != 1.0f) ctx.fail("scaling N or C is unsupported");
@@ -338,10 +378,14 @@ class LstmKernel final : public Kernel {
  public:
   explicit LstmKernel(const KernelInit& init) : hidden_(init.node.attr_int("hidden_size", 0)) {
     const std::string dir = init.node.attr_string("direction", "forward");
-    if (dir == "forward") dir_ = k::LstmDirection::forward;
-    else if (dir == "reverse") dir_ = k::LstmDirection::reverse;
-    else if (dir == "bidirectional") dir_ = k::LstmDirection::bidirectional;
-    else init.fail("direction '" + dir + "' is invalid");
+    if (dir == "forward")
+      dir_ = k::LstmDirection::forward;
+    else if (dir == "reverse")
+      dir_ = k::LstmDirection::reverse;
+    else if (dir == "bidirectional")
+      dir_ = k::LstmDirection::bidirectional;
+    else
+      init.fail("direction '" + dir + "' is invalid");
     if (hidden_ <= 0) init.fail("hidden_size must be positive");
     if (init.node.attr_int("layout", 0) != 0) init.fail("layout 1 is unsupported");
     if (init.node.attr_int("input_forget", 0) != 0) init.fail("input_forget is unsupported");
@@ -349,9 +393,11 @@ class LstmKernel final : public Kernel {
     if (const auto* a = init.node.find("activations")) {
       const std::vector<std::string> def = {"Sigmoid", "Tanh", "Tanh"};
       for (size_t i = 0; i < a->strings.size(); ++i)
-        if (a->strings[i] != def[i % 3]) init.fail("activations other than Sigmoid, Tanh, Tanh are unsupported");
+        if (a->strings[i] != def[i % 3])
+          init.fail("activations other than Sigmoid, Tanh, Tanh are unsupported");
     }
-    if (init.node.inputs.size() > 7 && !init.node.inputs[7].empty()) init.fail("peepholes (input P) are unsupported");
+    if (init.node.inputs.size() > 7 && !init.node.inputs[7].empty())
+      init.fail("peepholes (input P) are unsupported");
   }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
@@ -362,27 +408,33 @@ class LstmKernel final : public Kernel {
     p.seq_len = x.dim(0), p.batch = x.dim(1), p.input_size = x.dim(2), p.hidden_size = hidden_;
     p.direction = dir_;
     const int64_t d = p.num_directions(), h = hidden_;
-    if (w.shape() != Shape{d, 4 * h, p.input_size}) ctx.fail("W must be " + shape_to_string({d, 4 * h, p.input_size}));
+    if (w.shape() != Shape{d, 4 * h, p.input_size})
+      ctx.fail("W must be " + shape_to_string({d, 4 * h, p.input_size}));
     if (r.shape() != Shape{d, 4 * h, h}) ctx.fail("R must be " + shape_to_string({d, 4 * h, h}));
     Tensor b = ctx.has(3) ? ctx.in(3).contiguous() : Tensor();
-    if (b.defined() && b.shape() != Shape{d, 8 * h}) ctx.fail("B must be " + shape_to_string({d, 8 * h}));
+    if (b.defined() && b.shape() != Shape{d, 8 * h})
+      ctx.fail("B must be " + shape_to_string({d, 8 * h}));
     if (ctx.has(4)) {
-      const std::vector<int64_t> lens = int_values(ctx, ctx.in(4).contiguous().reshape({ctx.in(4).numel()}), "sequence_lens");
+      const std::vector<int64_t> lens =
+          int_values(ctx, ctx.in(4).contiguous().reshape({ctx.in(4).numel()}), "sequence_lens");
       for (int64_t l : lens)
         if (l != p.seq_len) ctx.fail("sequence_lens shorter than the sequence are unsupported");
     }
     const Shape state{d, p.batch, h};
     Tensor h0 = ctx.has(5) ? ctx.in(5).contiguous() : Tensor();
     Tensor c0 = ctx.has(6) ? ctx.in(6).contiguous() : Tensor();
-    if (h0.defined() && h0.shape() != state) ctx.fail("initial_h must be " + shape_to_string(state));
-    if (c0.defined() && c0.shape() != state) ctx.fail("initial_c must be " + shape_to_string(state));
+    if (h0.defined() && h0.shape() != state)
+      ctx.fail("initial_h must be " + shape_to_string(state));
+    if (c0.defined() && c0.shape() != state)
+      ctx.fail("initial_c must be " + shape_to_string(state));
     const size_t nout = ctx.outputs.size();
     Tensor y = ctx.alloc(DType::f32, {p.seq_len, d, p.batch, h});
     Tensor yh = ctx.alloc(DType::f32, state);
     Tensor yc = ctx.alloc(DType::f32, state);
     Tensor scratch = ctx.alloc(DType::f32, {k::lstm_scratch_size(p)});
     k::lstm(p, f32_ptr(ctx, x, "X"), f32_ptr(ctx, w, "W"), f32_ptr(ctx, r, "R"),
-            b.defined() ? f32_ptr(ctx, b, "B") : nullptr, h0.defined() ? f32_ptr(ctx, h0, "initial_h") : nullptr,
+            b.defined() ? f32_ptr(ctx, b, "B") : nullptr,
+            h0.defined() ? f32_ptr(ctx, h0, "initial_h") : nullptr,
             c0.defined() ? f32_ptr(ctx, c0, "initial_c") : nullptr, y.mutable_data<float>(),
             yh.mutable_data<float>(), yc.mutable_data<float>(), scratch.mutable_data<float>());
     if (nout > 0) ctx.outputs[0] = std::move(y);
@@ -398,23 +450,30 @@ class LstmKernel final : public Kernel {
 }  // namespace
 
 void register_nn_ops() {
-  register_op("", "Conv", [](const KernelInit& init) { return std::make_unique<ConvKernel>(init); });
+  register_op("", "Conv",
+              [](const KernelInit& init) { return std::make_unique<ConvKernel>(init); });
   register_op("", "ConvTranspose",
               [](const KernelInit& init) { return std::make_unique<ConvTransposeKernel>(init); });
   register_op("", "MatMul", [](const KernelInit&) { return make_kernel(matmul_op); });
-  register_op("", "Gemm", [](const KernelInit& init) { return std::make_unique<GemmKernel>(init); });
+  register_op("", "Gemm",
+              [](const KernelInit& init) { return std::make_unique<GemmKernel>(init); });
   register_op("", "BatchNormalization", [](const KernelInit& init) {
     const float eps = init.node.attr_float("epsilon", 1e-5f);
     if (init.node.attr_int("training_mode", 0) != 0) init.fail("training_mode is unsupported");
     return make_kernel([eps](OpContext& ctx) { batch_norm_op(ctx, eps); });
   });
-  register_op("", "MaxPool", [](const KernelInit& init) { return std::make_unique<PoolKernel>(init, true); });
+  register_op("", "MaxPool",
+              [](const KernelInit& init) { return std::make_unique<PoolKernel>(init, true); });
   register_op("", "AveragePool",
               [](const KernelInit& init) { return std::make_unique<PoolKernel>(init, false); });
-  register_op("", "GlobalAveragePool", [](const KernelInit&) { return make_kernel(global_average_pool_op); });
-  register_op("", "Resize", [](const KernelInit& init) { return std::make_unique<ResizeKernel>(init, false); });
-  register_op("", "Upsample", [](const KernelInit& init) { return std::make_unique<ResizeKernel>(init, true); });
-  register_op("", "LSTM", [](const KernelInit& init) { return std::make_unique<LstmKernel>(init); });
+  register_op("", "GlobalAveragePool",
+              [](const KernelInit&) { return make_kernel(global_average_pool_op); });
+  register_op("", "Resize",
+              [](const KernelInit& init) { return std::make_unique<ResizeKernel>(init, false); });
+  register_op("", "Upsample",
+              [](const KernelInit& init) { return std::make_unique<ResizeKernel>(init, true); });
+  register_op("", "LSTM",
+              [](const KernelInit& init) { return std::make_unique<LstmKernel>(init); });
 }
 
 }  // namespace tailor::runtime

@@ -93,7 +93,8 @@ void add_run(CLI::App& app) {
                                      shape_to_string(t.shape()));
       if (!output.empty()) {
         std::string file = sanitize_file_name(name);
-        for (int k = 2; used.count(file); ++k) file = sanitize_file_name(name) + "_" + std::to_string(k);
+        for (int k = 2; used.count(file); ++k)
+          file = sanitize_file_name(name) + "_" + std::to_string(k);
         used.insert(file);
         const std::string dest = (std::filesystem::path(output) / (file + ".npy")).string();
         write_npy(dest, t);
@@ -106,12 +107,13 @@ void add_run(CLI::App& app) {
       std::sort(sorted.begin(), sorted.end());
       const size_t n = sorted.size();
       const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-      std::cout << fmt::format("latency: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms over {} runs "
-                               "(after 1 warm-up of {:.3f} ms), {} threads\n",
-                               median, sorted.front(), sorted.back(), n, first_ms,
-                               runtime::kernels::num_threads());
+      std::cout << fmt::format(
+          "latency: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms over {} runs "
+          "(after 1 warm-up of {:.3f} ms), {} threads\n",
+          median, sorted.front(), sorted.back(), n, first_ms, runtime::kernels::num_threads());
     } else {
-      std::cout << fmt::format("latency: {:.3f} ms (one cold run; --time N for a median)\n", first_ms);
+      std::cout << fmt::format("latency: {:.3f} ms (one cold run; --time N for a median)\n",
+                               first_ms);
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
