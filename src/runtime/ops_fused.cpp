@@ -33,7 +33,9 @@ class FusedConvKernel final : public Kernel {
         strides_(init.node.attr_ints("strides", {})),
         pads_(init.node.attr_ints("pads", {})),
         dil_(init.node.attr_ints("dilations", {})),
-        group_(init.node.attr_int("group", 1)) {
+        group_(init.node.attr_int("group", 1)),
+        column_block_(init.node.attr_int("column_block", 0)) {
+    if (column_block_ < 0) init.fail("column_block must be >= 0");
     if (auto_pad_ != "NOTSET" && auto_pad_ != "VALID" && auto_pad_ != "SAME_UPPER" && auto_pad_ != "SAME_LOWER")
       init.fail("auto_pad '" + auto_pad_ + "' is invalid");
   }
@@ -65,6 +67,7 @@ class FusedConvKernel final : public Kernel {
     if (b.defined() && b.numel() != w.dim(0)) ctx.fail("bias has the wrong size");
     k::Conv2dParams p;
     p.n = x.dim(0), p.c_in = x.dim(1), p.c_out = w.dim(0), p.groups = group_;
+    p.column_block = column_block_;
     if (sd == 1) {
       p.h = 1, p.w = x.dim(2), p.kh = 1, p.kw = w.dim(2);
       p.stride_w = st[0], p.dil_w = dil[0], p.pad_left = pb[0], p.pad_right = pe[0];
@@ -87,6 +90,8 @@ class FusedConvKernel final : public Kernel {
   std::string auto_pad_;
   std::vector<int64_t> strides_, pads_, dil_;
   int64_t group_;
+  // Tuning attribute (kept from the Conv): Conv2dParams::column_block.
+  int64_t column_block_;
 };
 
 class FusedGemmKernel final : public Kernel {

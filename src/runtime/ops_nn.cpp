@@ -69,7 +69,12 @@ struct Window {
 class ConvKernel final : public Kernel {
  public:
   explicit ConvKernel(const KernelInit& init)
-      : win_(Window::read(init)), group_(init.node.attr_int("group", 1)) {}
+      : win_(Window::read(init)),
+        group_(init.node.attr_int("group", 1)),
+        // Tuning attribute (not ONNX): Conv2dParams::column_block.
+        column_block_(init.node.attr_int("column_block", 0)) {
+    if (column_block_ < 0) init.fail("column_block must be >= 0");
+  }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
     const Tensor w = ctx.in(1).contiguous();
@@ -94,6 +99,7 @@ class ConvKernel final : public Kernel {
     p.c_in = x.dim(1);
     p.c_out = w.dim(0);
     p.groups = group_;
+    p.column_block = column_block_;
     if (sd == 1) {
       p.h = 1, p.w = in[0], p.kh = 1, p.kw = ks[0];
       p.stride_w = st[0], p.dil_w = dil[0], p.pad_left = pb[0], p.pad_right = pe[0];
@@ -116,6 +122,7 @@ class ConvKernel final : public Kernel {
  private:
   Window win_;
   int64_t group_;
+  int64_t column_block_;
 };
 
 class ConvTransposeKernel final : public Kernel {

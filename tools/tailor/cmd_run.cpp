@@ -17,6 +17,7 @@
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
+#include "tailor/tune/tune.h"
 
 namespace tailor::cli {
 
@@ -46,7 +47,7 @@ std::string human_bytes(double b) {
 
 void add_run(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run an ONNX model on .npy inputs with tailor's runtime");
-  static std::string path, output;
+  static std::string path, output, tuning;
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;
   cmd->add_option("MODEL", path, "ONNX model")->required();
@@ -56,11 +57,18 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
+  cmd->add_option("--tuning", tuning, "Apply the chosen decisions of a tailor tune decisions.json");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
     if (threads > 0) runtime::kernels::set_num_threads(threads);
-    runtime::Executor ex(graph::import_onnx(path));
+    graph::Model model = graph::import_onnx(path);
+    if (!tuning.empty()) {
+      tune::AppliedConfiguration tuned = tune::apply_record(model, tune::read_record(tuning));
+      model = std::move(tuned.model);
+      if (threads == 0) runtime::kernels::set_num_threads(tuned.threads);
+    }
+    runtime::Executor ex(std::move(model));
 
     std::map<std::string, Tensor> feeds;
     for (const std::string& spec : inputs) {

@@ -59,6 +59,35 @@ void im2col(const Conv2dParams& p, const float* x, int64_t cig, float* col) {
   }
 }
 
+// im2col restricted to output columns [c0, c1) (column j = oy·ow + ox):
+// col[r, j − c0], row stride c1 − c0.
+void im2col_block(const Conv2dParams& p, const float* x, int64_t cig, int64_t c0, int64_t c1,
+                  float* col) {
+  const int64_t ow = p.out_w(), rows = cig * p.kh * p.kw, nb = c1 - c0;
+#pragma omp parallel for schedule(static) if (rows * nb > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t kx = r % p.kw, ky = (r / p.kw) % p.kh, ci = r / (p.kw * p.kh);
+    const float* xc = x + ci * p.h * p.w;
+    float* dst = col + r * nb;
+    for (int64_t j = c0; j < c1;) {
+      const int64_t oy = j / ow, ox_begin = j % ow;
+      const int64_t ox_end = std::min(ow, ox_begin + (c1 - j));
+      const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
+      float* d = dst + (j - c0) - ox_begin;
+      if (iy < 0 || iy >= p.h) {
+        std::fill(d + ox_begin, d + ox_end, 0.f);
+      } else {
+        const float* src = xc + iy * p.w;
+        for (int64_t ox = ox_begin; ox < ox_end; ++ox) {
+          const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dil_w;
+          d[ox] = (ix >= 0 && ix < p.w) ? src[ix] : 0.f;
+        }
+      }
+      j += ox_end - ox_begin;
+    }
+  }
+}
+
 }  // namespace
 
 Conv2dParams Conv1dParams::as_2d() const {
@@ -93,12 +122,15 @@ void validate(const Conv2dParams& p) {
 
 int64_t conv2d_scratch_size(const Conv2dParams& p) {
   if (detail::is_depthwise(p) || is_pointwise(p)) return 0;
-  return p.c_in / p.groups * p.kh * p.kw * p.out_h() * p.out_w();
+  const int64_t ohw = p.out_h() * p.out_w();
+  const int64_t cols = p.column_block > 0 ? std::min(ohw, p.column_block) : ohw;
+  return p.c_in / p.groups * p.kh * p.kw * cols;
 }
 
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
             const Activation& act, float* scratch) {
   validate(p);
+  check(p.column_block >= 0, "", "Conv column_block must be >= 0");
   if (detail::is_depthwise(p)) {
     detail::conv2d_depthwise_avx2(p, x, w, bias, y, act);
     return;
@@ -118,11 +150,27 @@ void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* 
     for (int64_t g = 0; g < p.groups; ++g) {
       const float* xg = xb + g * cig * p.h * p.w;
       const float* col = xg;
-      if (!pointwise) {
+      if (!pointwise && !(p.column_block > 0 && p.column_block < ohw)) {
         im2col(p, xg, cig, scratch);
         col = scratch;
       }
       float* yg = yb + g * cog * ohw;
+      if (p.column_block > 0 && p.column_block < ohw) {
+        const int64_t bs = p.column_block;
+        for (int64_t c0 = 0; c0 < ohw; c0 += bs) {
+          const int64_t c1 = std::min(ohw, c0 + bs);
+          if (pointwise) {
+            linalg::sgemm(false, false, cog, c1 - c0, k, 1.f, w + g * cog * k, k, xg + c0, ohw, 0.f,
+                          yg + c0, ohw);
+          } else {
+            im2col_block(p, xg, cig, c0, c1, scratch);
+            linalg::sgemm(false, false, cog, c1 - c0, k, 1.f, w + g * cog * k, k, scratch, c1 - c0,
+                          0.f, yg + c0, ohw);
+          }
+        }
+        bias_activation(act, bias ? bias + g * cog : nullptr, cog, ohw, yg, yg);
+        continue;
+      }
       linalg::sgemm(false, false, cog, ohw, k, 1.f, w + g * cog * k, k, col, ohw, 0.f, yg, ohw);
       bias_activation(act, bias ? bias + g * cog : nullptr, cog, ohw, yg, yg);
     }

@@ -18,6 +18,14 @@ struct Conv2dParams {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dil_h = 1, dil_w = 1;
   int64_t groups = 1;
+  /// Tuning parameter (the tuner's per-conv decision, node attribute
+  /// "column_block"): 0 lowers and multiplies all out_h·out_w output columns
+  /// at once; B > 0 processes them in blocks of B columns (im2col of one
+  /// block, then one sgemm into those columns of y), so the im2col scratch is
+  /// [c_in/groups·kh·kw, B] instead of [.., out_h·out_w] and stays in cache.
+  /// Applies to the im2col and 1×1 paths (not depthwise). Results are equal
+  /// up to the sgemm's summation order.
+  int64_t column_block = 0;
 
   /// ⌊(h + pad_top + pad_bottom − dil_h·(kh − 1) − 1) / stride_h⌋ + 1.
   int64_t out_h() const { return (h + pad_top + pad_bottom - dil_h * (kh - 1) - 1) / stride_h + 1; }
@@ -41,7 +49,8 @@ struct Conv1dParams {
 void validate(const Conv2dParams& p);
 
 /// Floats of scratch conv2d needs (0 when it needs none: 1×1 stride-1 unpadded
-/// convs and depthwise convs); pass at least this many or null (allocates).
+/// convs and depthwise convs): (c_in/groups)·kh·kw·min(out_h·out_w, column_block
+/// when > 0); pass at least this many or null (allocates).
 int64_t conv2d_scratch_size(const Conv2dParams& p);
 
 /// Convolution y = act(conv(x, w) + bias) (bias may be null). Paths: groups ==
