@@ -19,7 +19,9 @@ int64_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-bool op_is(const graph::Node& n, const char* op) { return n.op_type == op; }
+bool op_is(const graph::Node& n, const char* op) {
+  return n.op_type == op;
+}
 
 }  // namespace
 
@@ -34,13 +36,13 @@ MachineInfo MachineInfo::detect() {
 
 const std::vector<std::string>& feature_names() {
   static const std::vector<std::string> names = {
-      "overhead",          "gemm_flops_1e7_per_thread", "elem_ops_1e7_per_thread", "bytes_1e7",
-      "kernels_100",       "kernels_x_extra_threads_100", "ws_over_l2_bytes_1e7",    "sgemm_calls_100"};
+      "overhead",    "gemm_flops_1e7_per_thread",   "elem_ops_1e7_per_thread", "bytes_1e7",
+      "kernels_100", "kernels_x_extra_threads_100", "ws_over_l2_bytes_1e7",    "sgemm_calls_100"};
   return names;
 }
 
-std::vector<double> graph_features(const graph::Model& model, int threads, const ValueShapes& shapes,
-                                   const MachineInfo& machine) {
+std::vector<double> graph_features(const graph::Model& model, int threads,
+                                   const ValueShapes& shapes, const MachineInfo& machine) {
   const graph::Graph& g = model.graph;
   ValueShapes local;
   auto shape_of = [&](const std::string& v) -> const std::vector<int64_t>* {
@@ -74,17 +76,21 @@ std::vector<double> graph_features(const graph::Model& model, int threads, const
         auto perm = n.attr_ints("perm", {});
         if (op_is(n, "Transpose") && perm.size() == guess.size()) {
           for (size_t i = 0; i < perm.size(); ++i)
-            if (perm[i] >= 0 && perm[i] < static_cast<int64_t>(guess.size())) guess[i] = (*largest)[perm[i]];
+            if (perm[i] >= 0 && perm[i] < static_cast<int64_t>(guess.size()))
+              guess[i] = (*largest)[perm[i]];
         }
         local[o] = guess;
         s = &local[o];
       }
-      if (s) out_elems += static_cast<double>(numel(*s)), out_bytes += 4.0 * static_cast<double>(numel(*s));
+      if (s)
+        out_elems += static_cast<double>(numel(*s)),
+            out_bytes += 4.0 * static_cast<double>(numel(*s));
     }
     bytes += in_bytes + out_bytes;
     double ws = in_bytes + out_bytes;
     const bool conv = op_is(n, "Conv") || op_is(n, "FusedConv") || op_is(n, "ConvNhwc");
-    const bool gemm = op_is(n, "Gemm") || op_is(n, "MatMul") || op_is(n, "FusedGemm") || op_is(n, "FusedMatMul");
+    const bool gemm =
+        op_is(n, "Gemm") || op_is(n, "MatMul") || op_is(n, "FusedGemm") || op_is(n, "FusedMatMul");
     const auto* w = n.inputs.size() > 1 ? shape_of(n.inputs[1]) : nullptr;
     if (conv && w && w->size() >= 3) {
       int64_t red = 1;
@@ -105,8 +111,10 @@ std::vector<double> graph_features(const graph::Model& model, int threads, const
         const int64_t bc = block > 0 ? std::min(block, cols) : cols;
         const double blocks = std::ceil(static_cast<double>(cols) / static_cast<double>(bc));
         calls += static_cast<double>(group) * blocks * static_cast<double>((*y)[0]);
-        if (!pointwise) ws += 4.0 * static_cast<double>(red * bc);
-        else ws = 4.0 * static_cast<double>(red * bc) * 2 + 4.0 * static_cast<double>(numel(*w));
+        if (!pointwise)
+          ws += 4.0 * static_cast<double>(red * bc);
+        else
+          ws = 4.0 * static_cast<double>(red * bc) * 2 + 4.0 * static_cast<double>(numel(*w));
       } else {
         calls += 1;
       }
@@ -120,15 +128,22 @@ std::vector<double> graph_features(const graph::Model& model, int threads, const
     }
     over += std::max(0.0, ws - static_cast<double>(machine.l2_bytes));
   }
-  return {1.0,           gemm_flops / 1e7 / T,     elem / 1e7 / T, bytes / 1e7, kernels / 100.0,
-          kernels * (T - 1) / 100.0, over / 1e7, calls / 100.0};
+  return {1.0,         gemm_flops / 1e7 / T, elem / 1e7 / T,
+          bytes / 1e7, kernels / 100.0,      kernels * (T - 1) / 100.0,
+          over / 1e7,  calls / 100.0};
 }
 
-double softplus(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
+double softplus(double x) {
+  return x > 30 ? x : std::log1p(std::exp(x));
+}
 
 namespace {
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double inv_softplus(double y) { return y > 30 ? y : std::log(std::expm1(y)); }
+double sigmoid(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+double inv_softplus(double y) {
+  return y > 30 ? y : std::log(std::expm1(y));
+}
 }  // namespace
 
 CostModel::CostModel(size_t n, double initial) : theta_(n, inv_softplus(initial)) {
@@ -143,14 +158,15 @@ std::vector<double> CostModel::coefficients() const {
 
 double CostModel::predict(const std::vector<double>& f) const {
   if (f.size() != theta_.size())
-    throw Error("cost model", "has " + std::to_string(theta_.size()) + " terms, got " + std::to_string(f.size()));
+    throw Error("cost model",
+                "has " + std::to_string(theta_.size()) + " terms, got " + std::to_string(f.size()));
   double s = 1e-9;
   for (size_t j = 0; j < f.size(); ++j) s += softplus(theta_[j]) * f[j];
   return s;
 }
 
-double CostModel::fit(const std::vector<std::vector<double>>& X, const std::vector<double>& y, int iterations,
-                      double lr) {
+double CostModel::fit(const std::vector<std::vector<double>>& X, const std::vector<double>& y,
+                      int iterations, double lr) {
   if (X.size() != y.size()) throw Error("cost model", "fit: X and y differ in length");
   for (double v : y)
     if (!(v > 0)) throw Error("cost model", "fit: latencies must be > 0");
@@ -216,7 +232,8 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size() || a.size() < 2) return 0;
   const auto ra = ranks(a), rb = ranks(b);
   const double n = static_cast<double>(a.size());
-  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n, mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
+  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n,
+               mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
   double sab = 0, saa = 0, sbb = 0;
   for (size_t i = 0; i < ra.size(); ++i) {
     sab += (ra[i] - ma) * (rb[i] - mb);

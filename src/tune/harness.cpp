@@ -27,7 +27,8 @@ double compare(const std::map<std::string, Tensor>& out, const std::map<std::str
   double worst = 0;
   for (const auto& [name, r] : ref) {
     auto it = out.find(name);
-    if (it == out.end()) throw Error("output '" + name + "'", "missing from the candidate's outputs");
+    if (it == out.end())
+      throw Error("output '" + name + "'", "missing from the candidate's outputs");
     const Tensor a = it->second.contiguous(), b = r.contiguous();
     if (a.shape() != b.shape() || a.dtype() != b.dtype())
       throw Error("output '" + name + "'", "shape or dtype differs from the reference");
@@ -65,26 +66,31 @@ double mad(const std::vector<double>& v) {
   return median(d);
 }
 
-std::map<std::string, Tensor> random_inputs(const graph::Model& model,
-                                            const std::map<std::string, std::vector<int64_t>>& shapes,
-                                            uint64_t seed) {
+std::map<std::string, Tensor> random_inputs(
+    const graph::Model& model, const std::map<std::string, std::vector<int64_t>>& shapes,
+    uint64_t seed) {
   Rng rng(seed);
   std::map<std::string, Tensor> out;
   for (const std::string& name : model.graph.inputs) {
     const graph::ValueType* t = model.graph.type_of(name);
     if (!t || t->dtype != DType::f32)
-      throw Error("input '" + name + "'", "the tuner feeds random f32 inputs; this input is not f32");
+      throw Error("input '" + name + "'",
+                  "the tuner feeds random f32 inputs; this input is not f32");
     Shape shape;
     if (auto it = shapes.find(name); it != shapes.end()) {
       shape = it->second;
     } else {
-      if (!t->shape) throw Error("input '" + name + "'", "has no declared shape; give --input-shape");
+      if (!t->shape)
+        throw Error("input '" + name + "'", "has no declared shape; give --input-shape");
       for (size_t i = 0; i < t->shape->size(); ++i) {
         const graph::Dim& d = (*t->shape)[i];
-        if (d.is_known()) shape.push_back(d.value);
-        else if (i == 0) shape.push_back(1);
+        if (d.is_known())
+          shape.push_back(d.value);
+        else if (i == 0)
+          shape.push_back(1);
         else
-          throw Error("input '" + name + "'", "has symbolic dims " + graph::sym_shape_to_string(*t->shape) +
+          throw Error("input '" + name + "'", "has symbolic dims " +
+                                                  graph::sym_shape_to_string(*t->shape) +
                                                   "; give --input-shape " + name + "=DIMS");
       }
     }
@@ -111,8 +117,9 @@ ValueShapes observe_shapes(const graph::Model& model, const std::map<std::string
   return shapes;
 }
 
-Harness::Harness(const graph::Model& reference, const std::map<std::string, std::vector<int64_t>>& input_shapes,
-                 uint64_t seed, HarnessOptions options)
+Harness::Harness(const graph::Model& reference,
+                 const std::map<std::string, std::vector<int64_t>>& input_shapes, uint64_t seed,
+                 HarnessOptions options)
     : options_(options) {
   if (options_.check_inputs < 1 || options_.repeats < 1 || options_.warmup < 0)
     throw Error("harness", "check_inputs and repeats must be >= 1, warmup >= 0");
@@ -123,7 +130,8 @@ Harness::Harness(const graph::Model& reference, const std::map<std::string, std:
     reference_.push_back(ex.run(inputs_.back()));
     for (auto& [name, t] : reference_.back()) t = t.contiguous().clone();
   }
-  int64_t fb = options_.flush_bytes > 0 ? options_.flush_bytes : 2 * MachineInfo::detect().llc_bytes;
+  int64_t fb =
+      options_.flush_bytes > 0 ? options_.flush_bytes : 2 * MachineInfo::detect().llc_bytes;
   flush_buffer_.assign(static_cast<size_t>(fb), 0);
 }
 
@@ -174,15 +182,16 @@ Measurement Harness::measure(const AppliedConfiguration& c) const {
   return m;
 }
 
-std::vector<std::vector<double>> Harness::paired(const std::vector<AppliedConfiguration>& candidates,
-                                                 int rounds) const {
+std::vector<std::vector<double>> Harness::paired(
+    const std::vector<AppliedConfiguration>& candidates, int rounds) const {
   std::vector<std::unique_ptr<runtime::Executor>> ex;
   for (const auto& c : candidates) {
     runtime::kernels::set_num_threads(std::max(1, c.threads));
     ex.push_back(std::make_unique<runtime::Executor>(c.model));
     ex.back()->run(inputs_.front());  // warm-up
   }
-  std::vector<std::vector<double>> times(static_cast<size_t>(rounds), std::vector<double>(candidates.size()));
+  std::vector<std::vector<double>> times(static_cast<size_t>(rounds),
+                                         std::vector<double>(candidates.size()));
   for (int r = 0; r < rounds; ++r) {
     flush();
     for (size_t k = 0; k < candidates.size(); ++k) {

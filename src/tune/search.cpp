@@ -50,7 +50,8 @@ struct Recorder {
 int best_index(const std::vector<Evaluation>& evals) {
   int best = -1;
   for (size_t i = 0; i < evals.size(); ++i)
-    if (evals[i].latency_ms && (best < 0 || *evals[i].latency_ms < *evals[static_cast<size_t>(best)].latency_ms))
+    if (evals[i].latency_ms &&
+        (best < 0 || *evals[i].latency_ms < *evals[static_cast<size_t>(best)].latency_ms))
       best = static_cast<int>(i);
   return best;
 }
@@ -61,13 +62,15 @@ SearchResult search_default(const DecisionSpace& space, const Oracle& oracle) {
   return r.done();
 }
 
-SearchResult search_random(const DecisionSpace& space, const Oracle& oracle, int budget, uint64_t seed) {
+SearchResult search_random(const DecisionSpace& space, const Oracle& oracle, int budget,
+                           uint64_t seed) {
   Recorder r(oracle, "random");
   Rng rng(seed);
   r.eval(space.default_configuration());
   for (int tries = 0; r.count() < budget && tries < 100 * budget; ++tries) {
     Configuration c;
-    for (const auto& d : space.decisions) c.push_back(static_cast<int>(rng.below(d.choices.size())));
+    for (const auto& d : space.decisions)
+      c.push_back(static_cast<int>(rng.below(d.choices.size())));
     if (!r.has(c)) r.eval(c);
   }
   return r.done();
@@ -81,7 +84,8 @@ SearchResult search_greedy(const DecisionSpace& space, const Oracle& oracle, int
   while (r.count() < budget && improved) {
     improved = false;
     for (size_t d = 0; d < space.decisions.size() && r.count() < budget; ++d) {
-      for (int c = 0; c < static_cast<int>(space.decisions[d].choices.size()) && r.count() < budget; ++c) {
+      for (int c = 0; c < static_cast<int>(space.decisions[d].choices.size()) && r.count() < budget;
+           ++c) {
         if (c == cur[d]) continue;
         Configuration cand = cur;
         cand[d] = c;
@@ -100,9 +104,11 @@ SearchResult search_exhaustive(const DecisionSpace& space, const Oracle& oracle)
   return r.done();
 }
 
-double expected_cost(const std::vector<std::vector<double>>& logits, const std::vector<std::vector<double>>& table,
+double expected_cost(const std::vector<std::vector<double>>& logits,
+                     const std::vector<std::vector<double>>& table,
                      std::vector<std::vector<double>>* grad) {
-  if (logits.size() != table.size()) throw Error("expected_cost", "logits and table differ in size");
+  if (logits.size() != table.size())
+    throw Error("expected_cost", "logits and table differ in size");
   double e = 0;
   if (grad) grad->assign(logits.size(), {});
   for (size_t d = 0; d < logits.size(); ++d) {
@@ -120,8 +126,8 @@ double expected_cost(const std::vector<std::vector<double>>& logits, const std::
   return e;
 }
 
-int gumbel_straight_through(const std::vector<double>& logits, const std::vector<double>& table, double tau,
-                            Rng& rng, std::vector<double>& grad, double* cost) {
+int gumbel_straight_through(const std::vector<double>& logits, const std::vector<double>& table,
+                            double tau, Rng& rng, std::vector<double>& grad, double* cost) {
   if (!(tau > 0)) throw Error("gumbel_straight_through", "tau must be > 0");
   std::vector<double> z(logits.size());
   for (size_t c = 0; c < z.size(); ++c) z[c] = (logits[c] + rng.gumbel()) / tau;
@@ -135,8 +141,9 @@ int gumbel_straight_through(const std::vector<double>& logits, const std::vector
   return hard;
 }
 
-SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle, const FeatureFn& features,
-                             int budget, uint64_t seed, CostModel& model, const GradientOptions& options) {
+SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
+                             const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
+                             const GradientOptions& options) {
   Recorder r(oracle, "gradient");
   Rng rng(seed);
   const size_t D = space.decisions.size();
@@ -167,7 +174,8 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle, c
   while (r.count() < budget) {
     if (!y.empty()) model.fit(X, y, options.fit_iterations, options.fit_lr);
     const int bi = best_index(r.result.evaluations);
-    const Configuration center = bi >= 0 ? r.result.evaluations[static_cast<size_t>(bi)].config : def;
+    const Configuration center =
+        bi >= 0 ? r.result.evaluations[static_cast<size_t>(bi)].config : def;
     // The model's cost of every one-decision variant of the center.
     std::vector<std::vector<double>> table(D);
     for (size_t d = 0; d < D; ++d) {

@@ -13,7 +13,8 @@ namespace tailor::tune {
 namespace {
 
 bool is_conv(const graph::Node& n) {
-  return (n.domain.empty() && n.op_type == "Conv") || (n.domain == "ai.tailor" && n.op_type == "FusedConv");
+  return (n.domain.empty() && n.op_type == "Conv") ||
+         (n.domain == "ai.tailor" && n.op_type == "FusedConv");
 }
 
 // The model with every unnamed main-graph Conv named "conv#<index>".
@@ -60,13 +61,14 @@ void DecisionSpace::validate(const Configuration& c) const {
                                      std::to_string(decisions.size()) + " decisions");
   for (size_t i = 0; i < c.size(); ++i)
     if (c[i] < 0 || c[i] >= static_cast<int>(decisions[i].choices.size()))
-      throw Error("configuration", "choice " + std::to_string(c[i]) + " of decision '" + decisions[i].name +
-                                       "' is out of range");
+      throw Error("configuration", "choice " + std::to_string(c[i]) + " of decision '" +
+                                       decisions[i].name + "' is out of range");
 }
 
 std::vector<Configuration> DecisionSpace::enumerate(double limit) const {
   if (points() > limit)
-    throw Error("decision space", "has " + std::to_string(points()) + " points, more than " + std::to_string(limit));
+    throw Error("decision space",
+                "has " + std::to_string(points()) + " points, more than " + std::to_string(limit));
   std::vector<Configuration> out;
   Configuration c(decisions.size(), 0);
   while (true) {
@@ -96,7 +98,9 @@ DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
     if (!is_conv(n) || n.inputs.size() < 2 || n.outputs.empty()) continue;
     auto os = shapes.find(n.outputs[0]);
     auto xs = shapes.find(n.inputs[0]);
-    if (os == shapes.end() || xs == shapes.end() || os->second.size() != 4 || xs->second.size() != 4) continue;
+    if (os == shapes.end() || xs == shapes.end() || os->second.size() != 4 ||
+        xs->second.size() != 4)
+      continue;
     const int64_t group = n.attr_int("group", 1);
     if (group == xs->second[1] && group == os->second[1]) continue;  // depthwise: direct kernel
     const int64_t cols = os->second[2] * os->second[3];
@@ -113,7 +117,8 @@ DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
   return s;
 }
 
-Applier::Applier(const graph::Model& model, const DecisionSpace& space, graph::PassOptions pass_options)
+Applier::Applier(const graph::Model& model, const DecisionSpace& space,
+                 graph::PassOptions pass_options)
     : model_(name_convs(model)), space_(space), options_(std::move(pass_options)) {}
 
 AppliedConfiguration Applier::apply(const Configuration& c) {
@@ -128,7 +133,8 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
     const std::string& choice = d.choices[c[i]];
     if (d.kind == "pass") {
       const std::string name = d.name.substr(5);
-      const bool pre = std::find(kPrefixPasses.begin(), kPrefixPasses.end(), name) != kPrefixPasses.end();
+      const bool pre =
+          std::find(kPrefixPasses.begin(), kPrefixPasses.end(), name) != kPrefixPasses.end();
       if (choice == "on") (pre ? prefix : suffix).push_back(name);
       (pre ? prefix_key : full_key) += name + "=" + choice + ";";
     } else if (d.kind == "fusion") {

@@ -30,14 +30,16 @@ struct MethodsOutput {
   CostModel fitted;
 };
 
-MethodsOutput run_methods(const DecisionSpace& space, const Oracle& oracle, const FeatureFn& features, int budget,
-                          uint64_t seed, const CostModel& initial, const GradientOptions& gopt) {
+MethodsOutput run_methods(const DecisionSpace& space, const Oracle& oracle,
+                          const FeatureFn& features, int budget, uint64_t seed,
+                          const CostModel& initial, const GradientOptions& gopt) {
   MethodsOutput out;
   out.results.push_back(search_default(space, oracle));
   out.results.push_back(search_random(space, oracle, budget, seed));
   out.results.push_back(search_greedy(space, oracle, budget));
   out.fitted = initial;
-  out.results.push_back(search_gradient(space, oracle, features, budget, seed + 1, out.fitted, gopt));
+  out.results.push_back(
+      search_gradient(space, oracle, features, budget, seed + 1, out.fitted, gopt));
   if (space.points() <= 512) out.results.push_back(search_exhaustive(space, oracle));
   return out;
 }
@@ -51,7 +53,8 @@ std::vector<Configuration> paired_pool(const std::vector<SearchResult>& results,
     std::vector<const Evaluation*> ok;
     for (const auto& e : r.evaluations)
       if (e.latency_ms) ok.push_back(&e);
-    std::stable_sort(ok.begin(), ok.end(), [](auto* a, auto* b) { return *a->latency_ms < *b->latency_ms; });
+    std::stable_sort(ok.begin(), ok.end(),
+                     [](auto* a, auto* b) { return *a->latency_ms < *b->latency_ms; });
     for (int i = 0; i < top && i < static_cast<int>(ok.size()); ++i)
       if (keys.insert(DecisionSpace::key(ok[static_cast<size_t>(i)]->config)).second)
         pool.push_back(ok[static_cast<size_t>(i)]->config);
@@ -76,19 +79,24 @@ size_t argmin(const std::vector<double>& v) {
 json space_json(const DecisionSpace& s) {
   json d = json::array();
   for (const auto& x : s.decisions)
-    d.push_back({{"name", x.name}, {"kind", x.kind}, {"choices", x.choices}, {"default", x.default_choice}});
+    d.push_back({{"name", x.name},
+                 {"kind", x.kind},
+                 {"choices", x.choices},
+                 {"default", x.default_choice}});
   return {{"points", s.points()}, {"decisions", d}};
 }
 
 json decisions_json(const DecisionSpace& s, const Configuration& c) {
   json o = json::object();
-  for (size_t i = 0; i < c.size(); ++i) o[s.decisions[i].name] = s.decisions[i].choices[static_cast<size_t>(c[i])];
+  for (size_t i = 0; i < c.size(); ++i)
+    o[s.decisions[i].name] = s.decisions[i].choices[static_cast<size_t>(c[i])];
   return o;
 }
 
 template <class T>
 T field(const json& j, const char* name) {
-  if (!j.contains(name)) throw Error("decision record", std::string("missing field \"") + name + "\"");
+  if (!j.contains(name))
+    throw Error("decision record", std::string("missing field \"") + name + "\"");
   return j.at(name).get<T>();
 }
 
@@ -96,6 +104,8 @@ T field(const json& j, const char* name) {
 
 nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options) {
   if (options.measurements < 1) throw Error("--measurements", "must be >= 1");
+  if (options.paired_rounds < 1 || options.paired_top < 1)
+    throw Error("tune", "paired_rounds and paired_top must be >= 1");
   const int threads = options.threads > 0 ? options.threads : runtime::kernels::num_threads();
   HarnessOptions hopt = options.harness;
   hopt.reference_threads = threads;
@@ -120,7 +130,9 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
       m.error = e.what();
       m.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    json check = {{"ok", m.ok}, {"max_rel_error", std::isfinite(m.max_rel_error) ? json(m.max_rel_error) : json()}};
+    json check = {
+        {"ok", m.ok},
+        {"max_rel_error", std::isfinite(m.max_rel_error) ? json(m.max_rel_error) : json()}};
     if (!m.ok) check["error"] = m.error;
     measured.push_back({{"config", c},
                         {"key", k},
@@ -142,11 +154,12 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
     const AppliedConfiguration a = applier.apply(c);
     return graph_features(a.model, a.threads, shapes, machine);
   };
-  const CostModel initial = options.cost_model ? CostModel::from_json(*options.cost_model, feature_names())
-                                               : CostModel(feature_names().size());
+  const CostModel initial = options.cost_model
+                                ? CostModel::from_json(*options.cost_model, feature_names())
+                                : CostModel(feature_names().size());
 
-  MethodsOutput mo = run_methods(space, oracle, features, options.measurements, options.seed, initial,
-                                 options.gradient);
+  MethodsOutput mo = run_methods(space, oracle, features, options.measurements, options.seed,
+                                 initial, options.gradient);
 
   // Rank correlation of the fitted model on configurations the gradient
   // method never measured (it never fitted on them).
@@ -169,7 +182,8 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   const std::vector<double> pmed = paired_medians(rounds, pool.size());
   std::map<std::string, double> pooled;
   json pool_keys = json::array();
-  for (size_t i = 0; i < pool.size(); ++i) pooled[DecisionSpace::key(pool[i])] = pmed[i], pool_keys.push_back(DecisionSpace::key(pool[i]));
+  for (size_t i = 0; i < pool.size(); ++i)
+    pooled[DecisionSpace::key(pool[i])] = pmed[i], pool_keys.push_back(DecisionSpace::key(pool[i]));
   const size_t win = argmin(pmed);
   const double default_ms = pooled.count(DecisionSpace::key(space.default_configuration()))
                                 ? pooled[DecisionSpace::key(space.default_configuration())]
@@ -206,44 +220,46 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   json input_shapes = json::object();
   for (const auto& [k, v] : options.input_shapes) input_shapes[k] = v;
   const Configuration& chosen = pool.at(win);
-  return {{"format", "tailor.tune/1"},
-          {"model", options.model_path},
-          {"model_nodes", model.graph.nodes.size()},
-          {"seed", options.seed},
-          {"measurements", options.measurements},
-          {"threads", threads},
-          {"input_shapes", input_shapes},
-          {"value_shapes", value_shapes},
-          {"harness",
-           {{"warmup", hopt.warmup},
-            {"repeats", hopt.repeats},
-            {"tolerance", hopt.tolerance},
-            {"check_inputs", hopt.check_inputs},
-            {"paired_rounds", options.paired_rounds},
-            {"paired_top", options.paired_top}}},
-          {"space", space_json(space)},
-          {"measured", measured},
-          {"methods", methods},
-          {"cost_model",
-           {{"initial", initial.to_json(feature_names())},
-            {"fitted", mo.fitted.to_json(feature_names())},
-            {"held_out", pred.size()},
-            {"spearman_held_out", pred.size() >= 3 ? json(spearman(pred, meas)) : json()}}},
-          {"paired", {{"pool", pool_keys}, {"configs", pool}, {"rounds", rounds}, {"median_ms", pmed}}},
-          {"table", table},
-          {"chosen",
-           {{"config", chosen},
-            {"key", DecisionSpace::key(chosen)},
-            {"median_ms", pmed[win]},
-            {"decisions", decisions_json(space, chosen)}}}};
+  return {
+      {"format", "tailor.tune/1"},
+      {"model", options.model_path},
+      {"model_nodes", model.graph.nodes.size()},
+      {"seed", options.seed},
+      {"measurements", options.measurements},
+      {"threads", threads},
+      {"input_shapes", input_shapes},
+      {"value_shapes", value_shapes},
+      {"harness",
+       {{"warmup", hopt.warmup},
+        {"repeats", hopt.repeats},
+        {"tolerance", hopt.tolerance},
+        {"check_inputs", hopt.check_inputs},
+        {"paired_rounds", options.paired_rounds},
+        {"paired_top", options.paired_top}}},
+      {"space", space_json(space)},
+      {"measured", measured},
+      {"methods", methods},
+      {"cost_model",
+       {{"initial", initial.to_json(feature_names())},
+        {"fitted", mo.fitted.to_json(feature_names())},
+        {"held_out", pred.size()},
+        {"spearman_held_out", pred.size() >= 3 ? json(spearman(pred, meas)) : json()}}},
+      {"paired", {{"pool", pool_keys}, {"configs", pool}, {"rounds", rounds}, {"median_ms", pmed}}},
+      {"table", table},
+      {"chosen",
+       {{"config", chosen},
+        {"key", DecisionSpace::key(chosen)},
+        {"median_ms", pmed[win]},
+        {"decisions", decisions_json(space, chosen)}}}};
 }
 
 std::vector<MethodRow> method_table(const nlohmann::json& record) {
   std::vector<MethodRow> rows;
   const json table = field<json>(record, "table");
   for (const auto& t : table)
-    rows.push_back({t.at("method").get<std::string>(), t.at("best_ms").get<double>(), t.at("speedup").get<double>(),
-                    t.at("measurements").get<int>(), t.at("tuning_s").get<double>(), t.at("peak_bytes").get<int64_t>()});
+    rows.push_back({t.at("method").get<std::string>(), t.at("best_ms").get<double>(),
+                    t.at("speedup").get<double>(), t.at("measurements").get<int>(),
+                    t.at("tuning_s").get<double>(), t.at("peak_bytes").get<int64_t>()});
   return rows;
 }
 
@@ -252,7 +268,8 @@ DecisionSpace space_from_record(const nlohmann::json& record) {
   const json decisions = field<json>(field<json>(record, "space"), "decisions");
   for (const auto& d : decisions)
     s.decisions.push_back({field<std::string>(d, "name"), field<std::string>(d, "kind"),
-                           field<std::vector<std::string>>(d, "choices"), field<int>(d, "default")});
+                           field<std::vector<std::string>>(d, "choices"),
+                           field<int>(d, "default")});
   return s;
 }
 
@@ -275,14 +292,16 @@ Configuration replay(const graph::Model& model, const nlohmann::json& record) {
   for (size_t i = 0; i < space.decisions.size(); ++i)
     if (space.decisions[i].name != recorded.decisions[i].name ||
         space.decisions[i].choices != recorded.decisions[i].choices)
-      throw Error("replay", "decision '" + recorded.decisions[i].name + "' differs from the model's");
+      throw Error("replay",
+                  "decision '" + recorded.decisions[i].name + "' differs from the model's");
   std::map<std::string, json> by_key;
   const json measured = field<json>(record, "measured");
   for (const auto& m : measured) by_key[field<std::string>(m, "key")] = m;
   const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
     auto it = by_key.find(DecisionSpace::key(c));
     if (it == by_key.end())
-      throw Error("replay", "the record has no measurement of configuration " + DecisionSpace::key(c) +
+      throw Error("replay", "the record has no measurement of configuration " +
+                                DecisionSpace::key(c) +
                                 " (another seed, model or tailor version?)");
     if (!it->second.at("check").at("ok").get<bool>()) return std::nullopt;
     return it->second.at("median_ms").get<double>();
@@ -310,8 +329,8 @@ Configuration replay(const graph::Model& model, const nlohmann::json& record) {
 AppliedConfiguration apply_record(const graph::Model& model, const nlohmann::json& record) {
   if (field<size_t>(record, "model_nodes") != model.graph.nodes.size())
     throw Error("tuning", "the record was made for a model with " +
-                              std::to_string(field<size_t>(record, "model_nodes")) + " nodes, this one has " +
-                              std::to_string(model.graph.nodes.size()));
+                              std::to_string(field<size_t>(record, "model_nodes")) +
+                              " nodes, this one has " + std::to_string(model.graph.nodes.size()));
   const DecisionSpace space = space_from_record(record);
   const Configuration c = chosen_from_record(record);
   Applier applier(model, space, runtime::default_pass_options());

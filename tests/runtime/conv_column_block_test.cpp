@@ -26,12 +26,16 @@ void expect_blocks_agree(Conv2dParams p) {
   conv2d(p, x.data(), w.data(), b.data(), full.data(), Activation::relu());
   for (int64_t block : {1, 7, 100, 1000000}) {
     p.column_block = block;
-    // Scratch: one block of im2col columns, (c_in/groups)·kh·kw·min(block, out_h·out_w); none for 1×1.
-    const bool pointwise = p.kh == 1 && p.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0;
-    EXPECT_EQ(conv2d_scratch_size(p),
-              pointwise ? 0 : p.c_in / p.groups * p.kh * p.kw * std::min(block, p.out_h() * p.out_w()));
+    // Scratch: one block of im2col columns, (c_in/groups)·kh·kw·min(block, out_h·out_w); none for
+    // 1×1.
+    const bool pointwise =
+        p.kh == 1 && p.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0;
+    EXPECT_EQ(
+        conv2d_scratch_size(p),
+        pointwise ? 0 : p.c_in / p.groups * p.kh * p.kw * std::min(block, p.out_h() * p.out_w()));
     conv2d(p, x.data(), w.data(), b.data(), blocked.data(), Activation::relu());
-    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(blocked[i], full[i], 1e-5f) << "block " << block << " at " << i;
+    for (size_t i = 0; i < ny; ++i)
+      ASSERT_NEAR(blocked[i], full[i], 1e-5f) << "block " << block << " at " << i;
   }
 }
 

@@ -25,7 +25,7 @@ TEST(TuneCostModel, AdamRecoversKnownCoefficients) {
     y.push_back(t);
   }
   CostModel m(4, 1.0);
-  const double loss = m.fit(X, y, 4000, 0.05);
+  const double loss = m.fit(X, y, 10000, 0.05);
   EXPECT_LT(loss, 1e-6);
   const auto got = m.coefficients();
   for (size_t j = 0; j < c.size(); ++j) {

@@ -57,8 +57,9 @@ TEST(TuneHarness, MedianAndMadByHand) {
 
 TEST(TuneHarness, SymbolicInputWithoutShapeIsAnErrorNamingIt) {
   graph::Model m = testing::conv_relu_model();
-  m.graph.types["x"] = graph::ValueType{DType::f32, graph::SymShape{graph::Dim::known(1), graph::Dim::known(2),
-                                                                     graph::Dim::named("h"), graph::Dim::known(32)}};
+  m.graph.types["x"] =
+      graph::ValueType{DType::f32, graph::SymShape{graph::Dim::known(1), graph::Dim::known(2),
+                                                   graph::Dim::named("h"), graph::Dim::known(32)}};
   testing::expect_error_naming([&] { random_inputs(m, {}, 1); }, "input 'x'", "--input-shape");
   EXPECT_EQ(random_inputs(m, {{"x", {1, 2, 8, 32}}}, 1).at("x").shape(), (Shape{1, 2, 8, 32}));
 }

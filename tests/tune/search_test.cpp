@@ -14,7 +14,8 @@ TEST(TuneSearch, ExpectedCostGradientMatchesFiniteDifferences) {
   Rng rng(3);
   std::vector<std::vector<double>> logits(4), table(4);
   for (size_t d = 0; d < 4; ++d)
-    for (size_t c = 0; c < d + 2; ++c) logits[d].push_back(rng.normal()), table[d].push_back(rng.uniform(0, 5));
+    for (size_t c = 0; c < d + 2; ++c)
+      logits[d].push_back(rng.normal()), table[d].push_back(rng.uniform(0, 5));
   std::vector<std::vector<double>> grad;
   expected_cost(logits, table, &grad);
   const double h = 1e-6;
@@ -23,7 +24,8 @@ TEST(TuneSearch, ExpectedCostGradientMatchesFiniteDifferences) {
       auto up = logits, down = logits;
       up[d][c] += h;
       down[d][c] -= h;
-      const double fd = (expected_cost(up, table, nullptr) - expected_cost(down, table, nullptr)) / (2 * h);
+      const double fd =
+          (expected_cost(up, table, nullptr) - expected_cost(down, table, nullptr)) / (2 * h);
       EXPECT_NEAR(grad[d][c], fd, 1e-7) << "decision " << d << " choice " << c;
     }
   // E itself by definition: Σ_c softmax(l)_c·t_c for one decision.
@@ -105,7 +107,8 @@ TEST(TuneSearch, MethodsFindTheKnownOptimumOfASyntheticCost) {
   }
   {
     const SearchResult r = search_greedy(s.space, s.oracle(), 30);
-    EXPECT_EQ(r.evaluations[static_cast<size_t>(r.best)].config, s.optimum);  // additive: coordinate-wise optimal
+    EXPECT_EQ(r.evaluations[static_cast<size_t>(r.best)].config,
+              s.optimum);  // additive: coordinate-wise optimal
   }
   s.calls = 0;
   {

@@ -41,7 +41,8 @@ inline graph::Model conv_relu_model() {
   m.source = "conv_relu";
   declare_input(m, "x", {1, 2, 32, 32});
   m.graph.add_initializer("w", random_tensor({4, 2, 3, 3}, 1));
-  m.graph.nodes = {make_node("Conv", "c", {"x", "w"}, {"cv"}, {{"pads", graph::Attribute::of_ints({1, 1, 1, 1})}}),
+  m.graph.nodes = {make_node("Conv", "c", {"x", "w"}, {"cv"},
+                             {{"pads", graph::Attribute::of_ints({1, 1, 1, 1})}}),
                    make_node("Relu", "r", {"cv"}, {"y"})};
   m.graph.outputs = {"y"};
   return m;
@@ -71,7 +72,8 @@ inline graph::Model showcase_model() {
   const auto pads = graph::Attribute::of_ints({1, 1, 1, 1});
   g.nodes = {
       make_node("Conv", "conv1", {"x", "w1"}, {"c1"}),
-      make_node("BatchNormalization", "bn1", {"c1", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"b1"}),
+      make_node("BatchNormalization", "bn1", {"c1", "bn_scale", "bn_bias", "bn_mean", "bn_var"},
+                {"b1"}),
       make_node("Relu", "relu1", {"b1"}, {"r"}),
       make_node("Conv", "conv2a", {"r", "w2"}, {"d1"}, {{"pads", pads}}),
       make_node("Conv", "conv2b", {"r", "w2"}, {"d2"}, {{"pads", pads}}),

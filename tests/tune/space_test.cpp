@@ -38,7 +38,8 @@ TEST(TuneSpace, CountsOnConvReluByHand) {
   EXPECT_EQ(s.decisions[9].choices, (std::vector<std::string>{"1", "2"}));
   // Default: every pass but layout on, fusion on, full blocks, most threads.
   EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 0, 1, 1, 0, 1}));
-  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[9].choices, (std::vector<std::string>{"1", "2", "4"}));
+  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[9].choices,
+            (std::vector<std::string>{"1", "2", "4"}));
   EXPECT_THROW(s.enumerate(512), Error);
 }
 

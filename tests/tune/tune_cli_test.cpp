@@ -25,15 +25,17 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   graph::write_onnx(showcase, model);
   if (const char* out = std::getenv("TAILOR_SHOWCASE_OUT")) graph::write_onnx(showcase, out);
   const std::string tuned = dir.file("tuned");
-  auto r = testing::run_cli("tune " + model + " --measurements 5 --repeats 2 --threads 1 --seed 3 -o " + tuned);
+  auto r = testing::run_cli(
+      "tune " + model + " --measurements 4 --repeats 2 --paired-rounds 3 --threads 1 --seed 3 -o " +
+      tuned);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("gradient"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("greedy"), std::string::npos) << r.output;
 
   const json record = read_record(tuned + "/decisions.json");
-  // Every method spent at most 5 measurements; every measured candidate was
+  // Every method spent at most 4 measurements; every measured candidate was
   // checked first, and only passing ones carry times.
-  for (const auto& row : method_table(record)) EXPECT_LE(row.measurements, 5) << row.method;
+  for (const auto& row : method_table(record)) EXPECT_LE(row.measurements, 4) << row.method;
   for (const auto& m : record.at("measured"))
     EXPECT_EQ(m.at("times_ms").empty(), !m.at("check").at("ok").get<bool>());
   // The duplicated conv and the dead conv cost 2 of the graph's 3 large convs:
@@ -56,8 +58,8 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   // tailor run --tuning: the tuned graph's output equals the original's.
   const std::map<std::string, Tensor> in = random_inputs(imported, {}, 9);
   write_npy(dir.file("x.npy"), in.at("x"));
-  r = testing::run_cli("run " + model + " --tuning " + tuned + "/decisions.json --input x=" + dir.file("x.npy") +
-                       " -o " + dir.file("out"));
+  r = testing::run_cli("run " + model + " --tuning " + tuned +
+                       "/decisions.json --input x=" + dir.file("x.npy") + " -o " + dir.file("out"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Tensor got = read_npy(dir.file("out/y.npy"));
   runtime::Executor ex(imported);
@@ -68,8 +70,8 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   for (float v : w) scale = std::max(scale, std::fabs(v));
   for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-5f * scale) << i;
   // A record of another model is refused.
-  r = testing::run_cli("run " + testing::model_path("ch_ppocr_mobile_v2.0_cls_infer.onnx") + " --tuning " + tuned +
-                       "/decisions.json");
+  r = testing::run_cli("run " + testing::model_path("ch_ppocr_mobile_v2.0_cls_infer.onnx") +
+                       " --tuning " + tuned + "/decisions.json");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("tuning"), std::string::npos) << r.output;
 }

@@ -34,8 +34,8 @@ const std::vector<std::string>& feature_names();
 /// sgemm calls/100]. Value shapes come from `shapes` (the unoptimized
 /// model's run); values the passes created take the shape of their largest
 /// input (Transpose permutes it), an approximation the fit absorbs.
-std::vector<double> graph_features(const graph::Model& model, int threads, const ValueShapes& shapes,
-                                   const MachineInfo& machine);
+std::vector<double> graph_features(const graph::Model& model, int threads,
+                                   const ValueShapes& shapes, const MachineInfo& machine);
 
 /// softplus(x) = log(1 + eˣ), computed without overflow.
 double softplus(double x);
@@ -53,8 +53,8 @@ class CostModel {
   /// Fits θ by `iterations` full-batch Adam steps (learning rate `lr`,
   /// β = 0.9, 0.999, ε = 1e-8) on L = mean_i (log predict(X_i) − log y_i)²,
   /// starting from the current θ. y_i > 0. Returns the final loss.
-  double fit(const std::vector<std::vector<double>>& X, const std::vector<double>& y, int iterations = 500,
-             double lr = 0.05);
+  double fit(const std::vector<std::vector<double>>& X, const std::vector<double>& y,
+             int iterations = 500, double lr = 0.05);
   /// {"terms": [...], "theta": [...], "coefficients": [...]}.
   nlohmann::json to_json(const std::vector<std::string>& names) const;
   /// Reads to_json's output; throws Error("cost model", ...) when the term

@@ -58,9 +58,9 @@ double mad(const std::vector<double>& v);
 /// `seed`. `shapes` gives the shape of each input whose declared shape has
 /// symbolic dims (a symbolic first dim defaults to 1). Throws Error naming the
 /// input for a non-f32 input or a missing shape.
-std::map<std::string, Tensor> random_inputs(const graph::Model& model,
-                                            const std::map<std::string, std::vector<int64_t>>& shapes,
-                                            uint64_t seed);
+std::map<std::string, Tensor> random_inputs(
+    const graph::Model& model, const std::map<std::string, std::vector<int64_t>>& shapes,
+    uint64_t seed);
 
 /// Shapes of every main-graph value on one run of `model` on `inputs`.
 ValueShapes observe_shapes(const graph::Model& model, const std::map<std::string, Tensor>& inputs);
@@ -69,8 +69,9 @@ class Harness {
  public:
   /// Runs the unoptimized `reference` on `options.check_inputs` random input
   /// sets (seeds seed, seed+1, ...) to get the reference outputs.
-  Harness(const graph::Model& reference, const std::map<std::string, std::vector<int64_t>>& input_shapes,
-          uint64_t seed, HarnessOptions options);
+  Harness(const graph::Model& reference,
+          const std::map<std::string, std::vector<int64_t>>& input_shapes, uint64_t seed,
+          HarnessOptions options);
   /// Checks `c` on every check input; fills ok, max_rel_error and error.
   Measurement check(const AppliedConfiguration& c) const;
   /// check(), then — only when it passed — flush, warm-up and timed repeats.
@@ -78,7 +79,8 @@ class Harness {
   /// Interleaved re-measurement: `rounds` rounds, each flushes then runs every
   /// candidate once (the order rotates by one each round). Returns
   /// times[round][candidate] in milliseconds.
-  std::vector<std::vector<double>> paired(const std::vector<AppliedConfiguration>& candidates, int rounds) const;
+  std::vector<std::vector<double>> paired(const std::vector<AppliedConfiguration>& candidates,
+                                          int rounds) const;
   const std::map<std::string, Tensor>& inputs() const { return inputs_.front(); }
   const HarnessOptions& options() const { return options_; }
 

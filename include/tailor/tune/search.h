@@ -44,7 +44,8 @@ int best_index(const std::vector<Evaluation>& evals);
 /// The default configuration, measured once.
 SearchResult search_default(const DecisionSpace& space, const Oracle& oracle);
 /// The default first, then budget − 1 configurations drawn uniformly (Rng(seed)).
-SearchResult search_random(const DecisionSpace& space, const Oracle& oracle, int budget, uint64_t seed);
+SearchResult search_random(const DecisionSpace& space, const Oracle& oracle, int budget,
+                           uint64_t seed);
 /// Greedy coordinate descent from the default: decisions in order (cycling),
 /// each alternative choice measured, kept when faster than the best so far.
 SearchResult search_greedy(const DecisionSpace& space, const Oracle& oracle, int budget);
@@ -58,7 +59,8 @@ SearchResult search_exhaustive(const DecisionSpace& space, const Oracle& oracle)
 /// as it is in each one-hot choice for fusion, conv-block and thread
 /// decisions). Writes ∂E/∂logits_dc = p_dc·(table_dc − Σ_c' p_dc'·table_dc')
 /// into `grad` (same shape as logits).
-double expected_cost(const std::vector<std::vector<double>>& logits, const std::vector<std::vector<double>>& table,
+double expected_cost(const std::vector<std::vector<double>>& logits,
+                     const std::vector<std::vector<double>>& table,
                      std::vector<std::vector<double>>* grad);
 
 /// Gumbel-softmax with the straight-through estimator (Jang et al., 2017;
@@ -67,8 +69,8 @@ double expected_cost(const std::vector<std::vector<double>>& logits, const std::
 /// is table[argmax y] (the hard sample); the backward pass treats cost as
 /// Σ_c y_c·table_c, so ∂/∂logits_c = y_c·(table_c − Σ y·table)/tau, added
 /// into `grad`. Returns the hard sample's index.
-int gumbel_straight_through(const std::vector<double>& logits, const std::vector<double>& table, double tau,
-                            Rng& rng, std::vector<double>& grad, double* cost);
+int gumbel_straight_through(const std::vector<double>& logits, const std::vector<double>& table,
+                            double tau, Rng& rng, std::vector<double>& grad, double* cost);
 
 /// Settings of the gradient method.
 struct GradientOptions {
@@ -93,7 +95,8 @@ struct GradientOptions {
 /// measured already, a Gumbel-max sample of the distribution (seeded). Failed
 /// checks push their choices' logits down. `model` is refitted in place (its
 /// initial θ warm-starts the first fit).
-SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle, const FeatureFn& features,
-                             int budget, uint64_t seed, CostModel& model, const GradientOptions& options = {});
+SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
+                             const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
+                             const GradientOptions& options = {});
 
 }  // namespace tailor::tune
