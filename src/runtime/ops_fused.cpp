@@ -5,8 +5,8 @@
 // one pass over the output). Each computes what the unfused ONNX nodes compute,
 // with the same float operations in the same order where the kernels allow.
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstring>
 
 #include "op_util.h"
@@ -20,7 +20,8 @@ namespace {
 namespace k = kernels;
 
 const float* f32_of(const OpContext& ctx, const Tensor& t, const char* what) {
-  if (t.dtype() != DType::f32) ctx.fail(std::string(what) + " must be f32, got " + std::string(dtype_name(t.dtype())));
+  if (t.dtype() != DType::f32)
+    ctx.fail(std::string(what) + " must be f32, got " + std::string(dtype_name(t.dtype())));
   return t.data<float>();
 }
 
@@ -36,18 +37,21 @@ class FusedConvKernel final : public Kernel {
         group_(init.node.attr_int("group", 1)),
         column_block_(init.node.attr_int("column_block", 0)) {
     if (column_block_ < 0) init.fail("column_block must be >= 0");
-    if (auto_pad_ != "NOTSET" && auto_pad_ != "VALID" && auto_pad_ != "SAME_UPPER" && auto_pad_ != "SAME_LOWER")
+    if (auto_pad_ != "NOTSET" && auto_pad_ != "VALID" && auto_pad_ != "SAME_UPPER" &&
+        auto_pad_ != "SAME_LOWER")
       init.fail("auto_pad '" + auto_pad_ + "' is invalid");
   }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
     const Tensor w = ctx.in(1).contiguous();
     const Tensor b = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
-    if ((x.rank() != 3 && x.rank() != 4) || w.rank() != x.rank()) ctx.fail("input and weight must be rank 3 or 4");
+    if ((x.rank() != 3 && x.rank() != 4) || w.rank() != x.rank())
+      ctx.fail("input and weight must be rank 3 or 4");
     const size_t sd = x.rank() - 2;
     std::vector<int64_t> st = strides_.empty() ? std::vector<int64_t>(sd, 1) : strides_;
     std::vector<int64_t> dil = dil_.empty() ? std::vector<int64_t>(sd, 1) : dil_;
-    if (st.size() != sd || dil.size() != sd) ctx.fail("strides/dilations do not match the input rank");
+    if (st.size() != sd || dil.size() != sd)
+      ctx.fail("strides/dilations do not match the input rank");
     std::vector<int64_t> pb(sd, 0), pe(sd, 0);
     for (size_t i = 0; i < sd; ++i) {
       const int64_t in = x.dim(2 + i), ks = w.dim(2 + i);
@@ -63,7 +67,8 @@ class FusedConvKernel final : public Kernel {
         pe[i] = total - pb[i];
       }
     }
-    if (x.dim(1) != w.dim(1) * group_) ctx.fail("input channels differ from weight channels x group");
+    if (x.dim(1) != w.dim(1) * group_)
+      ctx.fail("input channels differ from weight channels x group");
     if (b.defined() && b.numel() != w.dim(0)) ctx.fail("bias has the wrong size");
     k::Conv2dParams p;
     p.n = x.dim(0), p.c_in = x.dim(1), p.c_out = w.dim(0), p.groups = group_;
@@ -77,11 +82,13 @@ class FusedConvKernel final : public Kernel {
       p.pad_top = pb[0], p.pad_left = pb[1], p.pad_bottom = pe[0], p.pad_right = pe[1];
     }
     k::validate(p);
-    Tensor y = ctx.alloc(DType::f32, sd == 1 ? Shape{p.n, p.c_out, p.out_w()} : Shape{p.n, p.c_out, p.out_h(), p.out_w()});
+    Tensor y = ctx.alloc(DType::f32, sd == 1 ? Shape{p.n, p.c_out, p.out_w()}
+                                             : Shape{p.n, p.c_out, p.out_h(), p.out_w()});
     const int64_t sn = k::conv2d_scratch_size(p);
     Tensor scratch = sn > 0 ? ctx.alloc(DType::f32, {sn}) : Tensor();
-    k::conv2d(p, f32_of(ctx, x, "input"), f32_of(ctx, w, "weight"), b.defined() ? f32_of(ctx, b, "bias") : nullptr,
-              y.mutable_data<float>(), act_, sn > 0 ? scratch.mutable_data<float>() : nullptr);
+    k::conv2d(p, f32_of(ctx, x, "input"), f32_of(ctx, w, "weight"),
+              b.defined() ? f32_of(ctx, b, "bias") : nullptr, y.mutable_data<float>(), act_,
+              sn > 0 ? scratch.mutable_data<float>() : nullptr);
     ctx.outputs[0] = std::move(y);
   }
 
@@ -113,9 +120,10 @@ class FusedGemmKernel final : public Kernel {
     if ((p.trans_b ? b.dim(1) : b.dim(0)) != p.k) ctx.fail("inner dimensions differ");
     const Tensor c = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
     Tensor y = ctx.alloc(DType::f32, {p.m, p.n});
-    k::gemm(p, f32_of(ctx, a, "A"), f32_of(ctx, b, "B"), c.defined() ? f32_of(ctx, c, "C") : nullptr,
-            c.defined() ? std::span<const int64_t>(c.shape()) : std::span<const int64_t>(), y.mutable_data<float>(),
-            act_);
+    k::gemm(p, f32_of(ctx, a, "A"), f32_of(ctx, b, "B"),
+            c.defined() ? f32_of(ctx, c, "C") : nullptr,
+            c.defined() ? std::span<const int64_t>(c.shape()) : std::span<const int64_t>(),
+            y.mutable_data<float>(), act_);
     ctx.outputs[0] = std::move(y);
   }
 
@@ -167,8 +175,10 @@ void layer_norm_op(OpContext& ctx, float eps) {
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
   const Tensor sc = ctx.has(1) ? ctx.in(1).contiguous() : Tensor();
   const Tensor bc = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
-  if (sc.defined() && sc.numel() != n) ctx.fail("scale must have " + std::to_string(n) + " elements");
-  if (bc.defined() && bc.numel() != n) ctx.fail("bias must have " + std::to_string(n) + " elements");
+  if (sc.defined() && sc.numel() != n)
+    ctx.fail("scale must have " + std::to_string(n) + " elements");
+  if (bc.defined() && bc.numel() != n)
+    ctx.fail("bias must have " + std::to_string(n) + " elements");
   const float* scale = sc.defined() ? f32_of(ctx, sc, "scale") : nullptr;
   const float* bias = bc.defined() ? f32_of(ctx, bc, "bias") : nullptr;
   Tensor y = ctx.alloc(DType::f32, x.shape());
@@ -206,9 +216,12 @@ void softmax_op(OpContext& ctx, int64_t axis_attr) {
   int64_t outer = 1, n = 1, inner = 1;
   for (int64_t d = 0; d < r; ++d) {
     const int64_t s = x.dim(static_cast<size_t>(d));
-    if (d < axis) outer *= s;
-    else if (d == axis) n *= s;
-    else inner *= s;
+    if (d < axis)
+      outer *= s;
+    else if (d == axis)
+      n *= s;
+    else
+      inner *= s;
   }
   Tensor y = ctx.alloc(DType::f32, x.shape());
   if (x.numel() > 0) k::softmax(f32_of(ctx, x, "input"), y.mutable_data<float>(), outer, n, inner);
@@ -219,24 +232,42 @@ void softmax_op(OpContext& ctx, int64_t axis_attr) {
 
 float step_unary(ElementwiseOp op, float x, float p0, float p1) {
   switch (op) {
-    case ElementwiseOp::relu: return x > 0 ? x : 0.0f;
-    case ElementwiseOp::sigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case ElementwiseOp::tanh: return std::tanh(x);
-    case ElementwiseOp::exp: return std::exp(x);
-    case ElementwiseOp::log: return std::log(x);
-    case ElementwiseOp::sqrt: return std::sqrt(x);
-    case ElementwiseOp::reciprocal: return 1.0f / x;
-    case ElementwiseOp::neg: return -x;
-    case ElementwiseOp::abs: return x < 0 ? -x : x;
-    case ElementwiseOp::clip: return std::min(p1, std::max(p0, x));
-    case ElementwiseOp::hard_sigmoid: return std::max(0.0f, std::min(1.0f, p0 * x + p1));
-    case ElementwiseOp::hard_swish: return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6) + 0.5f));
-    case ElementwiseOp::leaky_relu: return x >= 0 ? x : p0 * x;
-    case ElementwiseOp::square: return x * x;
-    case ElementwiseOp::cube: return x * x * x;
-    case ElementwiseOp::identity: return x;
-    case ElementwiseOp::pow_const: return static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(p0)));
-    default: return x;
+    case ElementwiseOp::relu:
+      return x > 0 ? x : 0.0f;
+    case ElementwiseOp::sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case ElementwiseOp::tanh:
+      return std::tanh(x);
+    case ElementwiseOp::exp:
+      return std::exp(x);
+    case ElementwiseOp::log:
+      return std::log(x);
+    case ElementwiseOp::sqrt:
+      return std::sqrt(x);
+    case ElementwiseOp::reciprocal:
+      return 1.0f / x;
+    case ElementwiseOp::neg:
+      return -x;
+    case ElementwiseOp::abs:
+      return x < 0 ? -x : x;
+    case ElementwiseOp::clip:
+      return std::min(p1, std::max(p0, x));
+    case ElementwiseOp::hard_sigmoid:
+      return std::max(0.0f, std::min(1.0f, p0 * x + p1));
+    case ElementwiseOp::hard_swish:
+      return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6) + 0.5f));
+    case ElementwiseOp::leaky_relu:
+      return x >= 0 ? x : p0 * x;
+    case ElementwiseOp::square:
+      return x * x;
+    case ElementwiseOp::cube:
+      return x * x * x;
+    case ElementwiseOp::identity:
+      return x;
+    case ElementwiseOp::pow_const:
+      return static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(p0)));
+    default:
+      return x;
   }
 }
 
@@ -247,14 +278,22 @@ class FusedElementwiseKernel final : public Kernel {
     params_ = init.node.attr_floats("params", {});
     consts_ = init.node.attr_floats("constants", {});
     n_in_ = static_cast<int64_t>(init.node.inputs.size());
-    if (n_in_ < 1 || n_in_ > kMaxInputs) init.fail("needs 1 to " + std::to_string(kMaxInputs) + " inputs");
-    if (prog.empty() || prog.size() % 4 != 0) init.fail("program must hold (op, dst, a, b) quadruples");
+    if (n_in_ < 1 || n_in_ > kMaxInputs)
+      init.fail("needs 1 to " + std::to_string(kMaxInputs) + " inputs");
+    if (prog.empty() || prog.size() % 4 != 0)
+      init.fail("program must hold (op, dst, a, b) quadruples");
     if (params_.size() != prog.size() / 2) init.fail("params must hold 2 floats per step");
     for (size_t s = 0; s < prog.size(); s += 4) {
-      Step st{static_cast<ElementwiseOp>(prog[s]), prog[s + 1], prog[s + 2], prog[s + 3],
-              params_[s / 2], params_[s / 2 + 1]};
-      if (prog[s] < 0 || prog[s] >= static_cast<int64_t>(ElementwiseOp::count)) init.fail("unknown step op");
-      if (st.dst != n_in_ + static_cast<int64_t>(steps_.size())) init.fail("steps must write registers in order");
+      Step st{static_cast<ElementwiseOp>(prog[s]),
+              prog[s + 1],
+              prog[s + 2],
+              prog[s + 3],
+              params_[s / 2],
+              params_[s / 2 + 1]};
+      if (prog[s] < 0 || prog[s] >= static_cast<int64_t>(ElementwiseOp::count))
+        init.fail("unknown step op");
+      if (st.dst != n_in_ + static_cast<int64_t>(steps_.size()))
+        init.fail("steps must write registers in order");
       auto check = [&](int64_t r, bool used) {
         if (!used) return;
         if (r >= st.dst || (r < 0 && -r - 1 >= static_cast<int64_t>(consts_.size())))
@@ -274,82 +313,159 @@ class FusedElementwiseKernel final : public Kernel {
     for (int64_t i = 0; i < n_in_; ++i) {
       ins[static_cast<size_t>(i)] = ctx.in(static_cast<size_t>(i)).contiguous();
       if (ins[static_cast<size_t>(i)].dtype() != DType::f32) ctx.fail("inputs must be f32");
-      shape = i == 0 ? ins[0].shape() : broadcast_shapes(ctx, shape, ins[static_cast<size_t>(i)].shape());
+      shape = i == 0 ? ins[0].shape()
+                     : broadcast_shapes(ctx, shape, ins[static_cast<size_t>(i)].shape());
     }
     const std::vector<float> zero1{0.f};
     const Tensor one = Tensor::from_f32({1}, zero1);
     std::array<const Tensor*, kMaxInputs> ptrs;
-    for (size_t i = 0; i < kMaxInputs; ++i) ptrs[i] = static_cast<int64_t>(i) < n_in_ ? &ins[i] : &one;
+    for (size_t i = 0; i < kMaxInputs; ++i)
+      ptrs[i] = static_cast<int64_t>(i) < n_in_ ? &ins[i] : &one;
     Tensor out = ctx.alloc(DType::f32, shape);
     float* po = out.mutable_data<float>();
     std::array<const float*, kMaxInputs> base;
     for (size_t i = 0; i < kMaxInputs; ++i) base[i] = ptrs[i]->data<float>();
     broadcast_runs<kMaxInputs>(ptrs, shape,
                                [&](int64_t oo, const std::array<int64_t, kMaxInputs>& off,
-                                   const std::array<int64_t, kMaxInputs>& st, int64_t len) {
-                                 float reg[kMaxRegs][kChunk];
-                                 for (int64_t c0 = 0; c0 < len; c0 += kChunk) {
-                                   const int64_t m = std::min<int64_t>(kChunk, len - c0);
-                                   for (int64_t i = 0; i < n_in_; ++i) {
-                                     const float* src = base[static_cast<size_t>(i)] + off[static_cast<size_t>(i)];
-                                     if (st[static_cast<size_t>(i)] == 1)
-                                       std::memcpy(reg[i], src + c0, static_cast<size_t>(m) * 4);
-                                     else
-                                       std::fill(reg[i], reg[i] + m, src[0]);
-                                   }
-                                   for (const Step& s : steps_) eval(s, reg, m);
-                                   std::memcpy(po + oo + c0, reg[regs_ - 1], static_cast<size_t>(m) * 4);
-                                 }
-                               });
+                                   const std::array<int64_t, kMaxInputs>& st,
+                                   int64_t len) { run_span(base, off, st, po + oo, len); });
     ctx.outputs[0] = std::move(out);
   }
 
  private:
   static constexpr size_t kMaxInputs = kFusedElementwiseMaxInputs;
   static constexpr int64_t kMaxRegs = kFusedElementwiseMaxInputs + kFusedElementwiseMaxSteps;
-  static constexpr int64_t kChunk = 64;
+  static constexpr int64_t kChunk = 256;
   struct Step {
     ElementwiseOp op;
     int64_t dst, a, b;
     float p0, p1;
   };
-  static bool is_binary(ElementwiseOp op) { return op >= ElementwiseOp::add && op <= ElementwiseOp::pow; }
+  static bool is_binary(ElementwiseOp op) {
+    return op >= ElementwiseOp::add && op <= ElementwiseOp::pow;
+  }
 
-  void eval(const Step& s, float (*reg)[kChunk], int64_t m) const {
-    float* d = reg[s.dst];
-    float ca[kChunk], cb[kChunk];
-    const float* a = operand(s.a, reg, ca, m);
-    if (is_binary(s.op)) {
-      const float* b = operand(s.b, reg, cb, m);
-      switch (s.op) {
-        case ElementwiseOp::add: for (int64_t i = 0; i < m; ++i) d[i] = a[i] + b[i]; break;
-        case ElementwiseOp::sub: for (int64_t i = 0; i < m; ++i) d[i] = a[i] - b[i]; break;
-        case ElementwiseOp::mul: for (int64_t i = 0; i < m; ++i) d[i] = a[i] * b[i]; break;
-        case ElementwiseOp::div: for (int64_t i = 0; i < m; ++i) d[i] = a[i] / b[i]; break;
-        case ElementwiseOp::max: for (int64_t i = 0; i < m; ++i) d[i] = a[i] > b[i] ? a[i] : b[i]; break;
-        case ElementwiseOp::min: for (int64_t i = 0; i < m; ++i) d[i] = a[i] < b[i] ? a[i] : b[i]; break;
-        case ElementwiseOp::pow:
-          for (int64_t i = 0; i < m; ++i)
-            d[i] = static_cast<float>(std::pow(static_cast<double>(a[i]), static_cast<double>(b[i])));
-          break;
-        default: break;
+  /// One run of `len` output elements: inputs advance (stride 1) or repeat
+  /// one value (stride 0); steps run over chunks of kChunk, the last one
+  /// writing straight into the output.
+  void run_span(const std::array<const float*, kMaxInputs>& base,
+                const std::array<int64_t, kMaxInputs>& off,
+                const std::array<int64_t, kMaxInputs>& st, float* out, int64_t len) const {
+    alignas(32) float buf[kMaxRegs][kChunk];
+    const float* reg[kMaxRegs];
+    for (int64_t i = 0; i < n_in_; ++i)
+      if (st[static_cast<size_t>(i)] == 0) {
+        std::fill(buf[i], buf[i] + std::min(kChunk, len),
+                  base[static_cast<size_t>(i)][off[static_cast<size_t>(i)]]);
+        reg[i] = buf[i];
       }
-      return;
-    }
-    switch (s.op) {
-      case ElementwiseOp::relu: for (int64_t i = 0; i < m; ++i) d[i] = a[i] > 0 ? a[i] : 0.0f; break;
-      case ElementwiseOp::clip:
-        for (int64_t i = 0; i < m; ++i) d[i] = std::min(s.p1, std::max(s.p0, a[i]));
-        break;
-      case ElementwiseOp::square: for (int64_t i = 0; i < m; ++i) d[i] = a[i] * a[i]; break;
-      default:
-        for (int64_t i = 0; i < m; ++i) d[i] = step_unary(s.op, a[i], s.p0, s.p1);
+    for (int64_t c0 = 0; c0 < len; c0 += kChunk) {
+      const int64_t m = std::min<int64_t>(kChunk, len - c0);
+      for (int64_t i = 0; i < n_in_; ++i)
+        if (st[static_cast<size_t>(i)] != 0)
+          reg[i] = base[static_cast<size_t>(i)] + off[static_cast<size_t>(i)] + c0;
+      for (size_t k = 0; k < steps_.size(); ++k) {
+        const Step& s = steps_[k];
+        float* d = k + 1 == steps_.size() ? out + c0 : buf[s.dst];
+        eval(s, reg, d, m);
+        reg[s.dst] = d;
+      }
     }
   }
-  const float* operand(int64_t r, float (*reg)[kChunk], float* scratch, int64_t m) const {
-    if (r >= 0) return reg[r];
-    std::fill(scratch, scratch + m, consts_[static_cast<size_t>(-r - 1)]);
-    return scratch;
+
+  void eval(const Step& s, const float* const* reg, float* d, int64_t m) const {
+    const float* a = s.a >= 0 ? reg[s.a] : nullptr;
+    const float av = s.a >= 0 ? 0.f : consts_[static_cast<size_t>(-s.a - 1)];
+    if (is_binary(s.op)) {
+      const float* b = s.b >= 0 ? reg[s.b] : nullptr;
+      const float bv = s.b >= 0 ? 0.f : consts_[static_cast<size_t>(-s.b - 1)];
+      // Operands as arrays or one repeated value; the same float operation either way.
+#define TAILOR_BIN(EXPR)                     \
+  if (a && b) {                              \
+    for (int64_t i = 0; i < m; ++i) {        \
+      const float x = a[i], y = b[i];        \
+      d[i] = EXPR;                           \
+    }                                        \
+  } else if (a) {                            \
+    for (int64_t i = 0; i < m; ++i) {        \
+      const float x = a[i], y = bv;          \
+      d[i] = EXPR;                           \
+    }                                        \
+  } else {                                   \
+    for (int64_t i = 0; i < m; ++i) {        \
+      const float x = av, y = b ? b[i] : bv; \
+      d[i] = EXPR;                           \
+    }                                        \
+  }
+      switch (s.op) {
+        case ElementwiseOp::add:
+          TAILOR_BIN(x + y) break;
+        case ElementwiseOp::sub:
+          TAILOR_BIN(x - y) break;
+        case ElementwiseOp::mul:
+          TAILOR_BIN(x * y) break;
+        case ElementwiseOp::div:
+          TAILOR_BIN(x / y) break;
+        case ElementwiseOp::max:
+          TAILOR_BIN(x > y ? x : y) break;
+        case ElementwiseOp::min:
+          TAILOR_BIN(x < y ? x : y) break;
+        case ElementwiseOp::pow:
+          TAILOR_BIN(static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(y))))
+          break;
+        default:
+          break;
+      }
+#undef TAILOR_BIN
+      return;
+    }
+    float tmp[kChunk];
+    if (!a) {
+      std::fill(tmp, tmp + m, av);
+      a = tmp;
+    }
+    const float p0 = s.p0, p1 = s.p1;
+    switch (s.op) {
+      case ElementwiseOp::relu:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] > 0 ? a[i] : 0.0f;
+        break;
+      case ElementwiseOp::clip:
+        for (int64_t i = 0; i < m; ++i) d[i] = std::min(p1, std::max(p0, a[i]));
+        break;
+      case ElementwiseOp::square:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] * a[i];
+        break;
+      case ElementwiseOp::cube:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] * a[i] * a[i];
+        break;
+      case ElementwiseOp::identity:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i];
+        break;
+      case ElementwiseOp::neg:
+        for (int64_t i = 0; i < m; ++i) d[i] = -a[i];
+        break;
+      case ElementwiseOp::abs:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] < 0 ? -a[i] : a[i];
+        break;
+      case ElementwiseOp::reciprocal:
+        for (int64_t i = 0; i < m; ++i) d[i] = 1.0f / a[i];
+        break;
+      case ElementwiseOp::sqrt:
+        for (int64_t i = 0; i < m; ++i) d[i] = std::sqrt(a[i]);
+        break;
+      case ElementwiseOp::hard_sigmoid:
+        for (int64_t i = 0; i < m; ++i) d[i] = std::max(0.0f, std::min(1.0f, p0 * a[i] + p1));
+        break;
+      case ElementwiseOp::hard_swish:
+        for (int64_t i = 0; i < m; ++i)
+          d[i] = a[i] * std::max(0.0f, std::min(1.0f, a[i] * (1.0f / 6) + 0.5f));
+        break;
+      case ElementwiseOp::leaky_relu:
+        for (int64_t i = 0; i < m; ++i) d[i] = a[i] >= 0 ? a[i] : p0 * a[i];
+        break;
+      default:
+        for (int64_t i = 0; i < m; ++i) d[i] = step_unary(s.op, a[i], p0, p1);
+    }
   }
 
   std::vector<float> params_, consts_;
@@ -375,8 +491,10 @@ kernels::Activation activation_from_node(const graph::Node& node) {
 }
 
 void register_fused_ops() {
-  register_op("ai.tailor", "FusedConv", [](const KernelInit& init) { return std::make_unique<FusedConvKernel>(init); });
-  register_op("ai.tailor", "FusedGemm", [](const KernelInit& init) { return std::make_unique<FusedGemmKernel>(init); });
+  register_op("ai.tailor", "FusedConv",
+              [](const KernelInit& init) { return std::make_unique<FusedConvKernel>(init); });
+  register_op("ai.tailor", "FusedGemm",
+              [](const KernelInit& init) { return std::make_unique<FusedGemmKernel>(init); });
   register_op("ai.tailor", "FusedMatMul",
               [](const KernelInit& init) { return std::make_unique<FusedMatMulKernel>(init); });
   register_op("ai.tailor", "LayerNormalization", [](const KernelInit& init) {
@@ -388,8 +506,9 @@ void register_fused_ops() {
     const int64_t axis = init.node.attr_int("axis", -1);
     return make_kernel([axis](OpContext& ctx) { softmax_op(ctx, axis); });
   });
-  register_op("ai.tailor", "FusedElementwise",
-              [](const KernelInit& init) { return std::make_unique<FusedElementwiseKernel>(init); });
+  register_op("ai.tailor", "FusedElementwise", [](const KernelInit& init) {
+    return std::make_unique<FusedElementwiseKernel>(init);
+  });
 }
 
 }  // namespace tailor::runtime

@@ -30,7 +30,8 @@ class ConvNhwcKernel final : public Kernel {
         group_(init.node.attr_int("group", 1)) {
     if (init.node.attr_string("auto_pad", "NOTSET") != "NOTSET")
       init.fail("auto_pad is unsupported (the layout pass writes explicit pads)");
-    if (strides_.size() != 2 || pads_.size() != 4 || dil_.size() != 2) init.fail("needs 2-D strides, pads, dilations");
+    if (strides_.size() != 2 || pads_.size() != 4 || dil_.size() != 2)
+      init.fail("needs 2-D strides, pads, dilations");
   }
 
   void run(OpContext& ctx) override {
@@ -38,7 +39,8 @@ class ConvNhwcKernel final : public Kernel {
     const Tensor w = ctx.in(1).contiguous();
     const Tensor b = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
     if (x.rank() != 4 || w.rank() != 4) ctx.fail("input and weight must be rank 4 (NHWC, OHWI)");
-    if (x.dtype() != DType::f32 || w.dtype() != DType::f32) ctx.fail("input and weight must be f32");
+    if (x.dtype() != DType::f32 || w.dtype() != DType::f32)
+      ctx.fail("input and weight must be f32");
     k::Conv2dParams p;
     p.n = x.dim(0), p.h = x.dim(1), p.w = x.dim(2), p.c_in = x.dim(3);
     p.c_out = w.dim(0), p.kh = w.dim(1), p.kw = w.dim(2), p.groups = group_;
@@ -47,8 +49,10 @@ class ConvNhwcKernel final : public Kernel {
     if (w.dim(3) * group_ != p.c_in) ctx.fail("input channels differ from weight channels x group");
     k::validate(p);
     const bool depthwise = group_ == p.c_in && group_ == p.c_out;
-    if (group_ != 1 && !depthwise) ctx.fail("only group 1 and depthwise convolutions are supported in NHWC");
-    if (b.defined() && (b.numel() != p.c_out || b.dtype() != DType::f32)) ctx.fail("bias must be f32 [c_out]");
+    if (group_ != 1 && !depthwise)
+      ctx.fail("only group 1 and depthwise convolutions are supported in NHWC");
+    if (b.defined() && (b.numel() != p.c_out || b.dtype() != DType::f32))
+      ctx.fail("bias must be f32 [c_out]");
     const int64_t oh = p.out_h(), ow = p.out_w();
     Tensor y = ctx.alloc(DType::f32, {p.n, oh, ow, p.c_out});
     const float* px = x.data<float>();
@@ -60,14 +64,16 @@ class ConvNhwcKernel final : public Kernel {
       depthwise_nhwc(p, px, pw, pb, py);
     } else {
       const int64_t kk = p.kh * p.kw * p.c_in;
-      const bool pointwise = p.kh == 1 && p.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
-                             p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
+      const bool pointwise = p.kh == 1 && p.kw == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+                             p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 &&
+                             p.pad_right == 0;
       if (pointwise) {
         linalg::sgemm(false, true, pixels, p.c_out, kk, 1.f, px, kk, pw, kk, 0.f, py, p.c_out);
       } else {
         Tensor cols = ctx.alloc(DType::f32, {pixels, kk});
         im2col_nhwc(p, px, cols.mutable_data<float>());
-        linalg::sgemm(false, true, pixels, p.c_out, kk, 1.f, cols.data<float>(), kk, pw, kk, 0.f, py, p.c_out);
+        linalg::sgemm(false, true, pixels, p.c_out, kk, 1.f, cols.data<float>(), kk, pw, kk, 0.f,
+                      py, p.c_out);
       }
     }
     epilogue(pb, p.c_out, pixels, py);
@@ -91,7 +97,8 @@ class ConvNhwcKernel final : public Kernel {
             if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w)
               std::fill(dst, dst + p.c_in, 0.f);
             else
-              std::memcpy(dst, x + ((b * p.h + iy) * p.w + ix) * p.c_in, static_cast<size_t>(p.c_in) * 4);
+              std::memcpy(dst, x + ((b * p.h + iy) * p.w + ix) * p.c_in,
+                          static_cast<size_t>(p.c_in) * 4);
           }
         }
       }
@@ -100,11 +107,13 @@ class ConvNhwcKernel final : public Kernel {
 
   /// Depthwise: W [c, kh, kw, 1] regrouped as [kh, kw, c] so the inner loop
   /// runs over contiguous channels of input, weight and output.
-  static void depthwise_nhwc(const k::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y) {
+  static void depthwise_nhwc(const k::Conv2dParams& p, const float* x, const float* w,
+                             const float* bias, float* y) {
     const int64_t c = p.c_in, oh = p.out_h(), ow = p.out_w();
     std::vector<float> wt(static_cast<size_t>(p.kh * p.kw * c));
     for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t t = 0; t < p.kh * p.kw; ++t) wt[static_cast<size_t>(t * c + ch)] = w[ch * p.kh * p.kw + t];
+      for (int64_t t = 0; t < p.kh * p.kw; ++t)
+        wt[static_cast<size_t>(t * c + ch)] = w[ch * p.kh * p.kw + t];
     (void)bias;
 #pragma omp parallel for schedule(static) if (p.n * oh * ow * c >= (1 << 15))
     for (int64_t r = 0; r < p.n * oh; ++r) {
@@ -146,7 +155,8 @@ class ConvNhwcKernel final : public Kernel {
 }  // namespace
 
 void register_layout_ops() {
-  register_op("ai.tailor", "ConvNhwc", [](const KernelInit& init) { return std::make_unique<ConvNhwcKernel>(init); });
+  register_op("ai.tailor", "ConvNhwc",
+              [](const KernelInit& init) { return std::make_unique<ConvNhwcKernel>(init); });
 }
 
 }  // namespace tailor::runtime

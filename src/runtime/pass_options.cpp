@@ -12,7 +12,8 @@ graph::NodeEvaluator node_evaluator() {
     graph::Node n = node;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i].empty()) continue;
-      if (i >= inputs.size() || !inputs[i].defined()) throw Error(node.label(), "input " + std::to_string(i) + " has no value");
+      if (i >= inputs.size() || !inputs[i].defined())
+        throw Error(node.label(), "input " + std::to_string(i) + " has no value");
       if (!g.initializers.count(n.inputs[i])) g.add_initializer(n.inputs[i], inputs[i]);
     }
     g.nodes.push_back(n);
@@ -23,7 +24,8 @@ graph::NodeEvaluator node_evaluator() {
     std::vector<Tensor> outs = run_plan(*plan, {}, nullptr, arena);
     std::vector<Tensor> result;
     size_t k = 0;
-    for (const auto& o : n.outputs) result.push_back(o.empty() ? Tensor() : outs[k++].contiguous().clone());
+    for (const auto& o : n.outputs)
+      result.push_back(o.empty() ? Tensor() : outs[k++].contiguous().clone());
     return result;
   };
 }

@@ -73,17 +73,6 @@ void compare(const std::string& model, const std::vector<std::pair<std::string, 
   }
 }
 
-/// The kernels on one thread for the duration of a test (the machine may be
-/// shared; OpenMP's spinning on busy cores costs seconds), restored after.
-class OneThread {
- public:
-  OneThread() : saved_(runtime::kernels::num_threads()) { runtime::kernels::set_num_threads(1); }
-  ~OneThread() { runtime::kernels::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
-
 #define NEED_ORT_AND(model_var, file)                                  \
   OneThread one_thread;                                                \
   if (auto why = ort_unavailable(); !why.empty()) GTEST_SKIP() << why; \

@@ -14,9 +14,11 @@
 #include "format.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/onnx.h"
+#include "tailor/graph/passes.h"
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
+#include "tailor/runtime/pass_options.h"
 #include "tailor/tune/tune.h"
 
 namespace tailor::cli {
@@ -50,6 +52,8 @@ void add_run(CLI::App& app) {
   static std::string path, output, tuning;
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;
+  static bool profile = false;
+  static std::string passes = "all";
   cmd->add_option("MODEL", path, "ONNX model")->required();
   cmd->add_option("-i,--input", inputs, "NAME=FILE.npy, one per model input (repeatable)");
   cmd->add_option("-o,--output", output, "Folder to write every output into as <name>.npy");
@@ -57,16 +61,34 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
-  cmd->add_option("--tuning", tuning, "Apply the chosen decisions of a tailor tune decisions.json");
+  cmd->add_flag("--profile", profile, "Print the time per op type over the timed runs");
+  cmd->add_option("--passes", passes,
+                  "Graph passes before running: all, none, or a comma-separated list of "
+                  "fold,simplify,cse,hoist,fuse,layout,dce (run in pipeline order)")
+      ->capture_default_str();
+  cmd->add_option("--tuning", tuning, "Apply the chosen decisions of a tailor tune decisions.json (instead of --passes)");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
     if (threads > 0) runtime::kernels::set_num_threads(threads);
     graph::Model model = graph::import_onnx(path);
+    const std::vector<std::string> pass_names =
+        tuning.empty() ? graph::parse_pass_list(passes) : std::vector<std::string>{};
+    std::string pass_line;  // printed once the inputs are read (errors stay one line)
     if (!tuning.empty()) {
+      const size_t before = model.graph.nodes.size();
       tune::AppliedConfiguration tuned = tune::apply_record(model, tune::read_record(tuning));
       model = std::move(tuned.model);
       if (threads == 0) runtime::kernels::set_num_threads(tuned.threads);
+      pass_line = fmt::format("tuning: {} ({} -> {} nodes)\n", printable(tuning), before, model.graph.nodes.size());
+    }
+    if (!pass_names.empty()) {
+      const size_t before = model.graph.nodes.size();
+      model = graph::run_passes(model, pass_names, runtime::default_pass_options());
+      std::string list;
+      for (const auto& n : pass_names) list += (list.empty() ? "" : ",") + n;
+      pass_line =
+          fmt::format("passes: {} ({} -> {} nodes)\n", list, before, model.graph.nodes.size());
     }
     runtime::Executor ex(std::move(model));
 
@@ -79,12 +101,14 @@ void add_run(CLI::App& app) {
       if (feeds.count(name)) throw Error("input '" + printable(name) + "'", "given twice");
       feeds[name] = read_npy(spec.substr(eq + 1));
     }
+    std::cout << pass_line;
     auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, Tensor> outs = ex.run(feeds);
     const double first_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
     std::vector<double> ms;
+    if (profile) ex.set_profiling(true);
     for (int i = 0; i < time_runs; ++i) {
       outs.clear();
       t0 = std::chrono::steady_clock::now();
@@ -122,6 +146,16 @@ void add_run(CLI::App& app) {
     } else {
       std::cout << fmt::format("latency: {:.3f} ms (one cold run; --time N for a median)\n",
                                first_ms);
+    }
+    if (profile && time_runs > 0) {
+      std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(ex.op_profile().begin(),
+                                                                           ex.op_profile().end());
+      std::sort(rows.begin(), rows.end(),
+                [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+      std::cout << "time per op type (per run):\n";
+      for (const auto& [op, v] : rows)
+        std::cout << fmt::format("  {:<22} {:>9.3f} ms  {:>5} nodes\n", op, v.first / time_runs,
+                                 v.second / time_runs);
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);

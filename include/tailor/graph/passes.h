@@ -22,8 +22,8 @@ namespace tailor::graph {
 /// input is an undefined Tensor) and returns its outputs, or throws Error.
 /// `opset` is the model's default-domain opset. The runtime provides one that
 /// runs its own op kernels (runtime::node_evaluator()).
-using NodeEvaluator =
-    std::function<std::vector<Tensor>(const Node& node, const std::vector<Tensor>& inputs, int64_t opset)>;
+using NodeEvaluator = std::function<std::vector<Tensor>(
+    const Node& node, const std::vector<Tensor>& inputs, int64_t opset)>;
 
 /// Options shared by the passes.
 struct PassOptions {
@@ -45,9 +45,11 @@ struct PassOptions {
 /// initializers holding its outputs, as long as each output has at most
 /// `fold_max_elements` elements; an If whose condition is a constant is
 /// replaced by the nodes of the branch it takes (renamed into the enclosing
-/// graph). Repeats to a fixed point, in subgraphs too. Preserves: every value
-/// bit for bit (the same kernels compute it, once, at compile time). Does
-/// nothing to nodes the evaluator refuses (they stay).
+/// graph). One sweep in node order reaches the fixed point (a folded output
+/// is an initializer for the nodes after it), in subgraphs too; then shape
+/// computations over static dims fold (fold_shape_constants). Preserves:
+/// every value bit for bit (the same kernels compute it, once, at compile
+/// time). Does nothing to nodes the evaluator refuses (they stay).
 Model fold_constants(const Model& model, const PassOptions& options);
 
 /// Dead-code elimination. Removes nodes none of whose outputs reach a graph
@@ -77,8 +79,12 @@ Model eliminate_common_subexpressions(const Model& model, const PassOptions& opt
 /// Reshape; Identity and Dropout (inference) removed; Squeeze/Unsqueeze pairs
 /// left alone; BatchNormalization after a Conv (or Gemm with a constant B)
 /// whose output has no other consumer → new weight and bias initializers
-/// w' = w·s, b' = (b − mean)·s + beta, s = scale/√(var + ε) (DESIGN: within
-/// float rounding). Preserves graph outputs (an Identity keeps a name).
+/// w' = w·s, b' = b·s + (beta − mean·s), s = scale/√(var + ε); likewise a Mul
+/// or Add of a per-channel constant ([C,1,1], [1,C,1,1] or one element) after
+/// a Conv (w' = w·s, b' = b·s; b' = b + t). Shape inference runs first (ranks
+/// and dtypes for the guards). Preserves graph outputs exactly, except the
+/// Sqrt rewrite and the folds into weights (within float rounding); a graph
+/// output name is kept through an Identity.
 Model simplify(const Model& model, const PassOptions& options);
 
 /// Invariant hoisting out of subgraphs. Loop bodies: every node whose inputs
@@ -132,12 +138,13 @@ std::vector<FusionCandidate> fusion_candidates(const Model& model);
 /// operations in the same order; the elementwise program does too).
 Model fuse(const Model& model, const PassOptions& options);
 
-/// Layout: each 2-D Conv/FusedConv (groups 1 or depthwise, constant weight)
-/// becomes ai.tailor.ConvNhwc between Transposes to and from NHWC, and
-/// inverse Transpose pairs between consecutive NHWC convs (through
-/// elementwise unary ops too) cancel, so a conv chain runs in NHWC with one
-/// transpose at each end. Preserves outputs within float rounding (GEMM
-/// summation order differs).
+/// Layout: each 2-D Conv/FusedConv (groups 1 or depthwise, constant f32
+/// weight, explicit or VALID padding) becomes ai.tailor.ConvNhwc (weight
+/// re-laid OHWI) between Transposes to and from NHWC, and inverse Transpose
+/// pairs between directly consecutive NHWC convs cancel, so a chain of convs
+/// runs in NHWC with one transpose at each end. Anything between two convs
+/// (a residual Add, an unfused elementwise op) keeps its pair of transposes.
+/// Preserves outputs within float rounding (GEMM summation order differs).
 Model convert_layout_nhwc(const Model& model, const PassOptions& options);
 
 /// A pass in the registry.
@@ -152,19 +159,20 @@ struct PassInfo {
 
 /// Every pass in pipeline order: fold (turns Constant nodes into the
 /// initializers the others match), simplify (exposes more constants and
-/// folds BatchNorm into convs before fusion), cse, hoist, fold again is not
-/// needed, fuse (after simplify, so Conv+BN+act becomes one node), layout
+/// folds BatchNorm into convs before fusion), cse, hoist, fuse (after simplify, so Conv+BN+act becomes one node), layout
 /// (after fuse, on fused convs), dce (last: sweeps what the others left).
 const std::vector<PassInfo>& registered_passes();
 
 /// Parses "all", "none" or a comma-separated list of pass names into names
-/// in pipeline order. Throws Error("--passes", ...) naming an unknown pass
+/// in pipeline order. "all" is every pass but layout (it measured slower on
+/// the PP-OCR models, see the README; name it to get it). Throws Error("--passes", ...) naming an unknown pass
 /// and listing the known ones.
 std::vector<std::string> parse_pass_list(const std::string& spec);
 
 /// Runs the named passes in pipeline order (see registered_passes), each on
 /// the previous one's output, then verify()s the result. Throws Error on an
 /// unknown name.
-Model run_passes(const Model& model, const std::vector<std::string>& names, const PassOptions& options);
+Model run_passes(const Model& model, const std::vector<std::string>& names,
+                 const PassOptions& options);
 
 }  // namespace tailor::graph

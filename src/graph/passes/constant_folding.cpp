@@ -5,6 +5,7 @@
 #include "pass_util.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
+#include "tailor/graph/shape_inference.h"
 
 namespace tailor::graph {
 namespace {
@@ -51,7 +52,8 @@ std::optional<int64_t> predicted_elements(const Node& n, const std::vector<Tenso
 
 class Folder {
  public:
-  Folder(const PassOptions& o, int64_t opset, NameGen& names) : o_(o), opset_(opset), names_(names) {}
+  Folder(const PassOptions& o, int64_t opset, NameGen& names)
+      : o_(o), opset_(opset), names_(names) {}
 
   void graph(Graph& g, const ConstScope* parent) {
     ConstScope scope{parent, &g};
@@ -131,10 +133,11 @@ class Folder {
             if (o == bo) o = io;
         renamed.insert(bo);  // a later output naming bo again reads io (below)
       } else {
-        const std::string src = renamed.count(bo) ? n.outputs[static_cast<size_t>(
-                                                        std::find(branch.outputs.begin(), branch.outputs.end(), bo) -
-                                                        branch.outputs.begin())]
-                                                  : bo;
+        const std::string src =
+            renamed.count(bo) ? n.outputs[static_cast<size_t>(
+                                    std::find(branch.outputs.begin(), branch.outputs.end(), bo) -
+                                    branch.outputs.begin())]
+                              : bo;
         tail.push_back(make_node("Identity", names_.fresh(io + "_from_branch"), {src}, {io}));
       }
     }
@@ -145,7 +148,8 @@ class Folder {
       if (!g.types.count(v) && !branch.initializers.count(v)) g.types[v] = t;
     spliced.insert(spliced.end(), tail.begin(), tail.end());
     g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
-    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i), spliced.begin(), spliced.end());
+    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i), spliced.begin(),
+                   spliced.end());
     return true;
   }
 
@@ -158,11 +162,14 @@ class Folder {
 
 Model fold_constants(const Model& model, const PassOptions& options) {
   if (!options.evaluate)
-    throw Error("fold_constants", "PassOptions::evaluate is not set (runtime::default_pass_options() sets it)");
+    throw Error("fold_constants",
+                "PassOptions::evaluate is not set (runtime::default_pass_options() sets it)");
   Model out = model;
   detach_subgraphs(out.graph);
   NameGen names(out.graph);
   Folder(options, out.opset, names).graph(out.graph, nullptr);
+  // Shape computations on dims that are static (Shape → Gather → Concat ...).
+  if (fold_shape_constants(out) > 0) Folder(options, out.opset, names).graph(out.graph, nullptr);
   prune_types(out.graph);
   return out;
 }

@@ -7,6 +7,7 @@
 #include "pass_util.h"
 #include "tailor/graph/fused_ops.h"
 #include "tailor/graph/passes.h"
+#include "tailor/graph/shape_inference.h"
 
 namespace tailor::graph {
 namespace {
@@ -28,7 +29,9 @@ struct ActMatch {
   std::string out;
 };
 
-bool is_op(const Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
+bool is_op(const Node& n, const char* op) {
+  return n.domain.empty() && n.op_type == op;
+}
 
 class Finder {
  public:
@@ -52,16 +55,20 @@ class Finder {
       if (claimed_.count(i)) continue;
       std::optional<Proposal> p;
       const Node& n = g_.nodes[i];
-      if (is_op(n, "Conv")) p = conv_epilogue(i);
-      else if (is_op(n, "Gemm")) p = gemm_epilogue(i);
-      else if (is_op(n, "MatMul")) p = matmul_epilogue(i);
+      if (is_op(n, "Conv"))
+        p = conv_epilogue(i);
+      else if (is_op(n, "Gemm"))
+        p = gemm_epilogue(i);
+      else if (is_op(n, "MatMul"))
+        p = matmul_epilogue(i);
       if (p) claim(*p, out);
     }
     for (size_t i = g_.nodes.size(); i-- > 0;) {
       if (claimed_.count(i)) continue;
       if (auto p = elementwise(i)) claim(*p, out);
     }
-    std::sort(out.begin(), out.end(), [](const Proposal& a, const Proposal& b) { return a.sink < b.sink; });
+    std::sort(out.begin(), out.end(),
+              [](const Proposal& a, const Proposal& b) { return a.sink < b.sink; });
     return out;
   }
 
@@ -125,19 +132,26 @@ class Finder {
     return std::make_pair(lo, hi);
   }
 
-  /// An activation reading v (alone), or the decomposed HardSwish v·Clip(v+3, 0, 6)/6.
+  /// An activation reading v (alone), or the decomposed HardSwish
+  /// v·(Clip(v+3, 0, 6)/6) or (v·Clip(v+3, 0, 6))/6.
   std::optional<ActMatch> activation(const std::string& v) const {
     if (auto r = sole(v)) {
       const Node& a = g_.nodes[*r];
       ActMatch m{"", {}, {*r}, a.outputs.empty() ? "" : a.outputs[0]};
       if (a.outputs.size() != 1 || a.inputs.empty() || a.inputs[0] != v) return std::nullopt;
-      if (a.op_type == "Relu") m.name = "Relu";
-      else if (a.op_type == "Sigmoid") m.name = "Sigmoid";
-      else if (a.op_type == "Tanh") m.name = "Tanh";
-      else if (a.op_type == "HardSwish") m.name = "HardSwish", m.params = {1.f / 6.f, 0.5f};
+      if (a.op_type == "Relu")
+        m.name = "Relu";
+      else if (a.op_type == "Sigmoid")
+        m.name = "Sigmoid";
+      else if (a.op_type == "Tanh")
+        m.name = "Tanh";
+      else if (a.op_type == "HardSwish")
+        m.name = "HardSwish", m.params = {1.f / 6.f, 0.5f};
       else if (a.op_type == "HardSigmoid")
-        m.name = "HardSigmoid", m.params = {a.attr_float("alpha", 0.2f), a.attr_float("beta", 0.5f)};
-      else if (a.op_type == "LeakyRelu") m.name = "LeakyRelu", m.params = {a.attr_float("alpha", 0.01f), 0.f};
+        m.name = "HardSigmoid",
+        m.params = {a.attr_float("alpha", 0.2f), a.attr_float("beta", 0.5f)};
+      else if (a.op_type == "LeakyRelu")
+        m.name = "LeakyRelu", m.params = {a.attr_float("alpha", 0.01f), 0.f};
       else if (a.op_type == "Clip") {
         auto b = clip_bounds(a);
         if (!b) return std::nullopt;
@@ -154,19 +168,37 @@ class Finder {
     if (!is_op(g_.nodes[add], "Add")) std::swap(add, mul);
     const Node& na = g_.nodes[add];
     const Node& nm = g_.nodes[mul];
-    if (claimed_.count(add) || claimed_.count(mul) || !is_op(na, "Add") || !is_op(nm, "Mul")) return std::nullopt;
+    if (claimed_.count(add) || claimed_.count(mul) || !is_op(na, "Add") || !is_op(nm, "Mul"))
+      return std::nullopt;
     auto three = other(na, v, true);
-    if (!three || scalar(*three) != std::optional<double>(3.0) || cst(*three)->rank() > 1) return std::nullopt;
+    if (!three || scalar(*three) != std::optional<double>(3.0) || cst(*three)->rank() > 1)
+      return std::nullopt;
     auto c = sole(na.outputs[0]);
     if (!c || !is_op(g_.nodes[*c], "Clip")) return std::nullopt;
     auto cb = clip_bounds(g_.nodes[*c]);
     if (!cb || cb->first != 0.f || cb->second != 6.f) return std::nullopt;
     auto d = sole(g_.nodes[*c].outputs[0]);
-    if (!d || !is_op(g_.nodes[*d], "Div") || g_.nodes[*d].inputs[0] != g_.nodes[*c].outputs[0]) return std::nullopt;
+    if (d && *d == mul &&
+        other(nm, g_.nodes[*c].outputs[0], true) == std::optional<std::string>(v)) {
+      // (v·Clip(v + 3, 0, 6)) / 6.
+      auto d2 = sole(nm.outputs[0]);
+      if (!d2 || !is_op(g_.nodes[*d2], "Div") || g_.nodes[*d2].inputs[0] != nm.outputs[0])
+        return std::nullopt;
+      const std::string& six_v = g_.nodes[*d2].inputs[1];
+      if (scalar(six_v) != std::optional<double>(6.0) || cst(six_v)->rank() > 1)
+        return std::nullopt;
+      return ActMatch{
+          "HardSwish", {1.f / 6.f, 0.5f}, {add, *c, mul, *d2}, g_.nodes[*d2].outputs[0]};
+    }
+    if (!d || !is_op(g_.nodes[*d], "Div") || g_.nodes[*d].inputs[0] != g_.nodes[*c].outputs[0])
+      return std::nullopt;
     auto six = scalar(g_.nodes[*d].inputs[1]);
-    if (six != std::optional<double>(6.0) || cst(g_.nodes[*d].inputs[1])->rank() > 1) return std::nullopt;
+    if (six != std::optional<double>(6.0) || cst(g_.nodes[*d].inputs[1])->rank() > 1)
+      return std::nullopt;
     auto m2 = sole(g_.nodes[*d].outputs[0]);
-    if (!m2 || *m2 != mul || other(nm, g_.nodes[*d].outputs[0], true) != std::optional<std::string>(v)) return std::nullopt;
+    if (!m2 || *m2 != mul ||
+        other(nm, g_.nodes[*d].outputs[0], true) != std::optional<std::string>(v))
+      return std::nullopt;
     return ActMatch{"HardSwish", {1.f / 6.f, 0.5f}, {add, *c, *d, mul}, nm.outputs[0]};
   }
 
@@ -201,13 +233,15 @@ class Finder {
       const size_t sp = w->rank() - 2;
       bool ok = t && t->dtype() == DType::f32 && (t->numel() == c_out || t->numel() == 1);
       if (ok && t->numel() == c_out && c_out > 1) {
-        ok = (t->rank() == sp + 1 && t->dim(0) == c_out) || (t->rank() == sp + 2 && t->dim(0) == 1 && t->dim(1) == c_out);
+        ok = (t->rank() == sp + 1 && t->dim(0) == c_out) ||
+             (t->rank() == sp + 2 && t->dim(0) == 1 && t->dim(1) == c_out);
       } else if (ok) {
         ok = t->rank() <= sp + 2;
       }
       if (ok) {
         const std::vector<float> add_v = t->to_f32_vector();
-        const std::vector<float> b0 = b ? b->to_f32_vector() : std::vector<float>(static_cast<size_t>(c_out), 0.f);
+        const std::vector<float> b0 =
+            b ? b->to_f32_vector() : std::vector<float>(static_cast<size_t>(c_out), 0.f);
         std::vector<float> nb(static_cast<size_t>(c_out));
         for (size_t c = 0; c < nb.size(); ++c) nb[c] = b0[c] + add_v[add_v.size() == 1 ? 0 : c];
         const std::string bname = names_.fresh(add.outputs[0] + "_bias");
@@ -249,9 +283,8 @@ class Finder {
     const Node& mm = g_.nodes[i];
     if (mm.inputs.size() != 2 || mm.outputs.size() != 1) return std::nullopt;
     const Tensor* b = cst(mm.inputs[1]);
-    if (!b || b->dtype() != DType::f32 || b->rank() != 2 || !is_f32(mm.inputs[0])) return std::nullopt;
-    auto ar = rank_of(mm.inputs[0]);
-    if (!ar || *ar < 2) return std::nullopt;
+    if (!b || b->dtype() != DType::f32 || b->rank() != 2 || !is_f32(mm.inputs[0]))
+      return std::nullopt;
     const int64_t n = b->dim(1);
     Proposal p;
     p.cand.kind = "matmul_epilogue";
@@ -293,7 +326,8 @@ class Finder {
     const std::string x = m1.inputs[0];
     if (!is_f32(x) || !last_axis(m1, x)) return std::nullopt;
     auto s = sole(m1.outputs[0]);
-    if (!s || !is_op(g_.nodes[*s], "Sub") || g_.nodes[*s].inputs != std::vector<std::string>{x, m1.outputs[0]})
+    if (!s || !is_op(g_.nodes[*s], "Sub") ||
+        g_.nodes[*s].inputs != std::vector<std::string>{x, m1.outputs[0]})
       return std::nullopt;
     const std::string d = g_.nodes[*s].outputs[0];
     if (uses_.graph_outputs.count(d)) return std::nullopt;
@@ -303,7 +337,8 @@ class Finder {
     for (size_t r : it->second) {
       const Node& n = g_.nodes[r];
       if (claimed_.count(r) || !n.domain.empty()) return std::nullopt;
-      if ((is_op(n, "Pow") && n.inputs[0] == d && scalar(n.inputs[1]) == std::optional<double>(2.0)) ||
+      if ((is_op(n, "Pow") && n.inputs[0] == d &&
+           scalar(n.inputs[1]) == std::optional<double>(2.0)) ||
           (is_op(n, "Mul") && n.inputs.size() == 2 && n.inputs[0] == d && n.inputs[1] == d))
         sq = r;
       else
@@ -311,7 +346,8 @@ class Finder {
     }
     if (!sq || !div) return std::nullopt;
     auto m2 = sole(g_.nodes[*sq].outputs[0]);
-    if (!m2 || !is_op(g_.nodes[*m2], "ReduceMean") || !last_axis(g_.nodes[*m2], x)) return std::nullopt;
+    if (!m2 || !is_op(g_.nodes[*m2], "ReduceMean") || !last_axis(g_.nodes[*m2], x))
+      return std::nullopt;
     auto add = sole(g_.nodes[*m2].outputs[0]);
     if (!add || !is_op(g_.nodes[*add], "Add")) return std::nullopt;
     auto eps_v = other(g_.nodes[*add], g_.nodes[*m2].outputs[0], true);
@@ -327,7 +363,8 @@ class Finder {
     } else if (is_op(dv, "Mul")) {
       auto rec = sole(sr);
       if (!rec || !is_op(g_.nodes[*rec], "Reciprocal")) return std::nullopt;
-      if (other(dv, d, true) != std::optional<std::string>(g_.nodes[*rec].outputs[0]) || sole(g_.nodes[*rec].outputs[0]) != div)
+      if (other(dv, d, true) != std::optional<std::string>(g_.nodes[*rec].outputs[0]) ||
+          sole(g_.nodes[*rec].outputs[0]) != div)
         return std::nullopt;
       members.push_back(*rec);
     } else {
@@ -381,7 +418,8 @@ class Finder {
       axis = (*ax)[0];
       x = first.inputs[0];
       auto sub = sole(first.outputs[0]);
-      if (!sub || !is_op(g_.nodes[*sub], "Sub") || g_.nodes[*sub].inputs != std::vector<std::string>{x, first.outputs[0]})
+      if (!sub || !is_op(g_.nodes[*sub], "Sub") ||
+          g_.nodes[*sub].inputs != std::vector<std::string>{x, first.outputs[0]})
         return std::nullopt;
       auto e = sole(g_.nodes[*sub].outputs[0]);
       if (!e || !is_op(g_.nodes[*e], "Exp")) return std::nullopt;
@@ -396,7 +434,8 @@ class Finder {
     if (it == uses_.readers.end() || it->second.size() != 2) return std::nullopt;
     size_t rs = it->second[0], dv = it->second[1];
     if (!is_op(g_.nodes[rs], "ReduceSum")) std::swap(rs, dv);
-    if (claimed_.count(rs) || claimed_.count(dv) || !is_op(g_.nodes[rs], "ReduceSum") || !is_op(g_.nodes[dv], "Div"))
+    if (claimed_.count(rs) || claimed_.count(dv) || !is_op(g_.nodes[rs], "ReduceSum") ||
+        !is_op(g_.nodes[dv], "Div"))
       return std::nullopt;
     auto ax = reduce_axes(g_, g_.nodes[rs], opset_);
     if (!ax || ax->size() != 1 || g_.nodes[rs].attr_int("keepdims", 1) != 1) return std::nullopt;
@@ -420,16 +459,21 @@ class Finder {
   /// The program op of an elementwise node, or nullopt when it cannot join.
   bool eligible(size_t i) const {
     const Node& n = g_.nodes[i];
-    if (!n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty() || !is_f32(n.outputs[0])) return false;
-    static const std::set<std::string> unary = {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal",
-                                                "Neg", "Abs", "HardSigmoid", "HardSwish", "LeakyRelu"};
+    if (!n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty() || !is_f32(n.outputs[0]))
+      return false;
+    static const std::set<std::string> unary = {"Relu", "Sigmoid",     "Tanh",       "Exp",
+                                                "Log",  "Sqrt",        "Reciprocal", "Neg",
+                                                "Abs",  "HardSigmoid", "HardSwish",  "LeakyRelu"};
     static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
     for (const auto& in : n.inputs)
       if (!in.empty() && !is_f32(in) && !(n.op_type == "Pow" || n.op_type == "Clip")) return false;
     if (unary.count(n.op_type)) return n.inputs.size() == 1;
-    if (binary.count(n.op_type)) return n.inputs.size() == 2 && is_f32(n.inputs[0]) && is_f32(n.inputs[1]);
+    if (binary.count(n.op_type))
+      return n.inputs.size() == 2 && is_f32(n.inputs[0]) && is_f32(n.inputs[1]);
     if (n.op_type == "Clip") return is_f32(n.inputs[0]) && clip_bounds(n).has_value();
-    if (n.op_type == "Pow") return n.inputs.size() == 2 && is_f32(n.inputs[0]) && (scalar(n.inputs[1]) || is_f32(n.inputs[1]));
+    if (n.op_type == "Pow")
+      return n.inputs.size() == 2 && is_f32(n.inputs[0]) &&
+             (scalar(n.inputs[1]) || is_f32(n.inputs[1]));
     return false;
   }
 
@@ -454,7 +498,8 @@ class Finder {
       for (size_t m : std::vector<size_t>(group.begin(), group.end())) {
         for (const auto& in : g_.nodes[m].inputs) {
           auto pit = prod_.find(in);
-          if (pit == prod_.end() || group.count(pit->second) || claimed_.count(pit->second)) continue;
+          if (pit == prod_.end() || group.count(pit->second) || claimed_.count(pit->second))
+            continue;
           if (!eligible(pit->second) || uses_.graph_outputs.count(in)) continue;
           bool inside = true;
           for (size_t r : uses_.readers.at(in)) inside = inside && group.count(r);
@@ -495,7 +540,8 @@ class Finder {
         if (in.empty()) continue;
         auto pit = prod_.find(in);
         if (pit != prod_.end() && group.count(pit->second)) continue;
-        if ((n.op_type == "Clip" && k > 0) || (n.op_type == "Pow" && k == 1 && scalar(in))) continue;
+        if ((n.op_type == "Clip" && k > 0) || (n.op_type == "Pow" && k == 1 && scalar(in)))
+          continue;
         const std::string partner = n.inputs.size() == 2 ? n.inputs[1 - k] : in;
         if (n.inputs.size() == 2 && immediate(in, partner)) continue;
         if (std::find(inputs.begin(), inputs.end(), in) == inputs.end()) inputs.push_back(in);
@@ -522,20 +568,27 @@ class Finder {
       const Node& n = g_.nodes[m];
       const std::string& op = n.op_type;
       const int64_t a = operand(n, 0);
-      static const std::map<std::string, ElementwiseOp> bin = {{"Add", ElementwiseOp::add}, {"Sub", ElementwiseOp::sub},
-                                                              {"Mul", ElementwiseOp::mul}, {"Div", ElementwiseOp::div},
-                                                              {"Max", ElementwiseOp::max}, {"Min", ElementwiseOp::min}};
+      static const std::map<std::string, ElementwiseOp> bin = {
+          {"Add", ElementwiseOp::add}, {"Sub", ElementwiseOp::sub}, {"Mul", ElementwiseOp::mul},
+          {"Div", ElementwiseOp::div}, {"Max", ElementwiseOp::max}, {"Min", ElementwiseOp::min}};
       static const std::map<std::string, ElementwiseOp> un = {
-          {"Relu", ElementwiseOp::relu},         {"Sigmoid", ElementwiseOp::sigmoid}, {"Tanh", ElementwiseOp::tanh},
-          {"Exp", ElementwiseOp::exp},           {"Log", ElementwiseOp::log},         {"Sqrt", ElementwiseOp::sqrt},
-          {"Reciprocal", ElementwiseOp::reciprocal}, {"Neg", ElementwiseOp::neg},     {"Abs", ElementwiseOp::abs},
+          {"Relu", ElementwiseOp::relu},
+          {"Sigmoid", ElementwiseOp::sigmoid},
+          {"Tanh", ElementwiseOp::tanh},
+          {"Exp", ElementwiseOp::exp},
+          {"Log", ElementwiseOp::log},
+          {"Sqrt", ElementwiseOp::sqrt},
+          {"Reciprocal", ElementwiseOp::reciprocal},
+          {"Neg", ElementwiseOp::neg},
+          {"Abs", ElementwiseOp::abs},
           {"HardSwish", ElementwiseOp::hard_swish}};
       if (auto it = bin.find(op); it != bin.end()) {
         emit(it->second, a, operand(n, 1), 0.f, 0.f);
       } else if (auto u = un.find(op); u != un.end()) {
         emit(u->second, a, 0, 0.f, 0.f);
       } else if (op == "HardSigmoid") {
-        emit(ElementwiseOp::hard_sigmoid, a, 0, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f));
+        emit(ElementwiseOp::hard_sigmoid, a, 0, n.attr_float("alpha", 0.2f),
+             n.attr_float("beta", 0.5f));
       } else if (op == "LeakyRelu") {
         emit(ElementwiseOp::leaky_relu, a, 0, n.attr_float("alpha", 0.01f), 0.f);
       } else if (op == "Clip") {
@@ -544,11 +597,16 @@ class Finder {
       } else if (op == "Pow") {
         if (auto e = scalar(n.inputs[1])) {
           // As the runtime's Pow: x·x, x·x·x, x, sqrt for 2, 3, 1, 0.5; else pow in double.
-          if (*e == 2) emit(ElementwiseOp::square, a, 0, 0.f, 0.f);
-          else if (*e == 3) emit(ElementwiseOp::cube, a, 0, 0.f, 0.f);
-          else if (*e == 1) emit(ElementwiseOp::identity, a, 0, 0.f, 0.f);
-          else if (*e == 0.5) emit(ElementwiseOp::sqrt, a, 0, 0.f, 0.f);
-          else emit(ElementwiseOp::pow_const, a, 0, static_cast<float>(*e), 0.f);
+          if (*e == 2)
+            emit(ElementwiseOp::square, a, 0, 0.f, 0.f);
+          else if (*e == 3)
+            emit(ElementwiseOp::cube, a, 0, 0.f, 0.f);
+          else if (*e == 1)
+            emit(ElementwiseOp::identity, a, 0, 0.f, 0.f);
+          else if (*e == 0.5)
+            emit(ElementwiseOp::sqrt, a, 0, 0.f, 0.f);
+          else
+            emit(ElementwiseOp::pow_const, a, 0, static_cast<float>(*e), 0.f);
         } else {
           emit(ElementwiseOp::pow, a, operand(n, 1), 0.f, 0.f);
         }
@@ -557,7 +615,8 @@ class Finder {
       }
       reg[n.outputs[0]] = next - 1;
     }
-    Node f = make_node("FusedElementwise", "", inputs, {g_.nodes[*group.rbegin()].outputs[0]}, "ai.tailor");
+    Node f = make_node("FusedElementwise", "", inputs, {g_.nodes[*group.rbegin()].outputs[0]},
+                       "ai.tailor");
     f.set("program", Attribute::of_ints(prog));
     f.set("params", Attribute::of_floats(params));
     f.set("constants", Attribute::of_floats(consts));
@@ -597,8 +656,10 @@ void apply(Graph& g, int64_t opset, NameGen& names, const PassOptions& o) {
   if (removed.empty()) return;
   std::vector<Node> nodes;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (auto it = at_sink.find(i); it != at_sink.end()) nodes.push_back(it->second->fused);
-    else if (!removed.count(i)) nodes.push_back(std::move(g.nodes[i]));
+    if (auto it = at_sink.find(i); it != at_sink.end())
+      nodes.push_back(it->second->fused);
+    else if (!removed.count(i))
+      nodes.push_back(std::move(g.nodes[i]));
   }
   g.nodes = std::move(nodes);
 }
@@ -615,6 +676,7 @@ std::vector<FusionCandidate> fusion_candidates(const Model& model) {
 Model fuse(const Model& model, const PassOptions& options) {
   Model out = model;
   detach_subgraphs(out.graph);
+  infer_shapes(out);  // ranks and dtypes the rewrites check
   NameGen names(out.graph);
   apply(out.graph, out.opset, names, options);
   if (!out.other_opsets.count("ai.tailor")) out.other_opsets["ai.tailor"] = 1;

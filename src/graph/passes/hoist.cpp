@@ -31,12 +31,14 @@ void take(Graph& body, size_t j, Graph& parent, std::vector<Node>& out) {
 }
 
 /// Loop/Scan body: every node over outer values and constants.
-std::vector<Node> hoist_loop(Graph& body, Graph& parent, const std::set<std::string>& parent_consts) {
+std::vector<Node> hoist_loop(Graph& body, Graph& parent,
+                             const std::set<std::string>& parent_consts) {
   std::vector<Node> out;
   std::set<std::string> local(body.inputs.begin(), body.inputs.end());
   for (size_t j = 0; j < body.nodes.size();) {
     const Node& n = body.nodes[j];
-    bool inv = !has_subgraph(n) && node_key(n).has_value() && !(n.inputs.empty() && n.op_type != "Constant");
+    bool inv = !has_subgraph(n) && node_key(n).has_value() &&
+               !(n.inputs.empty() && n.op_type != "Constant");
     for (const auto& in : n.inputs)
       if (!in.empty() && local.count(in)) inv = false;
     // Body outputs must stay defined in the body (they are per-iteration values).
@@ -54,14 +56,16 @@ std::vector<Node> hoist_loop(Graph& body, Graph& parent, const std::set<std::str
 }
 
 /// If: constant-only nodes of either branch, and nodes both branches share.
-std::vector<Node> hoist_if(Graph& then_g, Graph& else_g, Graph& parent, const std::set<std::string>& consts) {
+std::vector<Node> hoist_if(Graph& then_g, Graph& else_g, Graph& parent,
+                           const std::set<std::string>& consts) {
   std::vector<Node> out;
   for (Graph* b : {&then_g, &else_g}) {
     std::set<std::string> c = consts;
     for (const auto& [name, t] : b->initializers) c.insert(name);
     for (size_t j = 0; j < b->nodes.size();) {
       const Node& n = b->nodes[j];
-      bool ok = !has_subgraph(n) && node_key(n).has_value() && !(n.inputs.empty() && n.op_type != "Constant");
+      bool ok = !has_subgraph(n) && node_key(n).has_value() &&
+                !(n.inputs.empty() && n.op_type != "Constant");
       for (const auto& in : n.inputs)
         if (!in.empty() && !c.count(in)) ok = false;
       for (const auto& o : n.outputs)
@@ -79,7 +83,8 @@ std::vector<Node> hoist_if(Graph& then_g, Graph& else_g, Graph& parent, const st
     const std::set<std::string> tdef = defined_in(then_g), edef = defined_in(else_g);
     const Node& n = then_g.nodes[j];
     auto key = node_key(n);
-    bool outer = key.has_value() && !has_subgraph(n) && !(n.inputs.empty() && n.op_type != "Constant");
+    bool outer =
+        key.has_value() && !has_subgraph(n) && !(n.inputs.empty() && n.op_type != "Constant");
     for (const auto& in : n.inputs)
       if (!in.empty() && tdef.count(in)) outer = false;
     std::optional<size_t> match;

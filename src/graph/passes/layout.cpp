@@ -23,7 +23,8 @@ Tensor to_ohwi(const Tensor& w) {
   for (int64_t a = 0; a < o; ++a)
     for (int64_t b = 0; b < i; ++b)
       for (int64_t y = 0; y < kh; ++y)
-        for (int64_t x = 0; x < kw; ++x) d[((a * kh + y) * kw + x) * i + b] = s[((a * i + b) * kh + y) * kw + x];
+        for (int64_t x = 0; x < kw; ++x)
+          d[((a * kh + y) * kw + x) * i + b] = s[((a * i + b) * kh + y) * kw + x];
   return out;
 }
 
@@ -64,7 +65,8 @@ void convert(Graph& g, NameGen& names) {
     t1.set("perm", Attribute::of_ints(kToNhwc));
     Node c = make_node("ConvNhwc", names.fresh(y + "_conv_nhwc"), {xt, wn}, {yt}, "ai.tailor");
     if (n.inputs.size() > 2 && !n.inputs[2].empty()) c.inputs.push_back(n.inputs[2]);
-    const std::vector<int64_t> st = n.attr_ints("strides", {1, 1}), dil = n.attr_ints("dilations", {1, 1});
+    const std::vector<int64_t> st = n.attr_ints("strides", {1, 1}),
+                               dil = n.attr_ints("dilations", {1, 1});
     std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
     if (n.attr_string("auto_pad", "NOTSET") == "VALID") pads = {0, 0, 0, 0};
     c.set("strides", Attribute::of_ints(st));
@@ -89,11 +91,13 @@ void cancel_pairs(Graph& g) {
     auto prod = producers(g);
     for (size_t i = 0; i < g.nodes.size() && !changed; ++i) {
       const Node& t2 = g.nodes[i];
-      if (!t2.domain.empty() || t2.op_type != "Transpose" || t2.attr_ints("perm", {}) != kToNhwc) continue;
+      if (!t2.domain.empty() || t2.op_type != "Transpose" || t2.attr_ints("perm", {}) != kToNhwc)
+        continue;
       auto p = prod.find(t2.inputs[0]);
       if (p == prod.end()) continue;
       const Node& t1 = g.nodes[p->second];
-      if (!t1.domain.empty() || t1.op_type != "Transpose" || t1.attr_ints("perm", {}) != kToNchw) continue;
+      if (!t1.domain.empty() || t1.op_type != "Transpose" || t1.attr_ints("perm", {}) != kToNchw)
+        continue;
       if (std::find(g.outputs.begin(), g.outputs.end(), t2.outputs[0]) != g.outputs.end()) continue;
       const std::string from = t2.outputs[0], to = t1.inputs[0];
       g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));

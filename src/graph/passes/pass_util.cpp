@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "tailor/core/error.h"
 #include <cstring>
+#include "tailor/core/error.h"
 
 namespace tailor::graph::passes {
 
@@ -165,13 +165,16 @@ std::optional<double> uniform_value(const Tensor& t) {
 namespace {
 bool is_unary_same_type(const std::string& op) {
   static const std::set<std::string> s = {
-      "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Clip",
-      "HardSigmoid", "HardSwish", "LeakyRelu", "Elu", "Softplus", "Erf", "Floor", "Ceil", "Round",
-      "Identity", "Dropout", "Softmax", "LogSoftmax", "BatchNormalization", "Sin", "Cos"};
+      "Relu",       "Sigmoid",  "Tanh",     "Exp",     "Log",         "Sqrt",
+      "Reciprocal", "Neg",      "Abs",      "Clip",    "HardSigmoid", "HardSwish",
+      "LeakyRelu",  "Elu",      "Softplus", "Erf",     "Floor",       "Ceil",
+      "Round",      "Identity", "Dropout",  "Softmax", "LogSoftmax",  "BatchNormalization",
+      "Sin",        "Cos"};
   return s.count(op) > 0;
 }
 bool is_binary_broadcast(const std::string& op) {
-  static const std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Sum", "Mean"};
+  static const std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Pow",
+                                          "Max", "Min", "Mod", "Sum", "Mean"};
   return s.count(op) > 0;
 }
 }  // namespace
@@ -210,12 +213,15 @@ std::unordered_map<std::string, ValueInfo> infer_value_info(
       std::optional<size_t> r = a.rank;
       for (size_t i = 1; i < n.inputs.size(); ++i) {
         const ValueInfo b = get(n.inputs[i]);
-        if (r && b.rank) r = std::max(*r, *b.rank);
-        else r.reset();
+        if (r && b.rank)
+          r = std::max(*r, *b.rank);
+        else
+          r.reset();
       }
       out.rank = r;
     } else if (op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
-               op == "GlobalAveragePool" || op == "Resize" || op == "Upsample" || op == "Transpose") {
+               op == "GlobalAveragePool" || op == "Resize" || op == "Upsample" ||
+               op == "Transpose") {
       out = a;
     } else if (op == "Gemm") {
       out = ValueInfo{a.dtype, 2};
@@ -228,9 +234,9 @@ std::unordered_map<std::string, ValueInfo> infer_value_info(
     } else if (op == "Size") {
       out = ValueInfo{DType::i64, 0};
     } else if (op == "Cast") {
-      static const std::map<int64_t, DType> onnx_types = {{1, DType::f32}, {2, DType::u8}, {3, DType::i8},
-                                                           {5, DType::i16}, {6, DType::i32}, {7, DType::i64},
-                                                           {9, DType::boolean}, {10, DType::f16}, {11, DType::f64}};
+      static const std::map<int64_t, DType> onnx_types = {
+          {1, DType::f32}, {2, DType::u8},      {3, DType::i8},   {5, DType::i16}, {6, DType::i32},
+          {7, DType::i64}, {9, DType::boolean}, {10, DType::f16}, {11, DType::f64}};
       auto it = onnx_types.find(n.attr_int("to", 0));
       if (it != onnx_types.end()) out.dtype = it->second;
       out.rank = a.rank;
@@ -240,7 +246,8 @@ std::unordered_map<std::string, ValueInfo> infer_value_info(
     } else if (op == "Concat" || op == "Slice" || op == "Expand" || op == "Tile" || op == "Pad") {
       out = a;
       if (op == "Expand") out.rank.reset();
-    } else if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Gather") {
+    } else if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" ||
+               op == "Gather") {
       out.dtype = a.dtype;
       if (op == "Flatten") out.rank = 2;
     } else if (op.rfind("Reduce", 0) == 0) {
@@ -262,7 +269,9 @@ std::unordered_map<std::string, ValueInfo> infer_value_info(
   return info;
 }
 
-NameGen::NameGen(const Graph& root) { collect(root); }
+NameGen::NameGen(const Graph& root) {
+  collect(root);
+}
 
 void NameGen::collect(const Graph& g) {
   used_.insert(g.inputs.begin(), g.inputs.end());
@@ -325,8 +334,9 @@ Node make_node(std::string op, std::string name, std::vector<std::string> inputs
 
 void remove_initializer(Graph& g, const std::string& name) {
   g.initializers.erase(name);
-  g.initializer_order.erase(std::remove(g.initializer_order.begin(), g.initializer_order.end(), name),
-                            g.initializer_order.end());
+  g.initializer_order.erase(
+      std::remove(g.initializer_order.begin(), g.initializer_order.end(), name),
+      g.initializer_order.end());
   g.types.erase(name);
 }
 
@@ -371,7 +381,8 @@ std::string tensor_key(const Tensor& t) {
 /// never merged (subgraphs, random generators).
 std::optional<std::string> node_key(const Node& n) {
   if (has_subgraph(n)) return std::nullopt;
-  if (n.op_type.find("Random") != std::string::npos || n.op_type == "Multinomial") return std::nullopt;
+  if (n.op_type.find("Random") != std::string::npos || n.op_type == "Multinomial")
+    return std::nullopt;
   std::string k = n.domain + "\x1f" + n.op_type + "\x1f" + std::to_string(n.outputs.size());
   for (const auto& in : n.inputs) k += "\x1e" + in;
   for (const auto& [name, a] : n.attributes) {

@@ -73,8 +73,9 @@ struct ValueInfo {
   std::optional<DType> dtype;
   std::optional<size_t> rank;
 };
-std::unordered_map<std::string, ValueInfo> infer_value_info(const Graph& g, int64_t opset,
-                                                            const std::unordered_map<std::string, ValueInfo>* outer = nullptr);
+std::unordered_map<std::string, ValueInfo> infer_value_info(
+    const Graph& g, int64_t opset,
+    const std::unordered_map<std::string, ValueInfo>* outer = nullptr);
 
 /// Fresh value/node names: never one already used in the model (any graph).
 class NameGen {

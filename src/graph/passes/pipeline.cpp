@@ -17,12 +17,14 @@ const std::vector<PassInfo>& registered_passes() {
   // - fuse, then layout (which converts fused convs);
   // - dce last, sweeping what the others left unused.
   static const std::vector<PassInfo> passes = {
-      {"fold", "constant folding (size-capped), If with a constant condition inlined", &fold_constants},
+      {"fold", "constant folding (size-capped), If with a constant condition inlined",
+       &fold_constants},
       {"simplify", "algebraic simplification, strength reduction, BatchNorm folding", &simplify},
       {"cse", "common-subexpression elimination", &eliminate_common_subexpressions},
       {"hoist", "invariant hoisting out of Loop bodies and If branches", &hoist_invariants},
       {"fuse", "conv/gemm/matmul epilogues, LayerNorm, Softmax, elementwise groups", &fuse},
-      {"layout", "NCHW convs to NHWC (ai.tailor.ConvNhwc), inverse transposes cancelled", &convert_layout_nhwc},
+      {"layout", "NCHW convs to NHWC (ai.tailor.ConvNhwc), inverse transposes cancelled",
+       &convert_layout_nhwc},
       {"dce", "dead-code elimination (nodes, initializers)", &eliminate_dead_code},
   };
   return passes;
@@ -41,7 +43,8 @@ std::vector<std::string> parse_pass_list(const std::string& spec) {
   size_t start = 0;
   while (start <= spec.size()) {
     const size_t comma = spec.find(',', start);
-    const std::string name = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string name =
+        spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (std::none_of(all.begin(), all.end(), [&](const PassInfo& p) { return p.name == name; })) {
       std::string known;
       for (const auto& p : all) known += (known.empty() ? "" : ", ") + p.name;
@@ -56,7 +59,8 @@ std::vector<std::string> parse_pass_list(const std::string& spec) {
   return out;
 }
 
-Model run_passes(const Model& model, const std::vector<std::string>& names, const PassOptions& options) {
+Model run_passes(const Model& model, const std::vector<std::string>& names,
+                 const PassOptions& options) {
   for (const auto& n : names)
     if (std::none_of(registered_passes().begin(), registered_passes().end(),
                      [&](const PassInfo& p) { return p.name == n; }))

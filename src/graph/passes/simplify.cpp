@@ -4,6 +4,7 @@
 
 #include "pass_util.h"
 #include "tailor/graph/passes.h"
+#include "tailor/graph/shape_inference.h"
 
 namespace tailor::graph {
 namespace {
@@ -73,7 +74,8 @@ class Simplifier {
       return forward(i, n.inputs[0]);
     }
     if (op == "Dropout" && !n.inputs.empty()) {
-      if (n.outputs.size() > 1 && !n.outputs[1].empty() && uses_.count(n.outputs[1]) > 0) return false;
+      if (n.outputs.size() > 1 && !n.outputs[1].empty() && uses_.count(n.outputs[1]) > 0)
+        return false;
       if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
         const Tensor* tm = constant(g_, n.inputs[2]);
         auto v = tm ? uniform_value(tm->to(DType::i64)) : std::nullopt;
@@ -85,6 +87,7 @@ class Simplifier {
       }
       return forward(i, n.inputs[0]);
     }
+    if ((op == "Mul" || op == "Add") && fold_conv_scale_shift(i)) return true;
     if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && n.inputs.size() == 2) {
       const std::string a = n.inputs[0], b = n.inputs[1];
       const double unit = (op == "Mul" || op == "Div") ? 1.0 : 0.0;
@@ -123,7 +126,8 @@ class Simplifier {
           }
         }
         // a / Sqrt(s) → a · Reciprocal(Sqrt(s)).
-        if (auto p = sole_producer(b, i); p && g_.nodes[*p].op_type == "Sqrt" && g_.nodes[*p].domain.empty()) {
+        if (auto p = sole_producer(b, i);
+            p && g_.nodes[*p].op_type == "Sqrt" && g_.nodes[*p].domain.empty()) {
           const std::string r = names_.fresh(b + "_reciprocal");
           Node rec = make_node("Reciprocal", names_.fresh(r), {b}, {r});
           n.op_type = "Mul";
@@ -135,13 +139,13 @@ class Simplifier {
       return false;
     }
     if (op == "Pow" && n.inputs.size() == 2) {
-      if (neutral_scalar(n.inputs[1], n.inputs[0]) == std::optional<double>(2.0) ||
-          [&] {
+      if (neutral_scalar(n.inputs[1], n.inputs[0]) == std::optional<double>(2.0) || [&] {
             // Pow's exponent may have another dtype than x.
             const Tensor* t = constant(g_, n.inputs[1]);
             auto r = rank_of(n.inputs[0]);
             return t && t->numel() == 1 && (t->rank() == 0 || (r && *r >= t->rank())) &&
-                   uniform_value(*t) == std::optional<double>(2.0) && dtype_of(n.inputs[0]) == DType::f32;
+                   uniform_value(*t) == std::optional<double>(2.0) &&
+                   dtype_of(n.inputs[0]) == DType::f32;
           }()) {
         n.op_type = "Mul";
         n.inputs = {n.inputs[0], n.inputs[0]};
@@ -156,7 +160,8 @@ class Simplifier {
       if (!p) return false;
       const Node& inner = g_.nodes[*p];
       const auto* pi = inner.find("perm");
-      if (inner.op_type != "Transpose" || !inner.domain.empty() || !pi || pi->ints.size() != pa->ints.size())
+      if (inner.op_type != "Transpose" || !inner.domain.empty() || !pi ||
+          pi->ints.size() != pa->ints.size())
         return false;
       std::vector<int64_t> perm(pa->ints.size());
       bool identity = true;
@@ -198,78 +203,131 @@ class Simplifier {
     return false;
   }
 
-  /// BatchNormalization after Conv/Gemm (constant weights, no other reader).
-  bool fold_batch_norm(size_t i) {
-    Node& bn = g_.nodes[i];
-    if (bn.outputs.size() > 1)
-      for (size_t k = 1; k < bn.outputs.size(); ++k)
-        if (!bn.outputs[k].empty()) return false;
-    if (bn.attr_int("training_mode", 0) != 0) return false;
-    auto p = sole_producer(bn.inputs[0], i);
-    if (!p) return false;
-    Node& prod = g_.nodes[*p];
+  /// The Conv/Gemm (constant f32 weights, constant f32 bias or none) producing
+  /// the input of node i when node i is its only reader; its c_out in `c_out`.
+  std::optional<size_t> foldable_producer(size_t i, const std::string& v, int64_t& c_out,
+                                          bool conv_only) const {
+    auto p = sole_producer(v, i);
+    if (!p) return std::nullopt;
+    const Node& prod = g_.nodes[*p];
     const bool conv = prod.op_type == "Conv", gemm = prod.op_type == "Gemm";
-    if (!prod.domain.empty() || (!conv && !gemm) || prod.inputs.size() < 2) return false;
+    if (!prod.domain.empty() || (!conv && !(gemm && !conv_only)) || prod.inputs.size() < 2 ||
+        prod.outputs.size() != 1)
+      return std::nullopt;
     const Tensor* w = constant(g_, prod.inputs[1]);
-    if (!w || w->dtype() != DType::f32) return false;
-    const Tensor* prm[4];
-    for (int k = 0; k < 4; ++k) {
-      prm[k] = constant(g_, bn.inputs[static_cast<size_t>(k + 1)]);
-      if (!prm[k] || prm[k]->dtype() != DType::f32) return false;
+    if (!w || w->dtype() != DType::f32 || w->rank() < 2) return std::nullopt;
+    c_out = conv ? w->dim(0) : (prod.attr_int("transB", 0) ? w->dim(0) : w->dim(1));
+    if (prod.inputs.size() > 2 && !prod.inputs[2].empty()) {
+      const Tensor* b = constant(g_, prod.inputs[2]);
+      if (!b || b->dtype() != DType::f32 || b->numel() != c_out) return std::nullopt;
+      if (gemm && b->rank() == 2 && b->dim(0) != 1)
+        return std::nullopt;  // C one value per output column
     }
-    const int64_t c_out = conv ? w->dim(0) : (prod.attr_int("transB", 0) ? w->dim(0) : w->dim(1));
-    if (w->rank() < 2) return false;
-    for (int k = 0; k < 4; ++k)
-      if (prm[k]->numel() != c_out) return false;
-    const bool has_bias = prod.inputs.size() > 2 && !prod.inputs[2].empty();
-    const Tensor* b = has_bias ? constant(g_, prod.inputs[2]) : nullptr;
-    if (has_bias && (!b || b->dtype() != DType::f32)) return false;
-    float gemm_beta = 1.f;
-    if (gemm) {
-      gemm_beta = prod.attr_float("beta", 1.f);
-      if (b && b->numel() != c_out) return false;  // C must be one value per output column
-      if (b && b->rank() == 2 && b->dim(0) != 1) return false;
-    } else if (b && b->numel() != c_out) {
-      return false;
-    }
-    const float eps = bn.attr_float("epsilon", 1e-5f);
-    const std::vector<float> scale = prm[0]->to_f32_vector(), beta = prm[1]->to_f32_vector(),
-                             mean = prm[2]->to_f32_vector(), var = prm[3]->to_f32_vector();
-    std::vector<float> s(static_cast<size_t>(c_out));
-    for (size_t c = 0; c < s.size(); ++c)
-      s[c] = static_cast<float>(static_cast<double>(scale[c]) / std::sqrt(static_cast<double>(var[c]) + eps));
-    const Tensor wc = w->contiguous();
+    return p;
+  }
+
+  /// Per-channel values of a constant that broadcasts along the channel axis
+  /// of a conv output of rank `rank` ([C,1,..] or [1,C,1,..]) or a scalar.
+  std::optional<std::vector<float>> per_channel(const std::string& v, int64_t c_out,
+                                                size_t rank) const {
+    const Tensor* t = constant(g_, v);
+    if (!t || t->dtype() != DType::f32) return std::nullopt;
+    if (t->numel() == 1 && t->rank() <= rank)
+      return std::vector<float>(static_cast<size_t>(c_out), t->to_f32_vector()[0]);
+    if (t->numel() != c_out) return std::nullopt;
+    const bool ok = (t->rank() == rank - 1 && t->dim(0) == c_out) ||
+                    (t->rank() == rank && t->dim(0) == 1 && t->dim(1) == c_out);
+    if (!ok) return std::nullopt;
+    return t->to_f32_vector();
+  }
+
+  /// y = x·s + t per output channel, folded into the producer of x.
+  void fold_affine(size_t i, size_t p, const std::vector<float>& s, const std::vector<float>& t) {
+    Node& prod = g_.nodes[p];
+    const bool conv = prod.op_type == "Conv";
+    const int64_t c_out = static_cast<int64_t>(s.size());
+    const Tensor wc = constant(g_, prod.inputs[1])->contiguous();
     Tensor w2 = Tensor::zeros(DType::f32, wc.shape());
     const float* src = wc.data<float>();
     float* dst = w2.mutable_data<float>();
-    const int64_t total = wc.numel();
-    if (conv) {
-      const int64_t per = total / c_out;
+    if (conv || prod.attr_int("transB", 0)) {  // rows are output channels
+      const int64_t per = wc.numel() / c_out;
       for (int64_t c = 0; c < c_out; ++c)
-        for (int64_t k = 0; k < per; ++k) dst[c * per + k] = src[c * per + k] * s[static_cast<size_t>(c)];
-    } else if (prod.attr_int("transB", 0)) {  // B [n, k]
-      const int64_t kk = wc.dim(1);
-      for (int64_t c = 0; c < c_out; ++c)
-        for (int64_t k = 0; k < kk; ++k) dst[c * kk + k] = src[c * kk + k] * s[static_cast<size_t>(c)];
-    } else {  // B [k, n]
+        for (int64_t k = 0; k < per; ++k)
+          dst[c * per + k] = src[c * per + k] * s[static_cast<size_t>(c)];
+    } else {  // Gemm B [k, n]
       const int64_t kk = wc.dim(0);
       for (int64_t k = 0; k < kk; ++k)
-        for (int64_t c = 0; c < c_out; ++c) dst[k * c_out + c] = src[k * c_out + c] * s[static_cast<size_t>(c)];
+        for (int64_t c = 0; c < c_out; ++c)
+          dst[k * c_out + c] = src[k * c_out + c] * s[static_cast<size_t>(c)];
     }
-    const std::vector<float> b0 = b ? b->to_f32_vector() : std::vector<float>(static_cast<size_t>(c_out), 0.f);
+    const bool has_b = prod.inputs.size() > 2 && !prod.inputs[2].empty();
+    const std::vector<float> b0 = has_b ? constant(g_, prod.inputs[2])->to_f32_vector()
+                                        : std::vector<float>(static_cast<size_t>(c_out), 0.f);
+    const float gemm_beta = conv ? 1.f : prod.attr_float("beta", 1.f);
     std::vector<float> b2(static_cast<size_t>(c_out));
-    for (size_t c = 0; c < b2.size(); ++c) b2[c] = (gemm_beta * b0[c] - mean[c]) * s[c] + beta[c];
-    const std::string wname = names_.fresh(prod.inputs[1] + "_bn_folded");
-    const std::string bname = names_.fresh(bn.outputs[0] + "_bias_bn_folded");
+    for (size_t c = 0; c < b2.size(); ++c) b2[c] = gemm_beta * b0[c] * s[c] + t[c];
+    const std::string out = g_.nodes[i].outputs[0];
+    const std::string wname = names_.fresh(prod.inputs[1] + "_folded");
+    const std::string bname = names_.fresh(out + "_folded_bias");
     g_.add_initializer(wname, w2);
     g_.add_initializer(bname, Tensor::from_f32({c_out}, b2));
     prod.inputs.resize(3);
     prod.inputs[1] = wname;
     prod.inputs[2] = bname;
-    if (gemm) prod.set("beta", Attribute::of_float(1.f));
-    prod.outputs[0] = bn.outputs[0];
+    if (!conv) prod.set("beta", Attribute::of_float(1.f));
+    prod.outputs[0] = out;
     erase(i);
+  }
+
+  /// BatchNormalization after Conv/Gemm (constant weights, no other reader).
+  bool fold_batch_norm(size_t i) {
+    const Node& bn = g_.nodes[i];
+    for (size_t k = 1; k < bn.outputs.size(); ++k)
+      if (!bn.outputs[k].empty()) return false;
+    if (bn.attr_int("training_mode", 0) != 0) return false;
+    int64_t c_out = 0;
+    auto p = foldable_producer(i, bn.inputs[0], c_out, false);
+    if (!p) return false;
+    std::vector<float> prm[4];
+    for (int k = 0; k < 4; ++k) {
+      const Tensor* t = constant(g_, bn.inputs[static_cast<size_t>(k + 1)]);
+      if (!t || t->dtype() != DType::f32 || t->numel() != c_out) return false;
+      prm[k] = t->to_f32_vector();
+    }
+    const float eps = bn.attr_float("epsilon", 1e-5f);
+    std::vector<float> s(static_cast<size_t>(c_out)), t(static_cast<size_t>(c_out));
+    for (size_t c = 0; c < s.size(); ++c) {
+      s[c] = static_cast<float>(static_cast<double>(prm[0][c]) /
+                                std::sqrt(static_cast<double>(prm[3][c]) + eps));
+      t[c] = prm[1][c] - prm[2][c] * s[c];
+    }
+    fold_affine(i, *p, s, t);
     return true;
+  }
+
+  /// Mul or Add of a per-channel constant after a Conv: into its weights/bias.
+  bool fold_conv_scale_shift(size_t i) {
+    const Node& n = g_.nodes[i];
+    if (n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+    for (int side = 0; side < 2; ++side) {
+      const std::string x = n.inputs[static_cast<size_t>(side)],
+                        c = n.inputs[static_cast<size_t>(1 - side)];
+      if (x == c) return false;
+      int64_t c_out = 0;
+      auto p = foldable_producer(i, x, c_out, true);
+      if (!p) continue;
+      auto v = per_channel(c, c_out, constant(g_, g_.nodes[*p].inputs[1])->rank());
+      if (!v) continue;
+      std::vector<float> s(static_cast<size_t>(c_out), 1.f), t(static_cast<size_t>(c_out), 0.f);
+      if (n.op_type == "Mul")
+        s = *v;
+      else
+        t = *v;
+      fold_affine(i, *p, s, t);
+      return true;
+    }
+    return false;
   }
 
   Graph& g_;
@@ -285,6 +343,7 @@ class Simplifier {
 Model simplify(const Model& model, const PassOptions&) {
   Model out = model;
   detach_subgraphs(out.graph);
+  infer_shapes(out);  // ranks and dtypes the rewrites check
   NameGen names(out.graph);
   Simplifier(out.graph, out.opset, names).run();
   prune_types(out.graph);

@@ -1,0 +1,153 @@
+// Algebraic simplification, strength reduction and BatchNorm folding on hand-built graphs.
+#include "pass_test_util.h"
+
+namespace tailor::testing {
+namespace {
+
+TEST(Simplify, NeutralElementsRemoved) {
+  GraphBuilder b;
+  b.input("x", {2, 2})
+      .init("one", vec_f32({1}, {1}))
+      .init("zero", scalar_f32(0))
+      .init("big_one", vec_f32({1, 1, 1}, {1}));
+  b.node("Mul", {"x", "one"}, {"a"})
+      .node("Add", {"zero", "a"}, {"c"})
+      .node("Sub", {"c", "zero"}, {"d"});
+  b.node("Div", {"d", "one"}, {"e"});
+  b.node("Mul", {"e", "big_one"}, {"f"});  // rank 3 constant raises x's rank: kept
+  b.node("Relu", {"f"}, {"y"}).output("y");
+  const graph::Model out =
+      check_passes(b.model(), {"simplify"}, {{"x", vec_f32({2, 2}, {1, -2, 3, -4})}});
+  ASSERT_EQ(out.graph.nodes.size(), 2u);
+  EXPECT_EQ(out.graph.nodes[0].op_type, "Mul");
+  EXPECT_EQ(out.graph.nodes[0].inputs, (std::vector<std::string>{"x", "big_one"}));
+}
+
+TEST(Simplify, StrengthReductionIsExact) {
+  // x/4 → x·0.25, x·2 → x+x, Pow(x, 2) → x·x: bit-identical results.
+  GraphBuilder b;
+  b.input("x", {3})
+      .init("four", scalar_f32(4))
+      .init("two", scalar_f32(2))
+      .init("three", scalar_f32(3));
+  b.node("Div", {"x", "four"}, {"a"})
+      .node("Mul", {"a", "two"}, {"c"})
+      .node("Pow", {"c", "two"}, {"d"});
+  b.node("Div", {"d", "three"}, {"y"}).output("y");  // 3 is no power of two: kept
+  const graph::Model out =
+      check_passes(b.model(), {"simplify"}, {{"x", vec_f32({3}, {0.3f, -7.1f, 1e-3f})}}, 0.0);
+  ASSERT_EQ(out.graph.nodes.size(), 4u);
+  EXPECT_EQ(out.graph.nodes[0].op_type, "Mul");
+  EXPECT_EQ(out.graph.initializers.at(out.graph.nodes[0].inputs[1]).to_f32_vector(),
+            (std::vector<float>{0.25f}));
+  EXPECT_EQ(out.graph.nodes[1].op_type, "Add");
+  EXPECT_EQ(out.graph.nodes[1].inputs, (std::vector<std::string>{"a", "a"}));
+  EXPECT_EQ(out.graph.nodes[2].op_type, "Mul");
+  EXPECT_EQ(out.graph.nodes[2].inputs, (std::vector<std::string>{"c", "c"}));
+  EXPECT_EQ(out.graph.nodes[3].op_type, "Div");
+}
+
+TEST(Simplify, DivBySqrtBecomesMulByReciprocal) {
+  GraphBuilder b;
+  b.input("a", {4}).input("v", {1});
+  b.node("Sqrt", {"v"}, {"s"}).node("Div", {"a", "s"}, {"y"}).output("y");
+  const graph::Model out = check_passes(
+      b.model(), {"simplify"}, {{"a", vec_f32({4}, {1, 2, 3, 4})}, {"v", vec_f32({1}, {2})}}, 1e-7);
+  EXPECT_EQ(count_ops(out.graph, "Div"), 0u);
+  EXPECT_EQ(count_ops(out.graph, "Reciprocal"), 1u);
+  EXPECT_EQ(count_ops(out.graph, "Mul"), 1u);
+}
+
+TEST(Simplify, TransposesComposeAndIdentityPairsVanish) {
+  GraphBuilder b;
+  b.input("x", {2, 3, 4});
+  // perm [1, 0, 2] then [0, 2, 1]: composed q[i] = p1[p2[i]] = [1, 2, 0].
+  b.node("Transpose", {"x"}, {"t1"}, {{"perm", ints({1, 0, 2})}})
+      .node("Transpose", {"t1"}, {"t2"}, {{"perm", ints({0, 2, 1})}});
+  // [2, 0, 1] then [1, 2, 0] is the identity.
+  b.node("Transpose", {"t2"}, {"t3"}, {{"perm", ints({2, 0, 1})}})
+      .node("Transpose", {"t3"}, {"t4"}, {{"perm", ints({1, 2, 0})}});
+  b.node("Relu", {"t4"}, {"y"}).output("y");
+  std::vector<float> xv(24);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i) - 10;
+  const graph::Model out =
+      check_passes(b.model(), {"simplify"}, {{"x", vec_f32({2, 3, 4}, xv)}}, 0.0);
+  ASSERT_EQ(count_ops(out.graph, "Transpose"), 1u);
+  EXPECT_EQ(out.graph.nodes[0].attr_ints("perm", {}), (std::vector<int64_t>{1, 2, 0}));
+  EXPECT_EQ(out.graph.nodes.size(), 2u);
+}
+
+TEST(Simplify, ReshapeChainsIdentityAndDropoutCollapse) {
+  Tensor s1 = Tensor::zeros(DType::i64, {2}), s2 = Tensor::zeros(DType::i64, {1});
+  s1.mutable_data<int64_t>()[0] = 3, s1.mutable_data<int64_t>()[1] = 4;
+  s2.mutable_data<int64_t>()[0] = -1;
+  GraphBuilder b;
+  b.input("x", {2, 6}).init("s1", s1).init("s2", s2);
+  b.node("Identity", {"x"}, {"i"})
+      .node("Reshape", {"i", "s1"}, {"r1"})
+      .node("Reshape", {"r1", "s2"}, {"r2"});
+  b.node("Dropout", {"r2"}, {"d"}).node("Relu", {"d"}, {"y"}).output("y");
+  std::vector<float> xv(12, -1.f);
+  xv[5] = 2;
+  const graph::Model out = check_passes(b.model(), {"simplify"}, {{"x", vec_f32({2, 6}, xv)}}, 0.0);
+  ASSERT_EQ(out.graph.nodes.size(), 2u);
+  EXPECT_EQ(out.graph.nodes[0].op_type, "Reshape");
+  EXPECT_EQ(out.graph.nodes[0].inputs, (std::vector<std::string>{"x", "s2"}));
+}
+
+TEST(Simplify, BatchNormFoldsIntoConvWeightsAndBias) {
+  // 1×1 conv, w = 2, b = 1; BN scale 3, beta 0.5, mean 1, var 3, ε 1:
+  // s = 3/√4 = 1.5 → w' = 3, b' = (1 − 1)·1.5 + 0.5 = 0.5. x = 2: 6.5 both ways.
+  GraphBuilder b;
+  b.input("x", {1, 1, 1, 2}).init("w", vec_f32({1, 1, 1, 1}, {2})).init("b", vec_f32({1}, {1}));
+  b.init("scale", vec_f32({1}, {3}))
+      .init("beta", vec_f32({1}, {0.5f}))
+      .init("mean", vec_f32({1}, {1}))
+      .init("var", vec_f32({1}, {3}));
+  b.node("Conv", {"x", "w", "b"}, {"c"})
+      .node("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"y"},
+            {{"epsilon", flt(1)}});
+  b.output("y");
+  const auto feeds = std::map<std::string, Tensor>{{"x", vec_f32({1, 1, 1, 2}, {2, -1})}};
+  const graph::Model out = check_passes(b.model(), {"simplify"}, feeds);
+  ASSERT_EQ(out.graph.nodes.size(), 1u);
+  const graph::Node& conv = out.graph.nodes[0];
+  EXPECT_EQ(conv.op_type, "Conv");
+  EXPECT_EQ(conv.outputs[0], "y");
+  EXPECT_EQ(out.graph.initializers.at(conv.inputs[1]).to_f32_vector(), (std::vector<float>{3}));
+  EXPECT_EQ(out.graph.initializers.at(conv.inputs[2]).to_f32_vector(), (std::vector<float>{0.5f}));
+  expect_f32(run_model(out, feeds).at("y"), {1, 1, 1, 2}, {6.5f, -2.5f});
+}
+
+TEST(Simplify, BatchNormStaysWhenTheConvOutputHasAnotherReader) {
+  GraphBuilder b;
+  b.input("x", {1, 1, 1, 2}).init("w", vec_f32({1, 1, 1, 1}, {2}));
+  b.init("scale", vec_f32({1}, {3}))
+      .init("beta", vec_f32({1}, {0.5f}))
+      .init("mean", vec_f32({1}, {1}))
+      .init("var", vec_f32({1}, {3}));
+  b.node("Conv", {"x", "w"}, {"c"})
+      .node("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"bn"});
+  b.node("Add", {"bn", "c"}, {"y"}).output("y");
+  const graph::Model out =
+      check_passes(b.model(), {"simplify"}, {{"x", vec_f32({1, 1, 1, 2}, {2, -1})}});
+  EXPECT_EQ(count_ops(out.graph, "BatchNormalization"), 1u);
+}
+
+TEST(Simplify, PerChannelScaleAndShiftFoldIntoConv) {
+  // Conv (2 channels, 1×1, w = [1, 2]) → Mul [2,1,1] = [3, 4] → Add [1,2,1,1] = [5, 6].
+  GraphBuilder b;
+  b.input("x", {1, 1, 1, 1}).init("w", vec_f32({2, 1, 1, 1}, {1, 2}));
+  b.init("m", vec_f32({2, 1, 1}, {3, 4})).init("a", vec_f32({1, 2, 1, 1}, {5, 6}));
+  b.node("Conv", {"x", "w"}, {"c"})
+      .node("Mul", {"c", "m"}, {"d"})
+      .node("Add", {"a", "d"}, {"y"})
+      .output("y");
+  const auto feeds = std::map<std::string, Tensor>{{"x", vec_f32({1, 1, 1, 1}, {2})}};
+  const graph::Model out = check_passes(b.model(), {"simplify"}, feeds);
+  ASSERT_EQ(out.graph.nodes.size(), 1u);
+  expect_f32(run_model(out, feeds).at("y"), {1, 2, 1, 1}, {2 * 1 * 3 + 5, 2 * 2 * 4 + 6});
+}
+
+}  // namespace
+}  // namespace tailor::testing
