@@ -66,7 +66,9 @@ void add_run(CLI::App& app) {
                   "Graph passes before running: all, none, or a comma-separated list of "
                   "fold,simplify,cse,hoist,fuse,layout,dce (run in pipeline order)")
       ->capture_default_str();
-  cmd->add_option("--tuning", tuning, "Apply the chosen decisions of a tailor tune decisions.json (instead of --passes)");
+  cmd->add_option(
+      "--tuning", tuning,
+      "Apply the chosen decisions of a tailor tune decisions.json (instead of --passes)");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
@@ -80,7 +82,8 @@ void add_run(CLI::App& app) {
       tune::AppliedConfiguration tuned = tune::apply_record(model, tune::read_record(tuning));
       model = std::move(tuned.model);
       if (threads == 0) runtime::kernels::set_num_threads(tuned.threads);
-      pass_line = fmt::format("tuning: {} ({} -> {} nodes)\n", printable(tuning), before, model.graph.nodes.size());
+      pass_line = fmt::format("tuning: {} ({} -> {} nodes)\n", printable(tuning), before,
+                              model.graph.nodes.size());
     }
     if (!pass_names.empty()) {
       const size_t before = model.graph.nodes.size();
