@@ -123,6 +123,8 @@ Harness::Harness(const graph::Model& reference,
     : options_(options) {
   if (options_.check_inputs < 1 || options_.repeats < 1 || options_.warmup < 0)
     throw Error("harness", "check_inputs and repeats must be >= 1, warmup >= 0");
+  if (options_.statistic != "median" && options_.statistic != "min")
+    throw Error("--statistic", "must be median or min, got '" + options_.statistic + "'");
   runtime::kernels::set_num_threads(std::max(1, options_.reference_threads));
   runtime::Executor ex(reference);
   for (int i = 0; i < options_.check_inputs; ++i) {
@@ -176,6 +178,7 @@ Measurement Harness::measure(const AppliedConfiguration& c) const {
     m.times_ms.push_back(ms_since(t));
   }
   m.median_ms = median(m.times_ms);
+  m.min_ms = *std::min_element(m.times_ms.begin(), m.times_ms.end());
   m.mad_ms = mad(m.times_ms);
   m.peak_bytes = static_cast<int64_t>(ex.peak_activation_bytes());
   m.cost_s += ms_since(t0) / 1e3;

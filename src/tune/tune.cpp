@@ -62,12 +62,14 @@ std::vector<Configuration> paired_pool(const std::vector<SearchResult>& results,
   return pool;
 }
 
-std::vector<double> paired_medians(const std::vector<std::vector<double>>& rounds, size_t n) {
+// Per candidate, the statistic ("median" or "min") over the rounds.
+std::vector<double> paired_medians(const std::vector<std::vector<double>>& rounds, size_t n,
+                                   const std::string& statistic) {
   std::vector<double> med;
   for (size_t i = 0; i < n; ++i) {
     std::vector<double> t;
     for (const auto& r : rounds) t.push_back(r.at(i));
-    med.push_back(median(t));
+    med.push_back(statistic == "min" ? *std::min_element(t.begin(), t.end()) : median(t));
   }
   return med;
 }
@@ -139,6 +141,7 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
                         {"check", check},
                         {"times_ms", m.times_ms},
                         {"median_ms", m.median_ms},
+                        {"min_ms", m.min_ms},
                         {"mad_ms", m.mad_ms},
                         {"peak_bytes", m.peak_bytes},
                         {"cost_s", m.cost_s}});
@@ -148,7 +151,7 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
     const json& m = measured[measure(c)];
     if (!m["check"]["ok"].get<bool>()) return std::nullopt;
-    return m["median_ms"].get<double>();
+    return m[hopt.statistic == "min" ? "min_ms" : "median_ms"].get<double>();
   };
   const FeatureFn features = [&](const Configuration& c) {
     const AppliedConfiguration a = applier.apply(c);
@@ -171,7 +174,7 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   for (const auto& m : measured)
     if (m["check"]["ok"].get<bool>() && !grad_keys.count(m["key"].get<std::string>())) {
       pred.push_back(mo.fitted.predict(features(m["config"].get<Configuration>())));
-      meas.push_back(m["median_ms"].get<double>());
+      meas.push_back(m[hopt.statistic == "min" ? "min_ms" : "median_ms"].get<double>());
     }
 
   // Paired re-measurement of each method's best candidates.
@@ -179,7 +182,7 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   std::vector<AppliedConfiguration> applied;
   for (const auto& c : pool) applied.push_back(applier.apply(c));
   const auto rounds = harness.paired(applied, options.paired_rounds);
-  const std::vector<double> pmed = paired_medians(rounds, pool.size());
+  const std::vector<double> pmed = paired_medians(rounds, pool.size(), hopt.statistic);
   std::map<std::string, double> pooled;
   json pool_keys = json::array();
   for (size_t i = 0; i < pool.size(); ++i)
@@ -220,37 +223,38 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   json input_shapes = json::object();
   for (const auto& [k, v] : options.input_shapes) input_shapes[k] = v;
   const Configuration& chosen = pool.at(win);
-  return {
-      {"format", "tailor.tune/1"},
-      {"model", options.model_path},
-      {"model_nodes", model.graph.nodes.size()},
-      {"seed", options.seed},
-      {"measurements", options.measurements},
-      {"threads", threads},
-      {"input_shapes", input_shapes},
-      {"value_shapes", value_shapes},
-      {"harness",
-       {{"warmup", hopt.warmup},
-        {"repeats", hopt.repeats},
-        {"tolerance", hopt.tolerance},
-        {"check_inputs", hopt.check_inputs},
-        {"paired_rounds", options.paired_rounds},
-        {"paired_top", options.paired_top}}},
-      {"space", space_json(space)},
-      {"measured", measured},
-      {"methods", methods},
-      {"cost_model",
-       {{"initial", initial.to_json(feature_names())},
-        {"fitted", mo.fitted.to_json(feature_names())},
-        {"held_out", pred.size()},
-        {"spearman_held_out", pred.size() >= 3 ? json(spearman(pred, meas)) : json()}}},
-      {"paired", {{"pool", pool_keys}, {"configs", pool}, {"rounds", rounds}, {"median_ms", pmed}}},
-      {"table", table},
-      {"chosen",
-       {{"config", chosen},
-        {"key", DecisionSpace::key(chosen)},
-        {"median_ms", pmed[win]},
-        {"decisions", decisions_json(space, chosen)}}}};
+  return {{"format", "tailor.tune/1"},
+          {"model", options.model_path},
+          {"model_nodes", model.graph.nodes.size()},
+          {"seed", options.seed},
+          {"measurements", options.measurements},
+          {"threads", threads},
+          {"input_shapes", input_shapes},
+          {"value_shapes", value_shapes},
+          {"harness",
+           {{"warmup", hopt.warmup},
+            {"repeats", hopt.repeats},
+            {"tolerance", hopt.tolerance},
+            {"check_inputs", hopt.check_inputs},
+            {"statistic", hopt.statistic},
+            {"paired_rounds", options.paired_rounds},
+            {"paired_top", options.paired_top}}},
+          {"space", space_json(space)},
+          {"measured", measured},
+          {"methods", methods},
+          {"cost_model",
+           {{"initial", initial.to_json(feature_names())},
+            {"fitted", mo.fitted.to_json(feature_names())},
+            {"held_out", pred.size()},
+            {"spearman_held_out", pred.size() >= 3 ? json(spearman(pred, meas)) : json()}}},
+          {"paired",
+           {{"pool", pool_keys}, {"configs", pool}, {"rounds", rounds}, {"latency_ms", pmed}}},
+          {"table", table},
+          {"chosen",
+           {{"config", chosen},
+            {"key", DecisionSpace::key(chosen)},
+            {"latency_ms", pmed[win]},
+            {"decisions", decisions_json(space, chosen)}}}};
 }
 
 std::vector<MethodRow> method_table(const nlohmann::json& record) {
@@ -294,6 +298,7 @@ Configuration replay(const graph::Model& model, const nlohmann::json& record) {
         space.decisions[i].choices != recorded.decisions[i].choices)
       throw Error("replay",
                   "decision '" + recorded.decisions[i].name + "' differs from the model's");
+  const std::string statistic = field<std::string>(field<json>(record, "harness"), "statistic");
   std::map<std::string, json> by_key;
   const json measured = field<json>(record, "measured");
   for (const auto& m : measured) by_key[field<std::string>(m, "key")] = m;
@@ -304,7 +309,7 @@ Configuration replay(const graph::Model& model, const nlohmann::json& record) {
                                 DecisionSpace::key(c) +
                                 " (another seed, model or tailor version?)");
     if (!it->second.at("check").at("ok").get<bool>()) return std::nullopt;
-    return it->second.at("median_ms").get<double>();
+    return it->second.at(statistic == "min" ? "min_ms" : "median_ms").get<double>();
   };
   Applier applier(model, space, popt);
   const MachineInfo machine = MachineInfo::detect();
@@ -323,7 +328,7 @@ Configuration replay(const graph::Model& model, const nlohmann::json& record) {
   if (field<std::vector<Configuration>>(paired, "configs") != pool)
     throw Error("replay", "the re-derived paired pool differs from the record's");
   const auto rounds = field<std::vector<std::vector<double>>>(paired, "rounds");
-  return pool.at(argmin(paired_medians(rounds, pool.size())));
+  return pool.at(argmin(paired_medians(rounds, pool.size(), statistic)));
 }
 
 AppliedConfiguration apply_record(const graph::Model& model, const nlohmann::json& record) {

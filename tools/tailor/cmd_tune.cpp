@@ -56,7 +56,7 @@ void print_table(const nlohmann::json& record) {
 void add_tune(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("tune", "Tune a model's compiler decisions against measured latency");
-  static std::string path, out_dir = "tuned", replay_path, cost_model_path;
+  static std::string path, out_dir = "tuned", replay_path, cost_model_path, statistic = "median";
   static std::vector<std::string> shape_specs;
   static int measurements = 24, threads = 0, repeats = 5, paired_rounds = 7;
   static uint64_t seed = 0;
@@ -69,6 +69,8 @@ void add_tune(CLI::App& app) {
   cmd->add_option("--repeats", repeats, "Timed runs per candidate")->capture_default_str();
   cmd->add_option("--paired-rounds", paired_rounds,
                   "Interleaved rounds re-measuring the best candidates")
+      ->capture_default_str();
+  cmd->add_option("--statistic", statistic, "Latency compared: median or min of the timed runs")
       ->capture_default_str();
   cmd->add_option("--input-shape", shape_specs,
                   "NAME=D1xD2x... for inputs with symbolic dims (repeatable)");
@@ -103,6 +105,7 @@ void add_tune(CLI::App& app) {
     o.threads = threads;
     o.harness.repeats = repeats;
     o.paired_rounds = paired_rounds;
+    o.harness.statistic = statistic;
     o.model_path = path;
     for (const auto& spec : shape_specs) {
       const size_t eq = spec.find('=');
@@ -150,8 +153,8 @@ void add_tune(CLI::App& app) {
       }
     if (shown > 12) std::cout << " ... (" << shown << " in all)";
     if (shown == 0) std::cout << " nothing";
-    std::cout << fmt::format("\nchosen median {:.3f} ms; record {} ({:.1f} s)\n",
-                             record.at("chosen").at("median_ms").get<double>(), printable(dest),
+    std::cout << fmt::format("\nchosen {} {:.3f} ms; record {} ({:.1f} s)\n", statistic,
+                             record.at("chosen").at("latency_ms").get<double>(), printable(dest),
                              secs);
   });
 }

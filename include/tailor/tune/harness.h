@@ -29,6 +29,10 @@ struct HarnessOptions {
   int64_t flush_bytes = 0;
   /// Threads of the reference run.
   int reference_threads = 1;
+  /// The latency the search compares: "median" of the timed runs, or "min"
+  /// (robust on a shared, oversubscribed machine, where preemption adds a
+  /// large positive delay to some runs).
+  std::string statistic = "median";
 };
 
 /// The result of checking and timing one configuration.
@@ -41,6 +45,7 @@ struct Measurement {
   /// Timed runs in milliseconds (empty when the check failed).
   std::vector<double> times_ms;
   double median_ms = 0;
+  double min_ms = 0;
   /// Median absolute deviation of times_ms, in milliseconds.
   double mad_ms = 0;
   /// Peak activation bytes of the candidate's executor.
