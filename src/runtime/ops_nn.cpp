@@ -69,7 +69,11 @@ struct Window {
 class ConvKernel final : public Kernel {
  public:
   explicit ConvKernel(const KernelInit& init)
-      : win_(Window::read(init)), group_(init.node.attr_int("group", 1)) {
+      : win_(Window::read(init)),
+        group_(init.node.attr_int("group", 1)),
+        // Tuning attribute (not ONNX): Conv2dParams::column_block.
+        column_block_(init.node.attr_int("column_block", 0)) {
+    if (column_block_ < 0) init.fail("column_block must be >= 0");
     // FusedConv (ai.tailor, graph/passes/fuse_conv.h): the activation of the epilogue.
     const std::string act = init.node.attr_string("activation", "none");
     const float alpha = init.node.attr_float("alpha", 0.0f),
@@ -112,6 +116,7 @@ class ConvKernel final : public Kernel {
     p.c_in = x.dim(1);
     p.c_out = w.dim(0);
     p.groups = group_;
+    p.column_block = column_block_;
     if (sd == 1) {
       p.h = 1, p.w = in[0], p.kh = 1, p.kw = ks[0];
       p.stride_w = st[0], p.dil_w = dil[0], p.pad_left = pb[0], p.pad_right = pe[0];
@@ -135,6 +140,7 @@ class ConvKernel final : public Kernel {
   Window win_;
   int64_t group_;
   k::Activation act_;
+  int64_t column_block_;
 };
 
 class ConvTransposeKernel final : public Kernel {

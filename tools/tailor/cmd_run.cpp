@@ -20,6 +20,7 @@
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/pass_options.h"
+#include "tailor/tune/tune.h"
 
 namespace tailor::cli {
 
@@ -49,7 +50,7 @@ std::string human_bytes(double b) {
 
 void add_run(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run an ONNX model on .npy inputs with tailor's runtime");
-  static std::string path, output;
+  static std::string path, output, tuning;
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;
   static bool profile = false, no_fuse = false;
@@ -67,6 +68,9 @@ void add_run(CLI::App& app) {
                   "fold,simplify,cse,hoist,fuse,layout,dce (run in pipeline order)")
       ->capture_default_str();
   cmd->add_flag("--no-fuse", no_fuse, "Leave the fuse pass out of --passes");
+  cmd->add_option(
+      "--tuning", tuning,
+      "Apply the chosen decisions of a tailor tune decisions.json (instead of --passes)");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
@@ -74,9 +78,18 @@ void add_run(CLI::App& app) {
     graph::Model model = graph::import_onnx(path);
     if (const int n = graph::promote_f16_to_f32(model); n > 0)
       std::cout << "note: f16 tensors and casts computed in f32 (" << n << " changed)\n";
-    std::vector<std::string> pass_names = graph::parse_pass_list(passes);
+    std::vector<std::string> pass_names =
+        tuning.empty() ? graph::parse_pass_list(passes) : std::vector<std::string>{};
     if (no_fuse) std::erase(pass_names, std::string("fuse"));
     std::string pass_line;  // printed once the inputs are read (errors stay one line)
+    if (!tuning.empty()) {
+      const size_t before = model.graph.nodes.size();
+      tune::AppliedConfiguration tuned = tune::apply_record(model, tune::read_record(tuning));
+      model = std::move(tuned.model);
+      if (threads == 0) runtime::kernels::set_num_threads(tuned.threads);
+      pass_line = fmt::format("tuning: {} ({} -> {} nodes)\n", printable(tuning), before,
+                              model.graph.nodes.size());
+    }
     if (!pass_names.empty()) {
       const size_t before = model.graph.nodes.size();
       model = graph::run_passes(model, pass_names, runtime::default_pass_options());

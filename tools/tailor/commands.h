@@ -28,9 +28,13 @@ void add_generate(CLI::App& app);
 /// `tailor kld MODEL (--scheme LABEL | --plan plan.json) [--sequences N] [--length L]
 /// [--seed S] [--json]`: KL divergence and top-1 agreement of a compressed copy.
 void add_kld(CLI::App& app);
-/// `tailor run MODEL --input NAME=FILE.npy ... [--output DIR] [--time N] [--threads T]`: runs an
+/// `tailor run MODEL --input NAME=FILE.npy ... [--output DIR] [--time N] [--threads T]
+/// [--tuning F]`: runs an
 /// ONNX model with tailor's runtime; outputs as DIR/<name>.npy, latency and peak memory.
 void add_run(CLI::App& app);
+/// `tailor tune MODEL [--measurements N] [--seed S] [--threads T] [-o tuned/]` or
+/// `tailor tune --replay tuned/decisions.json`: tunes compiler decisions, writes the record.
+void add_tune(CLI::App& app);
 /// A value name as a safe file name (bytes outside [A-Za-z0-9._-] become '_'; "", ".", ".." are
 /// prefixed with '_').
 std::string sanitize_file_name(const std::string& name);

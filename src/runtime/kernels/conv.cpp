@@ -66,6 +66,7 @@ int64_t conv2d_scratch_size(const Conv2dParams& p) {
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
             const Activation& act, float* /*scratch*/) {
   validate(p);
+  check(p.column_block >= 0, "", "Conv column_block must be >= 0");
   if (detail::is_depthwise(p)) {
     detail::conv2d_depthwise_avx2(p, x, w, bias, y, act);
     return;
@@ -78,7 +79,8 @@ void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* 
   // the shape. Pointwise: one serial OpenBLAS sgemm on x itself, then the
   // epilogue while the block is in cache. Otherwise the implicit-im2col AVX2
   // GEMM with the weights packed once here and the epilogue fused.
-  const int64_t bn = detail::block_columns(ohw);
+  const int64_t bn =
+      p.column_block > 0 ? std::min(p.column_block, ohw) : detail::block_columns(ohw);
   const int64_t blocks = (ohw + bn - 1) / bn;
   const int64_t items = p.n * p.groups * blocks;
   std::vector<float> packed;

@@ -18,6 +18,13 @@ struct Conv2dParams {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dil_h = 1, dil_w = 1;
   int64_t groups = 1;
+  /// Tuning parameter (the tuner's per-conv decision, node attribute
+  /// "column_block"): the number of output columns (of out_h·out_w) one work
+  /// item of the implicit GEMM and of the 1×1 sgemm path covers; 0 takes the
+  /// kernel's default block (a function of out_h·out_w only). Smaller blocks
+  /// keep the input panel in cache and give threads more items. Not used by
+  /// the depthwise path. Results are equal up to the summation order.
+  int64_t column_block = 0;
 
   /// ⌊(h + pad_top + pad_bottom − dil_h·(kh − 1) − 1) / stride_h⌋ + 1.
   int64_t out_h() const { return (h + pad_top + pad_bottom - dil_h * (kh - 1) - 1) / stride_h + 1; }

@@ -1,0 +1,100 @@
+// The tuner's measurement harness: checks a candidate against the unoptimized
+// graph on seeded random inputs, then times it (cache flush, warm-up,
+// repeats, median and median absolute deviation), and re-measures the best
+// candidates in interleaved rounds so timing noise does not pick the winner.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tailor/core/tensor.h"
+#include "tailor/graph/graph.h"
+#include "tailor/tune/space.h"
+
+namespace tailor::tune {
+
+/// Settings of a Harness.
+struct HarnessOptions {
+  int warmup = 1;
+  int repeats = 5;
+  /// Largest accepted max_j |y_j − r_j| / max(max_j |r_j|, 1e-12) per output
+  /// (the error relative to the reference output's scale).
+  double tolerance = 1e-5;
+  /// Seeded random input sets each candidate is checked on.
+  int check_inputs = 1;
+  /// Bytes of the buffer written between candidates to flush caches; 0: 2×
+  /// the last-level cache (MachineInfo::detect).
+  int64_t flush_bytes = 0;
+  /// Threads of the reference run.
+  int reference_threads = 1;
+  /// The latency the search compares: "median" of the timed runs, or "min"
+  /// (robust on a shared, oversubscribed machine, where preemption adds a
+  /// large positive delay to some runs).
+  std::string statistic = "median";
+};
+
+/// The result of checking and timing one configuration.
+struct Measurement {
+  /// The check passed (every output within tolerance); only then is it timed.
+  bool ok = false;
+  double max_rel_error = 0;
+  /// Why the check failed (a pass or kernel error, or the error bound).
+  std::string error;
+  /// Timed runs in milliseconds (empty when the check failed).
+  std::vector<double> times_ms;
+  double median_ms = 0;
+  double min_ms = 0;
+  /// Median absolute deviation of times_ms, in milliseconds.
+  double mad_ms = 0;
+  /// Peak activation bytes of the candidate's executor.
+  int64_t peak_bytes = 0;
+  /// Wall time spent checking and measuring, in seconds.
+  double cost_s = 0;
+};
+
+/// Median of v (mean of the middle two for even sizes); 0 for an empty v.
+double median(std::vector<double> v);
+/// Median absolute deviation from the median.
+double mad(const std::vector<double>& v);
+
+/// Random inputs for the model's graph inputs: f32 uniform in [−1, 1) from
+/// `seed`. `shapes` gives the shape of each input whose declared shape has
+/// symbolic dims (a symbolic first dim defaults to 1). Throws Error naming the
+/// input for a non-f32 input or a missing shape.
+std::map<std::string, Tensor> random_inputs(
+    const graph::Model& model, const std::map<std::string, std::vector<int64_t>>& shapes,
+    uint64_t seed);
+
+/// Shapes of every main-graph value on one run of `model` on `inputs`.
+ValueShapes observe_shapes(const graph::Model& model, const std::map<std::string, Tensor>& inputs);
+
+class Harness {
+ public:
+  /// Runs the unoptimized `reference` on `options.check_inputs` random input
+  /// sets (seeds seed, seed+1, ...) to get the reference outputs.
+  Harness(const graph::Model& reference,
+          const std::map<std::string, std::vector<int64_t>>& input_shapes, uint64_t seed,
+          HarnessOptions options);
+  /// Checks `c` on every check input; fills ok, max_rel_error and error.
+  Measurement check(const AppliedConfiguration& c) const;
+  /// check(), then — only when it passed — flush, warm-up and timed repeats.
+  Measurement measure(const AppliedConfiguration& c) const;
+  /// Interleaved re-measurement: `rounds` rounds, each flushes then runs every
+  /// candidate once (the order rotates by one each round). Returns
+  /// times[round][candidate] in milliseconds.
+  std::vector<std::vector<double>> paired(const std::vector<AppliedConfiguration>& candidates,
+                                          int rounds) const;
+  const std::map<std::string, Tensor>& inputs() const { return inputs_.front(); }
+  const HarnessOptions& options() const { return options_; }
+
+ private:
+  void flush() const;
+  std::vector<std::map<std::string, Tensor>> inputs_;
+  std::vector<std::map<std::string, Tensor>> reference_;
+  HarnessOptions options_;
+  mutable std::vector<char> flush_buffer_;
+};
+
+}  // namespace tailor::tune

@@ -1,0 +1,102 @@
+// Search over a DecisionSpace: the gradient method (DESIGN.md, "Differentiable
+// compilation") and the baselines it is compared with under the same number
+// of measurements (default, random search, greedy coordinate descent,
+// exhaustive enumeration of small spaces).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tailor/core/rng.h"
+#include "tailor/tune/cost_model.h"
+#include "tailor/tune/space.h"
+
+namespace tailor::tune {
+
+/// Measures a configuration: its latency in milliseconds, or nullopt when the
+/// candidate failed its check (it is then never timed; it still counts as one
+/// of the method's measurements).
+using Oracle = std::function<std::optional<double>(const Configuration&)>;
+/// The cost model's terms for a configuration (graph_features of the graph it
+/// produces).
+using FeatureFn = std::function<std::vector<double>(const Configuration&)>;
+
+/// One configuration a method evaluated, in order.
+struct Evaluation {
+  Configuration config;
+  std::optional<double> latency_ms;
+};
+
+/// The evaluations of one method and its best (lowest latency) configuration.
+struct SearchResult {
+  std::string method;
+  std::vector<Evaluation> evaluations;
+  /// Index into evaluations of the best checked configuration; -1 when none passed.
+  int best = -1;
+};
+
+/// Index of the lowest latency in `evals` (first on ties), -1 when none.
+int best_index(const std::vector<Evaluation>& evals);
+
+/// The default configuration, measured once.
+SearchResult search_default(const DecisionSpace& space, const Oracle& oracle);
+/// The default first, then budget − 1 configurations drawn uniformly (Rng(seed)).
+SearchResult search_random(const DecisionSpace& space, const Oracle& oracle, int budget,
+                           uint64_t seed);
+/// Greedy coordinate descent from the default: decisions in order (cycling),
+/// each alternative choice measured, kept when faster than the best so far.
+SearchResult search_greedy(const DecisionSpace& space, const Oracle& oracle, int budget);
+/// Every configuration (space.points() ≤ 512, else Error).
+SearchResult search_exhaustive(const DecisionSpace& space, const Oracle& oracle);
+
+/// The expected cost of the linearised model under independent categoricals
+/// p_d = softmax(logits_d): E = Σ_d Σ_c p_dc·table_dc, where table_dc is the
+/// model's cost with decision d set to c and every other decision at the
+/// current configuration (exact when the model is additive over decisions,
+/// as it is in each one-hot choice for fusion, conv-block and thread
+/// decisions). Writes ∂E/∂logits_dc = p_dc·(table_dc − Σ_c' p_dc'·table_dc')
+/// into `grad` (same shape as logits).
+double expected_cost(const std::vector<std::vector<double>>& logits,
+                     const std::vector<std::vector<double>>& table,
+                     std::vector<std::vector<double>>* grad);
+
+/// Gumbel-softmax with the straight-through estimator (Jang et al., 2017;
+/// Bengio et al., 2013) for one decision: y = softmax((logits + g)/tau) with
+/// g_c = −log(−log u_c), u_c ∈ (0, 1) from rng (Rng::gumbel); the forward cost
+/// is table[argmax y] (the hard sample); the backward pass treats cost as
+/// Σ_c y_c·table_c, so ∂/∂logits_c = y_c·(table_c − Σ y·table)/tau, added
+/// into `grad`. Returns the hard sample's index.
+int gumbel_straight_through(const std::vector<double>& logits, const std::vector<double>& table,
+                            double tau, Rng& rng, std::vector<double>& grad, double* cost);
+
+/// Settings of the gradient method.
+struct GradientOptions {
+  /// Adam steps on the logits per measurement.
+  int inner_steps = 25;
+  double logit_lr = 0.3;
+  /// Adam steps refitting the cost model after each measurement.
+  int fit_iterations = 300;
+  double fit_lr = 0.05;
+  /// Gumbel-softmax temperature for the pass decisions (not additive in the model).
+  double tau = 1.0;
+  /// Initial logit of each decision's default choice (others 0).
+  double prior = 1.0;
+};
+
+/// The gradient method: measure the default; then, per step, refit the cost
+/// model on every measurement so far, compute each decision's one-choice
+/// variants' model costs around the current best configuration, take Adam
+/// steps on the logits along the exact expected-cost gradient (fusion,
+/// conv-block, threads) or the Gumbel-softmax straight-through estimate
+/// (passes), and measure the argmax configuration — or, when that one was
+/// measured already, a Gumbel-max sample of the distribution (seeded). Failed
+/// checks push their choices' logits down. `model` is refitted in place (its
+/// initial θ warm-starts the first fit).
+SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
+                             const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
+                             const GradientOptions& options = {});
+
+}  // namespace tailor::tune

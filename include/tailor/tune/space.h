@@ -1,0 +1,105 @@
+// The decision space of a graph (DESIGN.md, "Differentiable compilation"):
+// every compiler decision the tuner may change, each a categorical choice, and
+// how a Configuration (one choice per decision) is applied to yield a discrete
+// graph and executor settings.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tailor/graph/graph.h"
+#include "tailor/graph/passes.h"
+
+namespace tailor::tune {
+
+/// One categorical decision. `name` is stable for a given model:
+/// "pass:<name>" (choices "off", "on"), "fusion:<FusionCandidate::id>"
+/// ("off", "on"), "conv_block:<conv output value>" (choices "full" or a
+/// column-block size in output columns, see kernels::Conv2dParams::column_block),
+/// "threads" (choices "1", "2", ...).
+struct Decision {
+  std::string name;
+  /// "pass", "fusion", "conv_block", "threads".
+  std::string kind;
+  std::vector<std::string> choices;
+  /// Index of the default choice (all passes but layout on, every fusion
+  /// candidate on, full column blocks, the most threads).
+  int default_choice = 0;
+};
+
+/// One choice index per decision, in DecisionSpace::decisions order.
+using Configuration = std::vector<int>;
+
+/// Shapes of a model's values observed on one run of the unoptimized model
+/// (main graph values only), used to size convs and the cost model's terms.
+using ValueShapes = std::map<std::string, std::vector<int64_t>>;
+
+/// The decisions of one model.
+struct DecisionSpace {
+  std::vector<Decision> decisions;
+
+  /// Number of points (product of choice counts), as a double (it may be huge).
+  double points() const;
+  /// The default configuration.
+  Configuration default_configuration() const;
+  /// "1.0.1.0..." — a key that identifies a configuration.
+  static std::string key(const Configuration& c);
+  /// Index of the decision named `name`, or -1.
+  int find(const std::string& name) const;
+  /// Throws Error("configuration", ...) unless `c` has one valid index per decision.
+  void validate(const Configuration& c) const;
+  /// Every configuration in lexicographic order (last decision fastest).
+  /// Throws Error when points() > `limit`.
+  std::vector<Configuration> enumerate(double limit = 512) const;
+};
+
+/// Options of build_space.
+struct SpaceOptions {
+  /// Thread counts offered: 1, 2, 4, ... up to max_threads (and max_threads).
+  int max_threads = 1;
+  /// Column-block sizes offered to each im2col/1×1 conv (only those smaller
+  /// than the conv's out_h·out_w output columns, so each choice is distinct).
+  std::vector<int64_t> column_blocks = {256, 1024, 4096};
+};
+
+/// Builds the decision space of `model`: one "pass:" decision per registered
+/// pass (graph::registered_passes), one "fusion:" decision per candidate that
+/// fuse() finds after the passes that run before it (fold, simplify, cse,
+/// hoist), one "conv_block:" decision per non-depthwise 2-D Conv of the main
+/// graph whose output has more columns than the smallest block (named by the
+/// node's name, "conv#<index>" when unnamed), and "threads".
+/// `shapes` gives conv output sizes (values absent from it get no conv_block
+/// decision). `options.evaluate` runs constant folding.
+DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
+                          const graph::PassOptions& pass_options, const SpaceOptions& options);
+
+/// A configuration applied: the transformed model and the executor settings.
+struct AppliedConfiguration {
+  graph::Model model;
+  int threads = 1;
+};
+
+/// Applies configurations to one model, caching pass results (configurations
+/// that agree on the passes before fuse share that work; those that agree on
+/// every pass and fusion decision share the whole pipeline). Unnamed Conv
+/// nodes are named "conv#<index>" first (the passes keep a conv's name when
+/// they fuse or fold into it), so conv_block decisions find their node.
+class Applier {
+ public:
+  Applier(const graph::Model& model, const DecisionSpace& space, graph::PassOptions pass_options);
+  /// The model after the configuration's passes (in pipeline order, with the
+  /// chosen fusion candidates) and with each conv's "column_block" attribute
+  /// set, verified; and its thread count. Throws Error from a pass.
+  AppliedConfiguration apply(const Configuration& c);
+
+ private:
+  graph::Model model_;
+  const DecisionSpace& space_;
+  graph::PassOptions options_;
+  std::map<std::string, std::shared_ptr<graph::Model>> prefix_cache_;
+};
+
+}  // namespace tailor::tune

@@ -1,0 +1,211 @@
+// Measurement harness: check against the reference, then time.
+#include "tailor/tune/harness.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "tailor/core/error.h"
+#include "tailor/core/rng.h"
+#include "tailor/runtime/executor.h"
+#include "tailor/runtime/kernels.h"
+#include "tailor/tune/cost_model.h"
+
+namespace tailor::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Runs `ex` on `inputs` with the f32 outputs compared to `ref`; returns the
+// largest scale-aware relative error over the outputs.
+double compare(const std::map<std::string, Tensor>& out, const std::map<std::string, Tensor>& ref) {
+  double worst = 0;
+  for (const auto& [name, r] : ref) {
+    auto it = out.find(name);
+    if (it == out.end())
+      throw Error("output '" + name + "'", "missing from the candidate's outputs");
+    const Tensor a = it->second.contiguous(), b = r.contiguous();
+    if (a.shape() != b.shape() || a.dtype() != b.dtype())
+      throw Error("output '" + name + "'", "shape or dtype differs from the reference");
+    if (a.dtype() != DType::f32) {
+      if (a.nbytes() != b.nbytes() || !std::equal(a.raw(), a.raw() + a.nbytes(), b.raw()))
+        return INFINITY;
+      continue;
+    }
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    double scale = 0, diff = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      scale = std::max(scale, static_cast<double>(std::fabs(pb[i])));
+      const double d = std::fabs(static_cast<double>(pa[i]) - pb[i]);
+      diff = std::isnan(d) ? INFINITY : std::max(diff, d);
+    }
+    worst = std::max(worst, diff / std::max(scale, 1e-12));
+  }
+  return worst;
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double mad(const std::vector<double>& v) {
+  const double m = median(v);
+  std::vector<double> d;
+  for (double x : v) d.push_back(std::fabs(x - m));
+  return median(d);
+}
+
+std::map<std::string, Tensor> random_inputs(
+    const graph::Model& model, const std::map<std::string, std::vector<int64_t>>& shapes,
+    uint64_t seed) {
+  Rng rng(seed);
+  std::map<std::string, Tensor> out;
+  for (const std::string& name : model.graph.inputs) {
+    const graph::ValueType* t = model.graph.type_of(name);
+    if (!t || t->dtype != DType::f32)
+      throw Error("input '" + name + "'",
+                  "the tuner feeds random f32 inputs; this input is not f32");
+    Shape shape;
+    if (auto it = shapes.find(name); it != shapes.end()) {
+      shape = it->second;
+    } else {
+      if (!t->shape)
+        throw Error("input '" + name + "'", "has no declared shape; give --input-shape");
+      for (size_t i = 0; i < t->shape->size(); ++i) {
+        const graph::Dim& d = (*t->shape)[i];
+        if (d.is_known())
+          shape.push_back(d.value);
+        else if (i == 0)
+          shape.push_back(1);
+        else
+          throw Error("input '" + name + "'", "has symbolic dims " +
+                                                  graph::sym_shape_to_string(*t->shape) +
+                                                  "; give --input-shape " + name + "=DIMS");
+      }
+    }
+    Tensor x = Tensor::zeros(DType::f32, shape);
+    float* p = x.mutable_data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<float>(rng.uniform(-1.0, 1.0));
+    out[name] = x;
+  }
+  return out;
+}
+
+ValueShapes observe_shapes(const graph::Model& model, const std::map<std::string, Tensor>& inputs) {
+  graph::Model m = model;
+  std::set<std::string> outs(m.graph.outputs.begin(), m.graph.outputs.end());
+  for (const auto& n : m.graph.nodes)
+    for (const auto& o : n.outputs)
+      if (!o.empty() && outs.insert(o).second) m.graph.outputs.push_back(o);
+  runtime::ExecutorOptions eo;
+  eo.verify = false;
+  runtime::Executor ex(std::move(m), eo);
+  ValueShapes shapes;
+  for (const auto& [name, t] : inputs) shapes[name] = t.shape();
+  for (const auto& [name, t] : ex.run(inputs)) shapes[name] = t.shape();
+  return shapes;
+}
+
+Harness::Harness(const graph::Model& reference,
+                 const std::map<std::string, std::vector<int64_t>>& input_shapes, uint64_t seed,
+                 HarnessOptions options)
+    : options_(options) {
+  if (options_.check_inputs < 1 || options_.repeats < 1 || options_.warmup < 0)
+    throw Error("harness", "check_inputs and repeats must be >= 1, warmup >= 0");
+  if (options_.statistic != "median" && options_.statistic != "min")
+    throw Error("--statistic", "must be median or min, got '" + options_.statistic + "'");
+  runtime::kernels::set_num_threads(std::max(1, options_.reference_threads));
+  runtime::Executor ex(reference);
+  for (int i = 0; i < options_.check_inputs; ++i) {
+    inputs_.push_back(random_inputs(reference, input_shapes, seed + static_cast<uint64_t>(i)));
+    reference_.push_back(ex.run(inputs_.back()));
+    for (auto& [name, t] : reference_.back()) t = t.contiguous().clone();
+  }
+  int64_t fb =
+      options_.flush_bytes > 0 ? options_.flush_bytes : 2 * MachineInfo::detect().llc_bytes;
+  flush_buffer_.assign(static_cast<size_t>(fb), 0);
+}
+
+void Harness::flush() const {
+  // Write every cache line of a buffer larger than the last-level cache.
+  volatile char* p = flush_buffer_.data();
+  for (size_t i = 0; i < flush_buffer_.size(); i += 64) p[i] = static_cast<char>(p[i] + 1);
+}
+
+Measurement Harness::check(const AppliedConfiguration& c) const {
+  Measurement m;
+  const auto t0 = Clock::now();
+  try {
+    runtime::kernels::set_num_threads(std::max(1, c.threads));
+    runtime::Executor ex(c.model);
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      m.max_rel_error = std::max(m.max_rel_error, compare(ex.run(inputs_[i]), reference_[i]));
+    m.ok = m.max_rel_error <= options_.tolerance;
+    if (!m.ok)
+      m.error = "max relative error " + std::to_string(m.max_rel_error) + " > tolerance " +
+                std::to_string(options_.tolerance);
+  } catch (const std::exception& e) {
+    m.ok = false;
+    m.max_rel_error = INFINITY;
+    m.error = e.what();
+  }
+  m.cost_s = ms_since(t0) / 1e3;
+  return m;
+}
+
+Measurement Harness::measure(const AppliedConfiguration& c) const {
+  Measurement m = check(c);
+  if (!m.ok) return m;  // a wrong candidate is never timed
+  const auto t0 = Clock::now();
+  runtime::kernels::set_num_threads(std::max(1, c.threads));
+  runtime::Executor ex(c.model);
+  flush();
+  for (int i = 0; i < options_.warmup; ++i) ex.run(inputs_.front());
+  for (int i = 0; i < options_.repeats; ++i) {
+    const auto t = Clock::now();
+    ex.run(inputs_.front());
+    m.times_ms.push_back(ms_since(t));
+  }
+  m.median_ms = median(m.times_ms);
+  m.min_ms = *std::min_element(m.times_ms.begin(), m.times_ms.end());
+  m.mad_ms = mad(m.times_ms);
+  m.peak_bytes = static_cast<int64_t>(ex.peak_activation_bytes());
+  m.cost_s += ms_since(t0) / 1e3;
+  return m;
+}
+
+std::vector<std::vector<double>> Harness::paired(
+    const std::vector<AppliedConfiguration>& candidates, int rounds) const {
+  std::vector<std::unique_ptr<runtime::Executor>> ex;
+  for (const auto& c : candidates) {
+    runtime::kernels::set_num_threads(std::max(1, c.threads));
+    ex.push_back(std::make_unique<runtime::Executor>(c.model));
+    ex.back()->run(inputs_.front());  // warm-up
+  }
+  std::vector<std::vector<double>> times(static_cast<size_t>(rounds),
+                                         std::vector<double>(candidates.size()));
+  for (int r = 0; r < rounds; ++r) {
+    flush();
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      const size_t i = (k + static_cast<size_t>(r)) % candidates.size();
+      runtime::kernels::set_num_threads(std::max(1, candidates[i].threads));
+      const auto t = Clock::now();
+      ex[i]->run(inputs_.front());
+      times[static_cast<size_t>(r)][i] = ms_since(t);
+    }
+  }
+  return times;
+}
+
+}  // namespace tailor::tune

@@ -1,0 +1,175 @@
+// Decision space of a graph and the application of a configuration.
+#include "tailor/tune/space.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "tailor/core/error.h"
+#include "tailor/graph/verify.h"
+
+namespace tailor::tune {
+
+namespace {
+
+bool is_conv(const graph::Node& n) {
+  return (n.domain.empty() && n.op_type == "Conv") ||
+         (n.domain == "ai.tailor" && n.op_type == "FusedConv");
+}
+
+// The model with every unnamed main-graph Conv named "conv#<index>".
+graph::Model name_convs(const graph::Model& model) {
+  graph::Model m = model;
+  for (size_t i = 0; i < m.graph.nodes.size(); ++i) {
+    graph::Node& n = m.graph.nodes[i];
+    if (is_conv(n) && n.name.empty()) n.name = "conv#" + std::to_string(i);
+  }
+  return m;
+}
+
+const std::vector<std::string> kPrefixPasses = {"fold", "simplify", "cse", "hoist"};
+
+}  // namespace
+
+double DecisionSpace::points() const {
+  double p = 1;
+  for (const auto& d : decisions) p *= static_cast<double>(d.choices.size());
+  return p;
+}
+
+Configuration DecisionSpace::default_configuration() const {
+  Configuration c;
+  for (const auto& d : decisions) c.push_back(d.default_choice);
+  return c;
+}
+
+std::string DecisionSpace::key(const Configuration& c) {
+  std::string k;
+  for (size_t i = 0; i < c.size(); ++i) k += (i ? "." : "") + std::to_string(c[i]);
+  return k;
+}
+
+int DecisionSpace::find(const std::string& name) const {
+  for (size_t i = 0; i < decisions.size(); ++i)
+    if (decisions[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+void DecisionSpace::validate(const Configuration& c) const {
+  if (c.size() != decisions.size())
+    throw Error("configuration", "has " + std::to_string(c.size()) + " choices, the space has " +
+                                     std::to_string(decisions.size()) + " decisions");
+  for (size_t i = 0; i < c.size(); ++i)
+    if (c[i] < 0 || c[i] >= static_cast<int>(decisions[i].choices.size()))
+      throw Error("configuration", "choice " + std::to_string(c[i]) + " of decision '" +
+                                       decisions[i].name + "' is out of range");
+}
+
+std::vector<Configuration> DecisionSpace::enumerate(double limit) const {
+  if (points() > limit)
+    throw Error("decision space",
+                "has " + std::to_string(points()) + " points, more than " + std::to_string(limit));
+  std::vector<Configuration> out;
+  Configuration c(decisions.size(), 0);
+  while (true) {
+    out.push_back(c);
+    int i = static_cast<int>(c.size()) - 1;
+    while (i >= 0 && ++c[i] == static_cast<int>(decisions[i].choices.size())) c[i--] = 0;
+    if (i < 0) break;
+  }
+  return out;
+}
+
+DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
+                          const graph::PassOptions& pass_options, const SpaceOptions& options) {
+  if (options.max_threads < 1) throw Error("build_space", "max_threads must be >= 1");
+  DecisionSpace s;
+  const std::vector<std::string> defaults = graph::parse_pass_list("all");
+  for (const auto& p : graph::registered_passes()) {
+    const bool on = std::find(defaults.begin(), defaults.end(), p.name) != defaults.end();
+    s.decisions.push_back({"pass:" + p.name, "pass", {"off", "on"}, on ? 1 : 0});
+  }
+  // Fusion candidates as fuse() sees them after the passes before it.
+  const graph::Model named = name_convs(model);
+  const graph::Model pre = graph::run_passes(named, kPrefixPasses, pass_options);
+  for (const auto& fc : graph::fusion_candidates(pre))
+    s.decisions.push_back({"fusion:" + fc.id, "fusion", {"off", "on"}, 1});
+  for (const auto& n : named.graph.nodes) {
+    if (!is_conv(n) || n.inputs.size() < 2 || n.outputs.empty()) continue;
+    auto os = shapes.find(n.outputs[0]);
+    auto xs = shapes.find(n.inputs[0]);
+    if (os == shapes.end() || xs == shapes.end() || os->second.size() != 4 ||
+        xs->second.size() != 4)
+      continue;
+    const int64_t group = n.attr_int("group", 1);
+    if (group == xs->second[1] && group == os->second[1]) continue;  // depthwise: direct kernel
+    const int64_t cols = os->second[2] * os->second[3];
+    Decision d{"conv_block:" + n.name, "conv_block", {"full"}, 0};
+    for (int64_t b : options.column_blocks)
+      if (b > 0 && b < cols) d.choices.push_back(std::to_string(b));
+    if (d.choices.size() > 1) s.decisions.push_back(d);
+  }
+  Decision t{"threads", "threads", {}, 0};
+  for (int k = 1; k < options.max_threads; k *= 2) t.choices.push_back(std::to_string(k));
+  t.choices.push_back(std::to_string(options.max_threads));
+  t.default_choice = static_cast<int>(t.choices.size()) - 1;
+  s.decisions.push_back(t);
+  return s;
+}
+
+Applier::Applier(const graph::Model& model, const DecisionSpace& space,
+                 graph::PassOptions pass_options)
+    : model_(name_convs(model)), space_(space), options_(std::move(pass_options)) {}
+
+AppliedConfiguration Applier::apply(const Configuration& c) {
+  space_.validate(c);
+  std::vector<std::string> prefix, suffix;
+  std::set<std::string> fusions;
+  std::string prefix_key, full_key;
+  AppliedConfiguration out;
+  std::map<std::string, int64_t> blocks;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const Decision& d = space_.decisions[i];
+    const std::string& choice = d.choices[c[i]];
+    if (d.kind == "pass") {
+      const std::string name = d.name.substr(5);
+      const bool pre =
+          std::find(kPrefixPasses.begin(), kPrefixPasses.end(), name) != kPrefixPasses.end();
+      if (choice == "on") (pre ? prefix : suffix).push_back(name);
+      (pre ? prefix_key : full_key) += name + "=" + choice + ";";
+    } else if (d.kind == "fusion") {
+      if (choice == "on") fusions.insert(d.name.substr(7));
+      full_key += c[i] ? "1" : "0";
+    } else if (d.kind == "conv_block") {
+      if (choice != "full") blocks[d.name.substr(11)] = std::stoll(choice);
+    } else if (d.kind == "threads") {
+      out.threads = std::stoi(choice);
+    }
+  }
+  full_key = prefix_key + "|" + full_key;
+  std::shared_ptr<graph::Model> done;
+  if (auto it = prefix_cache_.find(full_key); it != prefix_cache_.end()) {
+    done = it->second;
+  } else {
+    std::shared_ptr<graph::Model> pre;
+    if (auto pt = prefix_cache_.find(prefix_key); pt != prefix_cache_.end()) {
+      pre = pt->second;
+    } else {
+      pre = std::make_shared<graph::Model>(graph::run_passes(model_, prefix, options_));
+      prefix_cache_[prefix_key] = pre;
+    }
+    graph::PassOptions o = options_;
+    o.fusion_candidates = fusions;
+    done = std::make_shared<graph::Model>(graph::run_passes(*pre, suffix, o));
+    if (prefix_cache_.size() > 512) prefix_cache_.clear();  // bound the memory held
+    prefix_cache_[full_key] = done;
+  }
+  out.model = *done;
+  if (!blocks.empty())
+    for (graph::Node& n : out.model.graph.nodes)
+      if (auto it = blocks.find(n.name); it != blocks.end() && (is_conv(n)))
+        n.set("column_block", graph::Attribute::of_int(it->second));
+  return out;
+}
+
+}  // namespace tailor::tune

@@ -1,0 +1,83 @@
+// Decision space: counts by hand on a small graph, enumeration, application.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tailor/core/error.h"
+#include "tailor/runtime/pass_options.h"
+#include "tailor/tune/harness.h"
+#include "tailor/tune/space.h"
+#include "test_util.h"
+#include "tune/showcase.h"
+
+namespace tailor::tune {
+namespace {
+
+using testing::conv_relu_model;
+
+DecisionSpace space_of(const graph::Model& m, int threads) {
+  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
+  SpaceOptions o;
+  o.max_threads = threads;
+  return build_space(m, shapes, runtime::default_pass_options(), o);
+}
+
+TEST(TuneSpace, CountsOnConvReluByHand) {
+  // 7 passes (fold, simplify, cse, hoist, fuse, layout, dce): 2 choices each;
+  // one fusion candidate (Conv + Relu epilogue): 2; the conv has 32·32 = 1024
+  // output columns, so of the blocks {256, 1024, 4096} only 256 is smaller:
+  // {full, 256}; threads up to 2: {1, 2}. 10 decisions, 2^7·2·2·2 = 1024 points.
+  const DecisionSpace s = space_of(conv_relu_model(), 2);
+  ASSERT_EQ(s.decisions.size(), 10u);
+  EXPECT_EQ(s.points(), 1024.0);
+  EXPECT_EQ(s.decisions[0].name, "pass:fold");
+  EXPECT_EQ(s.decisions[6].name, "pass:dce");
+  EXPECT_EQ(s.decisions[7].name, "fusion:conv_epilogue:y");
+  EXPECT_EQ(s.decisions[8].name, "conv_block:c");
+  EXPECT_EQ(s.decisions[8].choices, (std::vector<std::string>{"full", "256"}));
+  EXPECT_EQ(s.decisions[9].choices, (std::vector<std::string>{"1", "2"}));
+  // Default: every pass but layout on, fusion on, full blocks, most threads.
+  EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 0, 1, 1, 0, 1}));
+  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[9].choices,
+            (std::vector<std::string>{"1", "2", "4"}));
+  EXPECT_THROW(s.enumerate(512), Error);
+}
+
+TEST(TuneSpace, EnumeratesEverySmallSpacePointOnce) {
+  const DecisionSpace s = space_of(conv_relu_model(), 1);  // threads {1}: 512 points
+  EXPECT_EQ(s.points(), 512.0);
+  const auto all = s.enumerate(512);
+  ASSERT_EQ(all.size(), 512u);
+  std::set<std::string> keys;
+  for (const auto& c : all) {
+    s.validate(c);
+    keys.insert(DecisionSpace::key(c));
+  }
+  EXPECT_EQ(keys.size(), 512u);
+}
+
+TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
+  const graph::Model m = conv_relu_model();
+  const DecisionSpace s = space_of(m, 2);
+  Applier a(m, s, runtime::default_pass_options());
+  Configuration c = s.default_configuration();
+  // Default: Conv + Relu fused into one FusedConv.
+  AppliedConfiguration d = a.apply(c);
+  ASSERT_EQ(d.model.graph.nodes.size(), 1u);
+  EXPECT_EQ(d.model.graph.nodes[0].op_type, "FusedConv");
+  EXPECT_EQ(d.threads, 2);
+  // The fusion candidate off: two nodes; block 256 sets the conv's attribute.
+  c[7] = 0;
+  c[8] = 1;
+  c[9] = 0;
+  AppliedConfiguration u = a.apply(c);
+  ASSERT_EQ(u.model.graph.nodes.size(), 2u);
+  EXPECT_EQ(u.model.graph.nodes[0].op_type, "Conv");
+  EXPECT_EQ(u.model.graph.nodes[0].attr_int("column_block", 0), 256);
+  EXPECT_EQ(u.threads, 1);
+  c.push_back(0);
+  EXPECT_THROW(a.apply(c), Error);
+}
+
+}  // namespace
+}  // namespace tailor::tune

@@ -1,0 +1,162 @@
+// tailor tune: tunes a model's compiler decisions (passes, fusion candidates,
+// conv column blocks, threads) against measured latency with every method,
+// writes the replayable decision record, prints the method table; --replay
+// re-derives the decisions from a record without measuring.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "format.h"
+#include "tailor/core/error.h"
+#include "tailor/graph/onnx.h"
+#include "tailor/io/atomic_file.h"
+#include "tailor/tune/tune.h"
+
+namespace tailor::cli {
+
+namespace {
+
+// "1x3x48x320" → {1, 3, 48, 320}.
+std::vector<int64_t> parse_dims(const std::string& s, const std::string& spec) {
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t x = s.find('x', start);
+    const std::string part =
+        s.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(part, &used);
+      if (used != part.size() || v < 1) throw std::invalid_argument("dim");
+      dims.push_back(v);
+    } catch (const std::exception&) {
+      throw Error("--input-shape",
+                  "expected NAME=D1xD2x..., positive dims, got \"" + printable(spec) + "\"");
+    }
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return dims;
+}
+
+void print_table(const nlohmann::json& record) {
+  std::cout << fmt::format("{:<11} {:>12} {:>9} {:>13} {:>10} {:>12}\n", "method", "best ms",
+                           "speedup", "measurements", "tuning s", "peak MiB");
+  for (const auto& r : tune::method_table(record))
+    std::cout << fmt::format("{:<11} {:>12.3f} {:>8.3f}x {:>13} {:>10.1f} {:>12.2f}\n", r.method,
+                             r.best_ms, r.speedup, r.measurements, r.tuning_s,
+                             static_cast<double>(r.peak_bytes) / (1024.0 * 1024.0));
+}
+
+}  // namespace
+
+void add_tune(CLI::App& app) {
+  auto* cmd =
+      app.add_subcommand("tune", "Tune a model's compiler decisions against measured latency");
+  static std::string path, out_dir = "tuned", replay_path, cost_model_path, statistic = "median";
+  static std::vector<std::string> shape_specs;
+  static int measurements = 24, threads = 0, repeats = 5, paired_rounds = 7;
+  static uint64_t seed = 0;
+  cmd->add_option("MODEL", path, "ONNX model (with --replay: defaults to the record's model)");
+  cmd->add_option("--measurements", measurements, "Measurements per method")->capture_default_str();
+  cmd->add_option("--seed", seed, "Seed of the random inputs and the searches")
+      ->capture_default_str();
+  cmd->add_option("--threads", threads, "Most threads offered (0: OpenMP's default)")
+      ->capture_default_str();
+  cmd->add_option("--repeats", repeats, "Timed runs per candidate")->capture_default_str();
+  cmd->add_option("--paired-rounds", paired_rounds,
+                  "Interleaved rounds re-measuring the best candidates")
+      ->capture_default_str();
+  cmd->add_option("--statistic", statistic, "Latency compared: median or min of the timed runs")
+      ->capture_default_str();
+  cmd->add_option("--input-shape", shape_specs,
+                  "NAME=D1xD2x... for inputs with symbolic dims (repeatable)");
+  cmd->add_option("--cost-model", cost_model_path,
+                  "Cost-model JSON to warm-start from (a cost_model.json)");
+  cmd->add_option("-o,--output", out_dir, "Folder for decisions.json and cost_model.json")
+      ->capture_default_str();
+  cmd->add_option("--replay", replay_path,
+                  "Re-derive the decisions of this decisions.json without measuring");
+  cmd->callback([] {
+    if (!replay_path.empty()) {
+      const nlohmann::json record = tune::read_record(replay_path);
+      const std::string model_path = path.empty() ? record.value("model", "") : path;
+      if (model_path.empty()) throw Error("--replay", "the record names no model; give MODEL");
+      const graph::Model model = graph::import_onnx(model_path);
+      const tune::Configuration c = tune::replay(model, record);
+      const tune::Configuration recorded = tune::chosen_from_record(record);
+      std::cout << fmt::format("replay: chosen configuration {} (record: {})\n",
+                               tune::DecisionSpace::key(c), tune::DecisionSpace::key(recorded));
+      if (c != recorded)
+        throw Error(replay_path, "replay chose a different configuration than the record");
+      std::cout << "replay: same decisions as the record\n";
+      return;
+    }
+    if (path.empty()) throw Error("tune", "MODEL is required (or --replay FILE)");
+    if (threads < 0) throw Error("--threads", "must be >= 0");
+    if (repeats < 1) throw Error("--repeats", "must be >= 1");
+    if (paired_rounds < 1) throw Error("--paired-rounds", "must be >= 1");
+    tune::TuneOptions o;
+    o.measurements = measurements;
+    o.seed = seed;
+    o.threads = threads;
+    o.harness.repeats = repeats;
+    o.paired_rounds = paired_rounds;
+    o.harness.statistic = statistic;
+    o.model_path = path;
+    for (const auto& spec : shape_specs) {
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw Error("--input-shape", "expected NAME=D1xD2x..., got \"" + printable(spec) + "\"");
+      o.input_shapes[spec.substr(0, eq)] = parse_dims(spec.substr(eq + 1), spec);
+    }
+    if (!cost_model_path.empty()) {
+      try {
+        nlohmann::json j = nlohmann::json::parse(read_file(cost_model_path));
+        o.cost_model = j.contains("fitted") ? j.at("fitted") : j;
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(cost_model_path, std::string("bad JSON: ") + e.what());
+      }
+    }
+    const graph::Model model = graph::import_onnx(path);
+    const auto t0 = std::chrono::steady_clock::now();
+    const nlohmann::json record = tune::tune_model(model, o);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::filesystem::create_directories(out_dir);
+    const std::string dest = (std::filesystem::path(out_dir) / "decisions.json").string();
+    write_file_atomic(dest, record.dump(1));
+    write_file_atomic((std::filesystem::path(out_dir) / "cost_model.json").string(),
+                      record.at("cost_model").at("fitted").dump(1));
+    print_table(record);
+    const auto& cm = record.at("cost_model");
+    std::cout << fmt::format(
+        "decision space: {} decisions, {:.3g} points; cost model Spearman on {} held-out "
+        "configurations: {}\n",
+        record.at("space").at("decisions").size(), record.at("space").at("points").get<double>(),
+        cm.at("held_out").get<int>(),
+        cm.at("spearman_held_out").is_null()
+            ? std::string("n/a")
+            : fmt::format("{:.3f}", cm.at("spearman_held_out").get<double>()));
+    std::cout << "chosen (differs from default):";
+    const auto& space = record.at("space").at("decisions");
+    const auto& chosen = record.at("chosen").at("config");
+    int shown = 0;
+    for (size_t i = 0; i < space.size(); ++i)
+      if (chosen[i].get<int>() != space[i].at("default").get<int>()) {
+        if (shown++ < 12)
+          std::cout << " " << space[i].at("name").get<std::string>() << "="
+                    << space[i].at("choices")[chosen[i].get<size_t>()].get<std::string>();
+      }
+    if (shown > 12) std::cout << " ... (" << shown << " in all)";
+    if (shown == 0) std::cout << " nothing";
+    std::cout << fmt::format("\nchosen {} {:.3f} ms; record {} ({:.1f} s)\n", statistic,
+                             record.at("chosen").at("latency_ms").get<double>(), printable(dest),
+                             secs);
+  });
+}
+
+}  // namespace tailor::cli
