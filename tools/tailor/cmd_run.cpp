@@ -14,6 +14,7 @@
 #include "format.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/onnx.h"
+#include "tailor/graph/passes/f16_as_f32.h"
 #include "tailor/graph/passes/fuse_conv.h"
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
@@ -58,7 +59,8 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
-  cmd->add_flag("--profile", profile, "Print the time per op type over the timed runs");
+  cmd->add_flag("--profile", profile,
+                "Print the time per op type and the slowest nodes over the timed runs");
   cmd->add_flag("--no-fuse", no_fuse,
                 "Run the graph as imported (no Conv + affine + activation fusion)");
   cmd->callback([] {
@@ -66,6 +68,13 @@ void add_run(CLI::App& app) {
     if (threads < 0) throw Error("--threads", "must be >= 0");
     if (threads > 0) runtime::kernels::set_num_threads(threads);
     graph::Model model = graph::import_onnx(path);
+    // Exporters sometimes write nodes out of order, and fp16 models compute
+    // in fp16: run them in f32 (the runtime's kernels), as onnxruntime's CPU
+    // provider does.
+    attribute_errors(path, [&] {
+      graph::sort_topologically(model.graph);
+      graph::compute_f16_as_f32(model);
+    });
     if (!no_fuse) graph::fuse_conv_epilogues(model);
     runtime::Executor ex(std::move(model));
 
@@ -132,6 +141,14 @@ void add_run(CLI::App& app) {
       for (const auto& [op, v] : rows)
         std::cout << fmt::format("  {:<22} {:>9.3f} ms  {:>5} nodes\n", op, v.first / time_runs,
                                  v.second / time_runs);
+      std::vector<std::pair<std::string, std::pair<double, int64_t>>> nodes(
+          ex.node_profile().begin(), ex.node_profile().end());
+      std::sort(nodes.begin(), nodes.end(),
+                [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+      if (nodes.size() > 15) nodes.resize(15);
+      std::cout << "slowest nodes (per run):\n";
+      for (const auto& [label, v] : nodes)
+        std::cout << fmt::format("  {:>9.3f} ms  {}\n", v.first / time_runs, printable(label));
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
