@@ -96,6 +96,27 @@ TEST(FuseConv, AffineAndActivationsOnEveryConvPath) {
     }
 }
 
+TEST(FuseConv, FoldsBatchNormalization) {
+  graph::Model m = conv_model(8, 1, 3, {});
+  m.graph.add_initializer("bn_scale", randn({8}, 11));
+  m.graph.add_initializer("bn_b", randn({8}, 12));
+  m.graph.add_initializer("bn_mean", randn({8}, 13));
+  Tensor var = randn({8}, 14);
+  for (int64_t i = 0; i < 8; ++i)
+    var.mutable_data<float>()[i] = std::abs(var.data<float>()[i]) + 0.1f;
+  m.graph.add_initializer("bn_var", var);
+  // Conv → BN (instead of Mul/Add) → Relu.
+  m.graph.nodes.resize(1);
+  m.graph.nodes.push_back(node("BatchNormalization", {"c", "bn_scale", "bn_b", "bn_mean", "bn_var"},
+                               "bn", {{"epsilon", Attribute::of_float(1e-3f)}}));
+  m.graph.nodes.push_back(node("Relu", {"bn"}, "y"));
+  m.graph.outputs = {"y"};
+  graph::Model f = m;
+  EXPECT_EQ(graph::fuse_conv_epilogues(f), 2);
+  ASSERT_EQ(f.graph.nodes.size(), 1u);
+  expect_same_outputs(m, f, {{"x", randn({1, 8, 6, 6}, 9)}});
+}
+
 TEST(FuseConv, LeavesSharedIntermediatesAlone) {
   graph::Model m = conv_model(4, 1, 3, {node("Relu", {"a"}, "y")});
   m.graph.outputs.push_back("m");  // the Mul output is also a graph output

@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <vector>
@@ -218,6 +220,38 @@ TEST(OrtRunner, BatchRunsEachInputSetInOrder) {
   EXPECT_EQ(values<float>(out[1].at("sum")), (std::vector<float>{-0.5f, 2, 5, 1, 8.5f, 4}));
   EXPECT_EQ(values<float>(out[1].at("mm")), (std::vector<float>{4, 4, 31, 40}));
   EXPECT_EQ(values<int64_t>(out[1].at("n2")), (std::vector<int64_t>{-6, 10'000'000'000LL, 14}));
+}
+
+// The fetched models load and run through the harness with the inputs their
+// producers document: Silero VAD v5 (input [batch, samples] f32, state
+// [2, batch, 128] f32, sr a 0-d i64) gives a speech probability [batch, 1] and
+// the next state; the PP-OCRv4 detector a sigmoid map [1, 1, H, W].
+TEST(OrtRunner, RunsFetchedModels) {
+  if (auto why = testing::ort_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const std::string vad = testing::model_path("silero_vad_v5.onnx");
+  const std::string det = testing::model_path("ch_PP-OCRv4_det_infer.onnx");
+  if (!std::filesystem::exists(vad) || !std::filesystem::exists(det)) {
+    GTEST_SKIP() << "models not fetched (scripts/fetch-models.sh)";
+  }
+  std::vector<float> audio(512);
+  for (size_t i = 0; i < audio.size(); ++i)
+    audio[i] = 0.5f * std::sin(0.1f * static_cast<float>(i));
+  const auto v = testing::run_ort(vad, {{"input", Tensor::from_f32({1, 512}, audio)},
+                                        {"state", Tensor::zeros(DType::f32, {2, 1, 128})},
+                                        {"sr", make<int64_t>(DType::i64, {}, {16000})}});
+  ASSERT_EQ(v.at("output").shape(), (Shape{1, 1}));
+  const float p = v.at("output").data<float>()[0];
+  EXPECT_GE(p, 0.0f);
+  EXPECT_LE(p, 1.0f);
+  EXPECT_EQ(v.at("stateN").shape(), (Shape{2, 1, 128}));
+
+  const auto d = testing::run_ort(det, {{"x", Tensor::zeros(DType::f32, {1, 3, 64, 96})}});
+  const Tensor& map = d.at("sigmoid_0.tmp_0");
+  ASSERT_EQ(map.shape(), (Shape{1, 1, 64, 96}));
+  for (float q : map.to_f32_vector()) {
+    ASSERT_GE(q, 0.0f);
+    ASSERT_LE(q, 1.0f);
+  }
 }
 
 TEST(OrtRunner, BadInputsAreOneLineErrors) {

@@ -73,12 +73,6 @@ function safeName(name) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  let ort;
-  try {
-    ort = require(path.join(ORT_DIR, 'onnxruntime-node'));
-  } catch (e) {
-    die(`onnxruntime-node is not installed in ${ORT_DIR} (run scripts/install-ort.sh): ${e.message}`);
-  }
   if (!fs.existsSync(args.model)) die(`${args.model}: no such file`);
 
   const load = (file) => {
@@ -102,8 +96,7 @@ async function main() {
       else if (list.join('\n') !== stems.join('\n')) die(`${file}: holds other file names than the other input directories`);
       perRun[name] = file;
     } else {
-      const t = load(file);
-      shared[name] = new ort.Tensor(t.type, t.data, t.dims);
+      shared[name] = load(file);
     }
   }
   if (stems !== null && args.time) die('--time takes file inputs, not directories');
@@ -111,12 +104,22 @@ async function main() {
   const feedsOf = (stem) => {
     const feeds = { ...shared };
     for (const [name, dir] of Object.entries(perRun)) {
-      const t = load(path.join(dir, `${stem}.npy`));
-      feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
+      feeds[name] = tensor(load(path.join(dir, `${stem}.npy`)));
     }
     return feeds;
   };
   const inputNames = [...Object.keys(shared), ...Object.keys(perRun)];
+  if (stems !== null) for (const dir of Object.values(perRun)) for (const stem of stems) load(path.join(dir, `${stem}.npy`));
+
+  // onnxruntime loads after the arguments and inputs are checked (it takes a while).
+  let ort;
+  try {
+    ort = require(path.join(ORT_DIR, 'onnxruntime-node'));
+  } catch (e) {
+    die(`onnxruntime-node is not installed in ${ORT_DIR} (run scripts/install-ort.sh): ${e.message}`);
+  }
+  const tensor = (t) => new ort.Tensor(t.type, t.data, t.dims);
+  for (const [name, t] of Object.entries(shared)) shared[name] = tensor(t);
 
   let session;
   try {

@@ -14,8 +14,8 @@
 #include "format.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/onnx.h"
-#include "tailor/graph/passes/f16_as_f32.h"
 #include "tailor/graph/passes/fuse_conv.h"
+#include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
@@ -68,13 +68,8 @@ void add_run(CLI::App& app) {
     if (threads < 0) throw Error("--threads", "must be >= 0");
     if (threads > 0) runtime::kernels::set_num_threads(threads);
     graph::Model model = graph::import_onnx(path);
-    // Exporters sometimes write nodes out of order, and fp16 models compute
-    // in fp16: run them in f32 (the runtime's kernels), as onnxruntime's CPU
-    // provider does.
-    attribute_errors(path, [&] {
-      graph::sort_topologically(model.graph);
-      graph::compute_f16_as_f32(model);
-    });
+    if (const int n = graph::promote_f16_to_f32(model); n > 0)
+      std::cout << "note: f16 tensors and casts computed in f32 (" << n << " changed)\n";
     if (!no_fuse) graph::fuse_conv_epilogues(model);
     runtime::Executor ex(std::move(model));
 

@@ -165,6 +165,31 @@ class Fuser {
       const long c = only_consumer(out);
       if (c < 0) break;
       const Node& n = g_.nodes[static_cast<size_t>(c)];
+      if (n.domain.empty() && n.op_type == "BatchNormalization") {
+        // Inference BatchNormalization: y = (x − mean)·s + B, s = scale/sqrt(var + eps).
+        if (n.inputs.size() != 5 || n.outputs.size() != 1 || n.inputs[0] != out ||
+            n.attr_int("training_mode", 0) != 0)
+          break;
+        std::vector<float> p[4];
+        bool ok = true;
+        for (int k = 0; k < 4 && ok; ++k) {
+          auto it = consts_.find(n.inputs[static_cast<size_t>(k + 1)]);
+          ok = it != consts_.end() && it->second.dtype() == DType::f32 &&
+               it->second.numel() == c_out;
+          if (ok) p[k] = it->second.to_f32_vector();
+        }
+        if (!ok) break;
+        const float eps = n.attr_float("epsilon", 1e-5f);
+        for (int64_t o = 0; o < c_out; ++o) {
+          const size_t u = static_cast<size_t>(o);
+          const float sc = p[0][u] / std::sqrt(p[3][u] + eps);
+          for (int64_t k = 0; k < per; ++k) w[static_cast<size_t>(o * per + k)] *= sc;
+          b[u] = (b[u] - p[2][u]) * sc + p[1][u];
+        }
+        fused.push_back(static_cast<size_t>(c));
+        out = n.outputs.at(0);
+        continue;
+      }
       if (!n.domain.empty() || (n.op_type != "Mul" && n.op_type != "Add") || n.inputs.size() != 2)
         break;
       const std::string& other = n.inputs[0] == out ? n.inputs[1] : n.inputs[0];

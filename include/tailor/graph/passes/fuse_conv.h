@@ -11,6 +11,8 @@ namespace tailor::graph {
 ///
 ///   Conv(x, W, b?) ─► Mul(·, s) ─► Add(·, t) ─► act ─►      FusedConv(x, s·W, s·b + t){act}
 ///
+/// (an inference BatchNormalization with constant parameters counts as one
+/// such affine step: s = scale/sqrt(var + ε), t = B − mean·s),
 /// where s, t are constants (initializers or Constant outputs) holding one
 /// value or one per output channel ([C], [C,1,1], [1,C,1,1]), W and b are
 /// constants, every intermediate has exactly one consumer (the HardSwish
