@@ -192,10 +192,16 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
     if (arena.op_profile) {
       const auto t0 = std::chrono::steady_clock::now();
       attribute_errors(step.node->label(), [&] { step.kernel->run(ctx); });
-      auto& [ms, count] = (*arena.op_profile)[step.node->op_type];
-      ms +=
+      const double dt =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      auto& [ms, count] = (*arena.op_profile)[step.node->op_type];
+      ms += dt;
       ++count;
+      if (arena.node_profile) {
+        auto& [node_ms, node_count] = (*arena.node_profile)[step.node->label()];
+        node_ms += dt;
+        ++node_count;
+      }
     } else {
       attribute_errors(step.node->label(), [&] { step.kernel->run(ctx); });
     }

@@ -1,6 +1,7 @@
 // Helpers shared by the op kernels: broadcasting, axes, reading shape inputs.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -117,7 +118,19 @@ void broadcast_runs(const std::array<const Tensor*, N>& ins, const Shape& out_sh
       for (size_t k = 0; k < N; ++k) off[k] += i * cs[k][d];
     }
   };
-  if (total >= (1 << 16) && runs > 1) {
+  if (total >= (1 << 16) && runs == 1) {
+    // One run (same shapes, or one operand a scalar): split it for the threads.
+    constexpr int64_t kPiece = 1 << 14;
+    const int64_t pieces = (len + kPiece - 1) / kPiece;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < pieces; ++p) {
+      std::array<int64_t, N> off;
+      offsets(0, off);
+      const int64_t begin = p * kPiece;
+      for (size_t k = 0; k < N; ++k) off[k] += begin * inner_stride[k];
+      inner(begin, off, inner_stride, std::min(kPiece, len - begin));
+    }
+  } else if (total >= (1 << 16) && runs > 1) {
 #pragma omp parallel for schedule(static)
     for (int64_t run = 0; run < runs; ++run) {
       std::array<int64_t, N> off;

@@ -283,6 +283,35 @@ void unary_f32(OpContext& ctx, F f) {
   ctx.outputs[0] = std::move(out);
 }
 
+/// A float unary op computed by a vectorised kernel (AVX2, OpenMP over
+/// chunks): kernels::apply_activation or kernels::exp/sigmoid/tanh.
+template <class F>
+void unary_f32_kernel(OpContext& ctx, F kernel) {
+  const Tensor& x = ctx.in(0);
+  if (x.dtype() != DType::f32) ctx.fail("expects f32, got " + std::string(dtype_name(x.dtype())));
+  const Tensor xc = x.contiguous();
+  Tensor out = ctx.alloc(DType::f32, x.shape());
+  kernel(xc.data<float>(), out.mutable_data<float>(), x.numel());
+  ctx.outputs[0] = std::move(out);
+}
+
+void activation_op(OpContext& ctx, const kernels::Activation& act) {
+  unary_f32_kernel(
+      ctx, [&](const float* x, float* y, int64_t n) { kernels::apply_activation(act, x, y, n); });
+}
+
+void reg_activation(const char* op, kernels::Activation act) {
+  register_op("", op, [act](const KernelInit&) {
+    return make_kernel([act](OpContext& ctx) { activation_op(ctx, act); });
+  });
+}
+
+void reg_vector_unary(const char* op, void (*fn)(const float*, float*, int64_t)) {
+  register_op("", op, [fn](const KernelInit&) {
+    return make_kernel([fn](OpContext& ctx) { unary_f32_kernel(ctx, fn); });
+  });
+}
+
 /// Unary ops defined on every numeric type (Neg, Abs).
 template <class F>
 void unary_numeric(OpContext& ctx, F f) {
@@ -369,45 +398,30 @@ void register_elementwise_ops() {
         [](OpContext& c) { unary_numeric(c, [](auto v) { return v < 0 ? -v : v; }); });
   });
   reg_unary("Sqrt", [](float x) { return std::sqrt(x); });
-  // Exp, Sigmoid, Tanh: the kernels' vectorised versions (Cephes polynomials, ~2 ulp).
-  for (const auto& [op, fn] :
-       {std::pair{"Exp", &kernels::exp}, std::pair{"Sigmoid", &kernels::sigmoid},
-        std::pair{"Tanh", &kernels::tanh}}) {
-    auto f = fn;
-    register_op("", op, [f](const KernelInit&) {
-      return make_kernel([f](OpContext& ctx) {
-        const Tensor& x = ctx.in(0);
-        if (x.dtype() != DType::f32)
-          ctx.fail("expects f32, got " + std::string(dtype_name(x.dtype())));
-        const Tensor xc = x.contiguous();
-        Tensor out = ctx.alloc(DType::f32, x.shape());
-        f(xc.data<float>(), out.mutable_data<float>(), x.numel());
-        ctx.outputs[0] = std::move(out);
-      });
-    });
-  }
+  reg_vector_unary("Exp", kernels::exp);
   reg_unary("Log", [](float x) { return std::log(x); });
+  reg_vector_unary("Tanh", kernels::tanh);
   reg_unary("Erf", [](float x) { return std::erf(x); });
   reg_unary("Floor", [](float x) { return std::floor(x); });
   reg_unary("Ceil", [](float x) { return std::ceil(x); });
   reg_unary("Round", [](float x) { return std::nearbyint(x); });
   reg_unary("Reciprocal", [](float x) { return 1.0f / x; });
-  reg_unary("Relu", [](float x) { return x > 0 ? x : 0.0f; });
+  reg_activation("Relu", kernels::Activation::relu());
+  reg_vector_unary("Sigmoid", kernels::sigmoid);
   reg_unary("Softplus", [](float x) { return x > 20 ? x : std::log1p(std::exp(x)); });
   // HardSwish: x·max(0, min(1, x/6 + 1/2)) (opset 14).
-  reg_unary("HardSwish",
-            [](float x) { return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6) + 0.5f)); });
+  reg_activation("HardSwish", kernels::Activation::hard_swish());
   register_op("", "HardSigmoid", [](const KernelInit& init) {
     const float alpha = init.node.attr_float("alpha", 0.2f);
     const float beta = init.node.attr_float("beta", 0.5f);
     return make_kernel([alpha, beta](OpContext& c) {
-      unary_f32(c, [=](float x) { return std::max(0.0f, std::min(1.0f, alpha * x + beta)); });
+      activation_op(c, kernels::Activation::hard_sigmoid(alpha, beta));
     });
   });
   register_op("", "LeakyRelu", [](const KernelInit& init) {
     const float alpha = init.node.attr_float("alpha", 0.01f);
     return make_kernel(
-        [alpha](OpContext& c) { unary_f32(c, [=](float x) { return x >= 0 ? x : alpha * x; }); });
+        [alpha](OpContext& c) { activation_op(c, kernels::Activation::leaky_relu(alpha)); });
   });
   register_op("", "Elu", [](const KernelInit& init) {
     const float alpha = init.node.attr_float("alpha", 1.0f);
@@ -423,7 +437,7 @@ void register_elementwise_ops() {
     return make_kernel([=](OpContext& c) {
       const float lo = attrs ? amin : scalar_input(c, 1, -INFINITY);
       const float hi = attrs ? amax : scalar_input(c, 2, INFINITY);
-      unary_f32(c, [=](float x) { return std::min(hi, std::max(lo, x)); });
+      activation_op(c, kernels::Activation::clip(lo, hi));
     });
   });
 }

@@ -62,7 +62,8 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
-  cmd->add_flag("--profile", profile, "Print the time per op type over the timed runs");
+  cmd->add_flag("--profile", profile,
+                "Print the time per op type and the slowest nodes over the timed runs");
   cmd->add_option("--passes", passes,
                   "Graph passes before running: all, none, or a comma-separated list of "
                   "fold,simplify,cse,hoist,fuse,layout,dce (run in pipeline order)")
@@ -164,6 +165,14 @@ void add_run(CLI::App& app) {
       for (const auto& [op, v] : rows)
         std::cout << fmt::format("  {:<22} {:>9.3f} ms  {:>5} nodes\n", op, v.first / time_runs,
                                  v.second / time_runs);
+      std::vector<std::pair<std::string, std::pair<double, int64_t>>> nodes(
+          ex.node_profile().begin(), ex.node_profile().end());
+      std::sort(nodes.begin(), nodes.end(),
+                [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+      if (nodes.size() > 15) nodes.resize(15);
+      std::cout << "slowest nodes (per run):\n";
+      for (const auto& [label, v] : nodes)
+        std::cout << fmt::format("  {:>9.3f} ms  {}\n", v.first / time_runs, printable(label));
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);

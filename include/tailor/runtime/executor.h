@@ -29,6 +29,8 @@ class Arena {
   /// When set, run_plan adds each step's wall time (milliseconds) and count
   /// under its op type (subgraph steps included, If counts its branch too).
   std::map<std::string, std::pair<double, int64_t>>* op_profile = nullptr;
+  /// With op_profile: the same per node, under its label ("Conv 'conv1'").
+  std::map<std::string, std::pair<double, int64_t>>* node_profile = nullptr;
 
  private:
   std::vector<std::shared_ptr<Storage>> buffers_;
@@ -103,15 +105,23 @@ class Executor {
   /// Bytes the buffer pool holds (≥ the peak, by fragmentation).
   size_t pooled_activation_bytes() const { return arena_.pooled_bytes(); }
   /// Starts (or stops, with false) accumulating per-op-type time over runs.
-  void set_profiling(bool on) { arena_.op_profile = on ? &profile_ : nullptr; }
+  void set_profiling(bool on) {
+    arena_.op_profile = on ? &profile_ : nullptr;
+    arena_.node_profile = on ? &node_profile_ : nullptr;
+  }
   /// Op type → (total milliseconds, executions) since profiling started.
   const std::map<std::string, std::pair<double, int64_t>>& op_profile() const { return profile_; }
+  /// Node label → (total milliseconds, executions) since profiling started.
+  const std::map<std::string, std::pair<double, int64_t>>& node_profile() const {
+    return node_profile_;
+  }
 
  private:
   graph::Model model_;
   std::shared_ptr<Plan> plan_;
   Arena arena_;
   std::map<std::string, std::pair<double, int64_t>> profile_;
+  std::map<std::string, std::pair<double, int64_t>> node_profile_;
 };
 
 /// Compiles `g` (a main graph or a subgraph) into a Plan; `opset` is the

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# tailor vs onnxruntime, side by side: median latency on the issue-5 speed
+# models (the goal: tailor within 1.5x of onnxruntime at each thread count).
+#   PP-OCRv4 recogniser  x [1, 3, 48, 320]
+#   PP-OCRv4 detector    x [1, 3, 640, 640]
+#   ISNet fp16 (medium)  input [1, 3, 1024, 1024]  (only if fetched: make models-bench)
+# Both runtimes get the same seeded input .npy (uniform in [-1, 1), xorshift32
+# seed 1, written by bench/runtime/ort_latency.sh's generator). For each model
+# and thread count the two are run alternately ROUNDS times (tailor, ORT,
+# tailor, ORT, ...), each process doing one warm-up and RUNS timed runs, so
+# both share the machine's load; the reported median is the median over all
+# timed runs' per-process medians. OMP_WAIT_POLICY=passive (spinning OpenMP
+# workers are several times slower on a machine with more runnable threads
+# than cores).
+#   bench/runtime/latency_vs_ort.sh [--threads "1 2"] [--runs N] [--rounds R]
+#                                   [--models "rec det isnet"] [--tailor PATH]
+# Prints one table: model, threads, tailor median ms, ORT median ms, ratio
+# (tailor / ORT; below 1.5 meets the goal).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+threads="1 2"
+runs=10
+rounds=2
+models="rec det isnet"
+tailor="$root/build/tailor"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --threads) threads=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --tailor) tailor=$2; shift 2 ;;
+    *) echo "usage: $0 [--threads \"1 2\"] [--runs N] [--rounds R] [--models \"rec det isnet\"] [--tailor PATH]" >&2; exit 2 ;;
+  esac
+done
+[ -x "$tailor" ] || { echo "latency_vs_ort: no tailor binary at $tailor (cmake --build build --target tailor)" >&2; exit 1; }
+bash "$root/scripts/install-ort.sh" >/dev/null
+export OMP_WAIT_POLICY=passive
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The seeded input generator shared with ort_latency.sh (same data).
+source <(sed -n '/^random_input()/,/^}/p' "$root/bench/runtime/ort_latency.sh")
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+
+echo "# $(date -u +%FT%TZ) $(uptime | sed 's/.*load/load/'), $(nproc) cores; runs=$runs rounds=$rounds"
+printf '%-14s %-16s %7s %11s %11s %7s\n' model input threads tailor_ms ort_ms ratio
+row() {  # LABEL MODEL INPUT_NAME RUNS d0 d1 d2 d3
+  local label=$1 model=$2 name=$3 n=$4; shift 4
+  local shape; shape=$(IFS=x; echo "$*")
+  if [ ! -f "$model" ]; then
+    printf '%-14s %-16s %7s %11s %11s %7s\n' "$label" "$shape" - "(not fetched)" - -
+    return
+  fi
+  random_input "$tmp/$label.npy" "$@"
+  local t r ours theirs
+  for t in $threads; do
+    : >"$tmp/ours" ; : >"$tmp/theirs"
+    for ((r = 0; r < rounds; r++)); do
+      "$tailor" run "$model" --input "$name=$tmp/$label.npy" --threads "$t" --time "$n" |
+        sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p' >>"$tmp/ours"
+      node "$root/tools/ort/run.js" "$model" --input "$name=$tmp/$label.npy" --threads "$t" --time "$n" |
+        sed -n 's/^median_ms=\([0-9.]*\).*/\1/p' >>"$tmp/theirs"
+    done
+    ours=$(median <"$tmp/ours"); theirs=$(median <"$tmp/theirs")
+    printf '%-14s %-16s %7s %11.2f %11.2f %7.2f\n' "$label" "$shape" "$t" "$ours" "$theirs" \
+      "$(awk -v a="$ours" -v b="$theirs" 'BEGIN {print a / b}')"
+  done
+}
+for m in $models; do
+  case "$m" in
+    rec) row ppocr_v4_rec "$root/models/ch_PP-OCRv4_rec_infer.onnx" x "$runs" 1 3 48 320 ;;
+    det) row ppocr_v4_det "$root/models/ch_PP-OCRv4_det_infer.onnx" x "$runs" 1 3 640 640 ;;
+    isnet) row isnet_fp16 "$root/models/isnet_fp16.onnx" input "$(( runs < 3 ? runs : 3 ))" 1 3 1024 1024 ;;
+    *) echo "latency_vs_ort: unknown model '$m' (rec, det, isnet)" >&2; exit 2 ;;
+  esac
+done
+echo "# $(uptime | sed 's/.*load/load/') at the end"
