@@ -146,6 +146,22 @@ TEST(OpsShape, ConstantConstantOfShapeExpandTileRange) {
              {0, 0.25f, 0.5f, 0.75f});
 }
 
+// 2^62 f32 elements: the element count fits int64, the byte count (2^64) does
+// not; it once wrapped to a 0-byte buffer that the fill then overran (segfault).
+TEST(OpsShape, ByteCountOverflowIsAnErrorNamingTheNode) {
+  const int64_t big = int64_t{1} << 62;
+  try {
+    OneOp{"ConstantOfShape", {i64({1}, {big})}}.run1();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ConstantOfShape"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2^63 bytes"), std::string::npos) << e.what();
+  }
+  // [2, 3] tiled 2^60 times: 3 · 2^61 elements, 12 · 2^61 bytes.
+  EXPECT_THROW((OneOp{"Tile", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), i64({2}, {big >> 2, 1})}}.run1()),
+               Error);
+}
+
 TEST(OpsShape, PadModes) {
   const Tensor x = f32({1, 3}, {1, 2, 3});
   // Constant (opset 11 inputs): 1 before, 2 after on the last axis, value 9.
