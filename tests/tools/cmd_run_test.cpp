@@ -78,5 +78,22 @@ TEST(RunCli, InputErrorsNameTheInput) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
 
+TEST(RunCli, OutputFolderThatIsAFileIsAnErrorNamingIt) {
+  // It once escaped as std::filesystem_error: "internal error", exit 3.
+  TempDir dir;
+  const std::string model = tiny_model(dir);
+  write_npy(dir.file("x.npy"), f32({2, 3}, {-1, 0, 1, 2, -3, 4}));
+  write_bytes(dir.file("afile"), "x");
+  for (const std::string& out : {dir.file("afile"), dir.file("afile") + "/sub"}) {
+    const CommandResult r =
+        run_cli("run " + model + " --input x=" + dir.file("x.npy") + " --output " + out);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("error: " + out + ": cannot create the output folder"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace tailor::testing

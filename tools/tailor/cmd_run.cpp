@@ -97,7 +97,13 @@ void add_run(CLI::App& app) {
     }
 
     std::set<std::string> used;
-    if (!output.empty()) std::filesystem::create_directories(output);
+    if (!output.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(output, ec);
+      if (ec || !std::filesystem::is_directory(output))
+        throw Error(output, "cannot create the output folder: " +
+                                (ec ? ec.message() : std::string("not a directory")));
+    }
     for (const std::string& name : ex.output_names()) {
       const Tensor& t = outs.at(name);
       std::string line = fmt::format("output {}: {} {}", printable(name), dtype_name(t.dtype()),
