@@ -1,6 +1,9 @@
 // Shape and data-movement ops on tiny inputs against values derived by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "op_test_util.h"
 #include "tailor/core/error.h"
 
@@ -160,6 +163,32 @@ TEST(OpsShape, ByteCountOverflowIsAnErrorNamingTheNode) {
   // [2, 3] tiled 2^60 times: 3 · 2^61 elements, 12 · 2^61 bytes.
   EXPECT_THROW((OneOp{"Tile", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), i64({2}, {big >> 2, 1})}}.run1()),
                Error);
+}
+
+// Hostile shapes found by review: each once ran into undefined behaviour
+// (an out-of-bounds read or a signed overflow) instead of an error.
+TEST(OpsShape, HostilePadRangeTileAreErrors) {
+  const int64_t big = int64_t{1} << 62;
+  const auto edge = Attribute::of_string("edge");
+  // Edge padding of an empty axis has no edge to copy (onnxruntime refuses it
+  // too); it read 4 bytes before the empty buffer.
+  EXPECT_THROW(
+      (OneOp{"Pad", {f32({0, 3}, {}), i64({4}, {2, 0, 2, 0})}, {{"mode", edge}}, 11}.run1()),
+      Error);
+  // Padding an empty axis with constants is fine: [0, 3] -> [1, 3].
+  expect_f32(OneOp{"Pad", {f32({0, 3}, {}), i64({4}, {1, 0, 0, 0})}, {}, 11}.run1(), {1, 3},
+             {0, 0, 0});
+  // 3 + 2^62 + 2^62 overflows int64.
+  EXPECT_THROW((OneOp{"Pad", {f32({1, 3}, {1, 2, 3}), i64({4}, {0, big, 0, big})}, {}, 11}.run1()),
+               Error);
+  // ceil((inf - 0) / 1) has no int64 count; NaN neither.
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_THROW((OneOp{"Range", {f32({}, {0}), f32({}, {inf}), f32({}, {1})}}.run1()), Error);
+  EXPECT_THROW((OneOp{"Range", {f32({}, {0}), f32({}, {NAN}), f32({}, {1})}}.run1()), Error);
+  // A count that is negative (limit below start) is an empty range.
+  EXPECT_EQ((OneOp{"Range", {f32({}, {0}), f32({}, {-inf}), f32({}, {1})}}.run1().numel()), 0);
+  // 2^62 · 4 overflows int64 in the output shape.
+  EXPECT_THROW((OneOp{"Tile", {f32({1, 4}, {1, 2, 3, 4}), i64({2}, {1, big})}}.run1()), Error);
 }
 
 TEST(OpsShape, PadModes) {
