@@ -96,29 +96,42 @@ void add_run(CLI::App& app) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
 
+    // Every destination is chosen and checked before the first is written, so
+    // a destination that cannot be a file (a folder of that name) fails the
+    // command with no output written; each file is then written atomically.
     std::set<std::string> used;
+    std::vector<std::pair<std::string, std::string>> lines_and_dests;
+    for (const std::string& name : ex.output_names()) {
+      const Tensor& t = outs.at(name);
+      std::string line = fmt::format("output {}: {} {}", printable(name), dtype_name(t.dtype()),
+                                     shape_to_string(t.shape()));
+      std::string dest;
+      if (!output.empty()) {
+        std::string file = sanitize_file_name(name);
+        for (int k = 2; used.count(file); ++k)
+          file = sanitize_file_name(name) + "_" + std::to_string(k);
+        used.insert(file);
+        dest = (std::filesystem::path(output) / (file + ".npy")).string();
+        line += " -> " + printable(dest);
+      }
+      lines_and_dests.emplace_back(std::move(line), std::move(dest));
+    }
     if (!output.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(output, ec);
       if (ec || !std::filesystem::is_directory(output))
         throw Error(output, "cannot create the output folder: " +
                                 (ec ? ec.message() : std::string("not a directory")));
-    }
-    for (const std::string& name : ex.output_names()) {
-      const Tensor& t = outs.at(name);
-      std::string line = fmt::format("output {}: {} {}", printable(name), dtype_name(t.dtype()),
-                                     shape_to_string(t.shape()));
-      if (!output.empty()) {
-        std::string file = sanitize_file_name(name);
-        for (int k = 2; used.count(file); ++k)
-          file = sanitize_file_name(name) + "_" + std::to_string(k);
-        used.insert(file);
-        const std::string dest = (std::filesystem::path(output) / (file + ".npy")).string();
-        write_npy(dest, t);
-        line += " -> " + printable(dest);
+      for (const auto& [line, dest] : lines_and_dests) {
+        const auto st = std::filesystem::status(dest, ec);
+        if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+          throw Error(dest, "exists and is not a regular file; no output written");
       }
-      std::cout << line << "\n";
+      size_t i = 0;
+      for (const std::string& name : ex.output_names())
+        write_npy(lines_and_dests[i++].second, outs.at(name));
     }
+    for (const auto& [line, dest] : lines_and_dests) std::cout << line << "\n";
     if (!ms.empty()) {
       std::vector<double> sorted = ms;
       std::sort(sorted.begin(), sorted.end());
