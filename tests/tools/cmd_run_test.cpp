@@ -124,5 +124,19 @@ TEST(RunCli, NoOutputIsWrittenWhenOneDestinationCannotBe) {
   expect_f32(read_npy(dir.file("out/a_b.npy")), {2, 3}, {1, 1, 2, 3, 1, 5});
 }
 
+TEST(RunCli, ThreadCountsOutOfRangeAreRefused) {
+  // --threads 100000 segfaulted in the first OpenMP region.
+  TempDir dir;
+  const std::string model = tiny_model(dir);
+  write_npy(dir.file("x.npy"), f32({2, 3}, {-1, 0, 1, 2, -3, 4}));
+  for (const char* t : {"100000", "1025", "-1"}) {
+    const CommandResult r =
+        run_cli("run " + model + " --input x=" + dir.file("x.npy") + " --threads " + t);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--threads: must be between 0 and 1024"), std::string::npos)
+        << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace tailor::testing

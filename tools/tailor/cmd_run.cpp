@@ -37,6 +37,8 @@ std::string sanitize_file_name(const std::string& name) {
 
 namespace {
 
+constexpr int kMaxRunThreads = 1024;
+
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
   int u = 0;
@@ -64,7 +66,11 @@ void add_run(CLI::App& app) {
                 "Run the graph as imported (no Conv + affine + activation fusion)");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
-    if (threads < 0) throw Error("--threads", "must be >= 0");
+    // libgomp cannot start thousands of threads: 100000 segfaulted, 1000 under
+    // a 3 GB address-space limit aborted ("Thread creation failed").
+    if (threads < 0 || threads > kMaxRunThreads)
+      throw Error("--threads", "must be between 0 and " + std::to_string(kMaxRunThreads) +
+                                   ", got " + std::to_string(threads));
     if (threads > 0) runtime::kernels::set_num_threads(threads);
     graph::Model model = graph::import_onnx(path);
     if (const int n = graph::promote_f16_to_f32(model); n > 0)
