@@ -172,15 +172,21 @@ void slice_impl(OpContext& ctx, std::vector<int64_t> starts, std::vector<int64_t
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      count = e > s ? (e - s + step - 1) / step : 0;
+      // ceil((e - s) / step) without forming e - s + step - 1, which
+      // overflows for a step near INT64_MAX.
+      count = e > s ? (e - s - 1) / step + 1 : 0;
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      // |step| in uint64: -INT64_MIN does not fit int64.
+      const uint64_t back = 0 - static_cast<uint64_t>(step);
+      count = s > e ? static_cast<int64_t>(static_cast<uint64_t>(s - e - 1) / back) + 1 : 0;
     }
     shape[a] = count;
     if (count > 0) offset += s * st[a];
-    st[a] *= step;
+    // With two or more elements |step| < dim, so the stride fits; with one
+    // the stride is never used (and stride · INT64_MAX would overflow).
+    st[a] = count > 1 ? st[a] * step : 0;
   }
   Tensor out = ctx.alloc(x.dtype(), shape);
   const size_t es = dtype_size(x.dtype());
@@ -501,6 +507,13 @@ void register_shape_ops() {
                  " outputs");
       int64_t at = 0;
       for (int64_t i = 0; i < n; ++i) {
+        // A negative part was sliced as [at, at + part) with the end wrapped
+        // from the back: silently wrong outputs.
+        const int64_t part = split[static_cast<size_t>(i)];
+        if (part < 0 || part > dim - at)
+          ctx.fail("split part " + std::to_string(i) + " is " + std::to_string(part) +
+                   ", the axis has " + std::to_string(dim - at) + " left of " +
+                   std::to_string(dim));
         OpContext sub{ctx.node, ctx.opset, {&x}, {Tensor()}, ctx.arena, ctx.frame};
         slice_impl(sub, {at}, {at + split[static_cast<size_t>(i)]}, {axis}, {1});
         at += split[static_cast<size_t>(i)];

@@ -191,6 +191,40 @@ TEST(OpsShape, HostilePadRangeTileAreErrors) {
   EXPECT_THROW((OneOp{"Tile", {f32({1, 4}, {1, 2, 3, 4}), i64({2}, {1, big})}}.run1()), Error);
 }
 
+// Steps of ±2^63 and a negative split part (found by review): the step
+// overflowed the element count (INT64_MAX: an error on a valid slice;
+// INT64_MIN backwards from the end: empty instead of one element), and split
+// [-1, 4] returned two columns.
+TEST(OpsShape, ExtremeSliceStepsAndNegativeSplit) {
+  const Tensor x = iota({3, 4});  // rows 0..3, 4..7, 8..11
+  // Axis 1 from 0 by INT64_MAX: only column 0 (numpy x[:, 0::2**63-1]).
+  expect_f32(OneOp{"Slice", {x, i64({1}, {0}), i64({1}, {4}), i64({1}, {1}), i64({1}, {INT64_MAX})}}
+                 .run1(),
+             {3, 1}, {0, 4, 8});
+  // Axis 1 from the end backwards by INT64_MIN: only column 3.
+  expect_f32(
+      OneOp{"Slice",
+            {x, i64({1}, {INT64_MAX}), i64({1}, {INT64_MIN}), i64({1}, {1}), i64({1}, {INT64_MIN})}}
+          .run1(),
+      {3, 1}, {3, 7, 11});
+  // Axis 0 backwards by -2: rows 2 and 0.
+  expect_f32(
+      OneOp{"Slice", {x, i64({1}, {-1}), i64({1}, {INT64_MIN}), i64({1}, {0}), i64({1}, {-2})}}
+          .run1(),
+      {2, 4}, {8, 9, 10, 11, 0, 1, 2, 3});
+  EXPECT_THROW(
+      (OneOp{"Split", {iota({2, 3}), i64({2}, {-1, 4})}, {{"axis", Attribute::of_int(1)}}, 13, 2}
+           .run()),
+      Error);
+  EXPECT_THROW((OneOp{"Split",
+                      {iota({2, 3}), i64({2}, {INT64_MAX, INT64_MAX})},
+                      {{"axis", Attribute::of_int(1)}},
+                      13,
+                      2}
+                    .run()),
+               Error);
+}
+
 TEST(OpsShape, PadModes) {
   const Tensor x = f32({1, 3}, {1, 2, 3});
   // Constant (opset 11 inputs): 1 before, 2 after on the last axis, value 9.
