@@ -36,8 +36,12 @@ test: models build
 demo: models build
 	$(BUILD_DIR)/tailor inspect models/ch_PP-OCRv4_rec_infer.onnx
 
+# Stops at the first failing benchmark; a build without benchmarks
+# (-DTAILOR_BUILD_BENCH=OFF in the CMake cache) is an error, not silence.
 bench: build
-	@for b in $(BUILD_DIR)/bench/*_bench; do [ -x "$$b" ] && "$$b"; done
+	@set -e; n=0; for b in $(BUILD_DIR)/bench/*_bench; do \
+	  if [ -x "$$b" ]; then "$$b"; n=$$((n + 1)); fi; done; \
+	  [ $$n -gt 0 ] || { echo "no benchmarks in $(BUILD_DIR)/bench: configure with -DTAILOR_BUILD_BENCH=ON" >&2; exit 1; }
 
 # tailor profile vs a numpy/LAPACK peer (full SVDs) on the same layers, then
 # peak RSS on a 2 GB synthetic model (bench/profile/*.sh say what they print).

@@ -33,6 +33,18 @@ int64_t shape_numel(const Shape& shape) {
   return empty ? 0 : n;
 }
 
+/// Bytes of a contiguous tensor of `shape` and `dtype`: shape_numel × element
+/// size. Throws Error past 2^63 - 1 bytes, the largest object (a shape of 2^62
+/// f32 elements would otherwise wrap to a 0-byte buffer in size_t).
+size_t shape_bytes(const Shape& shape, DType dtype) {
+  const auto n = static_cast<uint64_t>(shape_numel(shape));
+  const size_t es = dtype_size(dtype);
+  if (n > static_cast<uint64_t>(std::numeric_limits<ptrdiff_t>::max()) / es)
+    throw Error("", "shape " + shape_to_string(shape) + " of " + std::string(dtype_name(dtype)) +
+                        " needs more than 2^63 bytes");
+  return static_cast<size_t>(n) * es;
+}
+
 std::string shape_to_string(const Shape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -125,7 +137,7 @@ std::shared_ptr<Storage> Storage::map_file(const std::string& path) {
 Tensor Tensor::zeros(DType dtype, Shape shape) {
   const int64_t n = shape_numel(shape);
   Tensor t;
-  t.storage_ = Storage::allocate(static_cast<size_t>(n) * dtype_size(dtype));
+  t.storage_ = Storage::allocate(shape_bytes(shape, dtype));
   t.dtype_ = dtype;
   t.strides_ = contiguous_strides(shape);
   t.shape_ = std::move(shape);

@@ -598,6 +598,7 @@ class Inference {
       const size_t a = static_cast<size_t>(norm_axis((*axes)[i], r, who));
       Dim& d = s[a];
       const int64_t st = (*steps)[i];
+      if (st == 0) throw Error(who, "step is 0");  // it divided by zero (SIGFPE)
       int64_t b = (*starts)[i], e = (*ends)[i];
       if (!d.is_known()) {
         if (st == 1 && b == 0 && e >= std::numeric_limits<int32_t>::max()) continue;  // whole axis
@@ -611,11 +612,12 @@ class Inference {
       if (st > 0) {
         b = std::clamp<int64_t>(b, 0, dim);
         e = std::clamp<int64_t>(e, 0, dim);
-        count = e > b ? (e - b + st - 1) / st : 0;
+        count = e > b ? (e - b - 1) / st + 1 : 0;  // no overflow for st near 2^63
       } else {
         b = std::clamp<int64_t>(b, 0, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
-        count = b > e ? (b - e - st - 1) / (-st) : 0;
+        const uint64_t back = 0 - static_cast<uint64_t>(st);  // |INT64_MIN| fits uint64
+        count = b > e ? static_cast<int64_t>(static_cast<uint64_t>(b - e - 1) / back) + 1 : 0;
       }
       d = Dim::known(count);
       if (r == 1 && st == 1) ranges.emplace_back(b, count);

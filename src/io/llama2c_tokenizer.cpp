@@ -61,6 +61,12 @@ Llama2cTokenizer Llama2cTokenizer::load(const std::string& path, int32_t vocab_s
                             std::to_string(t.max_token_length));
     t.vocab.emplace_back(c.bytes(static_cast<size_t>(len), "token bytes"));
   }
+  // llama2.c's tokenizer.py writes exactly the vocabulary: bytes left over
+  // mean a tokenizer for a larger vocabulary, not this model's.
+  if (c.remaining() > 0)
+    throw Error(path, std::to_string(c.remaining()) + " bytes follow the model's " +
+                          std::to_string(vocab_size) +
+                          " tokens: the tokenizer is for a larger vocabulary");
   return t;
 }
 

@@ -205,7 +205,10 @@ Tensor parse_npy(std::string_view bytes, const std::string& source) {
     if (static_cast<uint64_t>(numel) > have / esize || numel * esize != have)
       throw Error(source, "the data holds " + std::to_string(have) + " bytes, shape " +
                               shape_to_string(h.shape) + " of " + h.descr + " needs " +
-                              std::to_string(static_cast<uint64_t>(numel) * esize));
+                              // 128-bit: numel · esize may pass 2^64 (it printed "needs 0").
+                              (static_cast<unsigned __int128>(numel) * esize > UINT64_MAX
+                                   ? std::string("more than 2^64")
+                                   : std::to_string(static_cast<uint64_t>(numel) * esize)));
     Shape stored = h.shape;
     if (h.fortran_order) stored.assign(h.shape.rbegin(), h.shape.rend());
     Tensor t = Tensor::zeros(*dtype, stored);

@@ -7,11 +7,14 @@
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
 
+namespace tailor {
+size_t shape_bytes(const Shape& shape, DType dtype);  // src/core/tensor.cpp
+}  // namespace tailor
+
 namespace tailor::runtime {
 
 Tensor Arena::alloc(DType dtype, const Shape& shape) {
-  const int64_t numel = shape_numel(shape);
-  const size_t bytes = static_cast<size_t>(numel) * dtype_size(dtype);
+  const size_t bytes = shape_bytes(shape, dtype);
   if (bytes == 0) return Tensor::zeros(dtype, shape);
   std::shared_ptr<Storage>* best = nullptr;
   size_t live = 0;

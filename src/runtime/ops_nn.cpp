@@ -380,6 +380,10 @@ class ResizeKernel final : public Kernel {
     } else if (scales.size() == 4) {
       if (scales[0] != 1.0f || scales[1] != 1.0f) ctx.fail("scaling N or C is unsupported");
       p.scale_h = scales[2], p.scale_w = scales[3];
+      // A NaN, infinite or 2^63-sized product has no int64 (the cast would be undefined).
+      for (const float sc : {p.scale_h, p.scale_w})
+        if (!(std::abs(sc) * static_cast<float>(std::max(p.in_h, p.in_w)) < 0x1p62f))
+          ctx.fail("scale " + std::to_string(sc) + " gives no finite output size");
       p.out_h = static_cast<int64_t>(std::floor(static_cast<float>(p.in_h) * p.scale_h));
       p.out_w = static_cast<int64_t>(std::floor(static_cast<float>(p.in_w) * p.scale_w));
     } else {

@@ -172,15 +172,21 @@ void slice_impl(OpContext& ctx, std::vector<int64_t> starts, std::vector<int64_t
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      count = e > s ? (e - s + step - 1) / step : 0;
+      // ceil((e - s) / step) without forming e - s + step - 1, which
+      // overflows for a step near INT64_MAX.
+      count = e > s ? (e - s - 1) / step + 1 : 0;
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      // |step| in uint64: -INT64_MIN does not fit int64.
+      const uint64_t back = 0 - static_cast<uint64_t>(step);
+      count = s > e ? static_cast<int64_t>(static_cast<uint64_t>(s - e - 1) / back) + 1 : 0;
     }
     shape[a] = count;
     if (count > 0) offset += s * st[a];
-    st[a] *= step;
+    // With two or more elements |step| < dim, so the stride fits; with one
+    // the stride is never used (and stride · INT64_MAX would overflow).
+    st[a] = count > 1 ? st[a] * step : 0;
   }
   Tensor out = ctx.alloc(x.dtype(), shape);
   const size_t es = dtype_size(x.dtype());
@@ -301,8 +307,11 @@ void pad(OpContext& ctx, const std::string& mode, const std::vector<int64_t>& pa
   if (from_inputs && ctx.has(2) && ctx.in(2).numel() > 0) cval = ctx.in(2).to_f32_vector()[0];
   Shape shape(static_cast<size_t>(r));
   for (size_t d = 0; d < shape.size(); ++d) {
-    shape[d] = x.dim(d) + before[d] + after[d];
+    if (__builtin_add_overflow(x.dim(d), before[d], &shape[d]) ||
+        __builtin_add_overflow(shape[d], after[d], &shape[d]))
+      ctx.fail("pads overflow the output dimension");
     if (shape[d] < 0) ctx.fail("negative output dimension");
+    if (mode == "edge" && x.dim(d) == 0 && shape[d] > 0) ctx.fail("edge padding of an empty axis");
     if (mode == "reflect" && (before[d] >= x.dim(d) || after[d] >= x.dim(d)) &&
         (before[d] > 0 || after[d] > 0))
       ctx.fail("reflect padding needs pads smaller than the dimension");
@@ -498,6 +507,13 @@ void register_shape_ops() {
                  " outputs");
       int64_t at = 0;
       for (int64_t i = 0; i < n; ++i) {
+        // A negative part was sliced as [at, at + part) with the end wrapped
+        // from the back: silently wrong outputs.
+        const int64_t part = split[static_cast<size_t>(i)];
+        if (part < 0 || part > dim - at)
+          ctx.fail("split part " + std::to_string(i) + " is " + std::to_string(part) +
+                   ", the axis has " + std::to_string(dim - at) + " left of " +
+                   std::to_string(dim));
         OpContext sub{ctx.node, ctx.opset, {&x}, {Tensor()}, ctx.arena, ctx.frame};
         slice_impl(sub, {at}, {at + split[static_cast<size_t>(i)]}, {axis}, {1});
         at += split[static_cast<size_t>(i)];
@@ -574,8 +590,9 @@ void register_shape_ops() {
         big.push_back(x.dim(d));
         st.push_back(0);
         st.push_back(xc.strides()[d]);
-        shape.push_back(rep[d] * x.dim(d));
       }
+      shape_numel(big);  // throws before a product rep · dim can overflow
+      for (size_t d = 0; d < x.rank(); ++d) shape.push_back(rep[d] * x.dim(d));
       Tensor out = ctx.alloc(x.dtype(), shape);
       strided_copy(xc.raw(), out.mutable_raw(), big, st, dtype_size(x.dtype()));
       ctx.outputs[0] = std::move(out);
@@ -592,7 +609,11 @@ void register_shape_ops() {
         if (delta == 0) ctx.fail("delta is 0");
         const double n = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
                                    static_cast<double>(delta));
-        const int64_t count = std::max<int64_t>(0, static_cast<int64_t>(n));
+        // n is NaN or ±inf for an infinite limit, start or delta; a double
+        // outside int64 has no int64 (the cast would be undefined).
+        if (std::isnan(n) || n >= 0x1p63)
+          ctx.fail("element count " + std::to_string(n) + " is not a finite int64");
+        const int64_t count = n <= 0 ? 0 : static_cast<int64_t>(n);
         Tensor out = ctx.alloc(s.dtype(), {count});
         T* o = out.template mutable_data<T>();
         for (int64_t i = 0; i < count; ++i)

@@ -51,6 +51,14 @@ TEST(Tensor, ViewPastEndIsRefused) {
   EXPECT_EQ(Tensor::view(s, 0, DType::f32, {0, 1 << 20, 1 << 20}).numel(), 0);
 }
 
+TEST(Tensor, ByteCountOverflowIsRefused) {
+  // 2^62 elements fit int64; their bytes (2^64 for f32, 2^65 for i64) do not.
+  EXPECT_EQ(Tensor::zeros(DType::f64, {3, 0, 5}).numel(), 0);
+  EXPECT_THROW(Tensor::zeros(DType::i64, {int64_t{1} << 62}), Error);
+  EXPECT_THROW(Tensor::zeros(DType::f32, {int64_t{1} << 62}), Error);
+  EXPECT_THROW(Tensor::zeros(DType::f16, {int64_t{1} << 31, int64_t{1} << 31}), Error);
+}
+
 TEST(Tensor, MappedFileIsReadOnlyAndMisalignedAccessRefused) {
   testing::TempDir dir;
   const std::string p = dir.file("x.bin");

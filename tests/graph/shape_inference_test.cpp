@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <tuple>
+#include <vector>
 
 #include "../runtime/op_test_util.h"
+#include "tailor/core/error.h"
 #include "tailor/core/rng.h"
 #include "tailor/graph/onnx.h"
 #include "tailor/graph/shape_inference.h"
@@ -64,6 +67,35 @@ TEST(ShapeInference, SymbolicBatchThroughAShapeComputation) {
   runtime::Executor ex(m);
   EXPECT_EQ(ex.run({{"x", f32({2, 3, 4}, std::vector<float>(24, 1.0f))}}).at("t").shape(),
             (Shape{12, 2}));
+}
+
+// Slice steps of 0 and 2^63 - 1 (found by review): a 0 step divided by zero
+// (SIGFPE), and a step near 2^63 overflowed the element count.
+TEST(ShapeInference, SliceExtremeStepsAndZeroStep) {
+  const auto model = [](int64_t start, int64_t end, int64_t step) {
+    graph::Model m;
+    m.opset = 13;
+    m.graph.inputs = {"x"};
+    m.graph.types["x"] = graph::ValueType{DType::f32, graph::sym_shape_of({3, 4})};
+    m.graph.add_initializer("s0", i64({1}, {start}));
+    m.graph.add_initializer("s1", i64({1}, {end}));
+    m.graph.add_initializer("ax", i64({1}, {1}));
+    m.graph.add_initializer("st", i64({1}, {step}));
+    m.graph.nodes = {node("Slice", {"x", "s0", "s1", "ax", "st"}, {"y"})};
+    m.graph.outputs = {"y"};
+    return m;
+  };
+  // numpy: x[:, 0:4:2**63-1] has 1 column, x[:, 1:4:2] has 2. (Negative
+  // constants are not tracked as numbers, so negative steps leave the dim unknown.)
+  for (const auto& [start, end, step, cols] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, int>>{{0, 4, INT64_MAX, 1},
+                                                               {1, INT64_MAX, 2, 2}}) {
+    graph::Model m = model(start, end, step);
+    graph::infer_shapes(m);
+    EXPECT_EQ(m.graph.type_of("y")->to_string(), "f32[3, " + std::to_string(cols) + "]") << step;
+  }
+  graph::Model zero = model(0, 4, 0);
+  EXPECT_THROW(graph::infer_shapes(zero), tailor::Error);
 }
 
 TEST(ShapeInference, ConvPoolMatMulBroadcastRules) {

@@ -304,6 +304,11 @@ TEST(Llama2cTokenizer, RejectsBadFiles) {
   write_bytes(path, good);
   expect_error_naming([&] { Llama2cTokenizer::load(path, 1 << 30); }, path, "truncated");
   expect_error_naming([&] { Llama2cTokenizer::load(path, 0); }, path, "must be positive");
+  // A tokenizer for another (larger) vocabulary: tok512.bin read as 256 tokens
+  // leaves the other 256 unread; it was accepted and decoded wrong pieces.
+  expect_error_naming([&] { Llama2cTokenizer::load(path, 256); }, path, "larger vocabulary");
+  write_bytes(path, good + std::string(1, '\0'));
+  expect_error_naming([&] { Llama2cTokenizer::load(path, 512); }, path, "1 bytes follow");
   expect_error_naming([&] { Llama2cTokenizer::load(dir.file("none.bin"), 512); },
                       dir.file("none.bin"), "cannot open");
 }

@@ -120,6 +120,9 @@ TEST(Npy, MalformedFilesGetOneLineErrors) {
       {with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"),
        "overflow"},
       {with_header("{'descr': '<f4"), "unterminated"},
+      // 2^62 f4 elements fit int64 but not their 2^64 bytes; the message said "needs 0".
+      {with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,), }"),
+       "needs more than 2^64"},
   };
   for (const Case& c : cases) {
     testing::write_bytes(p, c.bytes);

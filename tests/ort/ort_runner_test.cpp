@@ -293,6 +293,23 @@ TEST(OrtRunner, BadInputsAreOneLineErrors) {
       "unsupported .npy dtype '<f8'");
   expect_one_line(testing::run_shell(node + model + " --threads 0 --time 1"),
                   "--threads needs a positive integer");
+  // An output folder that is a file, and a folder where the second output
+  // (mm.npy) goes: exit 2, and sum.npy is not written (it was, and the
+  // errors were node's EEXIST / EISDIR with exit 1).
+  const std::string all = " --input a=" + a + " --input b=" + a +
+                          " --input n=" + dir.file("n.npy") + " --input h=" + dir.file("h.npy") +
+                          " --input k=" + dir.file("k.npy") + " --input u=" + dir.file("u.npy");
+  write_npy(dir.file("n.npy"), Tensor::zeros(DType::i64, {3}));
+  write_npy(dir.file("h.npy"), Tensor::zeros(DType::f16, {2}));
+  write_npy(dir.file("k.npy"), Tensor::zeros(DType::i32, {2}));
+  write_npy(dir.file("u.npy"), Tensor::zeros(DType::u8, {3}));
+  testing::write_bytes(dir.file("afile"), "x");
+  expect_one_line(testing::run_shell(node + model + all + " --output " + dir.file("afile")),
+                  "afile: cannot create the output folder");
+  std::filesystem::create_directories(dir.file("o2/mm.npy"));
+  expect_one_line(testing::run_shell(node + model + all + " --output " + dir.file("o2")),
+                  "mm.npy: exists and is not a regular file");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("o2/sum.npy")));
 }
 
 }  // namespace

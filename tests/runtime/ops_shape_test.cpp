@@ -1,6 +1,9 @@
 // Shape and data-movement ops on tiny inputs against values derived by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "op_test_util.h"
 #include "tailor/core/error.h"
 
@@ -144,6 +147,82 @@ TEST(OpsShape, ConstantConstantOfShapeExpandTileRange) {
             (std::vector<int64_t>{10, 7}));
   expect_f32(OneOp{"Range", {f32({}, {0}), f32({}, {1}), f32({}, {0.25f})}}.run1(), {4},
              {0, 0.25f, 0.5f, 0.75f});
+}
+
+// 2^62 f32 elements: the element count fits int64, the byte count (2^64) does
+// not; it once wrapped to a 0-byte buffer that the fill then overran (segfault).
+TEST(OpsShape, ByteCountOverflowIsAnErrorNamingTheNode) {
+  const int64_t big = int64_t{1} << 62;
+  try {
+    OneOp{"ConstantOfShape", {i64({1}, {big})}}.run1();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ConstantOfShape"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2^63 bytes"), std::string::npos) << e.what();
+  }
+  // [2, 3] tiled 2^60 times: 3 · 2^61 elements, 12 · 2^61 bytes.
+  EXPECT_THROW((OneOp{"Tile", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), i64({2}, {big >> 2, 1})}}.run1()),
+               Error);
+}
+
+// Hostile shapes found by review: each once ran into undefined behaviour
+// (an out-of-bounds read or a signed overflow) instead of an error.
+TEST(OpsShape, HostilePadRangeTileAreErrors) {
+  const int64_t big = int64_t{1} << 62;
+  const auto edge = Attribute::of_string("edge");
+  // Edge padding of an empty axis has no edge to copy (onnxruntime refuses it
+  // too); it read 4 bytes before the empty buffer.
+  EXPECT_THROW(
+      (OneOp{"Pad", {f32({0, 3}, {}), i64({4}, {2, 0, 2, 0})}, {{"mode", edge}}, 11}.run1()),
+      Error);
+  // Padding an empty axis with constants is fine: [0, 3] -> [1, 3].
+  expect_f32(OneOp{"Pad", {f32({0, 3}, {}), i64({4}, {1, 0, 0, 0})}, {}, 11}.run1(), {1, 3},
+             {0, 0, 0});
+  // 3 + 2^62 + 2^62 overflows int64.
+  EXPECT_THROW((OneOp{"Pad", {f32({1, 3}, {1, 2, 3}), i64({4}, {0, big, 0, big})}, {}, 11}.run1()),
+               Error);
+  // ceil((inf - 0) / 1) has no int64 count; NaN neither.
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_THROW((OneOp{"Range", {f32({}, {0}), f32({}, {inf}), f32({}, {1})}}.run1()), Error);
+  EXPECT_THROW((OneOp{"Range", {f32({}, {0}), f32({}, {NAN}), f32({}, {1})}}.run1()), Error);
+  // A count that is negative (limit below start) is an empty range.
+  EXPECT_EQ((OneOp{"Range", {f32({}, {0}), f32({}, {-inf}), f32({}, {1})}}.run1().numel()), 0);
+  // 2^62 · 4 overflows int64 in the output shape.
+  EXPECT_THROW((OneOp{"Tile", {f32({1, 4}, {1, 2, 3, 4}), i64({2}, {1, big})}}.run1()), Error);
+}
+
+// Steps of ±2^63 and a negative split part (found by review): the step
+// overflowed the element count (INT64_MAX: an error on a valid slice;
+// INT64_MIN backwards from the end: empty instead of one element), and split
+// [-1, 4] returned two columns.
+TEST(OpsShape, ExtremeSliceStepsAndNegativeSplit) {
+  const Tensor x = iota({3, 4});  // rows 0..3, 4..7, 8..11
+  // Axis 1 from 0 by INT64_MAX: only column 0 (numpy x[:, 0::2**63-1]).
+  expect_f32(OneOp{"Slice", {x, i64({1}, {0}), i64({1}, {4}), i64({1}, {1}), i64({1}, {INT64_MAX})}}
+                 .run1(),
+             {3, 1}, {0, 4, 8});
+  // Axis 1 from the end backwards by INT64_MIN: only column 3.
+  expect_f32(
+      OneOp{"Slice",
+            {x, i64({1}, {INT64_MAX}), i64({1}, {INT64_MIN}), i64({1}, {1}), i64({1}, {INT64_MIN})}}
+          .run1(),
+      {3, 1}, {3, 7, 11});
+  // Axis 0 backwards by -2: rows 2 and 0.
+  expect_f32(
+      OneOp{"Slice", {x, i64({1}, {-1}), i64({1}, {INT64_MIN}), i64({1}, {0}), i64({1}, {-2})}}
+          .run1(),
+      {2, 4}, {8, 9, 10, 11, 0, 1, 2, 3});
+  EXPECT_THROW(
+      (OneOp{"Split", {iota({2, 3}), i64({2}, {-1, 4})}, {{"axis", Attribute::of_int(1)}}, 13, 2}
+           .run()),
+      Error);
+  EXPECT_THROW((OneOp{"Split",
+                      {iota({2, 3}), i64({2}, {INT64_MAX, INT64_MAX})},
+                      {{"axis", Attribute::of_int(1)}},
+                      13,
+                      2}
+                    .run()),
+               Error);
 }
 
 TEST(OpsShape, PadModes) {

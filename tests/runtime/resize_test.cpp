@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/kernel_test_util.h"
+#include "runtime/op_test_util.h"
 #include "tailor/core/error.h"
 #include "tailor/runtime/kernels/resize.h"
 
@@ -161,3 +162,26 @@ TEST(ResizeKernel, RejectsEmptySizes) {
 
 }  // namespace
 }  // namespace tailor::runtime::kernels
+
+namespace tailor::testing {
+namespace {
+
+// Scales whose output size has no int64 (NaN, ±inf, 2^70): the size came from
+// an undefined float-to-int64 cast (it read INT64_MIN on x86).
+TEST(ResizeOp, NonFiniteScalesAreErrorsNamingTheNode) {
+  const Tensor x = f32({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  for (const float bad : {NAN, INFINITY, -INFINITY, 0x1p70f}) {
+    try {
+      OneOp{"Resize", {x, Tensor(), f32({4}, {1, 1, bad, 2})}}.run1();
+      FAIL() << "no error for scale " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("Resize node"), std::string::npos) << e.what();
+    }
+  }
+  // A finite scale still works: 2×3 nearest-upsampled by 2 on H → 4×3.
+  EXPECT_EQ((OneOp{"Resize", {x, Tensor(), f32({4}, {1, 1, 2, 1})}}.run1().shape()),
+            (Shape{1, 1, 4, 3}));
+}
+
+}  // namespace
+}  // namespace tailor::testing

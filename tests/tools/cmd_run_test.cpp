@@ -12,8 +12,9 @@
 namespace tailor::testing {
 namespace {
 
-/// y "a/b" = Relu(x) + 1 with x f32 [2, 3].
-std::string tiny_model(const TempDir& dir) {
+/// y "a/b" = Relu(x) + 1 with x f32 [2, 3]; with `two_outputs`, h = Relu(x)
+/// is an output too (first).
+std::string tiny_model(const TempDir& dir, bool two_outputs = false) {
   graph::Model m;
   m.opset = 13;
   m.graph.inputs = {"x"};
@@ -31,6 +32,10 @@ std::string tiny_model(const TempDir& dir) {
   a.outputs = {"a/b"};
   m.graph.nodes = {r, a};
   m.graph.outputs = {"a/b"};
+  if (two_outputs) {
+    m.graph.outputs = {"h", "a/b"};
+    m.graph.types["h"] = graph::ValueType{DType::f32, graph::sym_shape_of({2, 3})};
+  }
   m.graph.types["a/b"] = graph::ValueType{DType::f32, graph::sym_shape_of({2, 3})};
   const std::string path = dir.file("tiny.onnx");
   graph::write_onnx(m, path);
@@ -76,6 +81,61 @@ TEST(RunCli, InputErrorsNameTheInput) {
   EXPECT_NE(r.output.find("nothing.npy"), std::string::npos) << r.output;
   // Exactly one line of error.
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+TEST(RunCli, OutputFolderThatIsAFileIsAnErrorNamingIt) {
+  // It once escaped as std::filesystem_error: "internal error", exit 3.
+  TempDir dir;
+  const std::string model = tiny_model(dir);
+  write_npy(dir.file("x.npy"), f32({2, 3}, {-1, 0, 1, 2, -3, 4}));
+  write_bytes(dir.file("afile"), "x");
+  for (const std::string& out : {dir.file("afile"), dir.file("afile") + "/sub"}) {
+    const CommandResult r =
+        run_cli("run " + model + " --input x=" + dir.file("x.npy") + " --output " + out);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("error: " + out + ": cannot create the output folder"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+}
+
+TEST(RunCli, NoOutputIsWrittenWhenOneDestinationCannotBe) {
+  // out/a_b.npy is a folder: h.npy was written (and reported) before the
+  // error on a_b.npy, a half-written output.
+  TempDir dir;
+  const std::string model = tiny_model(dir, true);
+  write_npy(dir.file("x.npy"), f32({2, 3}, {-1, 0, 1, 2, -3, 4}));
+  std::filesystem::create_directories(dir.file("out/a_b.npy"));
+  const CommandResult r =
+      run_cli("run " + model + " --input x=" + dir.file("x.npy") + " --output " + dir.file("out"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir.file("out/a_b.npy") + ": exists and is not a regular file"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out/h.npy")));
+  // Without the obstacle both are written: h = Relu(x), a/b = Relu(x) + 1.
+  std::filesystem::remove(dir.file("out/a_b.npy"));
+  const CommandResult ok =
+      run_cli("run " + model + " --input x=" + dir.file("x.npy") + " --output " + dir.file("out"));
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  expect_f32(read_npy(dir.file("out/h.npy")), {2, 3}, {0, 0, 1, 2, 0, 4});
+  expect_f32(read_npy(dir.file("out/a_b.npy")), {2, 3}, {1, 1, 2, 3, 1, 5});
+}
+
+TEST(RunCli, ThreadCountsOutOfRangeAreRefused) {
+  // --threads 100000 segfaulted in the first OpenMP region.
+  TempDir dir;
+  const std::string model = tiny_model(dir);
+  write_npy(dir.file("x.npy"), f32({2, 3}, {-1, 0, 1, 2, -3, 4}));
+  for (const char* t : {"100000", "1025", "-1"}) {
+    const CommandResult r =
+        run_cli("run " + model + " --input x=" + dir.file("x.npy") + " --threads " + t);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--threads: must be between 0 and 1024"), std::string::npos)
+        << r.output;
+  }
 }
 
 }  // namespace

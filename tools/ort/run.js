@@ -148,7 +148,21 @@ async function main() {
   const clash = files.find((f, i) => files.indexOf(f) !== i);
   if (clash !== undefined && args.output) die(`${args.model}: two outputs would both be written as ${clash}.npy`);
   const writeOutputs = (results, dir) => {
-    fs.mkdirSync(dir, { recursive: true });
+    try {
+      fs.mkdirSync(dir, { recursive: true });
+    } catch (e) {
+      die(`${dir}: cannot create the output folder: ${e.code || e.message}`);
+    }
+    // Every destination is checked before the first is written: a folder in
+    // the way of the second output must not leave the first one written.
+    for (const name of session.outputNames) {
+      const dest = path.join(dir, `${safeName(name)}.npy`);
+      let st = null;
+      try {
+        st = fs.statSync(dest);
+      } catch (e) {}
+      if (st && !st.isFile()) die(`${dest}: exists and is not a regular file; no output written`);
+    }
     const lines = [];
     for (const name of session.outputNames) {
       const t = results[name];

@@ -39,6 +39,8 @@ std::string sanitize_file_name(const std::string& name) {
 
 namespace {
 
+constexpr int kMaxRunThreads = 1024;
+
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
   int u = 0;
@@ -74,7 +76,11 @@ void add_run(CLI::App& app) {
       "Apply the chosen decisions of a tailor tune decisions.json (instead of --passes)");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
-    if (threads < 0) throw Error("--threads", "must be >= 0");
+    // libgomp cannot start thousands of threads: 100000 segfaulted, 1000 under
+    // a 3 GB address-space limit aborted ("Thread creation failed").
+    if (threads < 0 || threads > kMaxRunThreads)
+      throw Error("--threads", "must be between 0 and " + std::to_string(kMaxRunThreads) +
+                                   ", got " + std::to_string(threads));
     if (threads > 0) runtime::kernels::set_num_threads(threads);
     graph::Model model = graph::import_onnx(path);
     if (const int n = graph::promote_f16_to_f32(model); n > 0)
@@ -126,23 +132,42 @@ void add_run(CLI::App& app) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
 
+    // Every destination is chosen and checked before the first is written, so
+    // a destination that cannot be a file (a folder of that name) fails the
+    // command with no output written; each file is then written atomically.
     std::set<std::string> used;
-    if (!output.empty()) std::filesystem::create_directories(output);
+    std::vector<std::pair<std::string, std::string>> lines_and_dests;
     for (const std::string& name : ex.output_names()) {
       const Tensor& t = outs.at(name);
       std::string line = fmt::format("output {}: {} {}", printable(name), dtype_name(t.dtype()),
                                      shape_to_string(t.shape()));
+      std::string dest;
       if (!output.empty()) {
         std::string file = sanitize_file_name(name);
         for (int k = 2; used.count(file); ++k)
           file = sanitize_file_name(name) + "_" + std::to_string(k);
         used.insert(file);
-        const std::string dest = (std::filesystem::path(output) / (file + ".npy")).string();
-        write_npy(dest, t);
+        dest = (std::filesystem::path(output) / (file + ".npy")).string();
         line += " -> " + printable(dest);
       }
-      std::cout << line << "\n";
+      lines_and_dests.emplace_back(std::move(line), std::move(dest));
     }
+    if (!output.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(output, ec);
+      if (ec || !std::filesystem::is_directory(output))
+        throw Error(output, "cannot create the output folder: " +
+                                (ec ? ec.message() : std::string("not a directory")));
+      for (const auto& [line, dest] : lines_and_dests) {
+        const auto st = std::filesystem::status(dest, ec);
+        if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+          throw Error(dest, "exists and is not a regular file; no output written");
+      }
+      size_t i = 0;
+      for (const std::string& name : ex.output_names())
+        write_npy(lines_and_dests[i++].second, outs.at(name));
+    }
+    for (const auto& [line, dest] : lines_and_dests) std::cout << line << "\n";
     if (!ms.empty()) {
       std::vector<double> sorted = ms;
       std::sort(sorted.begin(), sorted.end());
