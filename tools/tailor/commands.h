@@ -22,5 +22,11 @@ void add_plan(CLI::App& app);
 /// [--seed N]) [--verify verify.json] [--time-limit SEC] [--threads N] -o OUT_DIR`:
 /// report.html (plots) and report.json.
 void add_report(CLI::App& app);
+/// `tailor run MODEL --input NAME=FILE.npy ... [--output DIR] [--time N] [--threads T]`: runs an
+/// ONNX model with tailor's runtime; outputs as DIR/<name>.npy, latency and peak memory.
+void add_run(CLI::App& app);
+/// A value name as a safe file name (bytes outside [A-Za-z0-9._-] become '_'; "", ".", ".." are
+/// prefixed with '_').
+std::string sanitize_file_name(const std::string& name);
 
 }  // namespace tailor::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   tailor::cli::add_profile(app);
   tailor::cli::add_plan(app);
   tailor::cli::add_report(app);
+  tailor::cli::add_run(app);
   app.set_version_flag("--version", std::string("tailor ") + TAILOR_VERSION);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,114 @@
+// The executor: runs a graph::Model on the CPU, node by node in a topological
+// schedule, with activation buffers reused by liveness.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tailor/graph/graph.h"
+#include "tailor/runtime/op.h"
+
+namespace tailor::runtime {
+
+/// Pool of activation buffers. A buffer is free again when no tensor views it
+/// any more (its Storage is held by the pool alone); alloc takes the smallest
+/// free buffer that fits, else allocates a new one (64-byte aligned).
+class Arena {
+ public:
+  /// A contiguous tensor of `dtype` and `shape` over a pooled buffer.
+  Tensor alloc(DType dtype, const Shape& shape);
+  /// Bytes of all pooled buffers (what the arena holds from the system).
+  size_t pooled_bytes() const { return pooled_; }
+  /// The most bytes of buffers in use at once (viewed by live tensors),
+  /// measured at each allocation since construction or reset_peak().
+  size_t peak_live_bytes() const { return peak_live_; }
+  void reset_peak() { peak_live_ = 0; }
+
+ private:
+  std::vector<std::shared_ptr<Storage>> buffers_;
+  size_t pooled_ = 0;
+  size_t peak_live_ = 0;
+};
+
+/// A compiled graph: the schedule with each node's kernel and the liveness of
+/// its values. Built by Executor (subgraphs by their node's kernel).
+struct Plan {
+  struct Step {
+    const graph::Node* node = nullptr;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> inputs;   // slot per input, -1 when omitted
+    std::vector<int> outputs;  // slot per output, -1 when the output name is empty
+    std::vector<int> release;  // slots dead after this step
+  };
+  const graph::Graph* graph = nullptr;
+  int64_t opset = 0;
+  std::vector<std::string> slot_names;
+  std::unordered_map<std::string, int> slot_of;
+  /// Initializer tensors by slot (undefined for other slots).
+  std::vector<Tensor> constants;
+  /// Slots read from the enclosing graph by name (outer scope).
+  std::vector<int> outer_slots;
+  std::vector<int> input_slots;
+  std::vector<int> output_slots;
+  std::vector<Step> steps;
+};
+
+/// Values of one execution of a Plan; `parent` resolves outer-scope names.
+struct Frame {
+  const Plan* plan = nullptr;
+  const Frame* parent = nullptr;
+  std::vector<Tensor> values;
+  /// The tensor named `name` in this frame or an enclosing one, or nullptr.
+  const Tensor* lookup(const std::string& name) const;
+};
+
+/// Runs `plan` with `inputs` (one per plan input, in order) inside `parent`'s
+/// scope; returns the plan's outputs in order.
+std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs,
+                             const Frame* parent, Arena& arena);
+
+/// Options of an Executor.
+struct ExecutorOptions {
+  /// Verify the graph (graph::verify) before compiling it.
+  bool verify = true;
+};
+
+/// Loads a model for execution: every node's op is looked up in the registry
+/// and its kernel prepared, so a missing op is an Error naming the op type and
+/// the node at construction, never at the first run.
+class Executor {
+ public:
+  explicit Executor(graph::Model model, ExecutorOptions options = {});
+  ~Executor();
+
+  /// Runs the model. `inputs` maps every graph input name to a tensor of the
+  /// declared dtype and of the declared shape where its dims are known
+  /// (symbolic dims take any size). Returns every graph output by name.
+  /// Throws Error naming the input for a missing, unknown, mistyped or
+  /// misshapen input, and naming the node for a kernel failure.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+
+  const graph::Model& model() const { return model_; }
+  const std::vector<std::string>& input_names() const { return model_.graph.inputs; }
+  const std::vector<std::string>& output_names() const { return model_.graph.outputs; }
+  /// Peak bytes of activation buffers in use at once during the runs so far
+  /// (weights and inputs not counted).
+  size_t peak_activation_bytes() const { return arena_.peak_live_bytes(); }
+  /// Bytes the buffer pool holds (≥ the peak, by fragmentation).
+  size_t pooled_activation_bytes() const { return arena_.pooled_bytes(); }
+
+ private:
+  graph::Model model_;
+  std::shared_ptr<Plan> plan_;
+  Arena arena_;
+};
+
+/// Compiles `g` (a main graph or a subgraph) into a Plan; `opset` is the
+/// model's default-domain opset. Throws Error naming the op type and the node
+/// for an op the runtime lacks or attributes it refuses.
+std::shared_ptr<Plan> compile_plan(const graph::Graph& g, int64_t opset, const std::string& source);
+
+}  // namespace tailor::runtime

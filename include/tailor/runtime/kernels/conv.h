@@ -1,0 +1,94 @@
+// Conv (1-D and 2-D) and ConvTranspose (2-D), NCHW f32, ONNX semantics
+// (onnx/docs/Operators.md, opsets 1–22): groups, dilations, explicit and
+// asymmetric pads, strides; bias and activation fused in the epilogue.
+#pragma once
+
+#include <cstdint>
+
+#include "tailor/runtime/kernels/elementwise.h"
+
+namespace tailor::runtime::kernels {
+
+/// Shapes and attributes of a 2-D convolution. x [n, c_in, h, w],
+/// w [c_out, c_in/groups, kh, kw], bias [c_out], y [n, c_out, out_h(), out_w()].
+/// Pads in input elements (ONNX pads = [top, left, bottom, right]).
+struct Conv2dParams {
+  int64_t n = 1, c_in = 0, h = 0, w = 0, c_out = 0, kh = 1, kw = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dil_h = 1, dil_w = 1;
+  int64_t groups = 1;
+
+  /// ⌊(h + pad_top + pad_bottom − dil_h·(kh − 1) − 1) / stride_h⌋ + 1.
+  int64_t out_h() const { return (h + pad_top + pad_bottom - dil_h * (kh - 1) - 1) / stride_h + 1; }
+  int64_t out_w() const { return (w + pad_left + pad_right - dil_w * (kw - 1) - 1) / stride_w + 1; }
+};
+
+/// 1-D convolution (ONNX Conv on [n, c, len]): x [n, c_in, len], w [c_out,
+/// c_in/groups, k], y [n, c_out, out_len()]. Runs as a 2-D conv with h = 1.
+struct Conv1dParams {
+  int64_t n = 1, c_in = 0, len = 0, c_out = 0, k = 1;
+  int64_t stride = 1, pad_begin = 0, pad_end = 0, dil = 1, groups = 1;
+
+  int64_t out_len() const { return (len + pad_begin + pad_end - dil * (k - 1) - 1) / stride + 1; }
+  /// The equivalent 2-D parameters (h = kh = 1).
+  Conv2dParams as_2d() const;
+};
+
+/// Throws tailor::Error (no source) unless the parameters describe a valid
+/// convolution: positive sizes/strides/dilations, non-negative pads,
+/// c_in and c_out divisible by groups, a non-empty output.
+void validate(const Conv2dParams& p);
+
+/// Floats of scratch conv2d needs (0 when it needs none: 1×1 stride-1 unpadded
+/// convs and depthwise convs); pass at least this many or null (allocates).
+int64_t conv2d_scratch_size(const Conv2dParams& p);
+
+/// Convolution y = act(conv(x, w) + bias) (bias may be null). Paths: groups ==
+/// c_in == c_out runs the direct depthwise AVX2 kernel; 1×1, stride 1, no
+/// pads is one sgemm per group and image; everything else im2col + sgemm
+/// (OpenBLAS). `scratch`: conv2d_scratch_size(p) floats or null. Throws
+/// tailor::Error on invalid parameters.
+void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
+            const Activation& act = {}, float* scratch = nullptr);
+
+/// conv2d on the 2-D view of a 1-D convolution.
+void conv1d(const Conv1dParams& p, const float* x, const float* w, const float* bias, float* y,
+            const Activation& act = {}, float* scratch = nullptr);
+
+/// Shapes and attributes of a 2-D transposed convolution (ONNX
+/// ConvTranspose). x [n, c_in, h, w], w [c_in, c_out/groups, kh, kw],
+/// y [n, c_out, out_h(), out_w()]. When the model gives output_shape instead
+/// of pads, the caller derives pads (ONNX: total_padding = stride·(in − 1) +
+/// output_padding + ((k − 1)·dil + 1) − output_shape, split per auto_pad).
+struct ConvTranspose2dParams {
+  int64_t n = 1, c_in = 0, h = 0, w = 0, c_out = 0, kh = 1, kw = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t out_pad_h = 0, out_pad_w = 0;  ///< output_padding
+  int64_t dil_h = 1, dil_w = 1;
+  int64_t groups = 1;
+
+  /// stride·(h − 1) + out_pad + dil·(kh − 1) + 1 − pad_top − pad_bottom.
+  int64_t out_h() const {
+    return stride_h * (h - 1) + out_pad_h + dil_h * (kh - 1) + 1 - pad_top - pad_bottom;
+  }
+  int64_t out_w() const {
+    return stride_w * (w - 1) + out_pad_w + dil_w * (kw - 1) + 1 - pad_left - pad_right;
+  }
+};
+
+/// Throws tailor::Error unless the parameters are valid (as for Conv, and
+/// output_padding < max(stride, dilation) as ONNX requires).
+void validate(const ConvTranspose2dParams& p);
+
+/// Floats of scratch conv_transpose2d needs: (c_out/groups)·kh·kw·h·w.
+int64_t conv_transpose2d_scratch_size(const ConvTranspose2dParams& p);
+
+/// y = act(conv_transpose(x, w) + bias) by sgemm (Wᵀ·X into columns) and
+/// col2im. `scratch`: conv_transpose2d_scratch_size(p) floats or null.
+void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const float* w,
+                      const float* bias, float* y, const Activation& act = {},
+                      float* scratch = nullptr);
+
+}  // namespace tailor::runtime::kernels

@@ -1,0 +1,245 @@
+#include "tailor/runtime/executor.h"
+
+#include <algorithm>
+#include <set>
+
+#include "tailor/core/error.h"
+#include "tailor/graph/verify.h"
+
+namespace tailor::runtime {
+
+Tensor Arena::alloc(DType dtype, const Shape& shape) {
+  const int64_t numel = shape_numel(shape);
+  const size_t bytes = static_cast<size_t>(numel) * dtype_size(dtype);
+  if (bytes == 0) return Tensor::zeros(dtype, shape);
+  std::shared_ptr<Storage>* best = nullptr;
+  size_t live = 0;
+  for (auto& b : buffers_) {
+    if (b.use_count() > 1) {
+      live += b->size();
+      continue;
+    }
+    if (b->size() >= bytes && (!best || b->size() < (*best)->size())) best = &b;
+  }
+  if (!best) {
+    buffers_.push_back(Storage::allocate((bytes + 63) / 64 * 64));
+    pooled_ += buffers_.back()->size();
+    best = &buffers_.back();
+  }
+  live += (*best)->size();
+  peak_live_ = std::max(peak_live_, live);
+  return Tensor::view(*best, 0, dtype, shape);
+}
+
+const Tensor* Frame::lookup(const std::string& name) const {
+  for (const Frame* f = this; f; f = f->parent) {
+    auto it = f->plan->slot_of.find(name);
+    if (it != f->plan->slot_of.end() && f->values[it->second].defined())
+      return &f->values[it->second];
+  }
+  return nullptr;
+}
+
+namespace {
+
+/// Names a graph (and its subgraphs) read from enclosing scopes.
+void free_names(const graph::Graph& g, std::set<std::string>& out) {
+  std::set<std::string> defined(g.inputs.begin(), g.inputs.end());
+  for (const auto& [name, t] : g.initializers) defined.insert(name);
+  auto use = [&](const std::string& v) {
+    if (!v.empty() && !defined.count(v)) out.insert(v);
+  };
+  for (const auto& n : g.nodes) {
+    for (const auto& in : n.inputs) use(in);
+    for (const auto& [an, a] : n.attributes) {
+      std::set<std::string> inner;
+      if (a.kind == graph::Attribute::Kind::g) free_names(*a.g, inner);
+      for (const auto& sub : a.graphs) free_names(*sub, inner);
+      for (const auto& v : inner) use(v);
+    }
+    for (const auto& o : n.outputs) defined.insert(o);
+  }
+  for (const auto& o : g.outputs) use(o);
+}
+
+}  // namespace
+
+std::shared_ptr<Plan> compile_plan(const graph::Graph& g, int64_t opset,
+                                   const std::string& source) {
+  auto plan = std::make_shared<Plan>();
+  plan->graph = &g;
+  plan->opset = opset;
+  auto slot = [&](const std::string& name) {
+    auto [it, fresh] = plan->slot_of.emplace(name, static_cast<int>(plan->slot_names.size()));
+    if (fresh) {
+      plan->slot_names.push_back(name);
+      plan->constants.emplace_back();
+    }
+    return it->second;
+  };
+  std::set<std::string> defined;
+  for (const auto& in : g.inputs) {
+    plan->input_slots.push_back(slot(in));
+    defined.insert(in);
+  }
+  for (const auto& [name, t] : g.initializers) {
+    plan->constants[static_cast<size_t>(slot(name))] = t;
+    defined.insert(name);
+  }
+  // The schedule is the file's node order, which ONNX requires to be
+  // topological; check it while assigning slots.
+  std::vector<std::vector<int>> implicit(g.nodes.size());
+  std::vector<int> last_use;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const graph::Node& n = g.nodes[i];
+    Plan::Step step;
+    step.node = &n;
+    for (const auto& in : n.inputs) {
+      if (in.empty()) {
+        step.inputs.push_back(-1);
+        continue;
+      }
+      if (!defined.count(in) && !plan->slot_of.count(in)) {
+        plan->outer_slots.push_back(slot(in));
+        defined.insert(in);
+      }
+      step.inputs.push_back(slot(in));
+    }
+    std::set<std::string> sub_free;
+    for (const auto& [an, a] : n.attributes) {
+      if (a.kind == graph::Attribute::Kind::g) free_names(*a.g, sub_free);
+      for (const auto& sub : a.graphs) free_names(*sub, sub_free);
+    }
+    for (const auto& v : sub_free) {
+      if (!defined.count(v)) {
+        plan->outer_slots.push_back(slot(v));
+        defined.insert(v);
+      }
+      implicit[i].push_back(slot(v));
+    }
+    for (const auto& out : n.outputs) {
+      if (out.empty()) {
+        step.outputs.push_back(-1);
+        continue;
+      }
+      if (defined.count(out))
+        throw Error(source, g.node_label(i) + " redefines value '" + out + "'");
+      defined.insert(out);
+      step.outputs.push_back(slot(out));
+    }
+    const KernelFactory* factory = find_op(n.domain, n.op_type);
+    if (!factory)
+      throw Error(source, "op " + (n.domain.empty() ? "" : n.domain + ".") + n.op_type + " (" +
+                              g.node_label(i) + ") is not supported by the runtime");
+    KernelInit init{n, opset, g,
+                    [&](const graph::Graph& sub) { return compile_plan(sub, opset, source); }};
+    step.kernel = attribute_errors(source, [&] { return (*factory)(init); });
+    plan->steps.push_back(std::move(step));
+  }
+  for (const auto& out : g.outputs) {
+    if (!defined.count(out)) {
+      plan->outer_slots.push_back(slot(out));
+      defined.insert(out);
+    }
+    plan->output_slots.push_back(slot(out));
+  }
+  // Liveness: a slot dies after its last reading step (graph outputs and
+  // constants never die; an unread node output dies right after its step).
+  last_use.assign(plan->slot_names.size(), -1);
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    for (int s : plan->steps[i].inputs)
+      if (s >= 0) last_use[static_cast<size_t>(s)] = static_cast<int>(i);
+    for (int s : implicit[i]) last_use[static_cast<size_t>(s)] = static_cast<int>(i);
+    for (int s : plan->steps[i].outputs)
+      if (s >= 0 && last_use[static_cast<size_t>(s)] < static_cast<int>(i))
+        last_use[static_cast<size_t>(s)] = static_cast<int>(i);
+  }
+  std::set<int> keep(plan->output_slots.begin(), plan->output_slots.end());
+  for (size_t s = 0; s < last_use.size(); ++s) {
+    if (keep.count(static_cast<int>(s)) || plan->constants[s].defined() || last_use[s] < 0)
+      continue;
+    plan->steps[static_cast<size_t>(last_use[s])].release.push_back(static_cast<int>(s));
+  }
+  return plan;
+}
+
+std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs,
+                             const Frame* parent, Arena& arena) {
+  Frame f;
+  f.plan = &plan;
+  f.parent = parent;
+  f.values = plan.constants;
+  for (int s : plan.outer_slots) {
+    const std::string& name = plan.slot_names[static_cast<size_t>(s)];
+    const Tensor* t = parent ? parent->lookup(name) : nullptr;
+    if (!t) throw Error("graph '" + plan.graph->name + "'", "value '" + name + "' is not defined");
+    f.values[static_cast<size_t>(s)] = *t;
+  }
+  for (size_t i = 0; i < plan.input_slots.size() && i < inputs.size(); ++i)
+    f.values[static_cast<size_t>(plan.input_slots[i])] = inputs[i];
+  for (const Plan::Step& step : plan.steps) {
+    OpContext ctx{*step.node, plan.opset, {}, {}, &arena, &f};
+    ctx.inputs.reserve(step.inputs.size());
+    for (int s : step.inputs) {
+      const Tensor* t = s < 0 ? nullptr : &f.values[static_cast<size_t>(s)];
+      if (t && !t->defined())
+        throw Error(step.node->label(),
+                    "input '" + plan.slot_names[static_cast<size_t>(s)] + "' has no value");
+      ctx.inputs.push_back(t);
+    }
+    ctx.outputs.resize(step.outputs.size());
+    attribute_errors(step.node->label(), [&] { step.kernel->run(ctx); });
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      if (step.outputs[o] < 0) continue;
+      if (!ctx.outputs[o].defined())
+        throw Error(step.node->label(), "output " + std::to_string(o) + " was not produced");
+      f.values[static_cast<size_t>(step.outputs[o])] = std::move(ctx.outputs[o]);
+    }
+    for (int s : step.release) f.values[static_cast<size_t>(s)] = Tensor();
+  }
+  std::vector<Tensor> out;
+  out.reserve(plan.output_slots.size());
+  for (int s : plan.output_slots) out.push_back(f.values[static_cast<size_t>(s)]);
+  return out;
+}
+
+Executor::Executor(graph::Model model, ExecutorOptions options) : model_(std::move(model)) {
+  if (options.verify) graph::verify(model_);
+  plan_ = compile_plan(model_.graph, model_.opset, model_.source.empty() ? "model" : model_.source);
+}
+
+Executor::~Executor() = default;
+
+std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  const graph::Graph& g = model_.graph;
+  for (const auto& [name, t] : inputs)
+    if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end())
+      throw Error("input '" + name + "'", "the model has no such input");
+  std::vector<Tensor> ordered;
+  for (const auto& name : g.inputs) {
+    auto it = inputs.find(name);
+    const std::string who = "input '" + name + "'";
+    if (it == inputs.end() || !it->second.defined()) throw Error(who, "missing");
+    const Tensor& t = it->second;
+    if (const graph::ValueType* vt = g.type_of(name)) {
+      if (vt->dtype && *vt->dtype != t.dtype())
+        throw Error(who, "dtype " + std::string(dtype_name(t.dtype())) + ", the model expects " +
+                             std::string(dtype_name(*vt->dtype)));
+      if (vt->shape) {
+        bool ok = vt->shape->size() == t.rank();
+        for (size_t d = 0; ok && d < t.rank(); ++d)
+          ok = !(*vt->shape)[d].is_known() || (*vt->shape)[d].value == t.dim(d);
+        if (!ok)
+          throw Error(who, "shape " + shape_to_string(t.shape()) + ", the model expects " +
+                               graph::sym_shape_to_string(*vt->shape));
+      }
+    }
+    ordered.push_back(t.contiguous());
+  }
+  std::vector<Tensor> outs = run_plan(*plan_, ordered, nullptr, arena_);
+  std::map<std::string, Tensor> result;
+  for (size_t i = 0; i < outs.size(); ++i) result[g.outputs[i]] = std::move(outs[i]);
+  return result;
+}
+
+}  // namespace tailor::runtime

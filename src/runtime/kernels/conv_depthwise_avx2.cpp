@@ -1,0 +1,113 @@
+// Direct depthwise convolution (groups == c_in == c_out), AVX2/FMA.
+//
+// Each (image, channel) plane is first copied into a zero-padded buffer split
+// into stride_w phase planes (column j of the padded row goes to phase
+// j mod stride_w at index j / stride_w), so every tap of every stride reads
+// contiguous, in-bounds columns: tap (ky, kx) of output (oy, ox) is
+// phase (kx·dil_w) mod s, row oy·stride_h + ky·dil_h, index ox + (kx·dil_w) / s.
+// Outputs are accumulated in registers 32 columns at a time, taps in row-major
+// order starting from the bias; the scalar tail uses the same fma order.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/kernels/conv_internal.h"
+#include "runtime/kernels/epilogue.h"
+
+namespace tailor::runtime::kernels::detail {
+
+namespace {
+
+struct Geometry {
+  int64_t hp, wp;  // padded plane
+  int64_t s;       // stride_w: number of phases
+  int64_t pw;      // columns per phase row
+};
+
+void fill_phases(const Conv2dParams& p, const Geometry& g, const float* x, float* buf) {
+  std::fill(buf, buf + g.s * g.hp * g.pw, 0.f);
+  for (int64_t iy = 0; iy < p.h; ++iy) {
+    const float* src = x + iy * p.w;
+    const int64_t r = iy + p.pad_top;
+    if (g.s == 1) {
+      std::copy(src, src + p.w, buf + r * g.pw + p.pad_left);
+      continue;
+    }
+    for (int64_t ix = 0; ix < p.w; ++ix) {
+      const int64_t col = ix + p.pad_left;
+      buf[((col % g.s) * g.hp + r) * g.pw + col / g.s] = src[ix];
+    }
+  }
+}
+
+}  // namespace
+
+void conv2d_depthwise_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                           float* y, const Activation& act) {
+  const int64_t oh = p.out_h(), ow = p.out_w(), taps = p.kh * p.kw;
+  Geometry g;
+  g.hp = p.h + p.pad_top + p.pad_bottom;
+  g.wp = p.w + p.pad_left + p.pad_right;
+  g.s = p.stride_w;
+  g.pw = (g.wp + g.s - 1) / g.s;
+  // Per tap: offset of its first element in the phase buffer, relative to
+  // row oy·stride_h (times pw) and column ox.
+  std::vector<int64_t> tap_offset(static_cast<size_t>(taps));
+  for (int64_t ky = 0; ky < p.kh; ++ky) {
+    for (int64_t kx = 0; kx < p.kw; ++kx) {
+      const int64_t col = kx * p.dil_w;
+      tap_offset[ky * p.kw + kx] = ((col % g.s) * g.hp + ky * p.dil_h) * g.pw + col / g.s;
+    }
+  }
+  const int64_t planes = p.n * p.c_in;
+#pragma omp parallel
+  {
+    std::vector<float> buf(static_cast<size_t>(g.s * g.hp * g.pw));
+#pragma omp for schedule(static)
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      const int64_t c = plane % p.c_in;
+      const float* wc = w + c * taps;
+      const float b0 = bias ? bias[c] : 0.f;
+      fill_phases(p, g, x + plane * p.h * p.w, buf.data());
+      float* yp = y + plane * oh * ow;
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        const float* base = buf.data() + oy * p.stride_h * g.pw;
+        float* yr = yp + oy * ow;
+        int64_t ox = 0;
+        for (; ox + 32 <= ow; ox += 32) {
+          __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
+          for (int64_t t = 0; t < taps; ++t) {
+            const __m256 wv = _mm256_broadcast_ss(wc + t);
+            const float* src = base + tap_offset[t] + ox;
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
+            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
+            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
+          }
+          _mm256_storeu_ps(yr + ox, a0);
+          _mm256_storeu_ps(yr + ox + 8, a1);
+          _mm256_storeu_ps(yr + ox + 16, a2);
+          _mm256_storeu_ps(yr + ox + 24, a3);
+        }
+        for (; ox + 8 <= ow; ox += 8) {
+          __m256 a0 = _mm256_set1_ps(b0);
+          for (int64_t t = 0; t < taps; ++t) {
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + tap_offset[t] + ox),
+                                 _mm256_broadcast_ss(wc + t), a0);
+          }
+          _mm256_storeu_ps(yr + ox, a0);
+        }
+        for (; ox < ow; ++ox) {
+          float a = b0;
+          for (int64_t t = 0; t < taps; ++t) a = std::fma(base[tap_offset[t] + ox], wc[t], a);
+          yr[ox] = a;
+        }
+      }
+      if (act.kind != ActivationKind::none) bias_activation_span(act, 0.f, yp, yp, oh * ow);
+    }
+  }
+}
+
+}  // namespace tailor::runtime::kernels::detail

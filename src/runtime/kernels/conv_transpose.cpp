@@ -1,0 +1,75 @@
+// ConvTranspose 2-D: columns = Wᵀ·X by sgemm, then col2im scatters every
+// column entry to its output pixel (Dumoulin & Visin, "A guide to convolution
+// arithmetic for deep learning", 2016, §4: the transpose of im2col + GEMM).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "runtime/kernels/epilogue.h"
+#include "tailor/core/error.h"
+#include "tailor/linalg/blas.h"
+#include "tailor/runtime/kernels/conv.h"
+
+namespace tailor::runtime::kernels {
+
+void validate(const ConvTranspose2dParams& p) {
+  check(p.n >= 1 && p.c_in >= 1 && p.h >= 1 && p.w >= 1 && p.c_out >= 1 && p.kh >= 1 && p.kw >= 1,
+        "", "ConvTranspose sizes must be positive");
+  check(p.stride_h >= 1 && p.stride_w >= 1 && p.dil_h >= 1 && p.dil_w >= 1, "",
+        "ConvTranspose strides and dilations must be positive");
+  check(p.pad_top >= 0 && p.pad_left >= 0 && p.pad_bottom >= 0 && p.pad_right >= 0, "",
+        "ConvTranspose pads must be non-negative");
+  check(p.out_pad_h >= 0 && p.out_pad_w >= 0 && p.out_pad_h < std::max(p.stride_h, p.dil_h) &&
+            p.out_pad_w < std::max(p.stride_w, p.dil_w),
+        "", "ConvTranspose output_padding must be below max(stride, dilation)");
+  check(p.groups >= 1 && p.c_in % p.groups == 0 && p.c_out % p.groups == 0, "",
+        "ConvTranspose channels (" + std::to_string(p.c_in) + " in, " + std::to_string(p.c_out) +
+            " out) must be divisible by groups " + std::to_string(p.groups));
+  check(p.out_h() >= 1 && p.out_w() >= 1, "", "ConvTranspose output would be empty");
+}
+
+int64_t conv_transpose2d_scratch_size(const ConvTranspose2dParams& p) {
+  return p.c_out / p.groups * p.kh * p.kw * p.h * p.w;
+}
+
+void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const float* w,
+                      const float* bias, float* y, const Activation& act, float* scratch) {
+  validate(p);
+  const int64_t oh = p.out_h(), ow = p.out_w(), ohw = oh * ow, hw = p.h * p.w;
+  const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
+  const int64_t rows = cog * p.kh * p.kw;  // rows of the column matrix per group
+  std::vector<float> owned;
+  if (scratch == nullptr) {
+    owned.resize(static_cast<size_t>(conv_transpose2d_scratch_size(p)));
+    scratch = owned.data();
+  }
+  for (int64_t b = 0; b < p.n; ++b) {
+    for (int64_t g = 0; g < p.groups; ++g) {
+      const float* xg = x + (b * p.c_in + g * cig) * hw;
+      const float* wg = w + g * cig * rows;  // [cig, rows]
+      linalg::sgemm(true, false, rows, hw, cig, 1.f, wg, rows, xg, hw, 0.f, scratch, hw);
+      float* yg = y + (b * p.c_out + g * cog) * ohw;
+#pragma omp parallel for schedule(static) if (cog * ohw > 16384)
+      for (int64_t co = 0; co < cog; ++co) {
+        float* yc = yg + co * ohw;
+        std::fill(yc, yc + ohw, bias ? bias[g * cog + co] : 0.f);
+        for (int64_t ky = 0; ky < p.kh; ++ky) {
+          for (int64_t kx = 0; kx < p.kw; ++kx) {
+            const float* col = scratch + ((co * p.kh + ky) * p.kw + kx) * hw;
+            for (int64_t iy = 0; iy < p.h; ++iy) {
+              const int64_t oy = iy * p.stride_h - p.pad_top + ky * p.dil_h;
+              if (oy < 0 || oy >= oh) continue;
+              for (int64_t ix = 0; ix < p.w; ++ix) {
+                const int64_t ox = ix * p.stride_w - p.pad_left + kx * p.dil_w;
+                if (ox >= 0 && ox < ow) yc[oy * ow + ox] += col[iy * p.w + ix];
+              }
+            }
+          }
+        }
+        detail::bias_activation_span(act, 0.f, yc, yc, ohw);
+      }
+    }
+  }
+}
+
+}  // namespace tailor::runtime::kernels

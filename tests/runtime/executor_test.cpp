@@ -1,0 +1,96 @@
+// The executor: load-time errors, input checks, buffer reuse by liveness.
+#include <gtest/gtest.h>
+
+#include "op_test_util.h"
+#include "tailor/core/error.h"
+#include "test_util.h"
+
+namespace tailor::testing {
+namespace {
+
+graph::Node node(const char* op, const char* name, std::vector<std::string> in,
+                 std::vector<std::string> out) {
+  graph::Node n;
+  n.op_type = op;
+  n.name = name;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+TEST(Executor, MissingOpIsALoadTimeErrorNamingOpAndNode) {
+  graph::Model m;
+  m.opset = 13;
+  m.source = "m.onnx";
+  m.graph.inputs = {"x"};
+  m.graph.nodes = {node("Relu", "r", {"x"}, {"a"}), node("FancyOp", "fancy_1", {"a"}, {"y"})};
+  m.graph.outputs = {"y"};
+  expect_error_naming([&] { runtime::Executor ex(m); }, "m.onnx", "FancyOp");
+  expect_error_naming([&] { runtime::Executor ex(m); }, "m.onnx", "fancy_1");
+}
+
+TEST(Executor, InputsCheckedByNameDtypeAndShape) {
+  graph::Model m;
+  m.opset = 13;
+  m.graph.inputs = {"x"};
+  m.graph.types["x"] =
+      graph::ValueType{DType::f32, graph::SymShape{graph::Dim::named("n"), graph::Dim::known(2)}};
+  m.graph.nodes = {node("Relu", "r", {"x"}, {"y"})};
+  m.graph.outputs = {"y"};
+  runtime::Executor ex(m);
+  // Symbolic dim takes any size.
+  expect_f32(ex.run({{"x", f32({3, 2}, {-1, 1, -2, 2, -3, 3})}}).at("y"), {3, 2},
+             {0, 1, 0, 2, 0, 3});
+  expect_error_naming([&] { ex.run({}); }, "input 'x'", "missing");
+  expect_error_naming(
+      [&] {
+        ex.run({{"x", f32({3, 3}, std::vector<float>(9))}});
+      },
+      "input 'x'", "shape [3, 3]");
+  expect_error_naming([&] { ex.run({{"x", i64({1, 2}, {1, 2})}}); }, "input 'x'", "dtype i64");
+  expect_error_naming(
+      [&] {
+        ex.run({{"x", f32({1, 2}, {1, 2})}, {"z", f32({1}, {1})}});
+      },
+      "input 'z'", "no such input");
+}
+
+TEST(Executor, BuffersAreReusedAfterTheLastConsumer) {
+  // A chain of 6 Relu/Neg nodes on 1 MiB tensors: with reuse by liveness at
+  // most 2 buffers (input of a step and its output) are live at once.
+  graph::Model m;
+  m.opset = 13;
+  m.graph.inputs = {"x"};
+  std::string prev = "x";
+  for (int i = 0; i < 6; ++i) {
+    const std::string out = "v" + std::to_string(i);
+    m.graph.nodes.push_back(
+        node(i % 2 ? "Neg" : "Relu", ("n" + std::to_string(i)).c_str(), {prev}, {out}));
+    prev = out;
+  }
+  m.graph.outputs = {prev};
+  runtime::Executor ex(m);
+  const int64_t n = 1 << 18;  // 1 MiB of f32
+  std::vector<float> v(static_cast<size_t>(n), -1.0f);
+  auto out = ex.run({{"x", f32({n}, v)}});
+  EXPECT_EQ(out.at(prev).to_f32_vector()[0], -0.0f);
+  EXPECT_EQ(ex.peak_activation_bytes(), 2u * static_cast<size_t>(n) * 4);
+  EXPECT_EQ(ex.pooled_activation_bytes(), 2u * static_cast<size_t>(n) * 4);
+  // A second run reuses the pool (the first run's output is dropped first).
+  out.clear();
+  ex.run({{"x", f32({n}, v)}});
+  EXPECT_EQ(ex.pooled_activation_bytes(), 2u * static_cast<size_t>(n) * 4);
+}
+
+TEST(Executor, OutOfOrderGraphIsRefused) {
+  graph::Model m;
+  m.opset = 13;
+  m.source = "bad.onnx";
+  m.graph.inputs = {"x"};
+  m.graph.nodes = {node("Relu", "second", {"a"}, {"y"}), node("Relu", "first", {"x"}, {"a"})};
+  m.graph.outputs = {"y"};
+  expect_error_naming([&] { runtime::Executor ex(m); }, "bad.onnx", "'a'");
+}
+
+}  // namespace
+}  // namespace tailor::testing
