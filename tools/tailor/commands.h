@@ -28,5 +28,11 @@ void add_run(CLI::App& app);
 /// A value name as a safe file name (bytes outside [A-Za-z0-9._-] become '_'; "", ".", ".." are
 /// prefixed with '_').
 std::string sanitize_file_name(const std::string& name);
+/// `tailor generate MODEL [--prompt TEXT] [--tokens N] [--tokenizer FILE]`: greedy text
+/// from a llama checkpoint.
+void add_generate(CLI::App& app);
+/// `tailor kld MODEL (--scheme LABEL | --plan plan.json) [--sequences N] [--length L]
+/// [--seed S] [--json]`: KL divergence and top-1 agreement of a compressed copy.
+void add_kld(CLI::App& app);
 
 }  // namespace tailor::cli

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   tailor::cli::add_plan(app);
   tailor::cli::add_report(app);
   tailor::cli::add_run(app);
+  tailor::cli::add_generate(app);
+  tailor::cli::add_kld(app);
   app.set_version_flag("--version", std::string("tailor ") + TAILOR_VERSION);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,150 @@
+// KL-divergence verification of a compressed llama against its original.
+#include "tailor/llm/kld.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tailor/core/error.h"
+#include "tailor/core/rng.h"
+
+namespace tailor::llm {
+namespace {
+
+// log softmax in double: l_v − max − log Σ exp(l_u − max).
+std::vector<double> log_softmax(const float* logits, size_t n) {
+  const double m = *std::max_element(logits, logits + n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - m);
+  const double log_z = m + std::log(sum);
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(logits[i]) - log_z;
+  return out;
+}
+
+double kl_from_log_probs(const std::vector<double>& lp, const std::vector<double>& lq) {
+  double kl = 0;
+  for (size_t i = 0; i < lp.size(); ++i) {
+    const double p = std::exp(lp[i]);
+    if (p > 0) kl += p * (lp[i] - lq[i]);
+  }
+  return std::max(kl, 0.0);  // rounding can leave −1e-17 for equal distributions
+}
+
+void check_options(const LlamaModel& model, const CompareOptions& o) {
+  check(o.sequences >= 1, "compare", "sequences must be at least 1");
+  check(o.length >= 1, "compare", "length must be at least 1");
+  check(std::isfinite(o.temperature) && o.temperature > 0, "compare",
+        "temperature must be positive");
+  check(static_cast<int64_t>(o.length) + 1 <= model.config().seq_len, "compare",
+        "1 + length = " + std::to_string(static_cast<int64_t>(o.length) + 1) +
+            " passes the context length " + std::to_string(model.config().seq_len));
+  check(o.bos_token >= 0 && o.bos_token < model.config().vocab_size, "compare",
+        "BOS token " + std::to_string(o.bos_token) + " is outside the vocabulary");
+}
+
+}  // namespace
+
+double kl_divergence(std::span<const float> p_logits, std::span<const float> q_logits) {
+  check(!p_logits.empty() && p_logits.size() == q_logits.size(), "kl_divergence",
+        "distributions must be non-empty and of equal size, found " +
+            std::to_string(p_logits.size()) + " and " + std::to_string(q_logits.size()));
+  return kl_from_log_probs(log_softmax(p_logits.data(), p_logits.size()),
+                           log_softmax(q_logits.data(), q_logits.size()));
+}
+
+std::vector<std::vector<int32_t>> sample_sequences(const LlamaModel& model,
+                                                   const CompareOptions& options) {
+  check_options(model, options);
+  const size_t vocab = static_cast<size_t>(model.config().vocab_size);
+  const Rng base(options.seed);
+  std::vector<std::vector<int32_t>> sequences;
+  std::vector<double> weights(vocab);
+  for (int32_t s = 0; s < options.sequences; ++s) {
+    Rng rng = base.split(static_cast<uint64_t>(s));
+    LlamaSession session(model);
+    std::vector<int32_t> seq{options.bos_token};
+    std::vector<float> logits = session.forward(seq);
+    for (int32_t i = 0; i < options.length; ++i) {
+      // Inverse CDF of softmax(logits / T).
+      const double m = *std::max_element(logits.begin(), logits.end());
+      double total = 0;
+      for (size_t v = 0; v < vocab; ++v) {
+        weights[v] = std::exp((static_cast<double>(logits[v]) - m) / options.temperature);
+        total += weights[v];
+      }
+      const double u = rng.uniform_open() * total;
+      double cum = 0;
+      int32_t next = static_cast<int32_t>(std::max_element(weights.begin(), weights.end()) -
+                                          weights.begin());  // fallback for rounding at the top
+      for (size_t v = 0; v < vocab; ++v) {
+        cum += weights[v];
+        if (u < cum) {
+          next = static_cast<int32_t>(v);
+          break;
+        }
+      }
+      seq.push_back(next);
+      if (i + 1 < options.length) logits = session.forward({&seq.back(), 1});
+    }
+    sequences.push_back(std::move(seq));
+  }
+  return sequences;
+}
+
+CompareResult compare_models(const LlamaModel& original, const LlamaModel& compressed,
+                             const CompareOptions& options) {
+  check(original.config().vocab_size == compressed.config().vocab_size, "compare",
+        "vocabularies differ: " + std::to_string(original.config().vocab_size) + " and " +
+            std::to_string(compressed.config().vocab_size) + " tokens");
+  const std::vector<std::vector<int32_t>> sequences = sample_sequences(original, options);
+  check(static_cast<int64_t>(options.length) + 1 <= compressed.config().seq_len, "compare",
+        "the compressed model's context is shorter than 1 + length");
+  const size_t vocab = static_cast<size_t>(original.config().vocab_size);
+  double sum_kl = 0, sum_kl2 = 0, max_kl = 0, nll_orig = 0, nll_comp = 0;
+  int64_t same_top = 0, n = 0;
+  std::vector<double> kls;
+  for (const std::vector<int32_t>& seq : sequences) {
+    const std::span<const int32_t> context(seq.data(), seq.size() - 1);
+    LlamaSession so(original), sc(compressed);
+    const std::vector<float> lo = so.forward(context);
+    const std::vector<float> lc = sc.forward(context);
+    for (size_t t = 0; t < context.size(); ++t) {
+      const float* po = lo.data() + t * vocab;
+      const float* pc = lc.data() + t * vocab;
+      const std::vector<double> lpo = log_softmax(po, vocab), lpc = log_softmax(pc, vocab);
+      const double kl = kl_from_log_probs(lpo, lpc);
+      sum_kl += kl;
+      sum_kl2 += kl * kl;
+      max_kl = std::max(max_kl, kl);
+      kls.push_back(kl);
+      const size_t top_o = static_cast<size_t>(std::max_element(po, po + vocab) - po);
+      const size_t top_c = static_cast<size_t>(std::max_element(pc, pc + vocab) - pc);
+      same_top += top_o == top_c;
+      const size_t next = static_cast<size_t>(seq[t + 1]);
+      nll_orig -= lpo[next];
+      nll_comp -= lpc[next];
+      ++n;
+    }
+  }
+  CompareResult r;
+  const double dn = static_cast<double>(n);
+  r.positions = n;
+  r.mean_kl = sum_kl / dn;
+  r.max_kl = max_kl;
+  std::sort(kls.begin(), kls.end());
+  auto percentile = [&](double q) {
+    const auto rank = static_cast<size_t>(std::ceil(q * dn));
+    return kls[std::clamp<size_t>(rank, 1, kls.size()) - 1];
+  };
+  r.kl_median = percentile(0.5);
+  r.kl_p99 = percentile(0.99);
+  r.kl_stderr =
+      n > 1 ? std::sqrt(std::max(0.0, sum_kl2 / dn - r.mean_kl * r.mean_kl) / (dn - 1)) : 0.0;
+  r.top1_agreement = static_cast<double>(same_top) / dn;
+  r.top1_stderr = n > 1 ? std::sqrt(r.top1_agreement * (1 - r.top1_agreement) / (dn - 1)) : 0.0;
+  r.ppl_orig = std::exp(nll_orig / dn);
+  r.ppl_comp = std::exp(nll_comp / dn);
+  return r;
+}
+
+}  // namespace tailor::llm

@@ -1,0 +1,149 @@
+// tailor generate: greedy text from a llama checkpoint; tailor kld: KL
+// divergence of a compressed copy against the original.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "format.h"
+#include "tailor/core/error.h"
+#include "tailor/io/llama2c.h"
+#include "tailor/llm/kld.h"
+#include "tailor/llm/llama.h"
+#include "tailor/plan/plan.h"
+
+namespace tailor::cli {
+namespace {
+
+// The tokenizer given, or llama2.c's convention beside the model:
+// tok{vocab}.bin, then tokenizer.bin.
+std::string find_tokenizer(const std::string& model_path, const std::string& given, int32_t vocab) {
+  if (!given.empty()) return given;
+  namespace fs = std::filesystem;
+  const fs::path p(model_path);
+  const fs::path folder = fs::is_directory(p) ? p : p.parent_path();
+  for (const std::string& name :
+       {"tok" + std::to_string(vocab) + ".bin", std::string("tokenizer.bin")}) {
+    const fs::path candidate = folder / name;
+    if (fs::is_regular_file(candidate)) return candidate.string();
+  }
+  throw Error(model_path, "no llama2.c tokenizer found beside the model (tok" +
+                              std::to_string(vocab) + ".bin or tokenizer.bin); give --tokenizer");
+}
+
+}  // namespace
+
+void add_generate(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "generate", "Greedy text continuation from a llama checkpoint (llama2.c, HF folder, GGUF)");
+  static std::string path, prompt = "Once upon a time", tokenizer;
+  static int tokens = 64;
+  cmd->add_option("MODEL", path, "llama checkpoint: llama2.c .bin, HF folder or .gguf")->required();
+  cmd->add_option("--prompt", prompt, "Text after BOS (default \"Once upon a time\")");
+  cmd->add_option("--tokens", tokens, "Tokens to generate (stops early at EOS)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option(
+      "--tokenizer", tokenizer,
+      "llama2.c tokenizer .bin (default: tok{vocab}.bin or tokenizer.bin beside MODEL)");
+  cmd->callback([] {
+    const llm::LlamaModel model = llm::LlamaModel::load(path);
+    const int32_t vocab = model.config().vocab_size;
+    const Llama2cTokenizer tok =
+        Llama2cTokenizer::load(find_tokenizer(path, tokenizer, vocab), vocab);
+    const std::vector<int32_t> ids = tok.encode(prompt, true, false);
+    const int32_t room = model.config().seq_len + 1 - static_cast<int32_t>(ids.size());
+    check(room >= 1, "--prompt", "the prompt fills the context length");
+    const std::vector<int32_t> out =
+        llm::generate_greedy(model, ids, std::min(tokens, room), /*stop_token=*/2);
+    std::string text;
+    int32_t prev = ids.back();
+    for (size_t i = 1; i < ids.size(); ++i) text += tok.decode(ids[i - 1], ids[i]);
+    for (int32_t t : out) {
+      if (t == 2) break;
+      text += tok.decode(prev, t);
+      prev = t;
+    }
+    // Control bytes escaped, line breaks kept.
+    size_t start = 0;
+    for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+      std::cout << printable(text.substr(start, nl - start)) << "\n";
+    std::cout << printable(text.substr(start)) << "\n";
+  });
+}
+
+void add_kld(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "kld",
+      "KL divergence and top-1 agreement of a compressed llama vs. the original, over sequences "
+      "sampled from the original (llama.cpp's --kl-divergence statistics)");
+  static std::string path, scheme, plan_path;
+  static llm::CompareOptions options;
+  static bool json = false;
+  cmd->add_option("MODEL", path, "llama checkpoint: llama2.c .bin, HF folder or .gguf")->required();
+  auto* s = cmd->add_option("--scheme", scheme,
+                            "Encode every attention and FFN projection with this label "
+                            "(e.g. int8, int4, lowrank-r16)");
+  auto* p = cmd->add_option("--plan", plan_path, "Apply a plan.json (layer → label)");
+  s->excludes(p);
+  cmd->add_option("--sequences", options.sequences, "Sequences sampled from the original")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--length", options.length, "Tokens per sequence after BOS")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--seed", options.seed, "Sampling seed");
+  cmd->add_flag("--json", json, "Print the result as JSON");
+  cmd->callback([] {
+    check(!scheme.empty() || !plan_path.empty(), "kld", "give --scheme or --plan");
+    const llm::LlamaModel original = llm::LlamaModel::load(path);
+    llm::LlamaModel compressed = original;  // shares the weights until replaced
+    std::map<std::string, std::string> labels;
+    if (!plan_path.empty()) {
+      for (const plan::PlanChoice& c : plan::read_plan(plan_path).choices)
+        labels[c.layer] = c.label;
+    } else {
+      const std::vector<std::string> names = compressed.linear_names();
+      for (size_t i = 0; i + 1 < names.size(); ++i)
+        labels[names[i]] = scheme;  // not the classifier
+    }
+    llm::apply_schemes(compressed, labels);
+    const auto t0 = std::chrono::steady_clock::now();
+    const llm::CompareResult r = llm::compare_models(original, compressed, options);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const uint64_t b0 = original.bytes(), b1 = compressed.bytes();
+    if (json) {
+      nlohmann::ordered_json j = {{"model", path},
+                                  {"bytes_original", b0},
+                                  {"bytes_compressed", b1},
+                                  {"mean_kl", r.mean_kl},
+                                  {"kl_stderr", r.kl_stderr},
+                                  {"kl_median", r.kl_median},
+                                  {"kl_p99", r.kl_p99},
+                                  {"max_kl", r.max_kl},
+                                  {"top1_agreement", r.top1_agreement},
+                                  {"top1_stderr", r.top1_stderr},
+                                  {"ppl_original", r.ppl_orig},
+                                  {"ppl_compressed", r.ppl_comp},
+                                  {"positions", r.positions},
+                                  {"seed", options.seed},
+                                  {"seconds", seconds}};
+      std::cout << dump(j, 2) << "\n";
+      return;
+    }
+    std::cout << fmt::format("bytes            {} -> {} ({:.1f}%)\n", with_commas(b0),
+                             with_commas(b1), 100.0 * static_cast<double>(b1) / b0);
+    std::cout << fmt::format(
+        "mean KL          {:.6f} ± {:.6f} nats (median {:.6f}, 99% {:.4f}, max {:.4f})\n",
+        r.mean_kl, r.kl_stderr, r.kl_median, r.kl_p99, r.max_kl);
+    std::cout << fmt::format("same top-1       {:.2f}% ± {:.2f}%\n", 100 * r.top1_agreement,
+                             100 * r.top1_stderr);
+    std::cout << fmt::format("perplexity       {:.4f} original, {:.4f} compressed\n", r.ppl_orig,
+                             r.ppl_comp);
+    std::cout << fmt::format("positions        {} ({} sequences × {} tokens, seed {}), {:.2f} s\n",
+                             r.positions, options.sequences, options.length, options.seed, seconds);
+  });
+}
+
+}  // namespace tailor::cli
