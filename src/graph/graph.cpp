@@ -89,8 +89,17 @@ Attribute Attribute::of_strings(std::vector<std::string> v) {
   return a;
 }
 
+Attribute Attribute::of_encoded(std::shared_ptr<const schemes::Encoded> v) {
+  Attribute a;
+  a.kind = Kind::encoded;
+  a.encoded = std::move(v);
+  return a;
+}
+
 const char* Attribute::kind_name(Kind k) {
   switch (k) {
+    case Kind::encoded:
+      return "encoded";
     case Kind::f:
       return "float";
     case Kind::i:

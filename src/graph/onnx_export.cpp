@@ -8,6 +8,7 @@
 #include "tailor/core/error.h"
 #include "tailor/graph/onnx.h"
 #include "tailor/io/atomic_file.h"
+#include "tailor/schemes/scheme.h"
 
 namespace tailor::graph {
 
@@ -140,6 +141,32 @@ void write_attr(const std::string& name, const Attribute& a, const Node& n,
       ap.set_type(AP::GRAPHS);
       for (const auto& sub : a.graphs) write_graph(*sub, *ap.add_graphs());
       break;
+    case Attribute::Kind::encoded:
+      // Written by write_encoded (several ONNX attributes).
+      break;
+  }
+}
+
+/// A compressed weight as ONNX attributes: `<name>` = the scheme label,
+/// `<name>.out`, `<name>.in`, and one TENSOR attribute `<name>.<factor>` per
+/// stored factor (in the scheme's order).
+void write_encoded(const std::string& name, const schemes::Encoded& e, onnx::NodeProto& np) {
+  using AP = onnx::AttributeProto;
+  auto* label = np.add_attribute();
+  label->set_name(name);
+  label->set_type(AP::STRING);
+  label->set_s(e.label());
+  for (const auto& [suffix, v] : {std::pair{".out", e.out()}, std::pair{".in", e.in()}}) {
+    auto* a = np.add_attribute();
+    a->set_name(name + suffix);
+    a->set_type(AP::INT);
+    a->set_i(v);
+  }
+  for (const schemes::Factor& f : e.factors()) {
+    auto* a = np.add_attribute();
+    a->set_name(name + "." + f.name);
+    a->set_type(AP::TENSOR);
+    write_tensor(f.tensor, f.name, *a->mutable_t());
   }
 }
 
@@ -167,7 +194,12 @@ void write_graph(const Graph& g, onnx::GraphProto& gp) {
     if (!n.domain.empty()) np->set_domain(n.domain);
     for (const auto& i : n.inputs) np->add_input(i);
     for (const auto& o : n.outputs) np->add_output(o);
-    for (const auto& [name, a] : n.attributes) write_attr(name, a, n, *np->add_attribute());
+    for (const auto& [name, a] : n.attributes) {
+      if (a.kind == Attribute::Kind::encoded)
+        write_encoded(name, *a.encoded, *np);
+      else
+        write_attr(name, a, n, *np->add_attribute());
+    }
   }
 }
 

@@ -56,6 +56,9 @@ class Verifier {
         if (a.kind == Attribute::Kind::g) {
           if (!a.g) fail(where + ": " + label + ": attribute '" + aname + "' holds no graph");
           graph(*a.g, &scope, where + "/" + label + "/" + aname);
+        } else if (a.kind == Attribute::Kind::encoded) {
+          if (!a.encoded)
+            fail(where + ": " + label + ": attribute '" + aname + "' holds no weight");
         } else if (a.kind == Attribute::Kind::graphs) {
           for (const auto& sub : a.graphs) {
             if (!sub) fail(where + ": " + label + ": attribute '" + aname + "' holds no graph");

@@ -1,6 +1,7 @@
 #include "tailor/runtime/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "tailor/core/error.h"
@@ -188,7 +189,16 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
       ctx.inputs.push_back(t);
     }
     ctx.outputs.resize(step.outputs.size());
-    attribute_errors(step.node->label(), [&] { step.kernel->run(ctx); });
+    if (arena.op_profile) {
+      const auto t0 = std::chrono::steady_clock::now();
+      attribute_errors(step.node->label(), [&] { step.kernel->run(ctx); });
+      auto& [ms, count] = (*arena.op_profile)[step.node->op_type];
+      ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ++count;
+    } else {
+      attribute_errors(step.node->label(), [&] { step.kernel->run(ctx); });
+    }
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       if (step.outputs[o] < 0) continue;
       if (!ctx.outputs[o].defined())

@@ -1,8 +1,140 @@
-// Compressed-weight ops (domain ai.tailor): CompressedLinear and CompressedConv.
+// Compressed-weight ops (domain ai.tailor): a layer whose weight is held in a
+// compression scheme's stored form (schemes::Encoded) and multiplied by it
+// through the scheme's own matmul, never forming the dense weight.
+//
+//   CompressedLinear(X [..., in], B [out]?) -> Y [..., out]:  Y = X·Ŵᵀ + B
+//   CompressedConv(X [N, C, H, W], B [out]?) -> Y [N, out, OH, OW]: Conv (ONNX
+//     semantics, group 1) with Ŵ viewed [out, C·kh·kw] (DESIGN.md's conv
+//     orientation): im2row of X into [N·OH·OW, C·kh·kw], the scheme's matmul,
+//     then the result laid out NCHW with the bias added.
+// Attribute `weight` (kind encoded) holds the factors; CompressedConv also
+// takes kernel_shape (required), strides, pads, dilations.
+#include <cstring>
+
 #include "op_util.h"
+#include "tailor/runtime/op.h"
+#include "tailor/schemes/scheme.h"
 
 namespace tailor::runtime {
+namespace {
 
-void register_compressed_ops() {}
+std::shared_ptr<const schemes::Encoded> weight_of(const KernelInit& init) {
+  const graph::Attribute* a = init.node.find("weight");
+  if (!a || a->kind != graph::Attribute::Kind::encoded || !a->encoded)
+    init.fail(
+        "needs attribute 'weight' holding a compressed weight (schemes::Encoded); a file "
+        "cannot supply one");
+  return a->encoded;
+}
+
+void add_bias(OpContext& ctx, float* y, int64_t rows, int64_t out, int64_t inner) {
+  if (!ctx.has(1)) return;
+  const Tensor b = ctx.in(1).contiguous();
+  if (b.dtype() != DType::f32 || b.numel() != out)
+    ctx.fail("bias must be f32 [" + std::to_string(out) + "]");
+  const float* pb = b.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      float* p = y + (r * out + o) * inner;
+      for (int64_t i = 0; i < inner; ++i) p[i] += pb[o];
+    }
+}
+
+class CompressedLinear final : public Kernel {
+ public:
+  explicit CompressedLinear(const KernelInit& init) : w_(weight_of(init)) {}
+  void run(OpContext& ctx) override {
+    const Tensor x = ctx.in(0).contiguous();
+    if (x.dtype() != DType::f32 || x.rank() < 1 || x.shape().back() != w_->in())
+      ctx.fail("input must be f32 [..., " + std::to_string(w_->in()) + "], got " +
+               shape_to_string(x.shape()));
+    const int64_t batch = x.numel() / w_->in();
+    const Tensor y2 = w_->matmul(x.reshape({batch, w_->in()}));
+    Shape shape = x.shape();
+    shape.back() = w_->out();
+    Tensor y = ctx.alloc(DType::f32, shape);
+    std::memcpy(y.mutable_raw(), y2.contiguous().raw(), y.nbytes());
+    add_bias(ctx, y.mutable_data<float>(), batch, w_->out(), 1);
+    ctx.outputs[0] = std::move(y);
+  }
+
+ private:
+  std::shared_ptr<const schemes::Encoded> w_;
+};
+
+class CompressedConv final : public Kernel {
+ public:
+  explicit CompressedConv(const KernelInit& init) : w_(weight_of(init)) {
+    const graph::Node& n = init.node;
+    kernel_ = n.attr_ints("kernel_shape", {});
+    strides_ = n.attr_ints("strides", {1, 1});
+    dil_ = n.attr_ints("dilations", {1, 1});
+    pads_ = n.attr_ints("pads", {0, 0, 0, 0});
+    if (kernel_.size() != 2 || strides_.size() != 2 || dil_.size() != 2 || pads_.size() != 4)
+      init.fail("needs 2-D kernel_shape, strides, dilations and 4 pads");
+    if (n.attr_int("group", 1) != 1) init.fail("group must be 1");
+    if (n.attr_string("auto_pad", "NOTSET") != "NOTSET")
+      init.fail("auto_pad is unsupported; give pads");
+    for (int64_t v : strides_)
+      if (v < 1) init.fail("strides must be positive");
+    for (int64_t v : dil_)
+      if (v < 1) init.fail("dilations must be positive");
+    if (w_->in() % (kernel_[0] * kernel_[1]) != 0)
+      init.fail("weight's in is not a multiple of kh·kw");
+  }
+  void run(OpContext& ctx) override {
+    const Tensor x = ctx.in(0).contiguous();
+    const int64_t kh = kernel_[0], kw = kernel_[1];
+    if (x.dtype() != DType::f32 || x.rank() != 4 || x.dim(1) * kh * kw != w_->in())
+      ctx.fail("input must be f32 [N, " + std::to_string(w_->in() / (kh * kw)) + ", H, W], got " +
+               shape_to_string(x.shape()));
+    const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+    const int64_t oh = (h + pads_[0] + pads_[2] - dil_[0] * (kh - 1) - 1) / strides_[0] + 1;
+    const int64_t ow = (w + pads_[1] + pads_[3] - dil_[1] * (kw - 1) - 1) / strides_[1] + 1;
+    if (oh < 1 || ow < 1) ctx.fail("output would be empty");
+    const int64_t k = c * kh * kw, pix = oh * ow;
+    Tensor rows = ctx.alloc(DType::f32, {n * pix, k});
+    float* pr = rows.mutable_data<float>();
+    const float* px = x.data<float>();
+    // im2row: row (b, oy, ox) holds the patch in (c, ky, kx) order.
+#pragma omp parallel for schedule(static) if (n * pix * k >= (1 << 16))
+    for (int64_t r = 0; r < n * pix; ++r) {
+      const int64_t b = r / pix, oy = (r % pix) / ow, ox = r % ow;
+      float* dst = pr + r * k;
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t ky = 0; ky < kh; ++ky) {
+          const int64_t iy = oy * strides_[0] - pads_[0] + ky * dil_[0];
+          for (int64_t kx = 0; kx < kw; ++kx) {
+            const int64_t ix = ox * strides_[1] - pads_[1] + kx * dil_[1];
+            *dst++ = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? px[((b * c + ci) * h + iy) * w + ix]
+                                                              : 0.0f;
+          }
+        }
+    }
+    const Tensor y2 = w_->matmul(rows).contiguous();  // [n·pix, out]
+    const int64_t out = w_->out();
+    Tensor y = ctx.alloc(DType::f32, {n, out, oh, ow});
+    const float* s = y2.data<float>();
+    float* d = y.mutable_data<float>();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t p = 0; p < pix; ++p)
+        for (int64_t o = 0; o < out; ++o) d[(b * out + o) * pix + p] = s[(b * pix + p) * out + o];
+    add_bias(ctx, d, n, out, pix);
+    ctx.outputs[0] = std::move(y);
+  }
+
+ private:
+  std::shared_ptr<const schemes::Encoded> w_;
+  std::vector<int64_t> kernel_, strides_, dil_, pads_;
+};
+
+}  // namespace
+
+void register_compressed_ops() {
+  register_op("ai.tailor", "CompressedLinear",
+              [](const KernelInit& init) { return std::make_unique<CompressedLinear>(init); });
+  register_op("ai.tailor", "CompressedConv",
+              [](const KernelInit& init) { return std::make_unique<CompressedConv>(init); });
+}
 
 }  // namespace tailor::runtime

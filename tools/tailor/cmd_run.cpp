@@ -49,6 +49,7 @@ void add_run(CLI::App& app) {
   static std::string path, output;
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;
+  static bool profile = false;
   cmd->add_option("MODEL", path, "ONNX model")->required();
   cmd->add_option("-i,--input", inputs, "NAME=FILE.npy, one per model input (repeatable)");
   cmd->add_option("-o,--output", output, "Folder to write every output into as <name>.npy");
@@ -56,6 +57,7 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
+  cmd->add_flag("--profile", profile, "Print the time per op type over the timed runs");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
@@ -77,6 +79,7 @@ void add_run(CLI::App& app) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
     std::vector<double> ms;
+    if (profile) ex.set_profiling(true);
     for (int i = 0; i < time_runs; ++i) {
       outs.clear();
       t0 = std::chrono::steady_clock::now();
@@ -114,6 +117,16 @@ void add_run(CLI::App& app) {
     } else {
       std::cout << fmt::format("latency: {:.3f} ms (one cold run; --time N for a median)\n",
                                first_ms);
+    }
+    if (profile && time_runs > 0) {
+      std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(ex.op_profile().begin(),
+                                                                           ex.op_profile().end());
+      std::sort(rows.begin(), rows.end(),
+                [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+      std::cout << "time per op type (per run):\n";
+      for (const auto& [op, v] : rows)
+        std::cout << fmt::format("  {:<22} {:>9.3f} ms  {:>5} nodes\n", op, v.first / time_runs,
+                                 v.second / time_runs);
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);

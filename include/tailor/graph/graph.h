@@ -16,6 +16,10 @@ namespace onnx {
 class ModelProto;
 }
 
+namespace tailor::schemes {
+class Encoded;
+}
+
 namespace tailor::graph {
 
 /// One dimension of a value's shape: a known size (elements, ≥ 0), a named
@@ -58,9 +62,12 @@ struct ValueType {
 
 class Graph;
 
-/// A node attribute (onnx AttributeProto): exactly one kind of payload.
+/// A node attribute (onnx AttributeProto): exactly one kind of payload. Kind
+/// `encoded` is tailor's own: a compressed weight in a scheme's stored form
+/// (schemes::Encoded, shared, never copied), held by CompressedLinear and
+/// CompressedConv nodes; export writes it as its label, shape and factor tensors.
 struct Attribute {
-  enum class Kind { f, i, s, t, g, floats, ints, strings, graphs };
+  enum class Kind { f, i, s, t, g, floats, ints, strings, graphs, encoded };
   Kind kind = Kind::i;
   float f = 0;
   int64_t i = 0;
@@ -71,6 +78,7 @@ struct Attribute {
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
   std::vector<std::shared_ptr<Graph>> graphs;
+  std::shared_ptr<const schemes::Encoded> encoded;
 
   static Attribute of_float(float v);
   static Attribute of_int(int64_t v);
@@ -80,7 +88,8 @@ struct Attribute {
   static Attribute of_floats(std::vector<float> v);
   static Attribute of_ints(std::vector<int64_t> v);
   static Attribute of_strings(std::vector<std::string> v);
-  /// "float", "int", "string", "tensor", "graph", "floats", "ints", "strings", "graphs".
+  static Attribute of_encoded(std::shared_ptr<const schemes::Encoded> v);
+  /// "float", "int", "string", "tensor", "graph", "floats", "ints", "strings", "graphs", "encoded".
   static const char* kind_name(Kind k);
 };
 

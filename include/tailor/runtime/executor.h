@@ -26,6 +26,9 @@ class Arena {
   /// measured at each allocation since construction or reset_peak().
   size_t peak_live_bytes() const { return peak_live_; }
   void reset_peak() { peak_live_ = 0; }
+  /// When set, run_plan adds each step's wall time (milliseconds) and count
+  /// under its op type (subgraph steps included, If counts its branch too).
+  std::map<std::string, std::pair<double, int64_t>>* op_profile = nullptr;
 
  private:
   std::vector<std::shared_ptr<Storage>> buffers_;
@@ -99,11 +102,16 @@ class Executor {
   size_t peak_activation_bytes() const { return arena_.peak_live_bytes(); }
   /// Bytes the buffer pool holds (≥ the peak, by fragmentation).
   size_t pooled_activation_bytes() const { return arena_.pooled_bytes(); }
+  /// Starts (or stops, with false) accumulating per-op-type time over runs.
+  void set_profiling(bool on) { arena_.op_profile = on ? &profile_ : nullptr; }
+  /// Op type → (total milliseconds, executions) since profiling started.
+  const std::map<std::string, std::pair<double, int64_t>>& op_profile() const { return profile_; }
 
  private:
   graph::Model model_;
   std::shared_ptr<Plan> plan_;
   Arena arena_;
+  std::map<std::string, std::pair<double, int64_t>> profile_;
 };
 
 /// Compiles `g` (a main graph or a subgraph) into a Plan; `opset` is the

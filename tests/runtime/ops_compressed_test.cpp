@@ -1,0 +1,81 @@
+// CompressedLinear / CompressedConv against the dense op (Gemm / Conv) run on
+// the scheme's decoded weight, for several schemes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "op_test_util.h"
+#include "tailor/core/error.h"
+#include "tailor/core/rng.h"
+#include "tailor/schemes/registry.h"
+#include "test_util.h"
+
+namespace tailor::testing {
+namespace {
+
+using graph::Attribute;
+
+Tensor randn(Shape s, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(static_cast<size_t>(shape_numel(s)));
+  for (float& x : v) x = static_cast<float>(rng.normal());
+  return Tensor::from_f32(std::move(s), v);
+}
+
+void expect_close_rel(const Tensor& a, const Tensor& b, double rel, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  const auto x = a.to_f32_vector(), y = b.to_f32_vector();
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(x[i]) - y[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(y[i])));
+  }
+  EXPECT_LE(err, rel * scale) << what << ": max abs diff " << err << " of max " << scale;
+}
+
+TEST(OpsCompressed, LinearEqualsGemmOnTheDecodedWeight) {
+  const int64_t out = 24, in = 64;
+  const Tensor w = randn({out, in}, 1);
+  const Tensor x = randn({2, 3, in}, 2);
+  const Tensor bias = randn({out}, 3);
+  for (const char* label : {"int8", "int4-g32", "ternary", "sparse-2:4", "lowrank-r4", "tt"}) {
+    std::shared_ptr<const schemes::Encoded> e = schemes::parse_scheme(label).encode(w);
+    const Tensor y =
+        OneOp{"CompressedLinear", {x, bias}, {{"weight", Attribute::of_encoded(e)}}, 13, 1,
+              "ai.tailor"}
+            .run1();
+    const Tensor dense =
+        OneOp{"Gemm", {x.reshape({6, in}), e->decode(), bias}, {{"transB", Attribute::of_int(1)}}}
+            .run1();
+    expect_close_rel(y, dense.reshape({2, 3, out}), 1e-5, label);
+  }
+}
+
+TEST(OpsCompressed, ConvEqualsConvOnTheDecodedWeight) {
+  const Tensor w = randn({8, 4, 3, 3}, 4);
+  const Tensor x = randn({2, 4, 7, 9}, 5);
+  const Tensor bias = randn({8}, 6);
+  const std::vector<std::pair<std::string, Attribute>> attrs = {
+      {"kernel_shape", Attribute::of_ints({3, 3})},
+      {"strides", Attribute::of_ints({2, 1})},
+      {"pads", Attribute::of_ints({1, 0, 1, 2})},
+      {"dilations", Attribute::of_ints({1, 2})}};
+  for (const char* label : {"int8", "int4", "lowrank-r3", "tucker", "sparse-2:4"}) {
+    std::shared_ptr<const schemes::Encoded> e = schemes::parse_scheme(label).encode(w);
+    auto with_weight = attrs;
+    with_weight.emplace_back("weight", Attribute::of_encoded(e));
+    const Tensor y = OneOp{"CompressedConv", {x, bias}, with_weight, 13, 1, "ai.tailor"}.run1();
+    const Tensor dense = OneOp{"Conv", {x, e->decode().reshape({8, 4, 3, 3}), bias}, attrs}.run1();
+    // Output: (7 + 2 − 2 − 1)/2 + 1 = 4 rows, (9 + 2 − 4 − 1)/1 + 1 = 7 columns.
+    EXPECT_EQ(y.shape(), (Shape{2, 8, 4, 7}));
+    expect_close_rel(y, dense, 1e-5, label);
+  }
+}
+
+TEST(OpsCompressed, WithoutAWeightIsALoadTimeError) {
+  OneOp op{"CompressedLinear", {randn({2, 4}, 7)}, {}, 13, 1, "ai.tailor"};
+  expect_error_naming([&] { runtime::Executor ex(op.model()); }, "CompressedLinear", "weight");
+}
+
+}  // namespace
+}  // namespace tailor::testing
