@@ -33,8 +33,12 @@ build: configure
 test: models build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
+# The PP-OCRv4 recogniser compressed to DEMO_BUDGET of its dense bytes: per-layer
+# plan, verification on the OCR fixture lines, files and report in demo-out/.
+DEMO_BUDGET ?= 30%
 demo: models build
-	$(BUILD_DIR)/tailor inspect models/ch_PP-OCRv4_rec_infer.onnx
+	$(BUILD_DIR)/tailor compress models/ch_PP-OCRv4_rec_infer.onnx --budget $(DEMO_BUDGET) \
+	  -o demo-out --report
 
 bench: build
 	@for b in $(BUILD_DIR)/bench/*_bench; do [ -x "$$b" ] && "$$b"; done

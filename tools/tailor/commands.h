@@ -35,4 +35,8 @@ void add_generate(CLI::App& app);
 /// [--seed S] [--json]`: KL divergence and top-1 agreement of a compressed copy.
 void add_kld(CLI::App& app);
 
+/// `tailor compress MODEL --budget B [--solver S] [--calib DIR] [-o OUT_DIR] [--report] ...`:
+/// profile (cached), plan, rewrite, write, verify and report in one run.
+void add_compress(CLI::App& app);
+
 }  // namespace tailor::cli
