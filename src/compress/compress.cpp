@@ -230,12 +230,16 @@ CompressResult compress_model(const CompressOptions& o) {
   if (llama) {
     r.verification = verify_llama(*llama, *llama_c, o, r.kld);
   } else {
-    r.verification = verify_onnx(*original, *tailor_graph, staging.file("model.onnx"), o,
-                                 r.standard_vs_tailor_max_abs);
+    r.verification =
+        verify_onnx(*original, *tailor_graph, staging.file("model.onnx"), o,
+                    r.standard_vs_tailor_max_abs, r.original_seconds, r.compressed_seconds);
   }
   r.verification.predicted_error = r.plan.objective_value;
   {
     std::string msg = fmt::format("{} inputs", r.verification.inputs);
+    if (!llama)
+      msg += fmt::format(" (original {:.1f} s, compressed {:.1f} s)", r.original_seconds,
+                         r.compressed_seconds);
     for (const auto& e : r.verification.outputs)
       msg += fmt::format("; {}: rel {:.3g}, cos {:.6f}", e.name, e.rel_error, e.cosine);
     if (r.verification.metric)

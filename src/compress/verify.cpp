@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -134,7 +135,15 @@ bool ocr_task(const graph::Model& m, const CompressOptions& o, std::string& keys
 
 report::Verification verify_onnx(const graph::Model& original, const graph::Model& compressed,
                                  const std::string& standard_path, const CompressOptions& o,
-                                 double& standard_max_abs) {
+                                 double& standard_max_abs, double& original_seconds,
+                                 double& compressed_seconds) {
+  using Clock = std::chrono::steady_clock;
+  auto timed = [](double& acc, auto&& fn) {
+    const auto t0 = Clock::now();
+    auto r = fn();
+    acc += std::chrono::duration<double>(Clock::now() - t0).count();
+    return r;
+  };
   runtime::Executor ex_orig(original);
   runtime::Executor ex_comp(compressed);
   const std::vector<std::string>& outs = original.graph.outputs;
@@ -151,14 +160,18 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
     const tasks::OcrScore s0 = tasks::ocr_read_lines(
         [&](const Tensor& x) {
           if (first.empty()) first[in_name] = x;
-          orig_out.push_back(ex_orig.run({{in_name, x}}).at(out_name));
+          orig_out.push_back(timed(original_seconds, [&] {
+                               return ex_orig.run({{in_name, x}});
+                             }).at(out_name));
           return orig_out.back();
         },
         lines, classes);
     size_t k = 0;
     const tasks::OcrScore s1 = tasks::ocr_read_lines(
         [&](const Tensor& x) {
-          Tensor y = ex_comp.run({{in_name, x}}).at(out_name);
+          Tensor y = timed(compressed_seconds, [&] {
+                       return ex_comp.run({{in_name, x}});
+                     }).at(out_name);
           if (k == 0) first_out[out_name] = y;
           sums[0].add(orig_out.at(k++), y, out_name);
           return y;
@@ -171,8 +184,8 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
                                          ? calib_inputs(o.calib_dir, original.graph.inputs)
                                          : random_inputs(original, o.random_inputs, o.seed);
     for (const Inputs& in : runs) {
-      const auto y = ex_orig.run(in);
-      const auto h = ex_comp.run(in);
+      const auto y = timed(original_seconds, [&] { return ex_orig.run(in); });
+      const auto h = timed(compressed_seconds, [&] { return ex_comp.run(in); });
       if (first.empty()) {
         first = in;
         first_out = h;

@@ -35,7 +35,7 @@ compress::CompressOptions cls_options(const TempDir& dir, const std::string& bud
 TEST(Compress, ClassifierEndToEnd) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   TempDir dir;
-  const compress::CompressResult r = compress::compress_model(cls_options(dir, "30%"));
+  const compress::CompressResult r = compress::compress_model(cls_options(dir, "50%"));
   EXPECT_EQ(r.kind, "onnx");
   for (const char* f : {"model.onnx", "weights.safetensors", "plan.json"})
     EXPECT_TRUE(fs::exists(dir.file("out/") + f)) << f;
@@ -43,7 +43,7 @@ TEST(Compress, ClassifierEndToEnd) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);
 
   const int64_t dense = r.profile.dense_bytes;
-  EXPECT_LE(r.plan.total_bytes, dense * 30 / 100);
+  EXPECT_LE(r.plan.total_bytes, dense * 50 / 100);
   // weights.safetensors holds exactly the plan's bytes (f16 scales, packed codes,
   // factors, fixed weights as stored) plus its JSON header.
   const ModelFile st = read_safetensors(dir.file("out/weights.safetensors"));
@@ -51,10 +51,10 @@ TEST(Compress, ClassifierEndToEnd) {
   for (const Weight& w : st.weights) data += static_cast<int64_t>(w.tensor.nbytes());
   EXPECT_EQ(st.metadata.at("format"), "tailor-compressed");
   EXPECT_EQ(plan::read_plan(dir.file("out/plan.json")).total_bytes, r.plan.total_bytes);
-  EXPECT_LT(data, dense * 32 / 100);
+  EXPECT_LT(data, dense * 51 / 100);
   // The standard file shrinks too (4-bit codes packed two per byte).
   EXPECT_LT(static_cast<int64_t>(fs::file_size(dir.file("out/model.onnx"))),
-            static_cast<int64_t>(fs::file_size(kCls)) / 2);
+            static_cast<int64_t>(fs::file_size(kCls)) * 65 / 100);
 
   ASSERT_EQ(r.verification.outputs.size(), 1u);
   EXPECT_EQ(r.verification.inputs, 2);
@@ -96,7 +96,7 @@ TEST(Compress, FailureLeavesNoOutputFolder) {
 TEST(Compress, CliWritesReportAndNamesIt) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   TempDir dir;
-  const auto r = testing::run_cli("compress " + kCls + " --budget 40% --no-cache --inputs 1 -o " +
+  const auto r = testing::run_cli("compress " + kCls + " --budget 60% --no-cache --inputs 1 -o " +
                                   dir.file("out") + " --report");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* stage : {"load", "profile", "plan", "rewrite", "write", "verify", "report"})

@@ -93,6 +93,9 @@ struct CompressResult {
   /// verification input, against the CompressedLinear/Conv graph: max |Δ|
   /// over all outputs (NaN when not measured).
   double standard_vs_tailor_max_abs = std::numeric_limits<double>::quiet_NaN();
+  /// Seconds spent running the original and the compressed model over the
+  /// verification inputs (tailor's runtime; ONNX only).
+  double original_seconds = 0, compressed_seconds = 0;
   /// llama: KL divergence and top-1 agreement statistics.
   std::optional<llm::CompareResult> kld;
   /// Bytes of each file written, by file name.
