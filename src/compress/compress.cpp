@@ -113,7 +113,7 @@ void write_weights(const std::string& path, const ModelFile& mf, const plan::Pla
 }  // namespace
 
 const std::vector<std::string>& default_schemes() {
-  static const std::vector<std::string> s{"int8",     "int4",      "int3",    "int4-g32",
+  static const std::vector<std::string> s{"dense",    "int8",      "int4",    "int3",   "int4-g32",
                                           "int4-g64", "int4-g128", "ternary", "lowrank"};
   return s;
 }
@@ -230,9 +230,7 @@ CompressResult compress_model(const CompressOptions& o) {
   if (llama) {
     r.verification = verify_llama(*llama, *llama_c, o, r.kld);
   } else {
-    r.verification =
-        verify_onnx(*original, *tailor_graph, staging.file("model.onnx"), o,
-                    r.standard_vs_tailor_max_abs, r.original_seconds, r.compressed_seconds);
+    r.verification = verify_onnx(*original, *tailor_graph, staging.file("model.onnx"), o, r);
   }
   r.verification.predicted_error = r.plan.objective_value;
   {

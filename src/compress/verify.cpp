@@ -135,8 +135,10 @@ bool ocr_task(const graph::Model& m, const CompressOptions& o, std::string& keys
 
 report::Verification verify_onnx(const graph::Model& original, const graph::Model& compressed,
                                  const std::string& standard_path, const CompressOptions& o,
-                                 double& standard_max_abs, double& original_seconds,
-                                 double& compressed_seconds) {
+                                 CompressResult& result) {
+  double& original_seconds = result.original_seconds;
+  double& compressed_seconds = result.compressed_seconds;
+  double& standard_max_abs = result.standard_vs_tailor_max_abs;
   using Clock = std::chrono::steady_clock;
   auto timed = [](double& acc, auto&& fn) {
     const auto t0 = Clock::now();
@@ -179,6 +181,12 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
         lines, classes);
     v.inputs = static_cast<int64_t>(s0.lines.size());
     v.metric = report::TaskMetric{"OCR character accuracy", s0.char_accuracy(), s1.char_accuracy()};
+    result.ocr_exact_original = static_cast<int64_t>(s0.exact);
+    result.ocr_exact_compressed = static_cast<int64_t>(s1.exact);
+    for (size_t i = 0; i < s0.lines.size() && i < s1.lines.size(); ++i)
+      if (s0.lines[i].text != s1.lines[i].text)
+        result.ocr_differences.push_back(
+            {s0.lines[i].file, s0.lines[i].truth, s0.lines[i].text, s1.lines[i].text});
   } else {
     const std::vector<Inputs> runs = !o.calib_dir.empty()
                                          ? calib_inputs(o.calib_dir, original.graph.inputs)

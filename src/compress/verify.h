@@ -15,10 +15,10 @@ namespace tailor::compress {
 /// cosine, OCR character accuracy for a recogniser. Also imports and runs the
 /// written `standard_path` on the first input and sets `standard_max_abs` to
 /// its max |Δ| against `compressed`; adds the seconds each model ran.
+/// Fills `result`'s timings, standard_vs_tailor_max_abs and OCR fields.
 report::Verification verify_onnx(const graph::Model& original, const graph::Model& compressed,
                                  const std::string& standard_path, const CompressOptions& options,
-                                 double& standard_max_abs, double& original_seconds,
-                                 double& compressed_seconds);
+                                 CompressResult& result);
 
 /// KL divergence and top-1 agreement (llm::compare_models) of `compressed`
 /// against `original`, and the logits' relative error and cosine over the

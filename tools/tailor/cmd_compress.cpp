@@ -56,6 +56,16 @@ void print_result(const compress::CompressResult& r) {
   if (v.metric)
     std::cout << fmt::format("  {}: original {:.4f}, compressed {:.4f}\n", v.metric->name,
                              v.metric->original, v.metric->compressed);
+  if (v.metric && r.kind == "onnx" && v.metric->name == "OCR character accuracy") {
+    std::cout << fmt::format("  lines read exactly: original {} of {}, compressed {} of {}\n",
+                             r.ocr_exact_original, v.inputs, r.ocr_exact_compressed, v.inputs);
+    if (r.ocr_differences.empty())
+      std::cout << "  every line reads the same as with the original model\n";
+    for (const auto& d : r.ocr_differences)
+      std::cout << fmt::format("  {}: truth \"{}\", original \"{}\", compressed \"{}\"\n",
+                               printable(d.file), printable(d.truth), printable(d.original),
+                               printable(d.compressed));
+  }
   if (r.kld)
     std::cout << fmt::format(
         "  mean KL {:.5f} ± {:.5f} nats (median {:.5f}, p99 {:.5f}), top-1 agreement {:.4f}, "
@@ -103,9 +113,10 @@ void add_compress(CLI::App& app) {
                   "subfolder per sample holding <input>.npy)");
   cmd->add_option("-o,--output", o.out_dir, "Output folder (default <model stem>.tailor)");
   cmd->add_flag("--report", o.report, "Also write report.html and report.json");
-  cmd->add_option("--schemes", schemes,
-                  "Comma-separated scheme labels or families to profile (default: int8, int4, "
-                  "int3, int4-g32/64/128, ternary, lowrank)");
+  cmd->add_option(
+      "--schemes", schemes,
+      "Comma-separated scheme labels or families to profile (default: dense, int8, int4, "
+      "int3, int4-g32/64/128, ternary, lowrank)");
   cmd->add_option("--min-params", o.min_params, "Smaller weights stay dense")
       ->capture_default_str();
   cmd->add_option("--threads", o.threads, "Worker threads (0: all cores)")->capture_default_str();

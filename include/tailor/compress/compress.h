@@ -35,8 +35,8 @@
 
 namespace tailor::compress {
 
-/// The schemes profiled unless told otherwise: int8, int4, int3, int4-g32,
-/// int4-g64, int4-g128, ternary and low-rank (the profiler's ranks). Every one
+/// The schemes profiled unless told otherwise: dense (kept as is), int8, int4,
+/// int3, int4-g32, int4-g64, int4-g128, ternary and low-rank (the profiler's ranks). Every one
 /// has a compact standard-ONNX form (rewrite.h); sparse-2:4, monarch, tt and
 /// tucker are left to --schemes.
 const std::vector<std::string>& default_schemes();
@@ -96,6 +96,14 @@ struct CompressResult {
   /// Seconds spent running the original and the compressed model over the
   /// verification inputs (tailor's runtime; ONNX only).
   double original_seconds = 0, compressed_seconds = 0;
+  /// OCR recogniser: the fixture lines read differently by the compressed
+  /// model: (file, truth, original's text, compressed's text).
+  struct OcrDiff {
+    std::string file, truth, original, compressed;
+  };
+  std::vector<OcrDiff> ocr_differences;
+  /// Lines read exactly by the original and the compressed model (of `verification.inputs`).
+  int64_t ocr_exact_original = 0, ocr_exact_compressed = 0;
   /// llama: KL divergence and top-1 agreement statistics.
   std::optional<llm::CompareResult> kld;
   /// Bytes of each file written, by file name.
