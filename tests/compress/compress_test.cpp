@@ -9,6 +9,7 @@
 #include "ort/ort_runner.h"
 #include "tailor/compress/compress.h"
 #include "tailor/graph/onnx.h"
+#include "tailor/io/npy.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/plan/plan.h"
 #include "tailor/runtime/executor.h"
@@ -91,6 +92,32 @@ TEST(Compress, FailureLeavesNoOutputFolder) {
                                "not a folder");
   EXPECT_FALSE(fs::exists(dir.file("out")));
   EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+// A plan that keeps every layer dense changes nothing: by definition the
+// relative error is 0 and the cosine 1; the --calib inputs are the ones run.
+TEST(Compress, DensePlanOnCalibrationInputsIsExact) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  for (int k = 0; k < 2; ++k) {
+    Tensor x = Tensor::zeros(DType::f32, {1, 3, 48, 192});
+    float* p = x.mutable_data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i)
+      p[i] = std::cos(0.003f * static_cast<float>(i * (k + 1)));
+    write_npy(dir.file("calib/" + std::to_string(k) + ".npy"), x);
+  }
+  compress::CompressOptions o = cls_options(dir, "100%");
+  o.schemes = {"dense"};
+  o.calib_dir = dir.file("calib");
+  const compress::CompressResult r = compress::compress_model(o);
+  EXPECT_EQ(r.verification.inputs, 2);
+  ASSERT_EQ(r.verification.outputs.size(), 1u);
+  EXPECT_EQ(r.verification.outputs[0].rel_error, 0.0);
+  EXPECT_NEAR(r.verification.outputs[0].cosine, 1.0, 1e-12);
+  EXPECT_EQ(r.verification.measured_error, 0.0);
+  EXPECT_EQ(r.plan.objective_value, 0.0);
+  EXPECT_TRUE(r.rewrites.empty());  // nothing to rewrite
 }
 
 TEST(Compress, CliWritesReportAndNamesIt) {
