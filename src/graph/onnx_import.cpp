@@ -2,7 +2,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <set>
+#include <unordered_map>
 
 #include "onnx_types.h"
 #include "tailor/core/error.h"
@@ -101,6 +104,78 @@ class Importer {
     }
     g.nodes.reserve(static_cast<size_t>(gp.node_size()));
     for (const auto& np : gp.node()) g.nodes.push_back(read_node(np));
+    sort_topologically(g);
+  }
+
+  /// ONNX requires nodes in topological order, but some exporters write them
+  /// otherwise (the ISNet model): reorders them by Kahn's algorithm, always
+  /// taking the earliest ready node in file order, so an ordered graph keeps
+  /// its order. Values defined outside the graph (inputs, initializers, outer
+  /// scope) are ready from the start. A cycle is an Error naming a node on it.
+  void sort_topologically(Graph& g) {
+    const size_t n = g.nodes.size();
+    std::unordered_map<std::string, size_t> producer;
+    for (size_t i = 0; i < n; ++i)
+      for (const auto& o : g.nodes[i].outputs)
+        if (!o.empty()) producer.emplace(o, i);
+    std::vector<std::vector<size_t>> users(n);
+    std::vector<size_t> pending(n, 0);
+    bool sorted = true;
+    for (size_t i = 0; i < n; ++i) {
+      std::set<size_t> deps;
+      for (const auto& in : g.nodes[i].inputs) {
+        auto it = producer.find(in);
+        if (it != producer.end()) deps.insert(it->second);
+      }
+      for (const auto& name : subgraph_reads(g.nodes[i])) {
+        auto it = producer.find(name);
+        if (it != producer.end()) deps.insert(it->second);
+      }
+      deps.erase(i);
+      for (size_t d : deps) {
+        users[d].push_back(i);
+        if (d > i) sorted = false;
+      }
+      pending[i] = deps.size();
+    }
+    if (sorted) return;
+    std::set<size_t> ready;
+    for (size_t i = 0; i < n; ++i)
+      if (pending[i] == 0) ready.insert(i);
+    std::vector<Node> out;
+    out.reserve(n);
+    while (!ready.empty()) {
+      const size_t i = *ready.begin();
+      ready.erase(ready.begin());
+      for (size_t u : users[i])
+        if (--pending[u] == 0) ready.insert(u);
+      out.push_back(std::move(g.nodes[i]));
+    }
+    if (out.size() != n) {
+      for (size_t i = 0; i < n; ++i)
+        if (pending[i] > 0) fail(g.nodes[i].label() + " is on a cycle of the graph");
+    }
+    g.nodes = std::move(out);
+  }
+
+  /// Names the subgraphs of `node` read (they may come from this graph).
+  static std::set<std::string> subgraph_reads(const Node& node) {
+    std::set<std::string> out;
+    std::function<void(const Graph&)> walk = [&](const Graph& sub) {
+      for (const Node& n : sub.nodes) {
+        out.insert(n.inputs.begin(), n.inputs.end());
+        for (const auto& [k, a] : n.attributes) {
+          if (a.kind == Attribute::Kind::g) walk(*a.g);
+          for (const auto& s : a.graphs) walk(*s);
+        }
+      }
+      out.insert(sub.outputs.begin(), sub.outputs.end());
+    };
+    for (const auto& [k, a] : node.attributes) {
+      if (a.kind == Attribute::Kind::g) walk(*a.g);
+      for (const auto& s : a.graphs) walk(*s);
+    }
+    return out;
   }
 
   Node read_node(const onnx::NodeProto& np) {

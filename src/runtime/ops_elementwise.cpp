@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "op_util.h"
+#include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
 
 namespace tailor::runtime {
@@ -368,16 +369,30 @@ void register_elementwise_ops() {
         [](OpContext& c) { unary_numeric(c, [](auto v) { return v < 0 ? -v : v; }); });
   });
   reg_unary("Sqrt", [](float x) { return std::sqrt(x); });
-  reg_unary("Exp", [](float x) { return std::exp(x); });
+  // Exp, Sigmoid, Tanh: the kernels' vectorised versions (Cephes polynomials, ~2 ulp).
+  for (const auto& [op, fn] :
+       {std::pair{"Exp", &kernels::exp}, std::pair{"Sigmoid", &kernels::sigmoid},
+        std::pair{"Tanh", &kernels::tanh}}) {
+    auto f = fn;
+    register_op("", op, [f](const KernelInit&) {
+      return make_kernel([f](OpContext& ctx) {
+        const Tensor& x = ctx.in(0);
+        if (x.dtype() != DType::f32)
+          ctx.fail("expects f32, got " + std::string(dtype_name(x.dtype())));
+        const Tensor xc = x.contiguous();
+        Tensor out = ctx.alloc(DType::f32, x.shape());
+        f(xc.data<float>(), out.mutable_data<float>(), x.numel());
+        ctx.outputs[0] = std::move(out);
+      });
+    });
+  }
   reg_unary("Log", [](float x) { return std::log(x); });
-  reg_unary("Tanh", [](float x) { return std::tanh(x); });
   reg_unary("Erf", [](float x) { return std::erf(x); });
   reg_unary("Floor", [](float x) { return std::floor(x); });
   reg_unary("Ceil", [](float x) { return std::ceil(x); });
   reg_unary("Round", [](float x) { return std::nearbyint(x); });
   reg_unary("Reciprocal", [](float x) { return 1.0f / x; });
   reg_unary("Relu", [](float x) { return x > 0 ? x : 0.0f; });
-  reg_unary("Sigmoid", [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
   reg_unary("Softplus", [](float x) { return x > 20 ? x : std::log1p(std::exp(x)); });
   // HardSwish: x·max(0, min(1, x/6 + 1/2)) (opset 14).
   reg_unary("HardSwish",

@@ -69,7 +69,25 @@ struct Window {
 class ConvKernel final : public Kernel {
  public:
   explicit ConvKernel(const KernelInit& init)
-      : win_(Window::read(init)), group_(init.node.attr_int("group", 1)) {}
+      : win_(Window::read(init)), group_(init.node.attr_int("group", 1)) {
+    // FusedConv (ai.tailor, graph/passes/fuse_conv.h): the activation of the epilogue.
+    const std::string act = init.node.attr_string("activation", "none");
+    const float alpha = init.node.attr_float("alpha", 0.0f),
+                beta = init.node.attr_float("beta", 0.0f);
+    static const std::pair<const char*, k::ActivationKind> kinds[] = {
+        {"none", k::ActivationKind::none},
+        {"relu", k::ActivationKind::relu},
+        {"clip", k::ActivationKind::clip},
+        {"hard_sigmoid", k::ActivationKind::hard_sigmoid},
+        {"hard_swish", k::ActivationKind::hard_swish},
+        {"sigmoid", k::ActivationKind::sigmoid},
+        {"leaky_relu", k::ActivationKind::leaky_relu},
+        {"tanh", k::ActivationKind::tanh}};
+    bool found = false;
+    for (const auto& [name, kind] : kinds)
+      if (act == name) act_ = k::Activation{kind, alpha, beta}, found = true;
+    if (!found) init.fail("activation '" + act + "' is unknown");
+  }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
     const Tensor w = ctx.in(1).contiguous();
@@ -109,13 +127,14 @@ class ConvKernel final : public Kernel {
     const int64_t scratch_n = k::conv2d_scratch_size(p);
     Tensor scratch = scratch_n > 0 ? ctx.alloc(DType::f32, {scratch_n}) : Tensor();
     k::conv2d(p, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"), bias, y.mutable_data<float>(),
-              {}, scratch_n > 0 ? scratch.mutable_data<float>() : nullptr);
+              act_, scratch_n > 0 ? scratch.mutable_data<float>() : nullptr);
     ctx.outputs[0] = std::move(y);
   }
 
  private:
   Window win_;
   int64_t group_;
+  k::Activation act_;
 };
 
 class ConvTransposeKernel final : public Kernel {
@@ -451,6 +470,8 @@ class LstmKernel final : public Kernel {
 
 void register_nn_ops() {
   register_op("", "Conv",
+              [](const KernelInit& init) { return std::make_unique<ConvKernel>(init); });
+  register_op("ai.tailor", "FusedConv",
               [](const KernelInit& init) { return std::make_unique<ConvKernel>(init); });
   register_op("", "ConvTranspose",
               [](const KernelInit& init) { return std::make_unique<ConvTransposeKernel>(init); });

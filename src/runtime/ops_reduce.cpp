@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "op_util.h"
+#include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
 
 namespace tailor::runtime {
@@ -138,6 +139,11 @@ void softmax(OpContext& ctx, int64_t axis_attr, bool coerce_2d, bool log) {
   Tensor out = ctx.alloc(DType::f32, x.shape());
   const float* px = xc.data<float>();
   float* po = out.mutable_data<float>();
+  if (!log) {  // the vectorised kernel (same max-subtracted definition)
+    kernels::softmax(px, po, outer, n, inner);
+    ctx.outputs[0] = std::move(out);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (x.numel() >= (1 << 16))
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {

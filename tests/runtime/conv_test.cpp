@@ -126,22 +126,25 @@ void check_against_reference(const Conv2dParams& p, uint64_t seed, bool with_bia
 TEST(ConvKernel, MatchesDefinitionOnRandomShapes) {
   // Each case: n, c_in, h, w, c_out, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups.
   const std::vector<std::vector<int64_t>> cases = {
-      {1, 3, 9, 11, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   // plain 3×3
-      {2, 4, 10, 7, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   // stride 2, batch 2
-      {1, 6, 8, 9, 4, 3, 2, 1, 2, 0, 1, 2, 0, 1, 1, 2},    // asymmetric pads, groups 2
-      {1, 4, 12, 13, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1},  // dilation 2
-      {1, 6, 11, 10, 6, 3, 3, 2, 1, 0, 3, 1, 2, 3, 2, 3},  // mixed everything, groups 3
-      {1, 16, 7, 20, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  // pointwise GEMM path
-      {2, 8, 5, 6, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 4},   // pointwise, grouped
-      {1, 5, 6, 7, 3, 1, 1, 2, 2, 1, 0, 0, 1, 1, 1, 1},    // 1×1 with stride and pads: im2col
-      {1, 4, 1, 40, 5, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1, 1},   // 1×3 (rec model)
-      {1, 8, 13, 45, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},  // depthwise 3×3, stride 1
-      {2, 7, 14, 37, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 7},  // depthwise 3×3, stride 2
-      {1, 5, 12, 70, 5, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 5},  // depthwise 5×5
-      {1, 6, 11, 33, 6, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 6},  // depthwise 5×5, stride (2, 1)
-      {1, 4, 9, 41, 4, 5, 5, 1, 2, 2, 2, 2, 2, 1, 1, 4},   // depthwise 5×5, stride (1, 2)
-      {1, 3, 10, 19, 3, 3, 3, 3, 3, 0, 2, 1, 0, 2, 3, 3},  // depthwise, stride 3, dilation
-      {1, 2, 4, 5, 2, 4, 5, 1, 1, 0, 0, 0, 0, 1, 1, 2},    // depthwise kernel = input
+      {1, 3, 9, 11, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // plain 3×3
+      {2, 4, 10, 7, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},    // stride 2, batch 2
+      {1, 6, 8, 9, 4, 3, 2, 1, 2, 0, 1, 2, 0, 1, 1, 2},     // asymmetric pads, groups 2
+      {1, 4, 12, 13, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1},   // dilation 2
+      {1, 6, 11, 10, 6, 3, 3, 2, 1, 0, 3, 1, 2, 3, 2, 3},   // mixed everything, groups 3
+      {1, 16, 7, 20, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   // pointwise GEMM path
+      {2, 8, 5, 6, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 4},    // pointwise, grouped
+      {1, 5, 6, 7, 3, 1, 1, 2, 2, 1, 0, 0, 1, 1, 1, 1},     // 1×1 with stride and pads: im2col
+      {1, 4, 1, 40, 5, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1, 1},    // 1×3 (rec model)
+      {1, 8, 13, 45, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},   // depthwise 3×3, stride 1
+      {2, 7, 14, 37, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 7},   // depthwise 3×3, stride 2
+      {1, 5, 12, 70, 5, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 5},   // depthwise 5×5
+      {1, 6, 11, 33, 6, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 6},   // depthwise 5×5, stride (2, 1)
+      {1, 4, 9, 41, 4, 5, 5, 1, 2, 2, 2, 2, 2, 1, 1, 4},    // depthwise 5×5, stride (1, 2)
+      {1, 3, 10, 19, 3, 3, 3, 3, 3, 0, 2, 1, 0, 2, 3, 3},   // depthwise, stride 3, dilation
+      {1, 2, 4, 5, 2, 4, 5, 1, 1, 0, 0, 0, 0, 1, 1, 2},     // depthwise kernel = input
+      {1, 40, 9, 23, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // K = 360 > one 256 chunk, 13 = 2·6 + 1
+      {2, 64, 6, 37, 14, 3, 3, 1, 2, 1, 0, 2, 1, 1, 1, 2},  // K = 288 per group, stride_w 2
+      {1, 3, 20, 75, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},  // the stems: 3 → 16, stride 2
   };
   uint64_t seed = 100;
   for (const auto& c : cases) {
@@ -230,13 +233,11 @@ TEST(ConvKernel, FusedActivationsFollowTheirDefinitions) {
   }
 }
 
-TEST(ConvKernel, DepthwiseResultsDoNotDependOnThreadCount) {
-  // The depthwise kernel computes each plane on one thread in a fixed tap
-  // order. (OpenBLAS's sgemm partitions by thread count and its edge tiles
-  // sum in another order, so the GEMM paths are not bitwise reproducible
-  // across thread counts.)
+TEST(ConvKernel, ResultsDoNotDependOnThreadCount) {
+  // Every path partitions its work by shape only (planes; blocks of output
+  // pixels, each one serial sgemm), so 1 and 2 threads agree bit for bit.
   const int before = num_threads();
-  for (int64_t groups : {16}) {
+  for (int64_t groups : {1, 2, 16}) {
     Conv2dParams p;
     p.c_in = 16, p.c_out = 16, p.h = 24, p.w = 40, p.kh = p.kw = 3, p.groups = groups;
     p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
@@ -249,6 +250,16 @@ TEST(ConvKernel, DepthwiseResultsDoNotDependOnThreadCount) {
     conv2d(p, x.data(), w.data(), nullptr, y2.data(), Activation::hard_swish());
     EXPECT_EQ(y1, y2) << "groups " << groups;
   }
+  // The pointwise path too (24·40 = 960 pixels: 4 blocks of 240).
+  Conv2dParams q;
+  q.c_in = 32, q.c_out = 24, q.h = 24, q.w = 40;
+  const auto x = random_values(q.c_in * q.h * q.w, 43), w = random_values(q.c_out * q.c_in, 44);
+  std::vector<float> y1(static_cast<size_t>(q.c_out * q.h * q.w)), y2(y1.size());
+  set_num_threads(1);
+  conv2d(q, x.data(), w.data(), nullptr, y1.data());
+  set_num_threads(2);
+  conv2d(q, x.data(), w.data(), nullptr, y2.data());
+  EXPECT_EQ(y1, y2) << "pointwise";
   set_num_threads(before);
 }
 

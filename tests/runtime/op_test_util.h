@@ -9,6 +9,7 @@
 
 #include "tailor/graph/graph.h"
 #include "tailor/runtime/executor.h"
+#include "tailor/runtime/kernels.h"
 
 namespace tailor::testing {
 
@@ -109,5 +110,16 @@ inline void expect_f32(const Tensor& t, const Shape& shape, const std::vector<fl
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
 }
+
+/// The kernels on one thread for the duration of a test (the machine may be
+/// shared; OpenMP's spinning on busy cores costs seconds), restored after.
+class OneThread {
+ public:
+  OneThread() : saved_(runtime::kernels::num_threads()) { runtime::kernels::set_num_threads(1); }
+  ~OneThread() { runtime::kernels::set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
 
 }  // namespace tailor::testing

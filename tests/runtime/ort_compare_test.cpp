@@ -6,10 +6,13 @@
 // compute in f32 but sum in different orders (our im2col + OpenBLAS sgemm and
 // direct depthwise loops against onnxruntime's MLAS kernels, which also fold
 // BatchNormalization and fuse activations), so each layer differs by a few
-// ulps (~1e-7 relative) and the difference grows slowly with depth; on these
-// models it measures 1e-7 … 5e-6 relative to the output's magnitude. 1e-4 keeps
-// a ≥ 20× margin over that while any semantic slip (a wrong pad, axis,
-// coordinate mode, broadcast or opset rule) moves outputs by far more (≥ 1e-2).
+// ulps (~1e-7 relative) and the difference grows with depth; measured relative
+// to the output's magnitude: ≤ 4e-6 on the recogniser, classifier and VAD, and
+// 3e-5 … 5e-5 on the detector (a deep FPN whose sigmoid output sits on the
+// steep part for text pixels). 1e-4 is the f32 bound the issue sets; it keeps
+// a 2× margin on the detector and ≥ 25× elsewhere, while any semantic slip (a
+// wrong pad, axis, coordinate mode, broadcast or opset rule) moves outputs by
+// far more (≥ 1e-2 relative).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +23,7 @@
 #include "op_test_util.h"
 #include "tailor/core/rng.h"
 #include "tailor/graph/onnx.h"
+#include "tailor/graph/passes/fuse_conv.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/tasks/image.h"
@@ -62,27 +66,22 @@ void expect_close(const Tensor& ours, const Tensor& ref, const std::string& what
 /// Runs `model` in tailor and in onnxruntime on `inputs`; compares every output.
 void compare(const std::string& model, const std::vector<std::pair<std::string, Tensor>>& inputs,
              const std::string& label) {
-  runtime::Executor ex(graph::import_onnx(model));
+  // As imported, and with the Conv epilogue fusion `tailor run` applies.
+  graph::Model plain = graph::import_onnx(model);
+  graph::Model fused = plain;
+  graph::fuse_conv_epilogues(fused);
   std::map<std::string, Tensor> feeds(inputs.begin(), inputs.end());
-  const auto ours = ex.run(feeds);
   const auto ref = run_ort(model, inputs);
-  ASSERT_EQ(ours.size(), ref.size());
-  for (const auto& [name, t] : ref) {
-    ASSERT_TRUE(ours.count(name)) << name;
-    expect_close(ours.at(name), t, label + "/" + name);
+  for (graph::Model* m : {&plain, &fused}) {
+    runtime::Executor ex(*m);
+    const auto ours = ex.run(feeds);
+    ASSERT_EQ(ours.size(), ref.size());
+    for (const auto& [name, t] : ref) {
+      ASSERT_TRUE(ours.count(name)) << name;
+      expect_close(ours.at(name), t, label + (m == &fused ? "_fused/" : "/") + name);
+    }
   }
 }
-
-/// The kernels on one thread for the duration of a test (the machine may be
-/// shared; OpenMP's spinning on busy cores costs seconds), restored after.
-class OneThread {
- public:
-  OneThread() : saved_(runtime::kernels::num_threads()) { runtime::kernels::set_num_threads(1); }
-  ~OneThread() { runtime::kernels::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 #define NEED_ORT_AND(model_var, file)                                  \
   OneThread one_thread;                                                \

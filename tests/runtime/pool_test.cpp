@@ -126,6 +126,7 @@ TEST(PoolKernel, MatchesDefinitionOnRandomShapes) {
            {1, 3, 9, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0},
            {2, 2, 9, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1},
            {1, 2, 7, 10, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1, 0},   // ISNet's ceil_mode pool
+           {1, 3, 9, 37, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1, 0},   // vectorised 2×2/2 rows + tails
            {1, 2, 12, 10, 3, 2, 3, 2, 0, 0, 0, 0, 1, 1, 0, 0},  // the recogniser's 3×2 average
            {1, 2, 13, 9, 3, 3, 1, 2, 2, 0, 1, 2, 2, 1, 0, 0},   // dilations (max only)
            {1, 1, 8, 8, 4, 3, 3, 2, 3, 1, 0, 2, 1, 1, 1, 1},    // asymmetric pads, ceil

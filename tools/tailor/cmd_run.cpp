@@ -14,6 +14,8 @@
 #include "format.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/onnx.h"
+#include "tailor/graph/passes/fuse_conv.h"
+#include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
@@ -49,7 +51,7 @@ void add_run(CLI::App& app) {
   static std::string path, output;
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;
-  static bool profile = false;
+  static bool profile = false, no_fuse = false;
   cmd->add_option("MODEL", path, "ONNX model")->required();
   cmd->add_option("-i,--input", inputs, "NAME=FILE.npy, one per model input (repeatable)");
   cmd->add_option("-o,--output", output, "Folder to write every output into as <name>.npy");
@@ -58,11 +60,17 @@ void add_run(CLI::App& app) {
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
   cmd->add_flag("--profile", profile, "Print the time per op type over the timed runs");
+  cmd->add_flag("--no-fuse", no_fuse,
+                "Run the graph as imported (no Conv + affine + activation fusion)");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
     if (threads < 0) throw Error("--threads", "must be >= 0");
     if (threads > 0) runtime::kernels::set_num_threads(threads);
-    runtime::Executor ex(graph::import_onnx(path));
+    graph::Model model = graph::import_onnx(path);
+    if (const int n = graph::promote_f16_to_f32(model); n > 0)
+      std::cout << "note: f16 tensors and casts computed in f32 (" << n << " changed)\n";
+    if (!no_fuse) graph::fuse_conv_epilogues(model);
+    runtime::Executor ex(std::move(model));
 
     std::map<std::string, Tensor> feeds;
     for (const std::string& spec : inputs) {

@@ -1,10 +1,12 @@
-// Conv: parameter checks, path choice (depthwise direct, 1×1 GEMM, im2col +
-// GEMM) and the im2col lowering.
+// Conv: parameter checks and the path choice (depthwise direct, 1×1 as
+// OpenBLAS sgemm, everything else the implicit-im2col AVX2 GEMM).
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "runtime/kernels/conv_internal.h"
+#include "runtime/kernels/epilogue.h"
+#include "runtime/kernels/gemm_blocked.h"
 #include "tailor/core/error.h"
 #include "tailor/linalg/blas.h"
 #include "tailor/runtime/kernels/conv.h"
@@ -23,40 +25,6 @@ std::string dims(const Conv2dParams& p) {
 bool is_pointwise(const Conv2dParams& p) {
   return p.kh == 1 && p.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
          p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
-}
-
-// col[(ci·kh + ky)·kw + kx, oy·ow + ox] = x[ci, oy·sh − pt + ky·dh, ox·sw − pl + kx·dw]
-// (0 outside the image) for one image and one group's cig input channels.
-void im2col(const Conv2dParams& p, const float* x, int64_t cig, float* col) {
-  const int64_t oh = p.out_h(), ow = p.out_w(), rows = cig * p.kh * p.kw;
-#pragma omp parallel for schedule(static) if (rows * oh * ow > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t kx = r % p.kw, ky = (r / p.kw) % p.kh, ci = r / (p.kw * p.kh);
-    const float* xc = x + ci * p.h * p.w;
-    float* dst = col + r * oh * ow;
-    const int64_t x_off = kx * p.dil_w - p.pad_left;
-    // Output columns whose input column lies in [0, w): ox0 ≤ ox < ox1.
-    int64_t ox0 = x_off >= 0 ? 0 : (-x_off + p.stride_w - 1) / p.stride_w;
-    int64_t ox1 = p.w - x_off <= 0 ? 0 : (p.w - x_off + p.stride_w - 1) / p.stride_w;
-    ox0 = std::min(ox0, ow);
-    ox1 = std::clamp(ox1, ox0, ow);
-    for (int64_t oy = 0; oy < oh; ++oy) {
-      float* d = dst + oy * ow;
-      const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
-      if (iy < 0 || iy >= p.h) {
-        std::fill(d, d + ow, 0.f);
-        continue;
-      }
-      const float* src = xc + iy * p.w + x_off;
-      std::fill(d, d + ox0, 0.f);
-      if (p.stride_w == 1) {
-        std::copy(src + ox0, src + ox1, d + ox0);
-      } else {
-        for (int64_t ox = ox0; ox < ox1; ++ox) d[ox] = src[ox * p.stride_w];
-      }
-      std::fill(d + ox1, d + ow, 0.f);
-    }
-  }
 }
 
 }  // namespace
@@ -92,39 +60,57 @@ void validate(const Conv2dParams& p) {
 }
 
 int64_t conv2d_scratch_size(const Conv2dParams& p) {
-  if (detail::is_depthwise(p) || is_pointwise(p)) return 0;
-  return p.c_in / p.groups * p.kh * p.kw * p.out_h() * p.out_w();
+  return 0;
 }
 
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
-            const Activation& act, float* scratch) {
+            const Activation& act, float* /*scratch*/) {
   validate(p);
   if (detail::is_depthwise(p)) {
     detail::conv2d_depthwise_avx2(p, x, w, bias, y, act);
     return;
   }
-  const int64_t oh = p.out_h(), ow = p.out_w(), ohw = oh * ow;
+  const int64_t ohw = p.out_h() * p.out_w();
   const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
   const int64_t k = cig * p.kh * p.kw;
   const bool pointwise = is_pointwise(p);
-  std::vector<float> owned;
-  if (!pointwise && scratch == nullptr) {
-    owned.resize(static_cast<size_t>(conv2d_scratch_size(p)));
-    scratch = owned.data();
+  // Work items: (image, group, block of output pixels), a partition fixed by
+  // the shape. Pointwise: one serial OpenBLAS sgemm on x itself, then the
+  // epilogue while the block is in cache. Otherwise the implicit-im2col AVX2
+  // GEMM with the weights packed once here and the epilogue fused.
+  const int64_t bn = detail::block_columns(ohw);
+  const int64_t blocks = (ohw + bn - 1) / bn;
+  const int64_t items = p.n * p.groups * blocks;
+  std::vector<float> packed;
+  if (!pointwise) {
+    packed.resize(static_cast<size_t>(detail::packed_weights_size(p)));
+    detail::pack_weights(p, w, packed.data());
   }
-  for (int64_t b = 0; b < p.n; ++b) {
-    const float* xb = x + b * p.c_in * p.h * p.w;
-    float* yb = y + b * p.c_out * ohw;
-    for (int64_t g = 0; g < p.groups; ++g) {
-      const float* xg = xb + g * cig * p.h * p.w;
-      const float* col = xg;
+  const int64_t packed_group = packed.size() / static_cast<size_t>(p.groups);
+  // Concurrent sgemm calls need a serial OpenBLAS (see gemm_blocked.h).
+  const bool parallel = !pointwise || detail::blas_is_serial();
+#pragma omp parallel if (parallel && items > 1)
+  {
+    std::vector<float> panel(pointwise ? 0 : static_cast<size_t>(16 * k));
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
+      const int64_t b = item / (blocks * p.groups);
+      const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
+      const float* xg = x + (b * p.c_in + g * cig) * p.h * p.w;
+      float* yg = y + (b * p.c_out + g * cog) * ohw;
+      const float* bg = bias ? bias + g * cog : nullptr;
       if (!pointwise) {
-        im2col(p, xg, cig, scratch);
-        col = scratch;
+        detail::conv_block_avx2(p, xg, packed.data() + g * packed_group, bg, act, j0, nb, yg,
+                                panel.data());
+        continue;
       }
-      float* yg = yb + g * cog * ohw;
-      linalg::sgemm(false, false, cog, ohw, k, 1.f, w + g * cog * k, k, col, ohw, 0.f, yg, ohw);
-      bias_activation(act, bias ? bias + g * cog : nullptr, cog, ohw, yg, yg);
+      linalg::sgemm(false, false, cog, nb, k, 1.f, w + g * cog * k, k, xg + j0, ohw, 0.f, yg + j0,
+                    ohw);
+      for (int64_t o = 0; o < cog; ++o) {
+        float* yr = yg + o * ohw + j0;
+        detail::bias_activation_span(act, bg ? bg[o] : 0.f, yr, yr, nb);
+      }
     }
   }
 }

@@ -42,6 +42,86 @@ void fill_phases(const Conv2dParams& p, const Geometry& g, const float* x, float
   }
 }
 
+// One output row: yr[ox] = b0 + Σ_t wc[t]·base[off[t] + ox], taps in order.
+void dw_row(const float* base, const int64_t* off, int64_t taps, const float* wc, float b0,
+            float* yr, int64_t ow) {
+  int64_t ox = 0;
+  for (; ox + 32 <= ow; ox += 32) {
+    __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m256 wv = _mm256_broadcast_ss(wc + t);
+      const float* src = base + off[t] + ox;
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+    _mm256_storeu_ps(yr + ox + 8, a1);
+    _mm256_storeu_ps(yr + ox + 16, a2);
+    _mm256_storeu_ps(yr + ox + 24, a3);
+  }
+  for (; ox + 8 <= ow; ox += 8) {
+    __m256 a0 = _mm256_set1_ps(b0);
+    for (int64_t t = 0; t < taps; ++t) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + off[t] + ox), _mm256_broadcast_ss(wc + t), a0);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+  }
+  for (; ox < ow; ++ox) {
+    float a = b0;
+    for (int64_t t = 0; t < taps; ++t) a = std::fma(base[off[t] + ox], wc[t], a);
+    yr[ox] = a;
+  }
+}
+
+// Two output rows at once (8 independent accumulators over 32 columns, enough
+// to hide the FMA latency); the second row's taps start `step` floats later.
+// Each element's sum has the same order as in dw_row.
+void dw_row_pair(const float* base, int64_t step, const int64_t* off, int64_t taps, const float* wc,
+                 float b0, float* yr, int64_t ow) {
+  int64_t ox = 0;
+  for (; ox + 32 <= ow; ox += 32) {
+    __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
+    __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m256 wv = _mm256_broadcast_ss(wc + t);
+      const float* src = base + off[t] + ox;
+      const float* src2 = src + step;
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
+      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(src2), wv, c0);
+      c1 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 8), wv, c1);
+      c2 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 16), wv, c2);
+      c3 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 24), wv, c3);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+    _mm256_storeu_ps(yr + ox + 8, a1);
+    _mm256_storeu_ps(yr + ox + 16, a2);
+    _mm256_storeu_ps(yr + ox + 24, a3);
+    _mm256_storeu_ps(yr + ow + ox, c0);
+    _mm256_storeu_ps(yr + ow + ox + 8, c1);
+    _mm256_storeu_ps(yr + ow + ox + 16, c2);
+    _mm256_storeu_ps(yr + ow + ox + 24, c3);
+  }
+  for (; ox + 8 <= ow; ox += 8) {
+    __m256 a0 = _mm256_set1_ps(b0), c0 = a0;
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m256 wv = _mm256_broadcast_ss(wc + t);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + off[t] + ox), wv, a0);
+      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + step + off[t] + ox), wv, c0);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+    _mm256_storeu_ps(yr + ow + ox, c0);
+  }
+  if (ox < ow) {
+    dw_row(base + ox, off, taps, wc, b0, yr + ox, ow - ox);
+    dw_row(base + step + ox, off, taps, wc, b0, yr + ow + ox, ow - ox);
+  }
+}
+
 }  // namespace
 
 void conv2d_depthwise_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
@@ -72,38 +152,14 @@ void conv2d_depthwise_avx2(const Conv2dParams& p, const float* x, const float* w
       const float b0 = bias ? bias[c] : 0.f;
       fill_phases(p, g, x + plane * p.h * p.w, buf.data());
       float* yp = y + plane * oh * ow;
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        const float* base = buf.data() + oy * p.stride_h * g.pw;
-        float* yr = yp + oy * ow;
-        int64_t ox = 0;
-        for (; ox + 32 <= ow; ox += 32) {
-          __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
-          for (int64_t t = 0; t < taps; ++t) {
-            const __m256 wv = _mm256_broadcast_ss(wc + t);
-            const float* src = base + tap_offset[t] + ox;
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
-            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
-            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
-            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
-          }
-          _mm256_storeu_ps(yr + ox, a0);
-          _mm256_storeu_ps(yr + ox + 8, a1);
-          _mm256_storeu_ps(yr + ox + 16, a2);
-          _mm256_storeu_ps(yr + ox + 24, a3);
-        }
-        for (; ox + 8 <= ow; ox += 8) {
-          __m256 a0 = _mm256_set1_ps(b0);
-          for (int64_t t = 0; t < taps; ++t) {
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + tap_offset[t] + ox),
-                                 _mm256_broadcast_ss(wc + t), a0);
-          }
-          _mm256_storeu_ps(yr + ox, a0);
-        }
-        for (; ox < ow; ++ox) {
-          float a = b0;
-          for (int64_t t = 0; t < taps; ++t) a = std::fma(base[tap_offset[t] + ox], wc[t], a);
-          yr[ox] = a;
-        }
+      const int64_t row_step = p.stride_h * g.pw;  // buffer offset between output rows
+      int64_t oy = 0;
+      for (; oy + 2 <= oh; oy += 2) {
+        dw_row_pair(buf.data() + oy * row_step, row_step, tap_offset.data(), taps, wc, b0,
+                    yp + oy * ow, ow);
+      }
+      if (oy < oh) {
+        dw_row(buf.data() + oy * row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
       }
       if (act.kind != ActivationKind::none) bias_activation_span(act, 0.f, yp, yp, oh * ow);
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/kernels/epilogue.h"
+#include "runtime/kernels/gemm_blocked.h"
 #include "tailor/core/error.h"
 #include "tailor/linalg/blas.h"
 #include "tailor/runtime/kernels/conv.h"
@@ -47,7 +48,7 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
     for (int64_t g = 0; g < p.groups; ++g) {
       const float* xg = x + (b * p.c_in + g * cig) * hw;
       const float* wg = w + g * cig * rows;  // [cig, rows]
-      linalg::sgemm(true, false, rows, hw, cig, 1.f, wg, rows, xg, hw, 0.f, scratch, hw);
+      detail::sgemm_blocked(true, false, rows, hw, cig, 1.f, wg, rows, xg, hw, 0.f, scratch, hw);
       float* yg = y + (b * p.c_out + g * cog) * ohw;
 #pragma omp parallel for schedule(static) if (cog * ohw > 16384)
       for (int64_t co = 0; co < cog; ++co) {

@@ -5,10 +5,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 
 #include "runtime/kernels/epilogue.h"
+#include "runtime/kernels/gemm_blocked.h"
 #include "runtime/kernels/vec_avx2.h"
 #include "tailor/core/error.h"
 
@@ -16,10 +18,21 @@ namespace tailor::runtime::kernels {
 
 using namespace detail;
 
+namespace {
+std::atomic<bool> g_threads_configured{false};
+}  // namespace
+
+bool detail::threads_configured() {
+  return g_threads_configured.load();
+}
+
 void set_num_threads(int n) {
   check(n >= 1, "", "thread count must be at least 1, got " + std::to_string(n));
   omp_set_num_threads(n);
-  openblas_set_num_threads(n);
+  // The kernels split their products into fixed blocks over OpenMP threads,
+  // each block one single-threaded OpenBLAS call (gemm_blocked.h).
+  openblas_set_num_threads(1);
+  g_threads_configured = true;
 }
 
 int num_threads() {

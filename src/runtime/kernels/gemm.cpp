@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/kernels/epilogue.h"
+#include "runtime/kernels/gemm_blocked.h"
 #include "tailor/core/error.h"
 #include "tailor/linalg/blas.h"
 
@@ -78,7 +79,7 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
   if (batches == 0 || p.m == 0 || p.n == 0) return;
   if (b_batches == 1 && a_batches == batches) {
     // b is one matrix: all rows of a in one product.
-    linalg::sgemm(false, false, batches * p.m, p.n, p.k, 1.f, a, p.k, b, p.n, 0.f, y, p.n);
+    detail::sgemm_blocked(false, false, batches * p.m, p.n, p.k, 1.f, a, p.k, b, p.n, 0.f, y, p.n);
     return;
   }
   // Row-major strides (in matrices) of each operand's batch dims; 0 where broadcast.
@@ -99,8 +100,8 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
       ia += idx * sa[i];
       ib += idx * sb[i];
     }
-    linalg::sgemm(false, false, p.m, p.n, p.k, 1.f, a + ia * p.m * p.k, p.k, b + ib * p.k * p.n,
-                  p.n, 0.f, y + t * p.m * p.n, p.n);
+    detail::sgemm_blocked(false, false, p.m, p.n, p.k, 1.f, a + ia * p.m * p.k, p.k,
+                          b + ib * p.k * p.n, p.n, 0.f, y + t * p.m * p.n, p.n);
   }
 }
 
@@ -128,8 +129,8 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
     }
     beta = p.beta;
   }
-  linalg::sgemm(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, a, p.trans_a ? p.m : p.k, b,
-                p.trans_b ? p.k : p.n, beta, y, p.n);
+  detail::sgemm_blocked(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, a, p.trans_a ? p.m : p.k, b,
+                        p.trans_b ? p.k : p.n, beta, y, p.n);
   if (act.kind != ActivationKind::none) apply_activation(act, y, y, p.m * p.n);
 }
 

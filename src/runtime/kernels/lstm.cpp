@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/gemm_blocked.h"
 #include "tailor/core/error.h"
 #include "tailor/linalg/blas.h"
 #include "tailor/runtime/kernels/elementwise.h"
@@ -40,8 +41,8 @@ void lstm(const LstmParams& p, const float* x, const float* w, const float* r, c
     const float* wd = w + d * g4 * p.input_size;
     const float* rd = r + d * g4 * hs;
     // xw = X·Wᵀ + Wb + Rb for every step.
-    linalg::sgemm(false, true, p.seq_len * nb, g4, p.input_size, 1.f, x, p.input_size, wd,
-                  p.input_size, 0.f, xw, g4);
+    detail::sgemm_blocked(false, true, p.seq_len * nb, g4, p.input_size, 1.f, x, p.input_size, wd,
+                          p.input_size, 0.f, xw, g4);
     if (b != nullptr) {
       const float* wb = b + d * 2 * g4;
       const float* rb = wb + g4;

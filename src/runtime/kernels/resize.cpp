@@ -1,7 +1,10 @@
 // Resize of NCHW f32 over H and W: nearest and bilinear, ONNX coordinate
-// transformations, computed in f32 as onnxruntime's upsample does so that
-// nearest-mode ties fall the same way.
+// transformations, coordinates computed in f32 as onnxruntime's upsample does
+// so that nearest-mode ties fall the same way. Bilinear runs separably (x then
+// y), which rounds differently from onnxruntime's four-product sum by ~1 ulp.
 #include "tailor/runtime/kernels/resize.h"
+
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -106,29 +109,79 @@ void resize2d(const ResizeParams& p, const float* x, float* y) {
       const float* xp = x + pl * in_hw;
       float* yp = y + pl * out_hw;
       for (int64_t oy = 0; oy < p.out_h; ++oy) {
-        const float* xr = xp + iy[oy] * p.in_w;
         float* yr = yp + oy * p.out_w;
+        if (oy > 0 && iy[oy] == iy[oy - 1]) {
+          // Upsampling repeats source rows: copy the row just written.
+          std::copy(yr - p.out_w, yr, yr);
+          continue;
+        }
+        const float* xr = xp + iy[oy] * p.in_w;
         for (int64_t ox = 0; ox < p.out_w; ++ox) yr[ox] = xr[ix[ox]];
       }
     }
     return;
   }
+  // Separable: each source row needed is interpolated along x once (AVX2
+  // gathers) into a row buffer, then pairs of buffers are blended along y.
+  // Output rows of an upsampling reuse the buffers of the rows before them.
   const std::vector<LinearTap> ty = linear_taps(p, p.in_h, p.out_h, sh);
   const std::vector<LinearTap> tx = linear_taps(p, p.in_w, p.out_w, sw);
-#pragma omp parallel for schedule(static) if (planes * out_hw > 16384)
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    const float* xp = x + pl * in_hw;
-    float* yp = y + pl * out_hw;
-    for (int64_t oy = 0; oy < p.out_h; ++oy) {
-      const LinearTap& a = ty[oy];
-      const float* r0 = xp + a.i0 * p.in_w;
-      const float* r1 = xp + a.i1 * p.in_w;
-      float* yr = yp + oy * p.out_w;
-      for (int64_t ox = 0; ox < p.out_w; ++ox) {
-        const LinearTap& b = tx[ox];
-        // onnxruntime's order: x11·w + x21·w + x12·w + x22·w (x along the first index).
-        yr[ox] = b.w0 * a.w0 * r0[b.i0] + b.w1 * a.w0 * r0[b.i1] + b.w0 * a.w1 * r1[b.i0] +
-                 b.w1 * a.w1 * r1[b.i1];
+  const int64_t ow = p.out_w;
+  std::vector<int32_t> i0(static_cast<size_t>(ow)), i1(i0.size());
+  std::vector<float> w0(i0.size()), w1(i0.size());
+  for (int64_t o = 0; o < ow; ++o) {
+    i0[o] = static_cast<int32_t>(tx[o].i0);
+    i1[o] = static_cast<int32_t>(tx[o].i1);
+    w0[o] = tx[o].w0;
+    w1[o] = tx[o].w1;
+  }
+  auto interpolate_row = [&](const float* row, float* out) {
+    int64_t o = 0;
+    for (; o + 8 <= ow; o += 8) {
+      const __m256 v0 = _mm256_i32gather_ps(row, _mm256_loadu_si256((const __m256i*)(&i0[o])), 4);
+      const __m256 v1 = _mm256_i32gather_ps(row, _mm256_loadu_si256((const __m256i*)(&i1[o])), 4);
+      _mm256_storeu_ps(out + o, _mm256_fmadd_ps(_mm256_loadu_ps(&w0[o]), v0,
+                                                _mm256_mul_ps(_mm256_loadu_ps(&w1[o]), v1)));
+    }
+    for (; o < ow; ++o) out[o] = std::fma(w0[o], row[i0[o]], w1[o] * row[i1[o]]);
+  };
+#pragma omp parallel if (planes * out_hw > 16384)
+  {
+    std::vector<float> buf_a(static_cast<size_t>(ow)), buf_b(static_cast<size_t>(ow));
+#pragma omp for schedule(static)
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const float* xp = x + pl * in_hw;
+      float* yp = y + pl * out_hw;
+      float* h0 = buf_a.data();
+      float* h1 = buf_b.data();
+      int64_t row0 = -1, row1 = -1;  // source rows held in h0, h1
+      for (int64_t oy = 0; oy < p.out_h; ++oy) {
+        const LinearTap& a = ty[oy];
+        if (row0 != a.i0) {
+          if (row1 == a.i0) {
+            std::swap(h0, h1);
+            std::swap(row0, row1);
+          } else {
+            interpolate_row(xp + a.i0 * p.in_w, h0);
+            row0 = a.i0;
+          }
+        }
+        if (row1 != a.i1) {
+          if (a.i1 == row0) {
+            std::copy(h0, h0 + ow, h1);
+          } else {
+            interpolate_row(xp + a.i1 * p.in_w, h1);
+          }
+          row1 = a.i1;
+        }
+        float* yr = yp + oy * ow;
+        const __m256 wa = _mm256_set1_ps(a.w0), wb = _mm256_set1_ps(a.w1);
+        int64_t o = 0;
+        for (; o + 8 <= ow; o += 8) {
+          _mm256_storeu_ps(yr + o, _mm256_fmadd_ps(wa, _mm256_loadu_ps(h0 + o),
+                                                   _mm256_mul_ps(wb, _mm256_loadu_ps(h1 + o))));
+        }
+        for (; o < ow; ++o) yr[o] = std::fma(a.w0, h0[o], a.w1 * h1[o]);
       }
     }
   }

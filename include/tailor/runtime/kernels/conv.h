@@ -40,15 +40,20 @@ struct Conv1dParams {
 /// c_in and c_out divisible by groups, a non-empty output.
 void validate(const Conv2dParams& p);
 
-/// Floats of scratch conv2d needs (0 when it needs none: 1×1 stride-1 unpadded
-/// convs and depthwise convs); pass at least this many or null (allocates).
+/// Floats of caller scratch conv2d needs: 0 for every path (the implicit
+/// GEMM keeps a per-thread panel of 16·c_in/groups·kh·kw floats and the packed
+/// weights, c_out rounded up to 6 per group × c_in/groups·kh·kw floats, that
+/// the kernel allocates). Kept so callers can pass an arena.
 int64_t conv2d_scratch_size(const Conv2dParams& p);
 
 /// Convolution y = act(conv(x, w) + bias) (bias may be null). Paths: groups ==
 /// c_in == c_out runs the direct depthwise AVX2 kernel; 1×1, stride 1, no
-/// pads is one sgemm per group and image; everything else im2col + sgemm
-/// (OpenBLAS). `scratch`: conv2d_scratch_size(p) floats or null. Throws
-/// tailor::Error on invalid parameters.
+/// pads is OpenBLAS sgemm on x directly; everything else an implicit-im2col
+/// GEMM (AVX2/FMA 6×16 micro-kernel gathering input pixels straight from the
+/// image, no column matrix). Work is split into fixed blocks of ≤ 512 output
+/// pixels shared by the OpenMP threads, bias and activation applied per block
+/// while it is in cache. `scratch` is unused (see conv2d_scratch_size).
+/// Throws tailor::Error on invalid parameters.
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
             const Activation& act = {}, float* scratch = nullptr);
 

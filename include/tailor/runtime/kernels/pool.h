@@ -27,6 +27,8 @@ struct Pool2dParams {
 void validate(const Pool2dParams& p);
 
 /// MaxPool: max over the window's in-image elements (padding never wins).
+/// 2×2 stride-2 unpadded windows run vectorised (vmaxps), where a NaN in a
+/// window may be dropped rather than propagated.
 void max_pool2d(const Pool2dParams& p, const float* x, float* y);
 
 /// AveragePool: mean over the window. count_include_pad = false divides by the

@@ -38,6 +38,10 @@ struct ResizeParams {
 /// Throws tailor::Error unless all sizes are positive.
 void validate(const ResizeParams& p);
 
+/// Nearest: y = x at the mode's source index per axis. Linear: separable
+/// interpolation, x first (AVX2 gathers) then y, each source row interpolated
+/// once per plane; rounding differs from a four-product sum by ~1 ulp.
+/// Throws tailor::Error unless validate passes.
 void resize2d(const ResizeParams& p, const float* x, float* y);
 
 }  // namespace tailor::runtime::kernels
