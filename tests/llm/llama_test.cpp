@@ -187,16 +187,38 @@ std::string build_gguf(const LlamaConfig& c, const std::vector<GgufTensor>& tens
   return o + data;
 }
 
-// The stories260K weights under llama.cpp's names, q/k rows unchanged (GGUF
-// keeps the interleaved RoPE pairing, as llama2.c does). `round16` rounds
-// every value to f16; `separate_output` adds output.weight (a copy of the
-// embedding) so the classifier is untied.
-std::vector<GgufTensor> stories_as_gguf(bool round16, bool separate_output) {
-  const ModelFile f = load_model(kStories);
+// llama.cpp's convert_hf_to_gguf.py LlamaModel.permute on the rows of an HF
+// q/k weight [heads·hd, in]: reshape(heads, 2, hd/2, in).swapaxes(1, 2), i.e.
+// the row of (head h, half a, index j) moves to (h, j, a): rotate-half order
+// back to interleaved pairs.
+std::vector<float> llama_cpp_permute(const std::vector<float>& w, int64_t heads, int64_t in) {
+  const int64_t rows = static_cast<int64_t>(w.size()) / in, hd = rows / heads;
+  std::vector<float> out(w.size());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t a = 0; a < 2; ++a)
+      for (int64_t j = 0; j < hd / 2; ++j)
+        std::copy_n(w.begin() + (h * hd + a * (hd / 2) + j) * in, in,
+                    out.begin() + (h * hd + 2 * j + a) * in);
+  return out;
+}
+
+// The stories260K weights under llama.cpp's names. With `hf_folder` they are
+// read from the `tailor convert` copy and q/k go through llama_cpp_permute,
+// as llama.cpp's converter does; otherwise they come from the llama2.c file,
+// whose rows already pair (2i, 2i+1). `round16` rounds every value to f16;
+// `separate_output` adds output.weight (a copy of the embedding) so the
+// classifier is untied.
+std::vector<GgufTensor> stories_as_gguf(bool round16, bool separate_output,
+                                        const std::string& hf_folder = "") {
+  const ModelFile f = load_model(hf_folder.empty() ? kStories : hf_folder);
   auto get = [&](const std::string& hf, const std::string& gg) {
     const Weight* w = f.find(hf);
     EXPECT_NE(w, nullptr) << hf;
     std::vector<float> v = w->tensor.to_f32_vector();
+    if (!hf_folder.empty() && hf.find("q_proj") != std::string::npos)
+      v = llama_cpp_permute(v, 8, 64);
+    if (!hf_folder.empty() && hf.find("k_proj") != std::string::npos)
+      v = llama_cpp_permute(v, 4, 64);
     if (round16)
       for (float& x : v) x = round_to_f16(x);
     return GgufTensor{gg, w->tensor.shape(), std::move(v)};
@@ -228,6 +250,11 @@ TEST(Llama, GgufF32GivesTheSameLogits) {
   EXPECT_TRUE(g.config().shared_classifier);
   EXPECT_EQ(g.linear_names().front(), "blk.0.attn_q.weight");
   EXPECT_LE(rel_diff(logits_of(a, kTokens), logits_of(g, kTokens)), 1e-6);
+  // HF → GGUF as llama.cpp converts it (q/k permuted back): the same model.
+  const std::string hf = dir.file("hf"), via_hf = dir.file("via_hf.gguf");
+  convert_llama2c_to_hf(kStories, hf);
+  write_bytes(via_hf, build_gguf(a.config(), stories_as_gguf(false, false, hf), false));
+  EXPECT_LE(rel_diff(logits_of(a, kTokens), logits_of(LlamaModel::load(via_hf), kTokens)), 1e-6);
 }
 
 TEST(Llama, GgufF16MatchesF32OfTheRoundedValues) {

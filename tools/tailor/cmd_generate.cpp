@@ -43,7 +43,7 @@ void add_generate(CLI::App& app) {
   static int tokens = 64;
   cmd->add_option("MODEL", path, "llama checkpoint: llama2.c .bin, HF folder or .gguf")->required();
   cmd->add_option("--prompt", prompt, "Text after BOS (default \"Once upon a time\")");
-  cmd->add_option("--tokens", tokens, "Tokens to generate (stops early at EOS)")
+  cmd->add_option("--tokens", tokens, "Tokens to generate (default 64; stops early at EOS)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option(
       "--tokenizer", tokenizer,
