@@ -39,4 +39,8 @@ void add_tune(CLI::App& app);
 /// prefixed with '_').
 std::string sanitize_file_name(const std::string& name);
 
+/// `tailor compress MODEL --budget B [--solver S] [--calib DIR] [-o OUT_DIR] [--report] ...`:
+/// profile (cached), plan, rewrite, write, verify and report in one run.
+void add_compress(CLI::App& app);
+
 }  // namespace tailor::cli

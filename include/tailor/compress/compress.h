@@ -1,0 +1,129 @@
+// `tailor compress`: load → profile (cached) → plan → rewrite → write → verify
+// → report, the whole job on one model. ONNX models are rewritten into a
+// standard ONNX file (rewrite.h) and verified by running the original and
+// the compressed graph (tailor's CompressedLinear/CompressedConv nodes) in
+// tailor's runtime; llama checkpoints (llama2.c, HF folder, GGUF) get the
+// plan applied to their linears and are verified by KL divergence and top-1
+// agreement of next-token distributions (llm::compare_models).
+//
+// Files in the output folder, all staged in a temporary folder beside it and
+// moved into place by one rename at the end (a failure leaves no output
+// folder and no partial file; an existing folder is replaced only on success):
+//   model.onnx          standard ONNX (ONNX models only)
+//   weights.safetensors every planned layer's stored factors as
+//                       `<layer>.<factor>` (q, scale, A, B, core, U0, ...; a
+//                       layer planned dense as `<layer>.w`) and every other
+//                       weight under its own name; `__metadata__`: format
+//                       "tailor-compressed", model, plan (plan.json's text)
+//   plan.json           the plan (README schema)
+//   report.html, report.json  with options.report (report.h), verification included
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tailor/compress/rewrite.h"
+#include "tailor/llm/kld.h"
+#include "tailor/plan/plan.h"
+#include "tailor/profile/model_profile.h"
+#include "tailor/report/report.h"
+
+namespace tailor::compress {
+
+/// The schemes profiled unless told otherwise: dense (kept as is), int8, int4,
+/// int3, int4-g32, int4-g64, int4-g128, ternary and low-rank (the profiler's ranks). Every one
+/// has a compact standard-ONNX form (rewrite.h); sparse-2:4, monarch, tt and
+/// tucker are left to --schemes.
+const std::vector<std::string>& default_schemes();
+
+/// Settings of compress_model.
+struct CompressOptions {
+  /// Model file or HF folder (load_model).
+  std::string model;
+  /// `--budget` text (plan::parse_budget: 30%, 4.5bpw, 300MB, bytes).
+  std::string budget;
+  std::string solver = "exact";
+  std::string objective = "numel";
+  uint64_t seed = 0;
+  /// Output folder; empty: "<model file stem>.tailor" beside the working directory.
+  std::string out_dir;
+  /// Folder of .npy calibration inputs (see compress_model); empty: none.
+  std::string calib_dir;
+  /// Write report.html and report.json.
+  bool report = false;
+  /// Schemes to profile (ProfileOptions::schemes); empty: default_schemes().
+  std::vector<std::string> schemes;
+  int64_t min_params = 4096;
+  /// Worker threads of profile, encoding and solvers (0: all cores).
+  int threads = 0;
+  /// Reuse / store the profile in the profile cache (profile_cache.h).
+  bool cache = true;
+  /// OCR fixture folder (labels.tsv + PNG lines); empty: tests/fixtures/ocr
+  /// when it exists in the working directory.
+  std::string ocr_lines;
+  /// PaddleOCR key file; empty: ppocr_keys_v1.txt beside the model.
+  std::string ocr_keys;
+  /// Random inputs when there are no calibration inputs and no task fixtures.
+  int random_inputs = 4;
+  /// llama: sequences and tokens per sequence for compare_models.
+  int32_t kld_sequences = 8;
+  int32_t kld_length = 64;
+  /// Seconds per solver run in the report's curve and comparison (0: none).
+  double report_time_limit = 10;
+  /// Called at the start and end of each stage: (stage, message).
+  std::function<void(const std::string&, const std::string&)> progress;
+};
+
+/// What compress_model did and measured.
+struct CompressResult {
+  /// "onnx" or "llama".
+  std::string kind;
+  std::string out_dir;
+  ModelProfile profile;
+  bool profile_cached = false;
+  plan::Plan plan;
+  std::vector<LayerRewrite> rewrites;
+  report::Verification verification;
+  /// ONNX: the written model.onnx, run by tailor's runtime on the first
+  /// verification input, against the CompressedLinear/Conv graph: max |Δ|
+  /// over all outputs (NaN when not measured).
+  double standard_vs_tailor_max_abs = std::numeric_limits<double>::quiet_NaN();
+  /// Seconds spent running the original and the compressed model over the
+  /// verification inputs (tailor's runtime; ONNX only).
+  double original_seconds = 0, compressed_seconds = 0;
+  /// OCR recogniser: the fixture lines read differently by the compressed
+  /// model: (file, truth, original's text, compressed's text).
+  struct OcrDiff {
+    std::string file, truth, original, compressed;
+  };
+  std::vector<OcrDiff> ocr_differences;
+  /// Lines read exactly by the original and the compressed model (of `verification.inputs`).
+  int64_t ocr_exact_original = 0, ocr_exact_compressed = 0;
+  /// llama: KL divergence and top-1 agreement statistics.
+  std::optional<llm::CompareResult> kld;
+  /// Bytes of each file written, by file name.
+  std::map<std::string, int64_t> file_bytes;
+  double seconds = 0;
+};
+
+/// Runs the whole job (see the file comment). Verification inputs, in order
+/// of preference: `calib_dir` (single-input models: every *.npy is one input;
+/// otherwise every subfolder holds `<input name>.npy` per input), the OCR
+/// fixture lines when the model is a PaddleOCR recogniser (one input, last
+/// output dimension = the key list's classes), else `random_inputs` seeded
+/// N(0, 1) tensors of the declared shapes (unknown dims: 1 for the first,
+/// 64 for the others; integer inputs 0).
+/// `predicted_error` is the plan's objective (numel: Σ_i numel_i/N·e_i², the
+/// parameter-weighted mean squared relative weight error), `measured_error`
+/// the mean over outputs of the squared relative output error (llama: of the
+/// logits), the same unit.
+/// Throws Error naming the model, the budget or the failing stage's file;
+/// nothing is left in or beside out_dir then.
+CompressResult compress_model(const CompressOptions& options);
+
+}  // namespace tailor::compress

@@ -1,0 +1,268 @@
+// The `tailor compress` pipeline (compress.h).
+#include "tailor/compress/compress.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+
+#include "compress/verify.h"
+#include "tailor/core/error.h"
+#include "tailor/graph/onnx.h"
+#include "tailor/io/model.h"
+#include "tailor/io/safetensors.h"
+#include "tailor/llm/llama.h"
+#include "tailor/plan/budget.h"
+#include "tailor/profile/profile_cache.h"
+#include "tailor/profile/profiler.h"
+
+namespace tailor::compress {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The staging folder beside `out`, removed on destruction unless committed.
+class Staging {
+ public:
+  explicit Staging(const fs::path& out) : out_(fs::absolute(out).lexically_normal()) {
+    if (out_.filename().empty()) out_ = out_.parent_path();
+    const fs::path parent = out_.parent_path();
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec) throw Error(parent.string(), "cannot create folder: " + ec.message());
+    tmp_ = parent / fmt::format(".{}.tmp-{}", out_.filename().string(), ::getpid());
+    fs::remove_all(tmp_, ec);
+    fs::create_directory(tmp_, ec);
+    if (ec) throw Error(tmp_.string(), "cannot create staging folder: " + ec.message());
+  }
+  ~Staging() {
+    std::error_code ec;
+    if (!committed_) fs::remove_all(tmp_, ec);
+  }
+  std::string file(const std::string& name) const { return (tmp_ / name).string(); }
+  /// Moves the staged folder to `out` (replacing an existing one).
+  void commit() {
+    std::error_code ec;
+    fs::path old;
+    if (fs::exists(out_)) {
+      old = out_.parent_path() / fmt::format(".{}.old-{}", out_.filename().string(), ::getpid());
+      fs::remove_all(old, ec);
+      fs::rename(out_, old, ec);
+      if (ec) throw Error(out_.string(), "cannot replace the existing folder: " + ec.message());
+    }
+    fs::rename(tmp_, out_, ec);
+    if (ec) {
+      if (!old.empty()) fs::rename(old, out_, ec);
+      throw Error(out_.string(), "cannot move the staged output into place: " + ec.message());
+    }
+    committed_ = true;
+    if (!old.empty()) fs::remove_all(old, ec);
+  }
+  const fs::path& out() const { return out_; }
+
+ private:
+  fs::path out_, tmp_;
+  bool committed_ = false;
+};
+
+std::string regex_escape(const std::string& s) {
+  static const std::string special = R"(\^$.|?*+()[]{})";
+  std::string r;
+  for (char c : s) {
+    if (special.find(c) != std::string::npos) r += '\\';
+    r += c;
+  }
+  return r;
+}
+
+bool is_llama_candidate(const ModelFile& mf) {
+  return mf.format != "onnx";
+}
+
+std::string percent(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
+}
+
+/// weights.safetensors: planned factors, dense planned layers and every other weight.
+void write_weights(const std::string& path, const ModelFile& mf, const plan::Plan& plan,
+                   const std::vector<EncodedLayer>& layers) {
+  std::vector<NamedTensor> tensors;
+  std::map<std::string, const EncodedLayer*> encoded;
+  for (const EncodedLayer& l : layers) encoded[l.name] = &l;
+  for (const Weight& w : mf.weights) {
+    if (auto it = encoded.find(w.name); it != encoded.end()) {
+      for (const schemes::Factor& f : it->second->encoded->factors())
+        tensors.push_back({w.name + "." + f.name, f.tensor});
+      continue;
+    }
+    const bool planned = std::any_of(plan.choices.begin(), plan.choices.end(),
+                                     [&](const plan::PlanChoice& c) { return c.layer == w.name; });
+    if (w.tensor.dtype() == DType::boolean) continue;
+    tensors.push_back({planned ? w.name + ".w" : w.name, w.tensor});
+  }
+  write_safetensors(
+      path, tensors,
+      {{"format", "tailor-compressed"}, {"model", mf.path}, {"plan", plan::plan_to_json(plan)}});
+}
+
+}  // namespace
+
+const std::vector<std::string>& default_schemes() {
+  static const std::vector<std::string> s{"dense",    "int8",      "int4",    "int3",   "int4-g32",
+                                          "int4-g64", "int4-g128", "ternary", "lowrank"};
+  return s;
+}
+
+CompressResult compress_model(const CompressOptions& o) {
+  const auto t_start = Clock::now();
+  auto stage_start = t_start;
+  auto say = [&](const std::string& stage, const std::string& msg) {
+    if (o.progress) o.progress(stage, msg);
+  };
+  auto begin = [&](const std::string& stage, const std::string& msg) {
+    stage_start = Clock::now();
+    say(stage, msg);
+  };
+  auto done = [&](const std::string& stage, const std::string& msg) {
+    const double s = std::chrono::duration<double>(Clock::now() - stage_start).count();
+    say(stage, fmt::format("{} ({:.2f} s)", msg, s));
+  };
+
+  CompressResult r;
+  const plan::Budget budget = plan::parse_budget(o.budget);
+  const plan::Objective objective = plan::parse_objective(o.objective);
+  {
+    const auto& names = plan::solver_names();
+    if (std::find(names.begin(), names.end(), o.solver) == names.end())
+      throw Error("--solver",
+                  "unknown solver '" + o.solver + "' (exact, greedy, cem, dado, gumbel)");
+  }
+
+  // 1. load
+  begin("load", o.model);
+  const ModelFile mf = load_model(o.model);
+  std::optional<llm::LlamaModel> llama;
+  if (is_llama_candidate(mf)) {
+    llama = llm::LlamaModel::load(o.model);
+    r.kind = "llama";
+  } else {
+    r.kind = "onnx";
+  }
+  std::string out_dir = o.out_dir;
+  if (out_dir.empty()) out_dir = fs::path(o.model).filename().stem().string() + ".tailor";
+  done("load", fmt::format("{} ({}), {} weights", o.model, r.kind, mf.weights.size()));
+
+  // 2. profile (cached)
+  begin("profile", "");
+  ProfileOptions po;
+  po.schemes = o.schemes.empty() ? default_schemes() : o.schemes;
+  po.min_params = o.min_params;
+  po.threads = o.threads;
+  po.progress = true;
+  if (llama) {
+    std::string re;
+    for (const std::string& n : llama->linear_names())
+      re += (re.empty() ? "" : "|") + regex_escape(n);
+    po.layer_regex = "^(" + re + ")$";
+  }
+  std::string key;
+  std::optional<ModelProfile> cached;
+  if (o.cache) {
+    key = profile_cache_key(o.model, po);
+    cached = load_cached_profile(key);
+  }
+  r.profile_cached = cached.has_value();
+  r.profile = cached ? *cached : profile_model(mf, po);
+  r.profile.model = o.model;
+  if (o.cache && !cached) store_cached_profile(key, r.profile);
+  done("profile", fmt::format("{} layers, dense {} bytes{}", r.profile.layers.size(),
+                              r.profile.dense_bytes, cached ? ", from the profile cache" : ""));
+
+  // 3. plan
+  begin("plan", "");
+  const int64_t budget_bytes = plan::budget_bytes(budget, r.profile);
+  const plan::Problem problem = plan::make_problem(r.profile, objective, budget_bytes, o.model);
+  plan::check_feasible(problem);
+  plan::SolveOptions so;
+  so.seed = o.seed;
+  so.threads = o.threads;
+  r.plan = plan::solve_plans(r.profile, problem, {o.solver}, so, objective).front();
+  done("plan",
+       fmt::format("{}: {} of {} bytes ({} of dense), objective {:.3g}", o.solver,
+                   r.plan.total_bytes, budget_bytes,
+                   percent(r.plan.total_bytes, r.profile.dense_bytes), r.plan.objective_value));
+
+  // 4. rewrite
+  begin("rewrite", "");
+  const std::vector<EncodedLayer> layers =
+      encode_plan(mf, r.plan, po.scheme_defaults, 0x7a11, o.threads);
+  std::optional<graph::Model> standard, tailor_graph, original;
+  std::optional<llm::LlamaModel> llama_c;
+  if (llama) {
+    llama_c = *llama;
+    for (const EncodedLayer& l : layers) llama_c->replace_linear(l.name, l.encoded);
+    done("rewrite", fmt::format("{} linears replaced (Encoded matmul)", layers.size()));
+  } else {
+    original = graph::import_onnx(mf);
+    standard = rewrite_standard(*original, layers, &r.rewrites);
+    tailor_graph = rewrite_tailor(*original, layers);
+    done("rewrite",
+         fmt::format("{} layers: standard ONNX and CompressedLinear/Conv graphs verified",
+                     layers.size()));
+  }
+
+  // 5. write (staged)
+  begin("write", "");
+  Staging staging(out_dir);
+  r.out_dir = staging.out().string();
+  if (standard) graph::write_onnx(*standard, staging.file("model.onnx"));
+  write_weights(staging.file("weights.safetensors"), mf, r.plan, layers);
+  plan::write_plan(staging.file("plan.json"), r.plan);
+  done("write", "model files staged");
+
+  // 6. verify
+  begin("verify", "");
+  if (llama) {
+    r.verification = verify_llama(*llama, *llama_c, o, r.kld);
+  } else {
+    r.verification = verify_onnx(*original, *tailor_graph, staging.file("model.onnx"), o, r);
+  }
+  r.verification.predicted_error = r.plan.objective_value;
+  {
+    std::string msg = fmt::format("{} inputs", r.verification.inputs);
+    if (!llama)
+      msg += fmt::format(" (original {:.1f} s, compressed {:.1f} s)", r.original_seconds,
+                         r.compressed_seconds);
+    for (const auto& e : r.verification.outputs)
+      msg += fmt::format("; {}: rel {:.3g}, cos {:.6f}", e.name, e.rel_error, e.cosine);
+    if (r.verification.metric)
+      msg += fmt::format("; {} {:.4f} → {:.4f}", r.verification.metric->name,
+                         r.verification.metric->original, r.verification.metric->compressed);
+    done("verify", msg);
+  }
+
+  // 7. report
+  if (o.report) {
+    begin("report", "curve, solver comparison, plots");
+    report::ReportOptions ro;
+    ro.time_limit_s = o.report_time_limit;
+    ro.threads = o.threads;
+    const report::Report rep = report::make_report(r.profile, r.plan, "plan", ro, r.verification);
+    report::write_report(staging.file(""), rep);
+    done("report", "report.html, report.json");
+  }
+
+  staging.commit();
+  for (const auto& e : fs::directory_iterator(staging.out()))
+    if (e.is_regular_file())
+      r.file_bytes[e.path().filename().string()] = static_cast<int64_t>(e.file_size());
+  r.seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
+  return r;
+}
+
+}  // namespace tailor::compress

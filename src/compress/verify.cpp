@@ -1,0 +1,249 @@
+#include "compress/verify.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "tailor/core/error.h"
+#include "tailor/core/rng.h"
+#include "tailor/graph/onnx.h"
+#include "tailor/io/npy.h"
+#include "tailor/runtime/executor.h"
+#include "tailor/tasks/ocr.h"
+
+namespace tailor::compress {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Inputs = std::map<std::string, Tensor>;
+
+/// Running sums of one output over all inputs.
+struct ErrorSums {
+  double yy = 0, hh = 0, yh = 0, dd = 0;
+  void add(const Tensor& y, const Tensor& h, const std::string& name) {
+    if (y.shape() != h.shape())
+      throw Error(name, fmt::format("compressed output shape {} differs from the original's {}",
+                                    shape_to_string(h.shape()), shape_to_string(y.shape())));
+    const std::vector<float> a = y.to_f32_vector(), b = h.to_f32_vector();
+    for (size_t i = 0; i < a.size(); ++i) {
+      yy += double(a[i]) * a[i];
+      hh += double(b[i]) * b[i];
+      yh += double(a[i]) * b[i];
+      dd += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    }
+  }
+  report::OutputError result(const std::string& name) const {
+    report::OutputError e;
+    e.name = name;
+    e.rel_error = yy > 0 ? std::sqrt(dd / yy) : std::sqrt(dd);
+    e.cosine = yy > 0 && hh > 0 ? yh / std::sqrt(yy * hh) : (dd == 0 ? 1.0 : 0.0);
+    return e;
+  }
+};
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = a.to_f32_vector(), y = b.to_f32_vector();
+  if (x.size() != y.size()) return std::numeric_limits<double>::infinity();
+  double m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(double(x[i]) - y[i]));
+  return m;
+}
+
+std::vector<std::string> npy_files(const fs::path& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".npy") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<Inputs> calib_inputs(const std::string& dir, const std::vector<std::string>& names) {
+  if (!fs::is_directory(dir)) throw Error(dir, "--calib: not a folder");
+  std::vector<Inputs> runs;
+  std::vector<fs::path> subdirs;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory()) subdirs.push_back(e.path());
+  std::sort(subdirs.begin(), subdirs.end());
+  if (names.size() == 1 && subdirs.empty()) {
+    for (const std::string& f : npy_files(dir)) runs.push_back({{names[0], read_npy(f)}});
+  } else {
+    for (const fs::path& d : subdirs) {
+      Inputs in;
+      for (const std::string& n : names) {
+        const fs::path f = d / (n + ".npy");
+        if (!fs::exists(f)) throw Error(f.string(), "--calib: missing input '" + n + "'");
+        in[n] = read_npy(f.string());
+      }
+      runs.push_back(std::move(in));
+    }
+  }
+  if (runs.empty())
+    throw Error(dir, names.size() == 1 ? "--calib: no .npy files"
+                                       : "--calib: no subfolders holding <input>.npy files");
+  return runs;
+}
+
+std::vector<Inputs> random_inputs(const graph::Model& m, int count, uint64_t seed) {
+  std::vector<Inputs> runs;
+  Rng rng(seed);
+  for (int k = 0; k < count; ++k) {
+    Inputs in;
+    for (const std::string& name : m.graph.inputs) {
+      const graph::ValueType* t = m.graph.type_of(name);
+      if (!t || !t->dtype || !t->shape)
+        throw Error(m.source, "input '" + name + "' has no declared type; give --calib");
+      Shape s;
+      for (size_t d = 0; d < t->shape->size(); ++d) {
+        const graph::Dim& dim = (*t->shape)[d];
+        s.push_back(dim.is_known() ? dim.value : (d == 0 ? 1 : 64));
+      }
+      Tensor x = Tensor::zeros(*t->dtype, s);
+      if (*t->dtype == DType::f32) {
+        float* p = x.mutable_data<float>();
+        for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<float>(rng.normal());
+      } else if (is_floating(*t->dtype)) {
+        std::vector<float> v(static_cast<size_t>(x.numel()));
+        for (float& f : v) f = static_cast<float>(rng.normal());
+        x = Tensor::from_f32(s, v).to(*t->dtype);
+      }
+      in[name] = std::move(x);
+    }
+    runs.push_back(std::move(in));
+  }
+  return runs;
+}
+
+/// The OCR key file and fixture folder when `m` is a PaddleOCR recogniser.
+bool ocr_task(const graph::Model& m, const CompressOptions& o, std::string& keys,
+              std::string& lines, std::vector<std::string>& classes) {
+  if (m.graph.inputs.size() != 1 || m.graph.outputs.size() != 1) return false;
+  keys = !o.ocr_keys.empty() ? o.ocr_keys
+                             : (fs::path(o.model).parent_path() / "ppocr_keys_v1.txt").string();
+  lines = !o.ocr_lines.empty() ? o.ocr_lines : std::string("tests/fixtures/ocr");
+  if (!fs::exists(keys) || !fs::exists(fs::path(lines) / "labels.tsv")) return false;
+  const graph::ValueType* t = m.graph.type_of(m.graph.outputs[0]);
+  if (!t || !t->shape || t->shape->empty()) return false;
+  classes = tasks::read_ocr_keys(keys);
+  return t->shape->back().value == static_cast<int64_t>(classes.size());
+}
+
+}  // namespace
+
+report::Verification verify_onnx(const graph::Model& original, const graph::Model& compressed,
+                                 const std::string& standard_path, const CompressOptions& o,
+                                 CompressResult& result) {
+  double& original_seconds = result.original_seconds;
+  double& compressed_seconds = result.compressed_seconds;
+  double& standard_max_abs = result.standard_vs_tailor_max_abs;
+  using Clock = std::chrono::steady_clock;
+  auto timed = [](double& acc, auto&& fn) {
+    const auto t0 = Clock::now();
+    auto r = fn();
+    acc += std::chrono::duration<double>(Clock::now() - t0).count();
+    return r;
+  };
+  runtime::Executor ex_orig(original);
+  runtime::Executor ex_comp(compressed);
+  const std::vector<std::string>& outs = original.graph.outputs;
+  std::vector<ErrorSums> sums(outs.size());
+  report::Verification v;
+  Inputs first;
+  std::map<std::string, Tensor> first_out;
+
+  std::string keys, lines;
+  std::vector<std::string> classes;
+  if (o.calib_dir.empty() && ocr_task(original, o, keys, lines, classes)) {
+    const std::string in_name = original.graph.inputs[0], out_name = outs[0];
+    std::vector<Tensor> orig_out;
+    const tasks::OcrScore s0 = tasks::ocr_read_lines(
+        [&](const Tensor& x) {
+          if (first.empty()) first[in_name] = x;
+          orig_out.push_back(timed(original_seconds, [&] {
+                               return ex_orig.run({{in_name, x}});
+                             }).at(out_name));
+          return orig_out.back();
+        },
+        lines, classes);
+    size_t k = 0;
+    const tasks::OcrScore s1 = tasks::ocr_read_lines(
+        [&](const Tensor& x) {
+          Tensor y = timed(compressed_seconds, [&] {
+                       return ex_comp.run({{in_name, x}});
+                     }).at(out_name);
+          if (k == 0) first_out[out_name] = y;
+          sums[0].add(orig_out.at(k++), y, out_name);
+          return y;
+        },
+        lines, classes);
+    v.inputs = static_cast<int64_t>(s0.lines.size());
+    v.metric = report::TaskMetric{"OCR character accuracy", s0.char_accuracy(), s1.char_accuracy()};
+    result.ocr_exact_original = static_cast<int64_t>(s0.exact);
+    result.ocr_exact_compressed = static_cast<int64_t>(s1.exact);
+    for (size_t i = 0; i < s0.lines.size() && i < s1.lines.size(); ++i)
+      if (s0.lines[i].text != s1.lines[i].text)
+        result.ocr_differences.push_back(
+            {s0.lines[i].file, s0.lines[i].truth, s0.lines[i].text, s1.lines[i].text});
+  } else {
+    const std::vector<Inputs> runs = !o.calib_dir.empty()
+                                         ? calib_inputs(o.calib_dir, original.graph.inputs)
+                                         : random_inputs(original, o.random_inputs, o.seed);
+    for (const Inputs& in : runs) {
+      const auto y = timed(original_seconds, [&] { return ex_orig.run(in); });
+      const auto h = timed(compressed_seconds, [&] { return ex_comp.run(in); });
+      if (first.empty()) {
+        first = in;
+        first_out = h;
+      }
+      for (size_t i = 0; i < outs.size(); ++i) sums[i].add(y.at(outs[i]), h.at(outs[i]), outs[i]);
+    }
+    v.inputs = static_cast<int64_t>(runs.size());
+  }
+  double mean_sq = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    v.outputs.push_back(sums[i].result(outs[i]));
+    mean_sq += v.outputs.back().rel_error * v.outputs.back().rel_error;
+  }
+  v.measured_error = outs.empty() ? 0.0 : mean_sq / static_cast<double>(outs.size());
+
+  // The written file itself, run by tailor's runtime.
+  runtime::Executor ex_std(graph::import_onnx(standard_path));
+  const auto s = ex_std.run(first);
+  standard_max_abs = 0;
+  for (const auto& [name, t] : first_out)
+    standard_max_abs = std::max(standard_max_abs, max_abs_diff(s.at(name), t));
+  return v;
+}
+
+report::Verification verify_llama(const llm::LlamaModel& original,
+                                  const llm::LlamaModel& compressed, const CompressOptions& o,
+                                  std::optional<llm::CompareResult>& kld) {
+  llm::CompareOptions co;
+  co.seed = o.seed + 1;
+  co.sequences = o.kld_sequences;
+  co.length = std::min<int32_t>(o.kld_length, original.config().seq_len - 1);
+  kld = llm::compare_models(original, compressed, co);
+
+  // Logits' relative error and cosine on the first two sampled sequences.
+  llm::CompareOptions few = co;
+  few.sequences = std::min<int32_t>(2, co.sequences);
+  ErrorSums sums;
+  for (const auto& seq : llm::sample_sequences(original, few)) {
+    llm::LlamaSession a(original), b(compressed);
+    const std::span<const int32_t> tokens(seq.data(), seq.size() - 1);
+    const std::vector<float> la = a.forward(tokens), lb = b.forward(tokens);
+    const Shape shape{static_cast<int64_t>(la.size())};
+    sums.add(Tensor::from_f32(shape, la), Tensor::from_f32(shape, lb), "logits");
+  }
+  report::Verification v;
+  v.inputs = kld->positions;
+  v.outputs.push_back(sums.result("logits"));
+  v.measured_error = v.outputs[0].rel_error * v.outputs[0].rel_error;
+  v.metric = report::TaskMetric{"top-1 agreement", 1.0, kld->top1_agreement};
+  return v;
+}
+
+}  // namespace tailor::compress

@@ -1,0 +1,30 @@
+// Verification of a compressed model against its original (compress.h).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "tailor/compress/compress.h"
+#include "tailor/graph/graph.h"
+#include "tailor/llm/llama.h"
+
+namespace tailor::compress {
+
+/// Runs `original` and `compressed` (tailor's runtime) on the verification
+/// inputs chosen as compress_model documents; per-output relative error and
+/// cosine, OCR character accuracy for a recogniser. Also imports and runs the
+/// written `standard_path` on the first input and sets `standard_max_abs` to
+/// its max |Δ| against `compressed`; adds the seconds each model ran.
+/// Fills `result`'s timings, standard_vs_tailor_max_abs and OCR fields.
+report::Verification verify_onnx(const graph::Model& original, const graph::Model& compressed,
+                                 const std::string& standard_path, const CompressOptions& options,
+                                 CompressResult& result);
+
+/// KL divergence and top-1 agreement (llm::compare_models) of `compressed`
+/// against `original`, and the logits' relative error and cosine over the
+/// first two of the same sampled sequences.
+report::Verification verify_llama(const llm::LlamaModel& original,
+                                  const llm::LlamaModel& compressed, const CompressOptions& options,
+                                  std::optional<llm::CompareResult>& kld);
+
+}  // namespace tailor::compress

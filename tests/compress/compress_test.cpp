@@ -1,0 +1,164 @@
+// tailor compress end to end: the PP-OCR classifier (small ONNX model) and the
+// stories260K llama, in temporary folders; atomic output on failure.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "ort/ort_runner.h"
+#include "tailor/compress/compress.h"
+#include "tailor/graph/onnx.h"
+#include "tailor/io/npy.h"
+#include "tailor/io/safetensors.h"
+#include "tailor/plan/plan.h"
+#include "tailor/runtime/executor.h"
+#include "test_util.h"
+
+namespace tailor {
+namespace {
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const std::string kCls = testing::model_path("ch_ppocr_mobile_v2.0_cls_infer.onnx");
+
+compress::CompressOptions cls_options(const TempDir& dir, const std::string& budget) {
+  compress::CompressOptions o;
+  o.model = kCls;
+  o.budget = budget;
+  o.out_dir = dir.file("out");
+  o.cache = false;
+  o.random_inputs = 2;
+  o.threads = 2;
+  return o;
+}
+
+TEST(Compress, ClassifierEndToEnd) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  const compress::CompressResult r = compress::compress_model(cls_options(dir, "50%"));
+  EXPECT_EQ(r.kind, "onnx");
+  for (const char* f : {"model.onnx", "weights.safetensors", "plan.json"})
+    EXPECT_TRUE(fs::exists(dir.file("out/") + f)) << f;
+  // Nothing but the output folder beside it (the staging folder is gone).
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);
+
+  const int64_t dense = r.profile.dense_bytes;
+  EXPECT_LE(r.plan.total_bytes, dense * 50 / 100);
+  // weights.safetensors holds exactly the plan's bytes (f16 scales, packed codes,
+  // factors, fixed weights as stored) plus its JSON header.
+  const ModelFile st = read_safetensors(dir.file("out/weights.safetensors"));
+  int64_t data = 0;
+  for (const Weight& w : st.weights) data += static_cast<int64_t>(w.tensor.nbytes());
+  EXPECT_EQ(st.metadata.at("format"), "tailor-compressed");
+  EXPECT_EQ(plan::read_plan(dir.file("out/plan.json")).total_bytes, r.plan.total_bytes);
+  EXPECT_LT(data, dense * 51 / 100);
+  // The standard file shrinks too (4-bit codes packed two per byte).
+  EXPECT_LT(static_cast<int64_t>(fs::file_size(dir.file("out/model.onnx"))),
+            static_cast<int64_t>(fs::file_size(kCls)) * 65 / 100);
+
+  ASSERT_EQ(r.verification.outputs.size(), 1u);
+  EXPECT_EQ(r.verification.inputs, 2);
+  EXPECT_GT(r.verification.outputs[0].cosine, 0.9);
+  EXPECT_TRUE(std::isfinite(r.verification.measured_error));
+  EXPECT_DOUBLE_EQ(r.verification.predicted_error, r.plan.objective_value);
+  EXPECT_LT(r.standard_vs_tailor_max_abs, 1e-4);
+
+  // The written model.onnx in onnxruntime vs tailor's runtime.
+  if (auto why = testing::ort_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const graph::Model m = graph::import_onnx(dir.file("out/model.onnx"));
+  const std::string in = m.graph.inputs.at(0), out = m.graph.outputs.at(0);
+  Tensor x = Tensor::zeros(DType::f32, {1, 3, 48, 192});
+  float* p = x.mutable_data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) p[i] = std::sin(0.01f * static_cast<float>(i));
+  runtime::Executor ex(m);
+  const std::vector<float> ours = ex.run({{in, x}}).at(out).to_f32_vector();
+  const std::vector<float> ort =
+      testing::run_ort(dir.file("out/model.onnx"), {{in, x}}).at(out).to_f32_vector();
+  ASSERT_EQ(ours.size(), ort.size());
+  for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], ort[i], 1e-4);
+}
+
+TEST(Compress, FailureLeavesNoOutputFolder) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  // Fails in the plan stage (budget below the smallest reachable one).
+  testing::expect_error_naming([&] { compress::compress_model(cls_options(dir, "0.5%")); }, kCls,
+                               "smallest");
+  // Fails in the verify stage, after the files were staged.
+  compress::CompressOptions o = cls_options(dir, "50%");
+  o.calib_dir = dir.file("no-such-folder");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, "no-such-folder",
+                               "not a folder");
+  EXPECT_FALSE(fs::exists(dir.file("out")));
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+// A plan that keeps every layer dense changes nothing: by definition the
+// relative error is 0 and the cosine 1; the --calib inputs are the ones run.
+TEST(Compress, DensePlanOnCalibrationInputsIsExact) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  for (int k = 0; k < 2; ++k) {
+    Tensor x = Tensor::zeros(DType::f32, {1, 3, 48, 192});
+    float* p = x.mutable_data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i)
+      p[i] = std::cos(0.003f * static_cast<float>(i * (k + 1)));
+    write_npy(dir.file("calib/" + std::to_string(k) + ".npy"), x);
+  }
+  compress::CompressOptions o = cls_options(dir, "100%");
+  o.schemes = {"dense"};
+  o.calib_dir = dir.file("calib");
+  const compress::CompressResult r = compress::compress_model(o);
+  EXPECT_EQ(r.verification.inputs, 2);
+  ASSERT_EQ(r.verification.outputs.size(), 1u);
+  EXPECT_EQ(r.verification.outputs[0].rel_error, 0.0);
+  EXPECT_NEAR(r.verification.outputs[0].cosine, 1.0, 1e-12);
+  EXPECT_EQ(r.verification.measured_error, 0.0);
+  EXPECT_EQ(r.plan.objective_value, 0.0);
+  EXPECT_TRUE(r.rewrites.empty());  // nothing to rewrite
+}
+
+TEST(Compress, CliWritesReportAndNamesIt) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  const auto r = testing::run_cli("compress " + kCls + " --budget 60% --no-cache --inputs 1 -o " +
+                                  dir.file("out") + " --report");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* stage : {"load", "profile", "plan", "rewrite", "write", "verify", "report"})
+    EXPECT_NE(r.output.find(std::string("] ") + stage), std::string::npos) << stage;
+  EXPECT_NE(r.output.find("report: " + dir.file("out") + "/report.html"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir.file("out/report.json")));
+  const auto bad = testing::run_cli("compress " + kCls + " --budget 1% -o " + dir.file("x"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_FALSE(fs::exists(dir.file("x")));
+}
+
+TEST(Compress, Stories260KReportsKlAndTopOne) {
+  TempDir dir;
+  compress::CompressOptions o;
+  o.model = testing::fixture_path("stories260K.bin");
+  o.budget = "40%";
+  o.out_dir = dir.file("out");
+  o.cache = false;
+  o.kld_sequences = 4;
+  o.kld_length = 32;
+  const compress::CompressResult r = compress::compress_model(o);
+  EXPECT_EQ(r.kind, "llama");
+  EXPECT_LE(r.plan.total_bytes, r.profile.dense_bytes * 40 / 100);
+  ASSERT_TRUE(r.kld.has_value());
+  EXPECT_EQ(r.kld->positions, 4 * 32);
+  EXPECT_GE(r.kld->mean_kl, 0.0);
+  EXPECT_TRUE(std::isfinite(r.kld->mean_kl));
+  EXPECT_GT(r.kld->top1_agreement, 0.0);
+  EXPECT_LE(r.kld->top1_agreement, 1.0);
+  ASSERT_TRUE(r.verification.metric.has_value());
+  EXPECT_EQ(r.verification.metric->compressed, r.kld->top1_agreement);
+  EXPECT_TRUE(fs::exists(dir.file("out/weights.safetensors")));
+  EXPECT_TRUE(fs::exists(dir.file("out/plan.json")));
+  EXPECT_FALSE(fs::exists(dir.file("out/model.onnx")));
+}
+
+}  // namespace
+}  // namespace tailor

@@ -1,0 +1,146 @@
+// tailor compress: the whole job on one model (include/tailor/compress/compress.h).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+#include "commands.h"
+#include "format.h"
+#include "tailor/compress/compress.h"
+#include "tailor/core/error.h"
+
+namespace tailor::cli {
+namespace {
+
+std::vector<std::string> comma_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void print_result(const compress::CompressResult& r) {
+  const plan::Plan& p = r.plan;
+  std::map<std::string, const compress::LayerRewrite*> forms;
+  for (const auto& w : r.rewrites) forms[w.layer] = &w;
+  size_t name_w = 5;
+  for (const auto& c : p.choices) name_w = std::max(name_w, c.layer.size());
+  name_w = std::min<size_t>(name_w, 48);
+  std::cout << fmt::format("\nplan ({} solver{})\n", p.solver,
+                           p.proven_optimal ? ", proven optimal" : "");
+  std::cout << fmt::format("  {:<{}}  {:<12} {:>10} {:>12} {:>12}  {}\n", "layer", name_w, "scheme",
+                           "rel_error", "dense", "bytes",
+                           r.kind == "onnx" ? "model.onnx form" : "");
+  std::map<std::string, int64_t> dense;
+  for (const auto& l : r.profile.layers) dense[l.name] = l.dense_bytes;
+  for (const auto& c : p.choices) {
+    const auto it = forms.find(c.layer);
+    std::cout << fmt::format("  {:<{}}  {:<12} {:>10.5f} {:>12} {:>12}  {}\n", printable(c.layer),
+                             name_w, c.label, c.rel_error, with_commas(dense[c.layer]),
+                             with_commas(c.bytes), it != forms.end() ? it->second->form : "");
+  }
+  std::cout << fmt::format("  total {} of {} dense bytes ({:.1f}%), fixed {} included; budget {}\n",
+                           with_commas(p.total_bytes), with_commas(r.profile.dense_bytes),
+                           100.0 * p.total_bytes / std::max<int64_t>(1, r.profile.dense_bytes),
+                           with_commas(p.fixed_bytes), with_commas(p.budget_bytes));
+
+  const report::Verification& v = r.verification;
+  std::cout << fmt::format("\nverification ({} {})\n", v.inputs,
+                           r.kind == "llama" ? "predicted positions" : "inputs");
+  for (const auto& e : v.outputs)
+    std::cout << fmt::format("  output {:<24} rel_error {:.4g}  cosine {:.6f}\n", printable(e.name),
+                             e.rel_error, e.cosine);
+  if (v.metric)
+    std::cout << fmt::format("  {}: original {:.4f}, compressed {:.4f}\n", v.metric->name,
+                             v.metric->original, v.metric->compressed);
+  if (v.metric && r.kind == "onnx" && v.metric->name == "OCR character accuracy") {
+    std::cout << fmt::format("  lines read exactly: original {} of {}, compressed {} of {}\n",
+                             r.ocr_exact_original, v.inputs, r.ocr_exact_compressed, v.inputs);
+    if (r.ocr_differences.empty())
+      std::cout << "  every line reads the same as with the original model\n";
+    for (const auto& d : r.ocr_differences)
+      std::cout << fmt::format("  {}: truth \"{}\", original \"{}\", compressed \"{}\"\n",
+                               printable(d.file), printable(d.truth), printable(d.original),
+                               printable(d.compressed));
+  }
+  if (r.kld)
+    std::cout << fmt::format(
+        "  mean KL {:.5f} ± {:.5f} nats (median {:.5f}, p99 {:.5f}), top-1 agreement {:.4f}, "
+        "ppl {:.3f} → {:.3f}\n",
+        r.kld->mean_kl, r.kld->kl_stderr, r.kld->kl_median, r.kld->kl_p99, r.kld->top1_agreement,
+        r.kld->ppl_orig, r.kld->ppl_comp);
+  std::cout << fmt::format(
+      "  predicted error (plan objective, Σ numel-weighted rel_error²) {:.4g}; measured (output "
+      "rel_error²) {:.4g}\n",
+      v.predicted_error, v.measured_error);
+  if (!std::isnan(r.standard_vs_tailor_max_abs))
+    std::cout << fmt::format(
+        "  model.onnx (standard ops) vs CompressedLinear/Conv graph, tailor runtime: max |Δ| "
+        "{:.3g}\n",
+        r.standard_vs_tailor_max_abs);
+
+  std::cout << fmt::format("\nwrote {}/\n", r.out_dir);
+  for (const auto& [name, bytes] : r.file_bytes)
+    std::cout << fmt::format("  {:<20} {:>12} bytes\n", name, with_commas(bytes));
+  if (r.file_bytes.count("report.html"))
+    std::cout << fmt::format("report: {}/report.html\n", r.out_dir);
+  std::cout << fmt::format("done in {:.1f} s\n", r.seconds);
+}
+
+}  // namespace
+
+void add_compress(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "compress",
+      "Compress a model to a budget: profile, plan, rewrite (standard ONNX), verify, report");
+  static compress::CompressOptions o;
+  static std::string schemes;
+  static bool no_cache = false;
+  cmd->add_option("MODEL", o.model,
+                  "ONNX model, or a llama checkpoint (llama2.c .bin, HF folder, GGUF)")
+      ->required();
+  cmd->add_option("--budget,-b", o.budget,
+                  "Budget for the whole model: 30% (of dense f32), 4.5bpw, 300MB, bytes")
+      ->required();
+  cmd->add_option("--solver,-s", o.solver, "exact (default), greedy, cem, dado or gumbel");
+  cmd->add_option("--objective", o.objective, "numel (default) or sum");
+  cmd->add_option("--seed", o.seed, "Seed of solvers and verification inputs (default 0)");
+  cmd->add_option("--calib", o.calib_dir,
+                  "Folder of .npy verification inputs (one input: every .npy; several: one "
+                  "subfolder per sample holding <input>.npy)");
+  cmd->add_option("-o,--output", o.out_dir, "Output folder (default <model stem>.tailor)");
+  cmd->add_flag("--report", o.report, "Also write report.html and report.json");
+  cmd->add_option(
+      "--schemes", schemes,
+      "Comma-separated scheme labels or families to profile (default: dense, int8, int4, "
+      "int3, int4-g32/64/128, ternary, lowrank)");
+  cmd->add_option("--min-params", o.min_params, "Smaller weights stay dense")
+      ->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Worker threads (0: all cores)")->capture_default_str();
+  cmd->add_flag("--no-cache", no_cache, "Do not read or store the profile cache");
+  cmd->add_option("--ocr-lines", o.ocr_lines,
+                  "OCR fixture folder for a PaddleOCR recogniser (default tests/fixtures/ocr)");
+  cmd->add_option("--ocr-keys", o.ocr_keys,
+                  "PaddleOCR key file (default ppocr_keys_v1.txt beside the model)");
+  cmd->add_option("--inputs", o.random_inputs, "Random verification inputs when none are given")
+      ->capture_default_str();
+  cmd->add_option("--sequences", o.kld_sequences, "llama: sequences for KL / top-1")
+      ->capture_default_str();
+  cmd->add_option("--length", o.kld_length, "llama: tokens per sequence")->capture_default_str();
+  cmd->callback([] {
+    if (o.threads < 0) throw Error("--threads", "must be >= 0");
+    if (!schemes.empty()) o.schemes = comma_list(schemes);
+    o.cache = !no_cache;
+    const auto t0 = std::chrono::steady_clock::now();
+    o.progress = [t0](const std::string& stage, const std::string& msg) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::cout << fmt::format("[{:6.1f}s] {:<8} {}\n", s, stage, msg) << std::flush;
+    };
+    print_result(compress::compress_model(o));
+  });
+}
+
+}  // namespace tailor::cli
