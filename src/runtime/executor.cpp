@@ -7,10 +7,6 @@
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
 
-namespace tailor {
-size_t shape_bytes(const Shape& shape, DType dtype);  // src/core/tensor.cpp
-}  // namespace tailor
-
 namespace tailor::runtime {
 
 Tensor Arena::alloc(DType dtype, const Shape& shape) {

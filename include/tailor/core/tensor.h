@@ -22,6 +22,10 @@ using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape& shape);
 /// "[3, 4, 5]".
 std::string shape_to_string(const Shape& shape);
+/// Bytes of a contiguous tensor of `shape` and `dtype` (numel · element size).
+/// Throws Error when the count passes 2^63 bytes (an element count that fits
+/// int64 can still overflow once multiplied by the element size).
+size_t shape_bytes(const Shape& shape, DType dtype);
 
 /// A block of bytes a tensor views: either owned (heap, 64-byte aligned) or a
 /// read-only memory mapping of a file. Shared by the tensors that view it, so a
