@@ -88,7 +88,8 @@ void add_run(CLI::App& app) {
     std::vector<std::string> pass_names =
         tuning.empty() ? graph::parse_pass_list(passes) : std::vector<std::string>{};
     if (no_fuse) std::erase(pass_names, std::string("fuse"));
-    std::string pass_line;  // printed once the inputs are read (errors stay one line)
+    std::string
+        pass_line;  // printed with the outputs, once they are written (errors stay one line)
     if (!tuning.empty()) {
       const size_t before = model.graph.nodes.size();
       tune::AppliedConfiguration tuned = tune::apply_record(model, tune::read_record(tuning));
@@ -116,7 +117,6 @@ void add_run(CLI::App& app) {
       if (feeds.count(name)) throw Error("input '" + printable(name) + "'", "given twice");
       feeds[name] = read_npy(spec.substr(eq + 1));
     }
-    std::cout << pass_line;
     auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, Tensor> outs = ex.run(feeds);
     const double first_ms =
@@ -167,6 +167,7 @@ void add_run(CLI::App& app) {
       for (const std::string& name : ex.output_names())
         write_npy(lines_and_dests[i++].second, outs.at(name));
     }
+    std::cout << pass_line;
     for (const auto& [line, dest] : lines_and_dests) std::cout << line << "\n";
     if (!ms.empty()) {
       std::vector<double> sorted = ms;

@@ -15,6 +15,8 @@ namespace {
 struct ModelCase {
   const char* file;
   std::map<std::string, Tensor> (*feeds)();
+  /// Max |Δ| / max |y| allowed between the optimized and the original graph.
+  double tol = 1e-5;
 };
 
 std::map<std::string, Tensor> rec_feeds() {
@@ -54,7 +56,7 @@ void check_model(const ModelCase& mc) {
     graph::Model opt;
     ASSERT_NO_THROW(opt = graph::run_passes(m, names, opts)) << what;
     ASSERT_NO_THROW(graph::verify(opt)) << what;
-    expect_same_outputs(want, run_model(opt, feeds), 1e-5, what);
+    expect_same_outputs(want, run_model(opt, feeds), mc.tol, what);
   }
 }
 
@@ -62,7 +64,10 @@ TEST(PassesOnModels, Recognizer) {
   check_model({"ch_PP-OCRv4_rec_infer.onnx", rec_feeds});
 }
 TEST(PassesOnModels, Detector) {
-  check_model({"ch_PP-OCRv4_det_infer.onnx", det_feeds});
+  // The detector's ~60 convs after BatchNorm folding reassociate f32 sums in
+  // every layer; the difference grows with depth to ~1.0–1.2e-5 of the
+  // output's range (measured), so the bound is 2e-5 here, 1e-5 elsewhere.
+  check_model({"ch_PP-OCRv4_det_infer.onnx", det_feeds, 2e-5});
 }
 TEST(PassesOnModels, Classifier) {
   check_model({"ch_ppocr_mobile_v2.0_cls_infer.onnx", cls_feeds});
