@@ -26,7 +26,8 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   if (const char* out = std::getenv("TAILOR_SHOWCASE_OUT")) graph::write_onnx(showcase, out);
   const std::string tuned = dir.file("tuned");
   auto r = testing::run_cli(
-      "tune " + model + " --measurements 3 --repeats 1 --paired-rounds 3 --statistic min --threads 1 --seed 3 -o " +
+      "tune " + model +
+      " --measurements 3 --repeats 1 --paired-rounds 3 --statistic min --threads 1 --seed 3 -o " +
       tuned);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("gradient"), std::string::npos) << r.output;

@@ -159,14 +159,14 @@ struct PassInfo {
 
 /// Every pass in pipeline order: fold (turns Constant nodes into the
 /// initializers the others match), simplify (exposes more constants and
-/// folds BatchNorm into convs before fusion), cse, hoist, fuse (after simplify, so Conv+BN+act becomes one node), layout
-/// (after fuse, on fused convs), dce (last: sweeps what the others left).
+/// folds BatchNorm into convs before fusion), cse, hoist, fuse (after simplify, so Conv+BN+act
+/// becomes one node), layout (after fuse, on fused convs), dce (last: sweeps what the others left).
 const std::vector<PassInfo>& registered_passes();
 
 /// Parses "all", "none" or a comma-separated list of pass names into names
 /// in pipeline order. "all" is every pass but layout (it measured slower on
-/// the PP-OCR models, see the README; name it to get it). Throws Error("--passes", ...) naming an unknown pass
-/// and listing the known ones.
+/// the PP-OCR models, see the README; name it to get it). Throws Error("--passes", ...) naming an
+/// unknown pass and listing the known ones.
 std::vector<std::string> parse_pass_list(const std::string& spec);
 
 /// Runs the named passes in pipeline order (see registered_passes), each on
