@@ -293,21 +293,21 @@ void check_layer(const GraphEditor& ed, const EncodedLayer& layer) {
 std::vector<EncodedLayer> encode_plan(const ModelFile& model, const plan::Plan& plan,
                                       const schemes::SchemeParams& defaults, uint64_t seed,
                                       int threads) {
-  std::vector<size_t> todo;
+  std::vector<size_t> planned;
   for (size_t i = 0; i < plan.choices.size(); ++i) {
     const plan::PlanChoice& c = plan.choices[i];
     const Weight* w = model.find(c.layer);
     if (!w) throw Error(c.layer, "the plan names a weight " + model.path + " does not hold");
-    if (c.label != "dense") todo.push_back(i);
+    if (c.label != "dense") planned.push_back(i);
   }
-  std::vector<EncodedLayer> out(todo.size());
+  std::vector<EncodedLayer> out(planned.size());
   std::atomic<size_t> next{0};
   std::exception_ptr failure;
   std::mutex mu;
   auto work = [&] {
-    for (size_t k; (k = next++) < todo.size();) {
+    for (size_t k; (k = next++) < planned.size();) {
       try {
-        const size_t i = todo[k];
+        const size_t i = planned[k];
         const plan::PlanChoice& c = plan.choices[i];
         const Weight& w = *model.find(c.layer);
         attribute_errors(c.layer, [&] {
@@ -332,7 +332,7 @@ std::vector<EncodedLayer> encode_plan(const ModelFile& model, const plan::Plan& 
   };
   const unsigned n = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::min<size_t>(n, todo.size()); ++t) pool.emplace_back(work);
+  for (unsigned t = 1; t < std::min<size_t>(n, planned.size()); ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);

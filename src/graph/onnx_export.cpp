@@ -12,65 +12,6 @@
 
 namespace tailor::graph {
 
-int onnx_of_dtype(DType t) {
-  using TP = onnx::TensorProto;
-  switch (t) {
-    case DType::f32:
-      return TP::FLOAT;
-    case DType::f16:
-      return TP::FLOAT16;
-    case DType::bf16:
-      return TP::BFLOAT16;
-    case DType::f64:
-      return TP::DOUBLE;
-    case DType::i8:
-      return TP::INT8;
-    case DType::u8:
-      return TP::UINT8;
-    case DType::i16:
-      return TP::INT16;
-    case DType::u16:
-      return TP::UINT16;
-    case DType::i32:
-      return TP::INT32;
-    case DType::i64:
-      return TP::INT64;
-    case DType::boolean:
-      return TP::BOOL;
-  }
-  return TP::UNDEFINED;
-}
-
-std::optional<DType> dtype_of_onnx(int t) {
-  using TP = onnx::TensorProto;
-  switch (t) {
-    case TP::FLOAT:
-      return DType::f32;
-    case TP::FLOAT16:
-      return DType::f16;
-    case TP::BFLOAT16:
-      return DType::bf16;
-    case TP::DOUBLE:
-      return DType::f64;
-    case TP::INT8:
-      return DType::i8;
-    case TP::UINT8:
-      return DType::u8;
-    case TP::INT16:
-      return DType::i16;
-    case TP::UINT16:
-      return DType::u16;
-    case TP::INT32:
-      return DType::i32;
-    case TP::INT64:
-      return DType::i64;
-    case TP::BOOL:
-      return DType::boolean;
-    default:
-      return std::nullopt;
-  }
-}
-
 namespace {
 
 void write_tensor(const Tensor& t, const std::string& name, onnx::TensorProto& tp) {

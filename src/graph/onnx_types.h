@@ -1,15 +1,12 @@
-// ONNX TensorProto.DataType ↔ tailor DType.
+// ONNX TensorProto.DataType ↔ tailor DType: the io reader's mapping, one for
+// import, export and the compress rewrite.
 #pragma once
 
-#include <optional>
-
-#include "tailor/core/dtype.h"
+#include "tailor/io/onnx_reader.h"
 
 namespace tailor::graph {
 
-/// The DType of an ONNX data type number, or nullopt when tailor has none.
-std::optional<DType> dtype_of_onnx(int t);
-/// The ONNX data type number of `t`.
-int onnx_of_dtype(DType t);
+using ::tailor::dtype_of_onnx;
+using ::tailor::onnx_of_dtype;
 
 }  // namespace tailor::graph

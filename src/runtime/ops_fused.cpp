@@ -1,9 +1,9 @@
 // Fused ops of the "ai.tailor" domain that the graph fusion pass
-// (src/graph/passes/fusion.cpp) emits: FusedGemm, FusedMatMul (kernels with
-// a bias + activation epilogue; FusedConv is registered in ops_nn.cpp), LayerNormalization, Softmax
-// (one axis) and FusedElementwise (a small program of elementwise steps run in
-// one pass over the output). Each computes what the unfused ONNX nodes compute,
-// with the same float operations in the same order where the kernels allow.
+// (src/graph/passes/fusion.cpp) emits: FusedMatMul (kernels with
+// a bias + activation epilogue; FusedConv and FusedGemm are registered in ops_nn.cpp),
+// LayerNormalization, Softmax (one axis) and FusedElementwise (a small program of elementwise steps
+// run in one pass over the output). Each computes what the unfused ONNX nodes compute, with the
+// same float operations in the same order where the kernels allow.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -24,38 +24,6 @@ const float* f32_of(const OpContext& ctx, const Tensor& t, const char* what) {
     ctx.fail(std::string(what) + " must be f32, got " + std::string(dtype_name(t.dtype())));
   return t.data<float>();
 }
-
-class FusedGemmKernel final : public Kernel {
- public:
-  explicit FusedGemmKernel(const KernelInit& init)
-      : act_(activation_from_node(init.node, "activation_alpha", "activation_beta")) {
-    p_.trans_a = init.node.attr_int("transA", 0) != 0;
-    p_.trans_b = init.node.attr_int("transB", 0) != 0;
-    p_.alpha = init.node.attr_float("alpha", 1.0f);
-    p_.beta = init.node.attr_float("beta", 1.0f);
-  }
-  void run(OpContext& ctx) override {
-    const Tensor a = ctx.in(0).contiguous();
-    const Tensor b = ctx.in(1).contiguous();
-    if (a.rank() != 2 || b.rank() != 2) ctx.fail("A and B must be matrices");
-    k::GemmParams p = p_;
-    p.m = p.trans_a ? a.dim(1) : a.dim(0);
-    p.k = p.trans_a ? a.dim(0) : a.dim(1);
-    p.n = p.trans_b ? b.dim(0) : b.dim(1);
-    if ((p.trans_b ? b.dim(1) : b.dim(0)) != p.k) ctx.fail("inner dimensions differ");
-    const Tensor c = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
-    Tensor y = ctx.alloc(DType::f32, {p.m, p.n});
-    k::gemm(p, f32_of(ctx, a, "A"), f32_of(ctx, b, "B"),
-            c.defined() ? f32_of(ctx, c, "C") : nullptr,
-            c.defined() ? std::span<const int64_t>(c.shape()) : std::span<const int64_t>(),
-            y.mutable_data<float>(), act_);
-    ctx.outputs[0] = std::move(y);
-  }
-
- private:
-  k::GemmParams p_;
-  k::Activation act_;
-};
 
 /// y = act(A @ B + bias), bias [n] over the last axis (may be absent).
 class FusedMatMulKernel final : public Kernel {
@@ -453,8 +421,6 @@ kernels::Activation activation_from_node(const graph::Node& node, const char* al
 }
 
 void register_fused_ops() {
-  register_op("ai.tailor", "FusedGemm",
-              [](const KernelInit& init) { return std::make_unique<FusedGemmKernel>(init); });
   register_op("ai.tailor", "FusedMatMul",
               [](const KernelInit& init) { return std::make_unique<FusedMatMulKernel>(init); });
   register_op("ai.tailor", "LayerNormalization", [](const KernelInit& init) {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "op_util.h"
+#include "tailor/runtime/fused.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
 
@@ -214,9 +215,10 @@ void matmul_op(OpContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+/// Gemm, and ai.tailor FusedGemm (the same with `act` applied in the epilogue).
 class GemmKernel final : public Kernel {
  public:
-  explicit GemmKernel(const KernelInit& init) {
+  explicit GemmKernel(const KernelInit& init, k::Activation act = {}) : act_(act) {
     p_.trans_a = init.node.attr_int("transA", 0) != 0;
     p_.trans_b = init.node.attr_int("transB", 0) != 0;
     p_.alpha = init.node.attr_float("alpha", 1.0f);
@@ -238,12 +240,13 @@ class GemmKernel final : public Kernel {
     k::gemm(p, f32_ptr(ctx, a, "A"), f32_ptr(ctx, b, "B"),
             c.defined() ? f32_ptr(ctx, c, "C") : nullptr,
             c.defined() ? std::span<const int64_t>(c.shape()) : std::span<const int64_t>(),
-            y.mutable_data<float>());
+            y.mutable_data<float>(), act_);
     ctx.outputs[0] = std::move(y);
   }
 
  private:
   k::GemmParams p_;
+  k::Activation act_;
 };
 
 void batch_norm_op(OpContext& ctx, float eps) {
@@ -488,6 +491,11 @@ void register_nn_ops() {
   register_op("", "MatMul", [](const KernelInit&) { return make_kernel(matmul_op); });
   register_op("", "Gemm",
               [](const KernelInit& init) { return std::make_unique<GemmKernel>(init); });
+  // FusedGemm's activation parameters are apart from Gemm's alpha and beta.
+  register_op("ai.tailor", "FusedGemm", [](const KernelInit& init) {
+    return std::make_unique<GemmKernel>(
+        init, activation_from_node(init.node, "activation_alpha", "activation_beta"));
+  });
   register_op("", "BatchNormalization", [](const KernelInit& init) {
     const float eps = init.node.attr_float("epsilon", 1e-5f);
     if (init.node.attr_int("training_mode", 0) != 0) init.fail("training_mode is unsupported");

@@ -1,6 +1,7 @@
 // ONNX model reading (https://github.com/onnx/onnx/blob/main/docs/IR.md).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "tailor/io/model.h"
@@ -51,5 +52,11 @@ namespace tailor {
 /// data whose path leaves the model folder, whose file is missing, or whose
 /// offset and length do not fit the file.
 ModelFile read_onnx(const std::string& path);
+
+/// The DType of an ONNX TensorProto.DataType number (onnx.proto), or nullopt
+/// for a type tailor has no DType for (STRING, complex, UINT32/64, FLOAT8, INT4, ...).
+std::optional<DType> dtype_of_onnx(int onnx_type);
+/// The ONNX TensorProto.DataType number of `t` (UNDEFINED, 0, never for a valid DType).
+int onnx_of_dtype(DType t);
 
 }  // namespace tailor
