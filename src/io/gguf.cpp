@@ -32,7 +32,6 @@ namespace {
 using io_detail::ByteCursor;
 using io_detail::checked_add;
 using io_detail::checked_mul;
-using io_detail::quoted;
 
 constexpr uint32_t kMaxDims = 4;   // GGML_MAX_DIMS
 constexpr int kMaxArrayDepth = 8;  // nested arrays deeper than this are refused
@@ -159,7 +158,7 @@ std::string_view read_string(ByteCursor& c, std::string_view what) {
 
 void check_value_type(const ByteCursor& c, uint32_t type, std::string_view key) {
   if (type > kF64)
-    throw Error(c.path(), "metadata key " + quoted(key) + " has unknown value type " +
+    throw Error(c.path(), "metadata key " + io_detail::quoted(key) + " has unknown value type " +
                               std::to_string(type) + " (0..12 are defined)");
 }
 
@@ -171,11 +170,11 @@ void skip_array(ByteCursor& c, std::string_view key, int depth) {
   const auto n = c.read<uint64_t>("array length");
   const uint64_t min = min_size(elem);
   if (n > c.remaining() / min)
-    throw Error(c.path(), "metadata key " + quoted(key) + ": array of " + std::to_string(n) + " " +
+    throw Error(c.path(), "metadata key " + io_detail::quoted(key) + ": array of " + std::to_string(n) + " " +
                               value_type_name(elem) + " values cannot fit in the " +
                               std::to_string(c.remaining()) + " bytes remaining");
   if (elem == kArray && depth >= kMaxArrayDepth)
-    throw Error(c.path(), "metadata key " + quoted(key) + ": arrays nested deeper than " +
+    throw Error(c.path(), "metadata key " + io_detail::quoted(key) + ": arrays nested deeper than " +
                               std::to_string(kMaxArrayDepth) + " levels");
   if (const uint64_t fs = fixed_size(elem)) {
     c.skip(static_cast<size_t>(n * fs), "array data");  // n * fs ≤ remaining, checked above
@@ -204,16 +203,16 @@ TensorInfo read_tensor_info(ByteCursor& c) {
   const std::string& path = c.path();
   const auto n_dims = c.read<uint32_t>("tensor dimension count");
   if (n_dims > kMaxDims)
-    throw Error(path, "tensor " + quoted(t.name) + " has " + std::to_string(n_dims) +
+    throw Error(path, "tensor " + io_detail::quoted(t.name) + " has " + std::to_string(n_dims) +
                           " dimensions (at most " + std::to_string(kMaxDims) + ")");
   uint64_t ne[kMaxDims] = {};
   uint64_t numel = 1;
   for (uint32_t i = 0; i < n_dims; ++i) {
     ne[i] = c.read<uint64_t>("tensor dimension");
     if (ne[i] > static_cast<uint64_t>(INT64_MAX))
-      throw Error(path, "tensor " + quoted(t.name) + " dimension " + std::to_string(i) + " is " +
+      throw Error(path, "tensor " + io_detail::quoted(t.name) + " dimension " + std::to_string(i) + " is " +
                             std::to_string(ne[i]) + " (too large)");
-    numel = checked_mul(numel, ne[i], path, "tensor " + quoted(t.name));
+    numel = checked_mul(numel, ne[i], path, "tensor " + io_detail::quoted(t.name));
   }
   const auto type = c.read<uint32_t>("tensor type");
   t.offset = c.read<uint64_t>("tensor offset");
@@ -231,11 +230,11 @@ TensorInfo read_tensor_info(ByteCursor& c) {
       const std::string why = is_quantized_type(type) ? "quantized types are not read"
                               : type < 40             ? "only F32, F16 and BF16 tensors are read"
                                                       : "unknown type";
-      throw Error(path, "tensor " + quoted(t.name) + " has unsupported GGUF type " +
+      throw Error(path, "tensor " + io_detail::quoted(t.name) + " has unsupported GGUF type " +
                             ggml_type_name(type) + " (" + why + ")");
     }
   }
-  t.nbytes = checked_mul(numel, dtype_size(t.dtype), path, "tensor " + quoted(t.name));
+  t.nbytes = checked_mul(numel, dtype_size(t.dtype), path, "tensor " + io_detail::quoted(t.name));
   for (uint32_t i = n_dims; i-- > 0;) t.shape.push_back(static_cast<int64_t>(ne[i]));
   return t;
 }
@@ -281,7 +280,7 @@ static ModelFile read_gguf_unattributed(const std::string& path) {
   std::unordered_set<std::string> keys;
   for (uint64_t i = 0; i < kv_count; ++i) {
     const std::string key(read_string(c, "metadata key"));
-    if (!keys.insert(key).second) throw Error(path, "duplicate metadata key " + quoted(key));
+    if (!keys.insert(key).second) throw Error(path, "duplicate metadata key " + io_detail::quoted(key));
     const auto type = c.read<uint32_t>("metadata value type");
     check_value_type(c, type, key);
     std::string value;
@@ -316,7 +315,7 @@ static ModelFile read_gguf_unattributed(const std::string& path) {
   for (uint64_t i = 0; i < tensor_count; ++i) {
     infos.push_back(read_tensor_info(c));
     if (!names.insert(infos.back().name).second)
-      throw Error(path, "duplicate tensor name " + quoted(infos.back().name));
+      throw Error(path, "duplicate tensor name " + io_detail::quoted(infos.back().name));
   }
 
   // The data section starts at the first multiple of the alignment after the
@@ -324,12 +323,12 @@ static ModelFile read_gguf_unattributed(const std::string& path) {
   const uint64_t data_start = (c.pos() + alignment - 1) / alignment * alignment;
   for (TensorInfo& t : infos) {
     if (t.offset % alignment != 0)
-      throw Error(path, "tensor " + quoted(t.name) + " offset " + std::to_string(t.offset) +
+      throw Error(path, "tensor " + io_detail::quoted(t.name) + " offset " + std::to_string(t.offset) +
                             " is not a multiple of the alignment " + std::to_string(alignment));
-    t.begin = checked_add(data_start, t.offset, path, "tensor " + quoted(t.name) + " offset");
-    const uint64_t end = checked_add(t.begin, t.nbytes, path, "tensor " + quoted(t.name));
+    t.begin = checked_add(data_start, t.offset, path, "tensor " + io_detail::quoted(t.name) + " offset");
+    const uint64_t end = checked_add(t.begin, t.nbytes, path, "tensor " + io_detail::quoted(t.name));
     if (end > size)
-      throw Error(path, "tensor " + quoted(t.name) + " data [" + std::to_string(t.begin) + ", " +
+      throw Error(path, "tensor " + io_detail::quoted(t.name) + " data [" + std::to_string(t.begin) + ", " +
                             std::to_string(end) + ") lies past the end of the file (" +
                             std::to_string(size) + " bytes)");
   }
@@ -342,7 +341,7 @@ static ModelFile read_gguf_unattributed(const std::string& path) {
     const TensorInfo& a = *by_begin[i - 1];
     const TensorInfo& b = *by_begin[i];
     if (b.begin < a.begin + a.nbytes)
-      throw Error(path, "tensors " + quoted(a.name) + " and " + quoted(b.name) +
+      throw Error(path, "tensors " + io_detail::quoted(a.name) + " and " + io_detail::quoted(b.name) +
                             " overlap (data offsets " + std::to_string(a.offset) + " and " +
                             std::to_string(b.offset) + ")");
   }
