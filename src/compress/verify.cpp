@@ -219,8 +219,10 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
 }
 
 report::Verification verify_llama(const llm::LlamaModel& original,
-                                  const llm::LlamaModel& compressed, const CompressOptions& o,
-                                  std::optional<llm::CompareResult>& kld) {
+                                  const llm::LlamaModel& compressed,
+                                  const std::string& standard_path, const CompressOptions& o,
+                                  CompressResult& result) {
+  std::optional<llm::CompareResult>& kld = result.kld;
   llm::CompareOptions co;
   co.seed = o.seed + 1;
   co.sequences = o.kld_sequences;
@@ -231,12 +233,27 @@ report::Verification verify_llama(const llm::LlamaModel& original,
   llm::CompareOptions few = co;
   few.sequences = std::min<int32_t>(2, co.sequences);
   ErrorSums sums;
+  bool first = true;
   for (const auto& seq : llm::sample_sequences(original, few)) {
     llm::LlamaSession a(original), b(compressed);
     const std::span<const int32_t> tokens(seq.data(), seq.size() - 1);
     const std::vector<float> la = a.forward(tokens), lb = b.forward(tokens);
     const Shape shape{static_cast<int64_t>(la.size())};
     sums.add(Tensor::from_f32(shape, la), Tensor::from_f32(shape, lb), "logits");
+    if (first && !standard_path.empty()) {
+      // The written model.onnx, run by tailor's runtime on the same tokens.
+      Tensor ids = Tensor::zeros(DType::i64, {1, static_cast<int64_t>(tokens.size())});
+      std::copy(tokens.begin(), tokens.end(), ids.mutable_data<int64_t>());
+      runtime::Executor ex(graph::import_onnx(standard_path));
+      const Tensor y = ex.run({{ex.input_names().at(0), ids}}).at(ex.output_names().at(0));
+      const Tensor want = Tensor::from_f32(shape, lb);
+      result.standard_vs_tailor_max_abs = max_abs_diff(y, want);
+      double peak = 0;
+      for (float f : lb) peak = std::max(peak, std::abs(double(f)));
+      result.standard_vs_tailor_max_rel =
+          peak > 0 ? result.standard_vs_tailor_max_abs / peak : result.standard_vs_tailor_max_abs;
+    }
+    first = false;
   }
   report::Verification v;
   v.inputs = kld->positions;

@@ -33,7 +33,7 @@ void print_result(const compress::CompressResult& r) {
                            p.proven_optimal ? ", proven optimal" : "");
   std::cout << fmt::format("  {:<{}}  {:<12} {:>10} {:>12} {:>12}  {}\n", "layer", name_w, "scheme",
                            "rel_error", "dense", "bytes",
-                           r.kind == "onnx" ? "model.onnx form" : "");
+                           r.rewrites.empty() ? "" : "model.onnx form");
   std::map<std::string, int64_t> dense;
   for (const auto& l : r.profile.layers) dense[l.name] = l.dense_bytes;
   for (const auto& c : p.choices) {
@@ -76,7 +76,12 @@ void print_result(const compress::CompressResult& r) {
       "  predicted error (plan objective, Σ numel-weighted rel_error²) {:.4g}; measured (output "
       "rel_error²) {:.4g}\n",
       v.predicted_error, v.measured_error);
-  if (!std::isnan(r.standard_vs_tailor_max_abs))
+  if (!std::isnan(r.standard_vs_tailor_max_abs) && r.kind == "llama")
+    std::cout << fmt::format(
+        "  model.onnx (standard ops, tailor runtime) vs compressed llama forward: max |Δ| {:.3g} "
+        "(relative to max |logit| {:.3g})\n",
+        r.standard_vs_tailor_max_abs, r.standard_vs_tailor_max_rel);
+  else if (!std::isnan(r.standard_vs_tailor_max_abs))
     std::cout << fmt::format(
         "  model.onnx (standard ops) vs CompressedLinear/Conv graph, tailor runtime: max |Δ| "
         "{:.3g}\n",

@@ -3,13 +3,16 @@
 // standard ONNX file (rewrite.h) and verified by running the original and
 // the compressed graph (tailor's CompressedLinear/CompressedConv nodes) in
 // tailor's runtime; llama checkpoints (llama2.c, HF folder, GGUF) get the
-// plan applied to their linears and are verified by KL divergence and top-1
-// agreement of next-token distributions (llm::compare_models).
+// plan applied to their linears, are written as a standard ONNX graph of the
+// llama forward pass (llama_onnx.h) and are verified by KL divergence and
+// top-1 agreement of next-token distributions (llm::compare_models).
 //
 // Files in the output folder, all staged in a temporary folder beside it and
 // moved into place by one rename at the end (a failure leaves no output
 // folder and no partial file; an existing folder is replaced only on success):
-//   model.onnx          standard ONNX (ONNX models only)
+//   model.onnx          standard ONNX: the rewritten graph of an ONNX model, or
+//                       the llama forward pass with the planned linears
+//                       (llama_onnx.h) for a llama checkpoint
 //   weights.safetensors every planned layer's stored factors as
 //                       `<layer>.<factor>` (q, scale, A, B, core, U0, ...; a
 //                       layer planned dense as `<layer>.w`) and every other
@@ -91,8 +94,12 @@ struct CompressResult {
   report::Verification verification;
   /// ONNX: the written model.onnx, run by tailor's runtime on the first
   /// verification input, against the CompressedLinear/Conv graph: max |Δ|
-  /// over all outputs (NaN when not measured).
+  /// over all outputs (NaN when not measured). llama: model.onnx (tailor's
+  /// runtime) against the compressed llm forward pass (Encoded matmuls) on
+  /// the first sampled sequence, max |Δ| of the logits.
   double standard_vs_tailor_max_abs = std::numeric_limits<double>::quiet_NaN();
+  /// llama: standard_vs_tailor_max_abs / max |logit| (NaN when not measured).
+  double standard_vs_tailor_max_rel = std::numeric_limits<double>::quiet_NaN();
   /// Seconds spent running the original and the compressed model over the
   /// verification inputs (tailor's runtime; ONNX only).
   double original_seconds = 0, compressed_seconds = 0;
