@@ -89,7 +89,7 @@ graph::Model llama_to_onnx(const llm::LlamaModel& model) {
   auto attr_i = [](int64_t v) { return Attribute::of_int(v); };
   auto attr_is = [](std::vector<int64_t> v) { return Attribute::of_ints(std::move(v)); };
 
-  // Input and output.
+  // The input (the output is added last).
   const std::string ids = b.fresh("input_ids");
   m.graph.inputs = {ids};
   m.graph.types[ids] = graph::ValueType{
