@@ -46,6 +46,21 @@ void print_result(const compress::CompressResult& r) {
                            with_commas(p.total_bytes), with_commas(r.profile.dense_bytes),
                            100.0 * p.total_bytes / std::max<int64_t>(1, r.profile.dense_bytes),
                            with_commas(p.fixed_bytes), with_commas(p.budget_bytes));
+  {
+    // Bits per weight: planned bytes over the planned layers' elements, and
+    // all bytes over every weight element (dense_bytes is 4 bytes a weight).
+    int64_t planned = 0;
+    for (const auto& l : r.profile.layers) planned += l.numel;
+    const int64_t weights = r.profile.dense_bytes / 4;
+    if (planned > 0 && weights > 0)
+      std::cout << fmt::format(
+          "  {:.4f} bits per planned weight ({} weights planned), {:.4f} bits per weight of the "
+          "model ({} weights; dense f16 would be {} bytes)\n",
+          8.0 * static_cast<double>(p.total_bytes - p.fixed_bytes) / static_cast<double>(planned),
+          with_commas(planned),
+          8.0 * static_cast<double>(p.total_bytes) / static_cast<double>(weights),
+          with_commas(weights), with_commas(2 * weights));
+  }
 
   const report::Verification& v = r.verification;
   std::cout << fmt::format("\nverification ({} {})\n", v.inputs,
