@@ -137,7 +137,8 @@ void add_compress(CLI::App& app) {
                   "input [1,3,H,W]; several: one subfolder per sample holding <input>.npy)");
   cmd->add_option("--task", o.task,
                   "Task check: auto (default), saliency (first output N×1×H×W: mask MAE and "
-                  "IoU), ocr, none");
+                  "IoU), ocr, none")
+      ->check(CLI::IsMember({"auto", "saliency", "ocr", "none"}));
   static std::vector<float> mean, stdev;
   cmd->add_option("--image-mean", mean,
                   "R,G,B means (0-255) of .png --calib images (default 128,128,128, IMG.LY ISNet)")
