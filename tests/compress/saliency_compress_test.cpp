@@ -186,6 +186,50 @@ TEST(CompressSaliency, MaskMaeAndIouOnFixtureImages) {
   for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], ort[i], 2e-3) << i;
 }
 
+// Low-rank factors (f32) of f16 weights: model.onnx computes MatMul(A, B) in
+// f32 and casts it to f16 for the f16 Conv; onnxruntime loads and runs it.
+TEST(CompressSaliency, LowRankOfF16WeightsIsAValidGraph) {
+  TempDir dir;
+  const std::string model = dir.file("saliency.onnx");
+  graph::write_onnx(saliency_graph(), model);
+  compress::CompressOptions o = options(dir, model);
+  o.schemes = {"dense", "lowrank"};
+  o.budget = "60%";
+  const compress::CompressResult r = compress::compress_model(o);
+  int lowrank = 0;
+  for (const auto& c : r.plan.choices) lowrank += c.label.rfind("lowrank-r", 0) == 0;
+  EXPECT_GE(lowrank, 1);
+  const graph::Model written = graph::import_onnx(dir.file("out/model.onnx"));
+  // A MatMul of two f32 initializers (A, B), and every Conv weight either an
+  // f16 initializer or the output of a Cast to f16 (ONNX code 10).
+  const auto& g = written.graph;
+  int factor_matmuls = 0;
+  for (const graph::Node& n : g.nodes)
+    if (n.op_type == "MatMul" && g.initializers.count(n.inputs.at(0)) &&
+        g.initializers.count(n.inputs.at(1)) &&
+        g.initializers.at(n.inputs[0]).dtype() == DType::f32)
+      ++factor_matmuls;
+  EXPECT_EQ(factor_matmuls, lowrank);
+  for (const graph::Node& n : g.nodes) {
+    if (n.op_type != "Conv") continue;
+    const std::string& w = n.inputs.at(1);
+    bool ok = g.initializers.count(w) && g.initializers.at(w).dtype() == DType::f16;
+    for (const graph::Node& c : g.nodes)
+      if (c.op_type == "Cast" && c.outputs.at(0) == w && c.attr_int("to", 0) == 10) ok = true;
+    EXPECT_TRUE(ok) << n.name << ": weight " << w << " is not f16";
+  }
+  ASSERT_TRUE(r.verification.saliency.has_value());
+  EXPECT_LT(r.standard_vs_tailor_max_abs, 1e-2);
+  if (auto why = testing::ort_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  const Tensor x = tasks::image_to_nchw(tasks::read_png(testing::fixture_path("saliency/ball.png")),
+                                        kSide, kSide);
+  const std::vector<float> ours = run_promoted(written, x).to_f32_vector();
+  const std::vector<float> ort =
+      testing::run_ort(dir.file("out/model.onnx"), {{"X", x}}).at("Y").to_f32_vector();
+  ASSERT_EQ(ours.size(), ort.size());
+  for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], ort[i], 2e-3) << i;
+}
+
 // A dense plan changes nothing: by definition MAE 0 and IoU 1.
 TEST(CompressSaliency, DensePlanGivesIdenticalMasks) {
   TempDir dir;
