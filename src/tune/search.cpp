@@ -170,9 +170,11 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
     m2[d].assign(logits[d].size(), 0.0);
   }
   int adam_t = 0;
+  const std::vector<double> theta0 = model.theta();
   if (budget > 0) eval(def);
   while (r.count() < budget) {
-    if (!y.empty()) model.fit(X, y, options.fit_iterations, options.fit_lr);
+    if (!y.empty())
+      model.fit(X, y, options.fit_iterations, options.fit_lr, options.anchor, &theta0);
     const int bi = best_index(r.result.evaluations);
     const Configuration center =
         bi >= 0 ? r.result.evaluations[static_cast<size_t>(bi)].config : def;

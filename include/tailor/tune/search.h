@@ -84,6 +84,10 @@ struct GradientOptions {
   double tau = 1.0;
   /// Initial logit of each decision's default choice (others 0).
   double prior = 1.0;
+  /// Weight of the pull of each refit towards the initial coefficients
+  /// (CostModel::fit's anchor_weight; 0: none), so a warm start learned on
+  /// other graphs is not overwritten by the first one or two measurements.
+  double anchor = 0.0;
 };
 
 /// The gradient method: measure the default; then, per step, refit the cost
