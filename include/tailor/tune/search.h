@@ -97,8 +97,9 @@ struct GradientOptions {
 /// conv-block, threads) or the Gumbel-softmax straight-through estimate
 /// (passes), and measure the argmax configuration — or, when that one was
 /// measured already, a Gumbel-max sample of the distribution (seeded). Failed
-/// checks push their choices' logits down. `model` is refitted in place (its
-/// initial θ warm-starts the first fit).
+/// checks push their choices' logits down. While no configuration has passed
+/// its check (a default the check rejects), it measures uniform draws. `model` is refitted in place
+/// (its initial θ warm-starts the first fit).
 SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
                              const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
                              const GradientOptions& options = {});
