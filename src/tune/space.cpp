@@ -27,7 +27,7 @@ graph::Model name_convs(const graph::Model& model) {
   return m;
 }
 
-const std::vector<std::string> kPrefixPasses = {"fold", "simplify", "cse", "hoist"};
+const std::vector<std::string> kPrefixPasses = {"fold", "simplify", "strength", "cse", "hoist"};
 
 }  // namespace
 

@@ -23,37 +23,39 @@ DecisionSpace space_of(const graph::Model& m, int threads) {
 }
 
 TEST(TuneSpace, CountsOnConvReluByHand) {
-  // 7 passes (fold, simplify, cse, hoist, fuse, layout, dce): 2 choices each;
-  // one fusion candidate (Conv + Relu epilogue): 2; the conv has 32·32 = 1024
-  // output columns, so of the blocks {256, 1024, 4096} only 256 is smaller:
-  // {full, 256}; threads up to 2: {1, 2}. 10 decisions, 2^7·2·2·2 = 1024 points.
+  // 8 passes (fold, simplify, strength, cse, hoist, fuse, layout, dce): 2
+  // choices each; one fusion candidate (Conv + Relu epilogue): 2; the conv has
+  // 32·32 = 1024 output columns, so of the blocks {256, 1024, 4096} only 256
+  // is smaller: {full, 256}; threads up to 2: {1, 2}. 11 decisions,
+  // 2^8·2·2·2 = 2048 points.
   const DecisionSpace s = space_of(conv_relu_model(), 2);
-  ASSERT_EQ(s.decisions.size(), 10u);
-  EXPECT_EQ(s.points(), 1024.0);
+  ASSERT_EQ(s.decisions.size(), 11u);
+  EXPECT_EQ(s.points(), 2048.0);
   EXPECT_EQ(s.decisions[0].name, "pass:fold");
-  EXPECT_EQ(s.decisions[6].name, "pass:dce");
-  EXPECT_EQ(s.decisions[7].name, "fusion:conv_epilogue:y");
-  EXPECT_EQ(s.decisions[8].name, "conv_block:c");
-  EXPECT_EQ(s.decisions[8].choices, (std::vector<std::string>{"full", "256"}));
-  EXPECT_EQ(s.decisions[9].choices, (std::vector<std::string>{"1", "2"}));
-  // Default: every pass but layout on, fusion on, full blocks, most threads.
-  EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 0, 1, 1, 0, 1}));
-  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[9].choices,
+  EXPECT_EQ(s.decisions[2].name, "pass:strength");
+  EXPECT_EQ(s.decisions[7].name, "pass:dce");
+  EXPECT_EQ(s.decisions[8].name, "fusion:conv_epilogue:y");
+  EXPECT_EQ(s.decisions[9].name, "conv_block:c");
+  EXPECT_EQ(s.decisions[9].choices, (std::vector<std::string>{"full", "256"}));
+  EXPECT_EQ(s.decisions[10].choices, (std::vector<std::string>{"1", "2"}));
+  // Default: every pass in `all` on, fusion on, full blocks, most threads.
+  EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1}));
+  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[10].choices,
             (std::vector<std::string>{"1", "2", "4"}));
-  EXPECT_THROW(s.enumerate(512), Error);
+  EXPECT_THROW(s.enumerate(1024), Error);
 }
 
 TEST(TuneSpace, EnumeratesEverySmallSpacePointOnce) {
-  const DecisionSpace s = space_of(conv_relu_model(), 1);  // threads {1}: 512 points
-  EXPECT_EQ(s.points(), 512.0);
-  const auto all = s.enumerate(512);
-  ASSERT_EQ(all.size(), 512u);
+  const DecisionSpace s = space_of(conv_relu_model(), 1);  // threads {1}: 1024 points
+  EXPECT_EQ(s.points(), 1024.0);
+  const auto all = s.enumerate(1024);
+  ASSERT_EQ(all.size(), 1024u);
   std::set<std::string> keys;
   for (const auto& c : all) {
     s.validate(c);
     keys.insert(DecisionSpace::key(c));
   }
-  EXPECT_EQ(keys.size(), 512u);
+  EXPECT_EQ(keys.size(), 1024u);
 }
 
 TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
@@ -67,9 +69,9 @@ TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
   EXPECT_EQ(d.model.graph.nodes[0].op_type, "FusedConv");
   EXPECT_EQ(d.threads, 2);
   // The fusion candidate off: two nodes; block 256 sets the conv's attribute.
-  c[7] = 0;
-  c[8] = 1;
-  c[9] = 0;
+  c[8] = 0;
+  c[9] = 1;
+  c[10] = 0;
   AppliedConfiguration u = a.apply(c);
   ASSERT_EQ(u.model.graph.nodes.size(), 2u);
   EXPECT_EQ(u.model.graph.nodes[0].op_type, "Conv");
