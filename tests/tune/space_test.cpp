@@ -81,5 +81,38 @@ TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
   EXPECT_THROW(a.apply(c), Error);
 }
 
+TEST(TuneSpace, RoundedConvScaleFoldIsADecisionWhereItChangesTheGraph) {
+  // x → Conv (1×1, w = 1) → Mul 3: exact (default) keeps the Mul; rounded folds
+  // it into the weights (w' = 3): one node. x = 2 → 6 either way.
+  graph::Model m;
+  m.opset = 13;
+  m.graph.inputs = {"x"};
+  m.graph.types["x"] = graph::ValueType{DType::f32, graph::sym_shape_of({1, 1, 1, 1})};
+  m.graph.add_initializer("w", Tensor::from_f32({1, 1, 1, 1}, std::vector<float>{1}));
+  m.graph.add_initializer("three", Tensor::from_f32({}, std::vector<float>{3}));
+  graph::Node conv, mul;
+  conv.op_type = "Conv", conv.name = "c", conv.inputs = {"x", "w"}, conv.outputs = {"c"};
+  mul.op_type = "Mul", mul.name = "m", mul.inputs = {"c", "three"}, mul.outputs = {"y"};
+  m.graph.nodes = {conv, mul};
+  m.graph.outputs = {"y"};
+  const DecisionSpace s = space_of(m, 1);
+  const int d = s.find("fold_scales");
+  ASSERT_GE(d, 0);
+  EXPECT_EQ(s.decisions[static_cast<size_t>(d)].choices,
+            (std::vector<std::string>{"exact", "rounded"}));
+  Applier a(m, s, runtime::default_pass_options());
+  Configuration c = s.default_configuration();
+  EXPECT_EQ(c[static_cast<size_t>(d)], 0);
+  c[static_cast<size_t>(s.find("pass:fuse"))] = 0;  // count the plain nodes
+  EXPECT_EQ(a.apply(c).model.graph.nodes.size(), 2u);
+  c[static_cast<size_t>(d)] = 1;
+  const AppliedConfiguration r = a.apply(c);
+  ASSERT_EQ(r.model.graph.nodes.size(), 1u);
+  EXPECT_EQ(r.model.graph.initializers.at(r.model.graph.nodes[0].inputs[1]).to_f32_vector(),
+            (std::vector<float>{3}));
+  // The conv-only model has no such Mul: no decision.
+  EXPECT_EQ(space_of(conv_relu_model(), 1).find("fold_scales"), -1);
+}
+
 }  // namespace
 }  // namespace tailor::tune

@@ -13,7 +13,8 @@ using namespace passes;
 
 class Simplifier {
  public:
-  Simplifier(Graph& g, int64_t opset, NameGen& names) : g_(g), opset_(opset), names_(names) {}
+  Simplifier(Graph& g, int64_t opset, NameGen& names, bool rounded_scales)
+      : g_(g), opset_(opset), names_(names), rounded_scales_(rounded_scales) {}
 
   void run() {
     for (int round = 0; round < 100000; ++round) {
@@ -24,7 +25,8 @@ class Simplifier {
       for (size_t i = 0; i < g_.nodes.size() && !changed; ++i) changed = rewrite(i);
       if (!changed) break;
     }
-    for_each_subgraph(g_, [&](Graph& sub) { Simplifier(sub, opset_, names_).run(); });
+    for_each_subgraph(g_,
+                      [&](Graph& sub) { Simplifier(sub, opset_, names_, rounded_scales_).run(); });
   }
 
  private:
@@ -283,8 +285,9 @@ class Simplifier {
       // products w·s (a different rounding in every layer; on the PP-OCRv4
       // detector, whose Conv → Mul → Add blocks carry such scales, the
       // output moved by ~1e-5 of its range); it stays a Mul, which fusion
-      // joins with the elementwise ops around it in the original order.
-      if (n.op_type == "Mul" && !all_powers_of_two(*v)) continue;
+      // joins with the elementwise ops around it in the original order
+      // (unless PassOptions::fold_rounded_scales asks for the rounded fold).
+      if (n.op_type == "Mul" && !rounded_scales_ && !all_powers_of_two(*v)) continue;
       std::vector<double> s(static_cast<size_t>(c_out), 1.0), t(static_cast<size_t>(c_out), 0.0);
       if (n.op_type == "Mul")
         s.assign(v->begin(), v->end());
@@ -299,6 +302,7 @@ class Simplifier {
   Graph& g_;
   int64_t opset_;
   NameGen& names_;
+  bool rounded_scales_;
   Uses uses_;
   std::unordered_map<std::string, size_t> prod_;
   std::unordered_map<std::string, ValueInfo> info_;
@@ -306,12 +310,12 @@ class Simplifier {
 
 }  // namespace
 
-Model simplify(const Model& model, const PassOptions&) {
+Model simplify(const Model& model, const PassOptions& options) {
   Model out = model;
   detach_subgraphs(out.graph);
   infer_shapes(out);  // ranks and dtypes the rewrites check
   NameGen names(out.graph);
-  Simplifier(out.graph, out.opset, names).run();
+  Simplifier(out.graph, out.opset, names, options.fold_rounded_scales).run();
   prune_types(out.graph);
   return out;
 }
