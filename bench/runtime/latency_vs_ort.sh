@@ -2,8 +2,16 @@
 # tailor vs onnxruntime, side by side: median latency on the issue-5 speed
 # models (the goal: tailor within 1.5x of onnxruntime at each thread count).
 #   PP-OCRv4 recogniser  x [1, 3, 48, 320]
-#   PP-OCRv4 detector    x [1, 3, 640, 640]
+#   PP-OCRv4 detector    x [1, 3, 640, 640]  (--det-size S: [1, 3, S, S])
 #   ISNet fp16 (medium)  input [1, 3, 1024, 1024]  (only if fetched: make models-bench)
+#   PP-OCR classifier    x [1, 3, 48, 192]   (cls; not in the default list)
+#   compressed demo      x [1, 3, 48, 320]   (demo: demo-out/model.onnx from make demo,
+#                                             or --demo PATH)
+# With --tuning DIR, a third column runs tailor with the tuned decisions
+# applied (`tailor run MODEL --tuning DIR/<model>/decisions.json`, the
+# record of `tailor tune MODEL -o DIR/<model>`; <model> is rec, cls, det,
+# demo or isnet; --threads overrides the record's thread count), in the same
+# alternation (tailor, tailor tuned, ORT).
 # Both runtimes get the same seeded input .npy (uniform in [-1, 1), xorshift32
 # seed 1, written by bench/runtime/ort_latency.sh's generator). For each model
 # and thread count the two are run alternately ROUNDS times (tailor, ORT,
@@ -13,9 +21,10 @@
 # workers are several times slower on a machine with more runnable threads
 # than cores).
 #   bench/runtime/latency_vs_ort.sh [--threads "1 2"] [--runs N] [--rounds R]
-#                                   [--models "rec det isnet"] [--tailor PATH]
-# Prints one table: model, threads, tailor median ms, ORT median ms, ratio
-# (tailor / ORT; below 1.5 meets the goal).
+#                                   [--models "rec det isnet cls demo"] [--tailor PATH]
+#                                   [--tuning DIR] [--det-size S] [--demo PATH]
+# Prints one table: model, threads, tailor median ms, [tuned median ms,] ORT
+# median ms, ratio (tailor / ORT; below 1.5 meets the goal) [, tuned / ORT].
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +33,9 @@ runs=10
 rounds=2
 models="rec det isnet"
 tailor="$root/build/tailor"
+tuning=""
+det_size=640
+demo="$root/demo-out/model.onnx"
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) threads=$2; shift 2 ;;
@@ -31,7 +43,10 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --tailor) tailor=$2; shift 2 ;;
-    *) echo "usage: $0 [--threads \"1 2\"] [--runs N] [--rounds R] [--models \"rec det isnet\"] [--tailor PATH]" >&2; exit 2 ;;
+    --tuning) tuning=$2; shift 2 ;;
+    --det-size) det_size=$2; shift 2 ;;
+    --demo) demo=$2; shift 2 ;;
+    *) echo "usage: $0 [--threads \"1 2\"] [--runs N] [--rounds R] [--models \"rec det isnet cls demo\"] [--tailor PATH] [--tuning DIR] [--det-size S] [--demo PATH]" >&2; exit 2 ;;
   esac
 done
 [ -x "$tailor" ] || { echo "latency_vs_ort: no tailor binary at $tailor (cmake --build build --target tailor)" >&2; exit 1; }
@@ -46,35 +61,57 @@ source <(sed -n '/^random_input()/,/^}/p' "$root/bench/runtime/ort_latency.sh")
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 echo "# $(date -u +%FT%TZ) $(uptime | sed 's/.*load/load/'), $(nproc) cores; runs=$runs rounds=$rounds"
-printf '%-14s %-16s %7s %11s %11s %7s\n' model input threads tailor_ms ort_ms ratio
-row() {  # LABEL MODEL INPUT_NAME RUNS d0 d1 d2 d3
-  local label=$1 model=$2 name=$3 n=$4; shift 4
+if [ -n "$tuning" ]; then
+  printf '%-14s %-16s %7s %11s %11s %11s %7s %7s\n' model input threads tailor_ms tuned_ms ort_ms ratio tuned_r
+else
+  printf '%-14s %-16s %7s %11s %11s %7s\n' model input threads tailor_ms ort_ms ratio
+fi
+row() {  # LABEL KEY MODEL INPUT_NAME RUNS d0 d1 d2 d3
+  local label=$1 key=$2 model=$3 name=$4 n=$5; shift 5
   local shape; shape=$(IFS=x; echo "$*")
   if [ ! -f "$model" ]; then
     printf '%-14s %-16s %7s %11s %11s %7s\n' "$label" "$shape" - "(not fetched)" - -
     return
   fi
+  local record=""
+  if [ -n "$tuning" ]; then
+    record="$tuning/$key/decisions.json"
+    [ -f "$record" ] || { echo "latency_vs_ort: no $record (tailor tune $model -o $tuning/$key)" >&2; exit 1; }
+  fi
   random_input "$tmp/$label.npy" "$@"
-  local t r ours theirs
+  local t r ours tuned theirs
   for t in $threads; do
-    : >"$tmp/ours" ; : >"$tmp/theirs"
+    : >"$tmp/ours" ; : >"$tmp/tuned" ; : >"$tmp/theirs"
     for ((r = 0; r < rounds; r++)); do
       "$tailor" run "$model" --input "$name=$tmp/$label.npy" --threads "$t" --time "$n" |
         sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p' >>"$tmp/ours"
+      if [ -n "$record" ]; then
+        "$tailor" run "$model" --tuning "$record" --input "$name=$tmp/$label.npy" --threads "$t" --time "$n" |
+          sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p' >>"$tmp/tuned"
+      fi
       node "$root/tools/ort/run.js" "$model" --input "$name=$tmp/$label.npy" --threads "$t" --time "$n" |
         sed -n 's/^median_ms=\([0-9.]*\).*/\1/p' >>"$tmp/theirs"
     done
     ours=$(median <"$tmp/ours"); theirs=$(median <"$tmp/theirs")
-    printf '%-14s %-16s %7s %11.2f %11.2f %7.2f\n' "$label" "$shape" "$t" "$ours" "$theirs" \
-      "$(awk -v a="$ours" -v b="$theirs" 'BEGIN {print a / b}')"
+    if [ -n "$record" ]; then
+      tuned=$(median <"$tmp/tuned")
+      printf '%-14s %-16s %7s %11.2f %11.2f %11.2f %7.2f %7.2f\n' "$label" "$shape" "$t" "$ours" "$tuned" "$theirs" \
+        "$(awk -v a="$ours" -v b="$theirs" 'BEGIN {print a / b}')" \
+        "$(awk -v a="$tuned" -v b="$theirs" 'BEGIN {print a / b}')"
+    else
+      printf '%-14s %-16s %7s %11.2f %11.2f %7.2f\n' "$label" "$shape" "$t" "$ours" "$theirs" \
+        "$(awk -v a="$ours" -v b="$theirs" 'BEGIN {print a / b}')"
+    fi
   done
 }
 for m in $models; do
   case "$m" in
-    rec) row ppocr_v4_rec "$root/models/ch_PP-OCRv4_rec_infer.onnx" x "$runs" 1 3 48 320 ;;
-    det) row ppocr_v4_det "$root/models/ch_PP-OCRv4_det_infer.onnx" x "$runs" 1 3 640 640 ;;
-    isnet) row isnet_fp16 "$root/models/isnet_fp16.onnx" input "$(( runs < 3 ? runs : 3 ))" 1 3 1024 1024 ;;
-    *) echo "latency_vs_ort: unknown model '$m' (rec, det, isnet)" >&2; exit 2 ;;
+    rec) row ppocr_v4_rec rec "$root/models/ch_PP-OCRv4_rec_infer.onnx" x "$runs" 1 3 48 320 ;;
+    det) row ppocr_v4_det det "$root/models/ch_PP-OCRv4_det_infer.onnx" x "$runs" 1 3 "$det_size" "$det_size" ;;
+    isnet) row isnet_fp16 isnet "$root/models/isnet_fp16.onnx" input "$(( runs < 3 ? runs : 3 ))" 1 3 1024 1024 ;;
+    cls) row ppocr_cls cls "$root/models/ch_ppocr_mobile_v2.0_cls_infer.onnx" x "$runs" 1 3 48 192 ;;
+    demo) row demo_rec_25pct demo "$demo" x "$runs" 1 3 48 320 ;;
+    *) echo "latency_vs_ort: unknown model '$m' (rec, det, isnet, cls, demo)" >&2; exit 2 ;;
   esac
 done
 echo "# $(uptime | sed 's/.*load/load/') at the end"

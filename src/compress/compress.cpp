@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "compress/verify.h"
+#include "tailor/compress/llama_onnx.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/onnx.h"
 #include "tailor/io/model.h"
@@ -206,7 +207,10 @@ CompressResult compress_model(const CompressOptions& o) {
   if (llama) {
     llama_c = *llama;
     for (const EncodedLayer& l : layers) llama_c->replace_linear(l.name, l.encoded);
-    done("rewrite", fmt::format("{} linears replaced (Encoded matmul)", layers.size()));
+    standard = llama_to_onnx(*llama, layers, &r.rewrites);
+    done("rewrite",
+         fmt::format("{} linears replaced (Encoded matmul); standard ONNX graph verified",
+                     layers.size()));
   } else {
     original = graph::import_onnx(mf);
     standard = rewrite_standard(*original, layers, &r.rewrites);
@@ -228,7 +232,7 @@ CompressResult compress_model(const CompressOptions& o) {
   // 6. verify
   begin("verify", "");
   if (llama) {
-    r.verification = verify_llama(*llama, *llama_c, o, r.kld);
+    r.verification = verify_llama(*llama, *llama_c, staging.file("model.onnx"), o, r);
   } else {
     r.verification = verify_onnx(*original, *tailor_graph, staging.file("model.onnx"), o, r);
   }

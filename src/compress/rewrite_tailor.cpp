@@ -85,11 +85,22 @@ graph::Model rewrite_tailor(const graph::Model& model, const std::vector<Encoded
       rw.file_bytes = static_cast<int64_t>(layer.encoded->bytes());
     } else {
       ed.remove_source(layer.name);
-      Tensor t = detail::to_stored(layer.encoded->decode(), layer.layout, layer.stored_shape,
-                                   layer.stored_dtype);
-      rw.file_bytes = static_cast<int64_t>(t.nbytes());
-      ed.graph().add_initializer(layer.name, std::move(t));
+      Tensor t =
+          detail::to_stored(layer.encoded->decode(), layer.layout, layer.stored_shape, DType::f32);
+      rw.file_bytes = t.numel() * static_cast<int64_t>(dtype_size(layer.stored_dtype));
       rw.form = "dense decoded";
+      if (layer.stored_dtype == DType::f32) {
+        ed.graph().add_initializer(layer.name, std::move(t));
+      } else {
+        // Ŵ in f32, cast to the stored dtype as model.onnx does (rewrite_standard),
+        // so a runtime that computes the graph in f32 (promote_f16_to_f32) runs
+        // the same Ŵ in both.
+        Node c = GraphEditor::make("Cast", ed.fresh(layer.name + "/cast"),
+                                   {ed.constant(layer.name + ".f32", std::move(t))}, {layer.name});
+        c.set("to", Attribute::of_int(detail::onnx_type_code(layer.stored_dtype)));
+        ed.emit_front(std::move(c));
+        rw.form = "dense decoded (f32, Cast)";
+      }
     }
     if (log) log->push_back(std::move(rw));
   }

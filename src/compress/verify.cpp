@@ -10,9 +10,11 @@
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
 #include "tailor/graph/onnx.h"
+#include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/tasks/ocr.h"
+#include "tailor/tasks/saliency.h"
 
 namespace tailor::compress {
 namespace fs = std::filesystem;
@@ -53,15 +55,23 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return m;
 }
 
-std::vector<std::string> npy_files(const fs::path& dir) {
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".npy") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
+/// The declared [1, 3, H, W] shape of a model's only input, or nullopt.
+std::optional<Shape> image_input_shape(const graph::Model& m) {
+  if (m.graph.inputs.size() != 1) return std::nullopt;
+  const graph::ValueType* t = m.graph.type_of(m.graph.inputs[0]);
+  if (!t || !t->shape || t->shape->size() != 4) return std::nullopt;
+  Shape s;
+  for (const graph::Dim& d : *t->shape) {
+    if (!d.is_known()) return std::nullopt;
+    s.push_back(d.value);
+  }
+  if (s[0] != 1 || s[1] != 3) return std::nullopt;
+  return s;
 }
 
-std::vector<Inputs> calib_inputs(const std::string& dir, const std::vector<std::string>& names) {
+std::vector<Inputs> calib_inputs(const std::string& dir, const graph::Model& m,
+                                 const CompressOptions& o, std::vector<std::string>& labels) {
+  const std::vector<std::string>& names = m.graph.inputs;
   if (!fs::is_directory(dir)) throw Error(dir, "--calib: not a folder");
   std::vector<Inputs> runs;
   std::vector<fs::path> subdirs;
@@ -69,7 +79,28 @@ std::vector<Inputs> calib_inputs(const std::string& dir, const std::vector<std::
     if (e.is_directory()) subdirs.push_back(e.path());
   std::sort(subdirs.begin(), subdirs.end());
   if (names.size() == 1 && subdirs.empty()) {
-    for (const std::string& f : npy_files(dir)) runs.push_back({{names[0], read_npy(f)}});
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && (e.path().extension() == ".npy" || e.path().extension() == ".png"))
+        files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    const std::optional<Shape> image = image_input_shape(m);
+    const graph::ValueType* t = m.graph.type_of(names[0]);
+    for (const fs::path& f : files) {
+      if (f.extension() == ".npy") {
+        runs.push_back({{names[0], read_npy(f.string())}});
+      } else {
+        if (!image)
+          throw Error(f.string(),
+                      "--calib: a .png input needs a model input of declared shape "
+                      "[1, 3, H, W]");
+        Tensor x = tasks::image_to_nchw(tasks::read_png(f.string()), static_cast<int>((*image)[2]),
+                                        static_cast<int>((*image)[3]), o.image_mean, o.image_std);
+        if (t && t->dtype && *t->dtype != DType::f32) x = x.to(*t->dtype);
+        runs.push_back({{names[0], std::move(x)}});
+      }
+      labels.push_back(f.filename().string());
+    }
   } else {
     for (const fs::path& d : subdirs) {
       Inputs in;
@@ -79,10 +110,11 @@ std::vector<Inputs> calib_inputs(const std::string& dir, const std::vector<std::
         in[n] = read_npy(f.string());
       }
       runs.push_back(std::move(in));
+      labels.push_back(d.filename().string());
     }
   }
   if (runs.empty())
-    throw Error(dir, names.size() == 1 ? "--calib: no .npy files"
+    throw Error(dir, names.size() == 1 ? "--calib: no .npy or .png files"
                                        : "--calib: no subfolders holding <input>.npy files");
   return runs;
 }
@@ -131,6 +163,40 @@ bool ocr_task(const graph::Model& m, const CompressOptions& o, std::string& keys
   return t->shape->back().value == static_cast<int64_t>(classes.size());
 }
 
+/// The node producing `value` in the main graph, or nullptr.
+const graph::Node* producer(const graph::Model& m, const std::string& value) {
+  for (const graph::Node& n : m.graph.nodes)
+    if (std::find(n.outputs.begin(), n.outputs.end(), value) != n.outputs.end()) return &n;
+  return nullptr;
+}
+
+/// Whether the first output is declared N×1×H×W (H, W > 1 or symbolic).
+bool mask_shaped(const graph::Model& m) {
+  if (m.graph.outputs.empty()) return false;
+  const graph::ValueType* t = m.graph.type_of(m.graph.outputs[0]);
+  if (!t || !t->shape || t->shape->size() != 4) return false;
+  const auto& s = *t->shape;
+  auto big = [](const graph::Dim& d) { return !d.is_known() || d.value > 1; };
+  return s[1].is_known() && s[1].value == 1 && big(s[2]) && big(s[3]);
+}
+
+/// Automatic saliency detection, conservative: one image input, the first
+/// output N×1×H×W and computed by a Sigmoid (through Cast/Identity nodes).
+bool looks_like_saliency(const graph::Model& m) {
+  if (!mask_shaped(m) || m.graph.inputs.size() != 1) return false;
+  const graph::Node* n = producer(m, m.graph.outputs[0]);
+  for (int hops = 0; n && hops < 4 && (n->op_type == "Cast" || n->op_type == "Identity"); ++hops)
+    n = n->inputs.empty() ? nullptr : producer(m, n->inputs[0]);
+  return n && n->op_type == "Sigmoid" && n->domain.empty();
+}
+
+/// A copy computing in f32 (f16 graphs such as ISNet; f32 graphs unchanged).
+graph::Model promoted(const graph::Model& m) {
+  graph::Model c = m;
+  graph::promote_f16_to_f32(c);
+  return c;
+}
+
 }  // namespace
 
 report::Verification verify_onnx(const graph::Model& original, const graph::Model& compressed,
@@ -146,8 +212,11 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
     acc += std::chrono::duration<double>(Clock::now() - t0).count();
     return r;
   };
-  runtime::Executor ex_orig(original);
-  runtime::Executor ex_comp(compressed);
+  static const std::vector<std::string> kTasks{"auto", "saliency", "ocr", "none"};
+  if (std::find(kTasks.begin(), kTasks.end(), o.task) == kTasks.end())
+    throw Error("--task", "unknown task '" + o.task + "' (auto, saliency, ocr, none)");
+  runtime::Executor ex_orig(promoted(original));
+  runtime::Executor ex_comp(promoted(compressed));
   const std::vector<std::string>& outs = original.graph.outputs;
   std::vector<ErrorSums> sums(outs.size());
   report::Verification v;
@@ -156,7 +225,19 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
 
   std::string keys, lines;
   std::vector<std::string> classes;
-  if (o.calib_dir.empty() && ocr_task(original, o, keys, lines, classes)) {
+  const bool ocr = (o.task == "auto" || o.task == "ocr") && o.calib_dir.empty() &&
+                   ocr_task(original, o, keys, lines, classes);
+  if (o.task == "ocr" && !ocr)
+    throw Error(o.model,
+                "--task ocr: not a PaddleOCR recogniser with its key file and fixture "
+                "lines (or --calib was given)");
+  if (o.task == "saliency" && !mask_shaped(original))
+    throw Error(o.model, "--task saliency: the first output '" +
+                             (outs.empty() ? std::string() : outs[0]) +
+                             "' is not declared N×1×H×W");
+  const bool saliency =
+      o.task == "saliency" || (o.task == "auto" && !ocr && looks_like_saliency(original));
+  if (ocr) {
     const std::string in_name = original.graph.inputs[0], out_name = outs[0];
     std::vector<Tensor> orig_out;
     const tasks::OcrScore s0 = tasks::ocr_read_lines(
@@ -188,10 +269,14 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
         result.ocr_differences.push_back(
             {s0.lines[i].file, s0.lines[i].truth, s0.lines[i].text, s1.lines[i].text});
   } else {
+    std::vector<std::string> labels;
     const std::vector<Inputs> runs = !o.calib_dir.empty()
-                                         ? calib_inputs(o.calib_dir, original.graph.inputs)
+                                         ? calib_inputs(o.calib_dir, original, o, labels)
                                          : random_inputs(original, o.random_inputs, o.seed);
-    for (const Inputs& in : runs) {
+    report::SaliencyCheck sal;
+    sal.output = outs.empty() ? std::string() : outs[0];
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const Inputs& in = runs[k];
       const auto y = timed(original_seconds, [&] { return ex_orig.run(in); });
       const auto h = timed(compressed_seconds, [&] { return ex_comp.run(in); });
       if (first.empty()) {
@@ -199,8 +284,20 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
         first_out = h;
       }
       for (size_t i = 0; i < outs.size(); ++i) sums[i].add(y.at(outs[i]), h.at(outs[i]), outs[i]);
+      if (saliency) {
+        const tasks::MaskAgreement a =
+            tasks::compare_masks(y.at(outs[0]), h.at(outs[0]), sal.threshold);
+        sal.inputs.push_back(
+            {k < labels.size() ? labels[k] : fmt::format("random-{}", k), a.mae, a.iou});
+        sal.mae += a.mae / static_cast<double>(runs.size());
+        sal.iou += a.iou / static_cast<double>(runs.size());
+      }
     }
     v.inputs = static_cast<int64_t>(runs.size());
+    if (saliency) {
+      v.metric = report::TaskMetric{"saliency mask IoU (> 0.5) vs original", 1.0, sal.iou};
+      v.saliency = std::move(sal);
+    }
   }
   double mean_sq = 0;
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -210,7 +307,7 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
   v.measured_error = outs.empty() ? 0.0 : mean_sq / static_cast<double>(outs.size());
 
   // The written file itself, run by tailor's runtime.
-  runtime::Executor ex_std(graph::import_onnx(standard_path));
+  runtime::Executor ex_std(promoted(graph::import_onnx(standard_path)));
   const auto s = ex_std.run(first);
   standard_max_abs = 0;
   for (const auto& [name, t] : first_out)
@@ -219,8 +316,10 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
 }
 
 report::Verification verify_llama(const llm::LlamaModel& original,
-                                  const llm::LlamaModel& compressed, const CompressOptions& o,
-                                  std::optional<llm::CompareResult>& kld) {
+                                  const llm::LlamaModel& compressed,
+                                  const std::string& standard_path, const CompressOptions& o,
+                                  CompressResult& result) {
+  std::optional<llm::CompareResult>& kld = result.kld;
   llm::CompareOptions co;
   co.seed = o.seed + 1;
   co.sequences = o.kld_sequences;
@@ -231,12 +330,27 @@ report::Verification verify_llama(const llm::LlamaModel& original,
   llm::CompareOptions few = co;
   few.sequences = std::min<int32_t>(2, co.sequences);
   ErrorSums sums;
+  bool first = true;
   for (const auto& seq : llm::sample_sequences(original, few)) {
     llm::LlamaSession a(original), b(compressed);
     const std::span<const int32_t> tokens(seq.data(), seq.size() - 1);
     const std::vector<float> la = a.forward(tokens), lb = b.forward(tokens);
     const Shape shape{static_cast<int64_t>(la.size())};
     sums.add(Tensor::from_f32(shape, la), Tensor::from_f32(shape, lb), "logits");
+    if (first && !standard_path.empty()) {
+      // The written model.onnx, run by tailor's runtime on the same tokens.
+      Tensor ids = Tensor::zeros(DType::i64, {1, static_cast<int64_t>(tokens.size())});
+      std::copy(tokens.begin(), tokens.end(), ids.mutable_data<int64_t>());
+      runtime::Executor ex(graph::import_onnx(standard_path));
+      const Tensor y = ex.run({{ex.input_names().at(0), ids}}).at(ex.output_names().at(0));
+      const Tensor want = Tensor::from_f32(shape, lb);
+      result.standard_vs_tailor_max_abs = max_abs_diff(y, want);
+      double peak = 0;
+      for (float f : lb) peak = std::max(peak, std::abs(double(f)));
+      result.standard_vs_tailor_max_rel =
+          peak > 0 ? result.standard_vs_tailor_max_abs / peak : result.standard_vs_tailor_max_abs;
+    }
+    first = false;
   }
   report::Verification v;
   v.inputs = kld->positions;

@@ -22,9 +22,13 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
 
 /// KL divergence and top-1 agreement (llm::compare_models) of `compressed`
 /// against `original`, and the logits' relative error and cosine over the
-/// first two of the same sampled sequences.
+/// first two of the same sampled sequences. Also imports and runs the written
+/// `standard_path` (llama_onnx.h) in tailor's runtime on the first of those
+/// sequences and sets result.standard_vs_tailor_max_abs (and _max_rel) to
+/// its difference from `compressed`'s logits. Fills result.kld.
 report::Verification verify_llama(const llm::LlamaModel& original,
-                                  const llm::LlamaModel& compressed, const CompressOptions& options,
-                                  std::optional<llm::CompareResult>& kld);
+                                  const llm::LlamaModel& compressed,
+                                  const std::string& standard_path, const CompressOptions& options,
+                                  CompressResult& result);
 
 }  // namespace tailor::compress

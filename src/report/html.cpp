@@ -170,7 +170,21 @@ std::string verification_section(const Report& r) {
   t += fmt::format("<tr><th>predicted error (Σ per layer)</th><td>{}</td></tr>\n",
                    num(v.predicted_error));
   t += fmt::format("<tr><th>measured error</th><td>{}</td></tr>\n", num(v.measured_error));
-  return t + "</tbody></table>\n";
+  t += "</tbody></table>\n";
+  if (v.saliency) {
+    const SaliencyCheck& s = *v.saliency;
+    t += fmt::format(
+        "<h3>Saliency mask <code>{}</code>, compressed vs original</h3>\n<table><thead><tr>"
+        "<th>input</th><th>mean abs. error</th><th>IoU (mask &gt; {})</th></tr></thead><tbody>\n",
+        html_escape(s.output), num(s.threshold));
+    for (const MaskScore& m : s.inputs)
+      t += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(m.input),
+                       num(m.mae), num(m.iou, "{:.6f}"));
+    t += fmt::format("<tr><th>mean</th><td>{}</td><td>{}</td></tr>\n", num(s.mae),
+                     num(s.iou, "{:.6f}"));
+    t += "</tbody></table>\n";
+  }
+  return t;
 }
 
 std::string curve_table(const Report& r) {

@@ -120,6 +120,26 @@ Verification read_verification(const std::string& path) {
                           number_field(m, "original", "metric: ", path, true),
                           number_field(m, "compressed", "metric: ", path, true)};
   }
+  if (j.contains("saliency") && !j["saliency"].is_null()) {
+    const Json& m = j["saliency"];
+    if (!m.is_object()) throw Error(path, "\"saliency\" must be an object or null");
+    SaliencyCheck sc;
+    sc.output = string_field(m, "output", "saliency: ", path);
+    sc.threshold = number_field(m, "threshold", "saliency: ", path, true);
+    sc.mae = number_field(m, "mae", "saliency: ", path, true);
+    sc.iou = number_field(m, "iou", "saliency: ", path, true);
+    if (!m.contains("inputs") || !m["inputs"].is_array())
+      throw Error(path, "saliency: \"inputs\" must be an array");
+    for (size_t i = 0; i < m["inputs"].size(); ++i) {
+      const Json& e = m["inputs"][i];
+      const std::string where = "saliency: inputs[" + std::to_string(i) + "]: ";
+      if (!e.is_object()) throw Error(path, where + "expected a JSON object");
+      sc.inputs.push_back({string_field(e, "input", where, path),
+                           number_field(e, "mae", where, path, true),
+                           number_field(e, "iou", where, path, true)});
+    }
+    v.saliency = std::move(sc);
+  }
   v.predicted_error = number_field(j, "predicted_error", "", path, false);
   v.measured_error = number_field(j, "measured_error", "", path, false);
   return v;
@@ -240,9 +260,21 @@ std::string report_to_json(const Report& r) {
       metric = {{"name", v.metric->name},
                 {"original", number(v.metric->original)},
                 {"compressed", number(v.metric->compressed)}};
+    OJson saliency = nullptr;
+    if (v.saliency) {
+      OJson per = OJson::array();
+      for (const MaskScore& m : v.saliency->inputs)
+        per.push_back({{"input", m.input}, {"mae", number(m.mae)}, {"iou", number(m.iou)}});
+      saliency = {{"output", v.saliency->output},
+                  {"threshold", number(v.saliency->threshold)},
+                  {"mae", number(v.saliency->mae)},
+                  {"iou", number(v.saliency->iou)},
+                  {"inputs", std::move(per)}};
+    }
     verification = {{"inputs", v.inputs},
                     {"outputs", std::move(outputs)},
                     {"metric", std::move(metric)},
+                    {"saliency", std::move(saliency)},
                     {"predicted_error", number(v.predicted_error)},
                     {"measured_error", number(v.measured_error)}};
   }

@@ -166,8 +166,12 @@ double CostModel::predict(const std::vector<double>& f) const {
 }
 
 double CostModel::fit(const std::vector<std::vector<double>>& X, const std::vector<double>& y,
-                      int iterations, double lr) {
+                      int iterations, double lr, double anchor_weight,
+                      const std::vector<double>* anchor) {
   if (X.size() != y.size()) throw Error("cost model", "fit: X and y differ in length");
+  if (anchor && anchor->size() != theta_.size())
+    throw Error("cost model", "fit: anchor has the wrong length");
+  if (!anchor) anchor_weight = 0;
   for (double v : y)
     if (!(v > 0)) throw Error("cost model", "fit: latencies must be > 0");
   const size_t n = theta_.size();
@@ -185,9 +189,14 @@ double CostModel::fit(const std::vector<std::vector<double>>& X, const std::vect
       for (size_t j = 0; j < n; ++j) grad[j] += 2 * r / p * X[i][j] * sigmoid(theta_[j]);
     }
     loss /= static_cast<double>(X.size());
+    for (size_t j = 0; anchor_weight > 0 && j < n; ++j) {
+      const double dj = theta_[j] - (*anchor)[j];
+      loss += anchor_weight * dj * dj;
+    }
     if (it > iterations) break;  // the last pass only reports the loss
     for (size_t j = 0; j < n; ++j) {
-      const double gj = grad[j] / static_cast<double>(X.size());
+      double gj = grad[j] / static_cast<double>(X.size());
+      if (anchor_weight > 0) gj += 2 * anchor_weight * (theta_[j] - (*anchor)[j]);
       m[j] = b1 * m[j] + (1 - b1) * gj;
       v[j] = b2 * v[j] + (1 - b2) * gj * gj;
       const double mh = m[j] / (1 - std::pow(b1, it)), vh = v[j] / (1 - std::pow(b2, it));

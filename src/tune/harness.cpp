@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
@@ -19,6 +20,26 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Process CPU time in milliseconds.
+double cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+// Times one call of `f` in milliseconds on the harness's clock.
+template <class F>
+double time_ms(bool cpu, F&& f) {
+  if (cpu) {
+    const double t0 = cpu_ms();
+    f();
+    return cpu_ms() - t0;
+  }
+  const auto t0 = Clock::now();
+  f();
+  return ms_since(t0);
 }
 
 // Runs `ex` on `inputs` with the f32 outputs compared to `ref`; returns the
@@ -125,6 +146,8 @@ Harness::Harness(const graph::Model& reference,
     throw Error("harness", "check_inputs and repeats must be >= 1, warmup >= 0");
   if (options_.statistic != "median" && options_.statistic != "min")
     throw Error("--statistic", "must be median or min, got '" + options_.statistic + "'");
+  if (options_.clock != "wall" && options_.clock != "cpu")
+    throw Error("--clock", "must be wall or cpu, got '" + options_.clock + "'");
   runtime::kernels::set_num_threads(std::max(1, options_.reference_threads));
   runtime::Executor ex(reference);
   for (int i = 0; i < options_.check_inputs; ++i) {
@@ -132,8 +155,9 @@ Harness::Harness(const graph::Model& reference,
     reference_.push_back(ex.run(inputs_.back()));
     for (auto& [name, t] : reference_.back()) t = t.contiguous().clone();
   }
-  int64_t fb =
-      options_.flush_bytes > 0 ? options_.flush_bytes : 2 * MachineInfo::detect().llc_bytes;
+  int64_t fb = options_.flush_bytes > 0
+                   ? options_.flush_bytes
+                   : 2 * std::min<int64_t>(MachineInfo::detect().llc_bytes, int64_t{64} << 20);
   flush_buffer_.assign(static_cast<size_t>(fb), 0);
 }
 
@@ -172,11 +196,9 @@ Measurement Harness::measure(const AppliedConfiguration& c) const {
   runtime::Executor ex(c.model);
   flush();
   for (int i = 0; i < options_.warmup; ++i) ex.run(inputs_.front());
-  for (int i = 0; i < options_.repeats; ++i) {
-    const auto t = Clock::now();
-    ex.run(inputs_.front());
-    m.times_ms.push_back(ms_since(t));
-  }
+  const bool cpu = options_.clock == "cpu";
+  for (int i = 0; i < options_.repeats; ++i)
+    m.times_ms.push_back(time_ms(cpu, [&] { ex.run(inputs_.front()); }));
   m.median_ms = median(m.times_ms);
   m.min_ms = *std::min_element(m.times_ms.begin(), m.times_ms.end());
   m.mad_ms = mad(m.times_ms);
@@ -200,9 +222,8 @@ std::vector<std::vector<double>> Harness::paired(
     for (size_t k = 0; k < candidates.size(); ++k) {
       const size_t i = (k + static_cast<size_t>(r)) % candidates.size();
       runtime::kernels::set_num_threads(std::max(1, candidates[i].threads));
-      const auto t = Clock::now();
-      ex[i]->run(inputs_.front());
-      times[static_cast<size_t>(r)][i] = ms_since(t);
+      times[static_cast<size_t>(r)][i] =
+          time_ms(options_.clock == "cpu", [&] { ex[i]->run(inputs_.front()); });
     }
   }
   return times;

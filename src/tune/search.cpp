@@ -170,12 +170,25 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
     m2[d].assign(logits[d].size(), 0.0);
   }
   int adam_t = 0;
+  const std::vector<double> theta0 = model.theta();
   if (budget > 0) eval(def);
   while (r.count() < budget) {
-    if (!y.empty()) model.fit(X, y, options.fit_iterations, options.fit_lr);
+    if (!y.empty())
+      model.fit(X, y, options.fit_iterations, options.fit_lr, options.anchor, &theta0);
     const int bi = best_index(r.result.evaluations);
-    const Configuration center =
-        bi >= 0 ? r.result.evaluations[static_cast<size_t>(bi)].config : def;
+    if (bi < 0) {
+      // Nothing has passed its check yet (the default failed): the model has
+      // nothing to fit and the neighbourhood of a failing configuration tells
+      // nothing, so explore with a uniform draw until a candidate passes.
+      Configuration c(D);
+      for (int tries = 0; tries == 0 || (r.has(c) && tries < 200); ++tries)
+        for (size_t d = 0; d < D; ++d)
+          c[d] = static_cast<int>(rng.below(space.decisions[d].choices.size()));
+      if (r.has(c)) break;
+      eval(c);
+      continue;
+    }
+    const Configuration center = r.result.evaluations[static_cast<size_t>(bi)].config;
     // The model's cost of every one-decision variant of the center.
     std::vector<std::vector<double>> table(D);
     for (size_t d = 0; d < D; ++d) {

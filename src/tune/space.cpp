@@ -27,7 +27,7 @@ graph::Model name_convs(const graph::Model& model) {
   return m;
 }
 
-const std::vector<std::string> kPrefixPasses = {"fold", "simplify", "cse", "hoist"};
+const std::vector<std::string> kPrefixPasses = {"fold", "simplify", "strength", "cse", "hoist"};
 
 }  // namespace
 
@@ -92,6 +92,15 @@ DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
   // Fusion candidates as fuse() sees them after the passes before it.
   const graph::Model named = name_convs(model);
   const graph::Model pre = graph::run_passes(named, kPrefixPasses, pass_options);
+  // simplify's rounded fold of conv scales (PassOptions::fold_rounded_scales),
+  // offered where it changes the graph: faster, not bit for bit.
+  {
+    graph::PassOptions rounded = pass_options;
+    rounded.fold_rounded_scales = true;
+    if (graph::run_passes(named, {"fold", "simplify"}, rounded).graph.nodes.size() !=
+        graph::run_passes(named, {"fold", "simplify"}, pass_options).graph.nodes.size())
+      s.decisions.push_back({"fold_scales", "fold_scales", {"exact", "rounded"}, 0});
+  }
   for (const auto& fc : graph::fusion_candidates(pre))
     s.decisions.push_back({"fusion:" + fc.id, "fusion", {"off", "on"}, 1});
   for (const auto& n : named.graph.nodes) {
@@ -128,6 +137,7 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
   std::string prefix_key, full_key;
   AppliedConfiguration out;
   std::map<std::string, int64_t> blocks;
+  bool rounded_scales = false;
   for (size_t i = 0; i < c.size(); ++i) {
     const Decision& d = space_.decisions[i];
     const std::string& choice = d.choices[c[i]];
@@ -142,6 +152,9 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
       full_key += c[i] ? "1" : "0";
     } else if (d.kind == "conv_block") {
       if (choice != "full") blocks[d.name.substr(11)] = std::stoll(choice);
+    } else if (d.kind == "fold_scales") {
+      rounded_scales = choice == "rounded";
+      prefix_key += "fold_scales=" + choice + ";";
     } else if (d.kind == "threads") {
       out.threads = std::stoi(choice);
     }
@@ -155,7 +168,9 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
     if (auto pt = prefix_cache_.find(prefix_key); pt != prefix_cache_.end()) {
       pre = pt->second;
     } else {
-      pre = std::make_shared<graph::Model>(graph::run_passes(model_, prefix, options_));
+      graph::PassOptions po = options_;
+      po.fold_rounded_scales = rounded_scales;
+      pre = std::make_shared<graph::Model>(graph::run_passes(model_, prefix, po));
       prefix_cache_[prefix_key] = pre;
     }
     graph::PassOptions o = options_;

@@ -109,6 +109,8 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   if (options.paired_rounds < 1 || options.paired_top < 1)
     throw Error("tune", "paired_rounds and paired_top must be >= 1");
   const int threads = options.threads > 0 ? options.threads : runtime::kernels::num_threads();
+  if (options.harness.clock == "cpu" && threads != 1)
+    throw Error("--clock", "cpu time is a latency only for one thread; give --threads 1");
   HarnessOptions hopt = options.harness;
   hopt.reference_threads = threads;
   Harness harness(model, options.input_shapes, options.seed, hopt);
@@ -237,8 +239,17 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
             {"tolerance", hopt.tolerance},
             {"check_inputs", hopt.check_inputs},
             {"statistic", hopt.statistic},
+            {"clock", hopt.clock},
             {"paired_rounds", options.paired_rounds},
             {"paired_top", options.paired_top}}},
+          {"gradient",
+           {{"inner_steps", options.gradient.inner_steps},
+            {"logit_lr", options.gradient.logit_lr},
+            {"fit_iterations", options.gradient.fit_iterations},
+            {"fit_lr", options.gradient.fit_lr},
+            {"tau", options.gradient.tau},
+            {"prior", options.gradient.prior},
+            {"anchor", options.gradient.anchor}}},
           {"space", space_json(space)},
           {"measured", measured},
           {"methods", methods},
@@ -320,9 +331,21 @@ Configuration replay(const graph::Model& model, const nlohmann::json& record) {
   const json cm = field<json>(record, "cost_model");
   const CostModel initial = CostModel::from_json(field<json>(cm, "initial"), feature_names());
   const json h = field<json>(record, "harness");
-  TuneOptions defaults;
+  // The gradient method's settings as recorded (records before they were
+  // recorded used the defaults).
+  GradientOptions gopt;
+  if (record.contains("gradient")) {
+    const json& g = record.at("gradient");
+    gopt.inner_steps = g.value("inner_steps", gopt.inner_steps);
+    gopt.logit_lr = g.value("logit_lr", gopt.logit_lr);
+    gopt.fit_iterations = g.value("fit_iterations", gopt.fit_iterations);
+    gopt.fit_lr = g.value("fit_lr", gopt.fit_lr);
+    gopt.tau = g.value("tau", gopt.tau);
+    gopt.prior = g.value("prior", gopt.prior);
+    gopt.anchor = g.value("anchor", gopt.anchor);
+  }
   const MethodsOutput mo = run_methods(space, oracle, features, field<int>(record, "measurements"),
-                                       field<uint64_t>(record, "seed"), initial, defaults.gradient);
+                                       field<uint64_t>(record, "seed"), initial, gopt);
   const std::vector<Configuration> pool = paired_pool(mo.results, field<int>(h, "paired_top"));
   const json paired = field<json>(record, "paired");
   if (field<std::vector<Configuration>>(paired, "configs") != pool)

@@ -2,6 +2,7 @@
 // stories260K llama, in temporary folders; atomic output on failure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -157,7 +158,16 @@ TEST(Compress, Stories260KReportsKlAndTopOne) {
   EXPECT_EQ(r.verification.metric->compressed, r.kld->top1_agreement);
   EXPECT_TRUE(fs::exists(dir.file("out/weights.safetensors")));
   EXPECT_TRUE(fs::exists(dir.file("out/plan.json")));
-  EXPECT_FALSE(fs::exists(dir.file("out/model.onnx")));
+  // model.onnx: the llama forward pass with the planned linears (llama_onnx.h),
+  // run by tailor's runtime against the compressed llm forward pass.
+  ASSERT_TRUE(fs::exists(dir.file("out/model.onnx")));
+  EXPECT_EQ(r.rewrites.size(), r.plan.choices.size() -
+                                   std::count_if(r.plan.choices.begin(), r.plan.choices.end(),
+                                                 [](const auto& c) { return c.label == "dense"; }));
+  EXPECT_LE(r.standard_vs_tailor_max_rel, 1e-5);
+  // Smaller than the dense weights (1,040,128 bytes) by the plan's savings,
+  // the RoPE tables and mask (1,081,600 bytes) on top.
+  EXPECT_LT(r.file_bytes.at("model.onnx"), 1081600 + r.plan.total_bytes + 100000);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ TEST(RunCliPasses, AppliesThePassesAndKeepsTheOutputs) {
   const CommandResult all = run_cli("run " + model + " --input x=" + dir.file("x.npy") +
                                     " --output " + dir.file("all") + " --threads 1");
   ASSERT_EQ(all.exit_code, 0) << all.output;
-  EXPECT_NE(all.output.find("passes: fold,simplify,cse,hoist,fuse,dce (17 -> 2 nodes)"),
+  EXPECT_NE(all.output.find("passes: fold,simplify,strength,cse,hoist,fuse,dce (17 -> 2 nodes)"),
             std::string::npos)
       << all.output;
   EXPECT_LE(rel_inf_error(read_npy(dir.file("all/y.npy")), read_npy(dir.file("none/y.npy"))), 1e-5);

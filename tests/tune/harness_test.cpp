@@ -48,6 +48,26 @@ TEST(TuneHarness, SabotagedFoldingIsDiscardedWithoutTiming) {
   EXPECT_GT(right.peak_bytes, 0);
 }
 
+TEST(TuneHarness, CpuClockTimesAndRefusesBadSettings) {
+  const graph::Model m = testing::conv_relu_model();
+  HarnessOptions ho;
+  ho.repeats = 4;
+  ho.flush_bytes = 1 << 20;
+  ho.clock = "cpu";
+  Harness h(m, {}, 5, ho);
+  const DecisionSpace space =
+      build_space(m, observe_shapes(m, h.inputs()), runtime::default_pass_options(), {});
+  Applier a(m, space, runtime::default_pass_options());
+  const Measurement r = h.measure(a.apply(space.default_configuration()));
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.times_ms.size(), 4u);
+  for (double t : r.times_ms) EXPECT_GT(t, 0.0);
+  const auto rounds = h.paired({a.apply(space.default_configuration())}, 2);
+  EXPECT_GT(rounds[1][0], 0.0);
+  ho.clock = "cycles";
+  testing::expect_error_naming([&] { Harness(m, {}, 5, ho); }, "--clock", "wall or cpu");
+}
+
 TEST(TuneHarness, MedianAndMadByHand) {
   EXPECT_EQ(median({3, 1, 2}), 2.0);
   EXPECT_EQ(median({4, 1, 2, 3}), 2.5);

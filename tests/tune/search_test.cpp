@@ -119,6 +119,25 @@ TEST(TuneSearch, MethodsFindTheKnownOptimumOfASyntheticCost) {
   }
 }
 
+TEST(TuneSearch, GradientExploresWhenTheDefaultFailsItsCheck) {
+  // The synthetic cost, but every configuration keeping decision 0 at its
+  // default (choice 0) fails the check: a third of the space, the default
+  // included. The gradient method still finds passing configurations, and
+  // its best is the optimum among those with decision 0 ≠ 0.
+  Synthetic s;
+  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
+    if (c[0] == 0) return std::nullopt;
+    return s.cost(c);
+  };
+  Configuration want = s.optimum;
+  want[0] = s.a[0][1] < s.a[0][2] ? 1 : 2;
+  CostModel m(19);
+  const SearchResult r = search_gradient(s.space, oracle, s.features(), 40, 1, m);
+  ASSERT_GE(r.best, 0);
+  EXPECT_FALSE(r.evaluations[0].latency_ms.has_value());  // the default, first
+  EXPECT_EQ(r.evaluations[static_cast<size_t>(r.best)].config, want);
+}
+
 TEST(TuneSearch, ExhaustiveCoversSmallSpacesAndFailedChecksAreSkipped) {
   DecisionSpace space;
   space.decisions = {{"p", "pass", {"off", "on"}, 1}, {"t", "threads", {"1", "2", "4"}, 2}};

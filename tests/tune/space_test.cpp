@@ -23,37 +23,39 @@ DecisionSpace space_of(const graph::Model& m, int threads) {
 }
 
 TEST(TuneSpace, CountsOnConvReluByHand) {
-  // 7 passes (fold, simplify, cse, hoist, fuse, layout, dce): 2 choices each;
-  // one fusion candidate (Conv + Relu epilogue): 2; the conv has 32·32 = 1024
-  // output columns, so of the blocks {256, 1024, 4096} only 256 is smaller:
-  // {full, 256}; threads up to 2: {1, 2}. 10 decisions, 2^7·2·2·2 = 1024 points.
+  // 8 passes (fold, simplify, strength, cse, hoist, fuse, layout, dce): 2
+  // choices each; one fusion candidate (Conv + Relu epilogue): 2; the conv has
+  // 32·32 = 1024 output columns, so of the blocks {256, 1024, 4096} only 256
+  // is smaller: {full, 256}; threads up to 2: {1, 2}. 11 decisions,
+  // 2^8·2·2·2 = 2048 points.
   const DecisionSpace s = space_of(conv_relu_model(), 2);
-  ASSERT_EQ(s.decisions.size(), 10u);
-  EXPECT_EQ(s.points(), 1024.0);
+  ASSERT_EQ(s.decisions.size(), 11u);
+  EXPECT_EQ(s.points(), 2048.0);
   EXPECT_EQ(s.decisions[0].name, "pass:fold");
-  EXPECT_EQ(s.decisions[6].name, "pass:dce");
-  EXPECT_EQ(s.decisions[7].name, "fusion:conv_epilogue:y");
-  EXPECT_EQ(s.decisions[8].name, "conv_block:c");
-  EXPECT_EQ(s.decisions[8].choices, (std::vector<std::string>{"full", "256"}));
-  EXPECT_EQ(s.decisions[9].choices, (std::vector<std::string>{"1", "2"}));
-  // Default: every pass but layout on, fusion on, full blocks, most threads.
-  EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 0, 1, 1, 0, 1}));
-  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[9].choices,
+  EXPECT_EQ(s.decisions[2].name, "pass:strength");
+  EXPECT_EQ(s.decisions[7].name, "pass:dce");
+  EXPECT_EQ(s.decisions[8].name, "fusion:conv_epilogue:y");
+  EXPECT_EQ(s.decisions[9].name, "conv_block:c");
+  EXPECT_EQ(s.decisions[9].choices, (std::vector<std::string>{"full", "256"}));
+  EXPECT_EQ(s.decisions[10].choices, (std::vector<std::string>{"1", "2"}));
+  // Default: every pass in `all` on, fusion on, full blocks, most threads.
+  EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1}));
+  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[10].choices,
             (std::vector<std::string>{"1", "2", "4"}));
-  EXPECT_THROW(s.enumerate(512), Error);
+  EXPECT_THROW(s.enumerate(1024), Error);
 }
 
 TEST(TuneSpace, EnumeratesEverySmallSpacePointOnce) {
-  const DecisionSpace s = space_of(conv_relu_model(), 1);  // threads {1}: 512 points
-  EXPECT_EQ(s.points(), 512.0);
-  const auto all = s.enumerate(512);
-  ASSERT_EQ(all.size(), 512u);
+  const DecisionSpace s = space_of(conv_relu_model(), 1);  // threads {1}: 1024 points
+  EXPECT_EQ(s.points(), 1024.0);
+  const auto all = s.enumerate(1024);
+  ASSERT_EQ(all.size(), 1024u);
   std::set<std::string> keys;
   for (const auto& c : all) {
     s.validate(c);
     keys.insert(DecisionSpace::key(c));
   }
-  EXPECT_EQ(keys.size(), 512u);
+  EXPECT_EQ(keys.size(), 1024u);
 }
 
 TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
@@ -67,9 +69,9 @@ TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
   EXPECT_EQ(d.model.graph.nodes[0].op_type, "FusedConv");
   EXPECT_EQ(d.threads, 2);
   // The fusion candidate off: two nodes; block 256 sets the conv's attribute.
-  c[7] = 0;
-  c[8] = 1;
-  c[9] = 0;
+  c[8] = 0;
+  c[9] = 1;
+  c[10] = 0;
   AppliedConfiguration u = a.apply(c);
   ASSERT_EQ(u.model.graph.nodes.size(), 2u);
   EXPECT_EQ(u.model.graph.nodes[0].op_type, "Conv");
@@ -77,6 +79,39 @@ TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
   EXPECT_EQ(u.threads, 1);
   c.push_back(0);
   EXPECT_THROW(a.apply(c), Error);
+}
+
+TEST(TuneSpace, RoundedConvScaleFoldIsADecisionWhereItChangesTheGraph) {
+  // x → Conv (1×1, w = 1) → Mul 3: exact (default) keeps the Mul; rounded folds
+  // it into the weights (w' = 3): one node. x = 2 → 6 either way.
+  graph::Model m;
+  m.opset = 13;
+  m.graph.inputs = {"x"};
+  m.graph.types["x"] = graph::ValueType{DType::f32, graph::sym_shape_of({1, 1, 1, 1})};
+  m.graph.add_initializer("w", Tensor::from_f32({1, 1, 1, 1}, std::vector<float>{1}));
+  m.graph.add_initializer("three", Tensor::from_f32({}, std::vector<float>{3}));
+  graph::Node conv, mul;
+  conv.op_type = "Conv", conv.name = "c", conv.inputs = {"x", "w"}, conv.outputs = {"c"};
+  mul.op_type = "Mul", mul.name = "m", mul.inputs = {"c", "three"}, mul.outputs = {"y"};
+  m.graph.nodes = {conv, mul};
+  m.graph.outputs = {"y"};
+  const DecisionSpace s = space_of(m, 1);
+  const int d = s.find("fold_scales");
+  ASSERT_GE(d, 0);
+  EXPECT_EQ(s.decisions[static_cast<size_t>(d)].choices,
+            (std::vector<std::string>{"exact", "rounded"}));
+  Applier a(m, s, runtime::default_pass_options());
+  Configuration c = s.default_configuration();
+  EXPECT_EQ(c[static_cast<size_t>(d)], 0);
+  c[static_cast<size_t>(s.find("pass:fuse"))] = 0;  // count the plain nodes
+  EXPECT_EQ(a.apply(c).model.graph.nodes.size(), 2u);
+  c[static_cast<size_t>(d)] = 1;
+  const AppliedConfiguration r = a.apply(c);
+  ASSERT_EQ(r.model.graph.nodes.size(), 1u);
+  EXPECT_EQ(r.model.graph.initializers.at(r.model.graph.nodes[0].inputs[1]).to_f32_vector(),
+            (std::vector<float>{3}));
+  // The conv-only model has no such Mul: no decision.
+  EXPECT_EQ(space_of(conv_relu_model(), 1).find("fold_scales"), -1);
 }
 
 }  // namespace

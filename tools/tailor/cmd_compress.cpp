@@ -33,7 +33,7 @@ void print_result(const compress::CompressResult& r) {
                            p.proven_optimal ? ", proven optimal" : "");
   std::cout << fmt::format("  {:<{}}  {:<12} {:>10} {:>12} {:>12}  {}\n", "layer", name_w, "scheme",
                            "rel_error", "dense", "bytes",
-                           r.kind == "onnx" ? "model.onnx form" : "");
+                           r.rewrites.empty() ? "" : "model.onnx form");
   std::map<std::string, int64_t> dense;
   for (const auto& l : r.profile.layers) dense[l.name] = l.dense_bytes;
   for (const auto& c : p.choices) {
@@ -46,6 +46,21 @@ void print_result(const compress::CompressResult& r) {
                            with_commas(p.total_bytes), with_commas(r.profile.dense_bytes),
                            100.0 * p.total_bytes / std::max<int64_t>(1, r.profile.dense_bytes),
                            with_commas(p.fixed_bytes), with_commas(p.budget_bytes));
+  {
+    // Bits per weight: planned bytes over the planned layers' elements, and
+    // all bytes over every weight element (dense_bytes is 4 bytes a weight).
+    int64_t planned = 0;
+    for (const auto& l : r.profile.layers) planned += l.numel;
+    const int64_t weights = r.profile.dense_bytes / 4;
+    if (planned > 0 && weights > 0)
+      std::cout << fmt::format(
+          "  {:.4f} bits per planned weight ({} weights planned), {:.4f} bits per weight of the "
+          "model ({} weights; dense f16 would be {} bytes)\n",
+          8.0 * static_cast<double>(p.total_bytes - p.fixed_bytes) / static_cast<double>(planned),
+          with_commas(planned),
+          8.0 * static_cast<double>(p.total_bytes) / static_cast<double>(weights),
+          with_commas(weights), with_commas(2 * weights));
+  }
 
   const report::Verification& v = r.verification;
   std::cout << fmt::format("\nverification ({} {})\n", v.inputs,
@@ -56,6 +71,15 @@ void print_result(const compress::CompressResult& r) {
   if (v.metric)
     std::cout << fmt::format("  {}: original {:.4f}, compressed {:.4f}\n", v.metric->name,
                              v.metric->original, v.metric->compressed);
+  if (v.saliency) {
+    std::cout << fmt::format(
+        "  saliency mask '{}' vs original: mean abs error {:.5f}, IoU (> {}) "
+        "{:.5f}\n",
+        printable(v.saliency->output), v.saliency->mae, v.saliency->threshold, v.saliency->iou);
+    for (const auto& m : v.saliency->inputs)
+      std::cout << fmt::format("    {:<28} MAE {:.5f}  IoU {:.5f}\n", printable(m.input), m.mae,
+                               m.iou);
+  }
   if (v.metric && r.kind == "onnx" && v.metric->name == "OCR character accuracy") {
     std::cout << fmt::format("  lines read exactly: original {} of {}, compressed {} of {}\n",
                              r.ocr_exact_original, v.inputs, r.ocr_exact_compressed, v.inputs);
@@ -76,7 +100,12 @@ void print_result(const compress::CompressResult& r) {
       "  predicted error (plan objective, Σ numel-weighted rel_error²) {:.4g}; measured (output "
       "rel_error²) {:.4g}\n",
       v.predicted_error, v.measured_error);
-  if (!std::isnan(r.standard_vs_tailor_max_abs))
+  if (!std::isnan(r.standard_vs_tailor_max_abs) && r.kind == "llama")
+    std::cout << fmt::format(
+        "  model.onnx (standard ops, tailor runtime) vs compressed llama forward: max |Δ| {:.3g} "
+        "(relative to max |logit| {:.3g})\n",
+        r.standard_vs_tailor_max_abs, r.standard_vs_tailor_max_rel);
+  else if (!std::isnan(r.standard_vs_tailor_max_abs))
     std::cout << fmt::format(
         "  model.onnx (standard ops) vs CompressedLinear/Conv graph, tailor runtime: max |Δ| "
         "{:.3g}\n",
@@ -109,8 +138,20 @@ void add_compress(CLI::App& app) {
   cmd->add_option("--objective", o.objective, "numel (default) or sum");
   cmd->add_option("--seed", o.seed, "Seed of solvers and verification inputs (default 0)");
   cmd->add_option("--calib", o.calib_dir,
-                  "Folder of .npy verification inputs (one input: every .npy; several: one "
-                  "subfolder per sample holding <input>.npy)");
+                  "Folder of verification inputs (one input: every .npy, and .png for an image "
+                  "input [1,3,H,W]; several: one subfolder per sample holding <input>.npy)");
+  cmd->add_option("--task", o.task,
+                  "Task check: auto (default), saliency (first output N×1×H×W: mask MAE and "
+                  "IoU), ocr, none")
+      ->check(CLI::IsMember({"auto", "saliency", "ocr", "none"}));
+  static std::vector<float> mean, stdev;
+  cmd->add_option("--image-mean", mean,
+                  "R,G,B means (0-255) of .png --calib images (default 128,128,128, IMG.LY ISNet)")
+      ->delimiter(',')
+      ->expected(3);
+  cmd->add_option("--image-std", stdev, "R,G,B std of .png --calib images (default 256,256,256)")
+      ->delimiter(',')
+      ->expected(3);
   cmd->add_option("-o,--output", o.out_dir, "Output folder (default <model stem>.tailor)");
   cmd->add_flag("--report", o.report, "Also write report.html and report.json");
   cmd->add_option(
@@ -133,6 +174,8 @@ void add_compress(CLI::App& app) {
   cmd->callback([] {
     if (o.threads < 0) throw Error("--threads", "must be >= 0");
     if (!schemes.empty()) o.schemes = comma_list(schemes);
+    if (!mean.empty()) std::copy(mean.begin(), mean.end(), o.image_mean.begin());
+    if (!stdev.empty()) std::copy(stdev.begin(), stdev.end(), o.image_std.begin());
     o.cache = !no_cache;
     const auto t0 = std::chrono::steady_clock::now();
     o.progress = [t0](const std::string& stage, const std::string& msg) {

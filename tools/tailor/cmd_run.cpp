@@ -64,11 +64,12 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", threads, "Threads of the kernels (0: OpenMP's default)")
       ->capture_default_str();
-  cmd->add_flag("--profile", profile,
-                "Print the time per op type and the slowest nodes over the timed runs");
+  cmd->add_flag(
+      "--profile", profile,
+      "Print each pass's time, and the time per op type and the slowest nodes over the timed runs");
   cmd->add_option("--passes", passes,
                   "Graph passes before running: all, none, or a comma-separated list of "
-                  "fold,simplify,cse,hoist,fuse,layout,dce (run in pipeline order)")
+                  "fold,simplify,strength,cse,hoist,fuse,layout,dce (run in pipeline order)")
       ->capture_default_str();
   cmd->add_flag("--no-fuse", no_fuse, "Leave the fuse pass out of --passes");
   cmd->add_option(
@@ -100,11 +101,16 @@ void add_run(CLI::App& app) {
     }
     if (!pass_names.empty()) {
       const size_t before = model.graph.nodes.size();
-      model = graph::run_passes(model, pass_names, runtime::default_pass_options());
+      std::vector<graph::PassTime> times;
+      model = graph::run_passes(model, pass_names, runtime::default_pass_options(), &times);
       std::string list;
       for (const auto& n : pass_names) list += (list.empty() ? "" : ",") + n;
       pass_line =
           fmt::format("passes: {} ({} -> {} nodes)\n", list, before, model.graph.nodes.size());
+      if (profile)
+        for (const auto& t : times)
+          pass_line +=
+              fmt::format("  pass {:<9} {:>9.1f} ms  -> {} nodes\n", t.name, t.ms, t.nodes_after);
     }
     runtime::Executor ex(std::move(model));
 

@@ -56,9 +56,11 @@ void print_table(const nlohmann::json& record) {
 void add_tune(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("tune", "Tune a model's compiler decisions against measured latency");
-  static std::string path, out_dir = "tuned", replay_path, cost_model_path, statistic = "median";
+  static std::string path, out_dir = "tuned", replay_path, cost_model_path, statistic = "median",
+                           clock = "wall";
   static std::vector<std::string> shape_specs;
   static int measurements = 24, threads = 0, repeats = 5, paired_rounds = 7;
+  static double anchor = 0.0, tolerance = 1e-5;
   static uint64_t seed = 0;
   cmd->add_option("MODEL", path, "ONNX model (with --replay: defaults to the record's model)");
   cmd->add_option("--measurements", measurements, "Measurements per method")->capture_default_str();
@@ -72,10 +74,19 @@ void add_tune(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--statistic", statistic, "Latency compared: median or min of the timed runs")
       ->capture_default_str();
+  cmd->add_option("--clock", clock,
+                  "Run time measured: wall (latency) or cpu (process CPU time; --threads 1 only)")
+      ->capture_default_str();
   cmd->add_option("--input-shape", shape_specs,
                   "NAME=D1xD2x... for inputs with symbolic dims (repeatable)");
   cmd->add_option("--cost-model", cost_model_path,
                   "Cost-model JSON to warm-start from (a cost_model.json)");
+  cmd->add_option("--anchor", anchor,
+                  "Pull of each cost-model refit towards the starting (--cost-model) coefficients")
+      ->capture_default_str();
+  cmd->add_option("--tolerance", tolerance,
+                  "Largest accepted output error relative to the output's largest magnitude")
+      ->capture_default_str();
   cmd->add_option("-o,--output", out_dir, "Folder for decisions.json and cost_model.json")
       ->capture_default_str();
   cmd->add_option("--replay", replay_path,
@@ -106,6 +117,11 @@ void add_tune(CLI::App& app) {
     o.harness.repeats = repeats;
     o.paired_rounds = paired_rounds;
     o.harness.statistic = statistic;
+    o.harness.clock = clock;
+    if (!(anchor >= 0)) throw Error("--anchor", "must be >= 0");
+    if (!(tolerance >= 0)) throw Error("--tolerance", "must be >= 0");
+    o.gradient.anchor = anchor;
+    o.harness.tolerance = tolerance;
     o.model_path = path;
     for (const auto& spec : shape_specs) {
       const size_t eq = spec.find('=');

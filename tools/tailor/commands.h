@@ -35,6 +35,9 @@ void add_run(CLI::App& app);
 /// `tailor tune MODEL [--measurements N] [--seed S] [--threads T] [-o tuned/]` or
 /// `tailor tune --replay tuned/decisions.json`: tunes compiler decisions, writes the record.
 void add_tune(CLI::App& app);
+/// `tailor tune-train MODEL... [--measurements N] [--seed S] [--evaluate MODEL...] [-o DIR]`:
+/// one cost model fitted to measured configurations of several models (DIR/cost_model.json).
+void add_tune_train(CLI::App& app);
 /// A value name as a safe file name (bytes outside [A-Za-z0-9._-] become '_'; "", ".", ".." are
 /// prefixed with '_').
 std::string sanitize_file_name(const std::string& name);

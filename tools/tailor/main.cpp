@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tailor::cli::add_kld(app);
   tailor::cli::add_run(app);
   tailor::cli::add_tune(app);
+  tailor::cli::add_tune_train(app);
   tailor::cli::add_compress(app);
   app.set_version_flag("--version", std::string("tailor ") + TAILOR_VERSION);
   try {

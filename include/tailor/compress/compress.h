@@ -3,13 +3,16 @@
 // standard ONNX file (rewrite.h) and verified by running the original and
 // the compressed graph (tailor's CompressedLinear/CompressedConv nodes) in
 // tailor's runtime; llama checkpoints (llama2.c, HF folder, GGUF) get the
-// plan applied to their linears and are verified by KL divergence and top-1
-// agreement of next-token distributions (llm::compare_models).
+// plan applied to their linears, are written as a standard ONNX graph of the
+// llama forward pass (llama_onnx.h) and are verified by KL divergence and
+// top-1 agreement of next-token distributions (llm::compare_models).
 //
 // Files in the output folder, all staged in a temporary folder beside it and
 // moved into place by one rename at the end (a failure leaves no output
 // folder and no partial file; an existing folder is replaced only on success):
-//   model.onnx          standard ONNX (ONNX models only)
+//   model.onnx          standard ONNX: the rewritten graph of an ONNX model, or
+//                       the llama forward pass with the planned linears
+//                       (llama_onnx.h) for a llama checkpoint
 //   weights.safetensors every planned layer's stored factors as
 //                       `<layer>.<factor>` (q, scale, A, B, core, U0, ...; a
 //                       layer planned dense as `<layer>.w`) and every other
@@ -19,6 +22,7 @@
 //   report.html, report.json  with options.report (report.h), verification included
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -52,8 +56,18 @@ struct CompressOptions {
   uint64_t seed = 0;
   /// Output folder; empty: "<model file stem>.tailor" beside the working directory.
   std::string out_dir;
-  /// Folder of .npy calibration inputs (see compress_model); empty: none.
+  /// Folder of .npy (or, for one image input [1, 3, H, W], .png)
+  /// calibration inputs (see compress_model); empty: none.
   std::string calib_dir;
+  /// Task check of the verification: "auto" (OCR for a PaddleOCR
+  /// recogniser, saliency for a model whose first output is an N×1×H×W map
+  /// made by a Sigmoid), "saliency" (first output must be N×1×H×W), "ocr", or
+  /// "none".
+  std::string task = "auto";
+  /// Per-channel (R, G, B) normalisation of .png calibration images,
+  /// x = (pixel − mean) / std, pixels 0–255; default IMG.LY's ISNet one.
+  std::array<float, 3> image_mean{128.f, 128.f, 128.f};
+  std::array<float, 3> image_std{256.f, 256.f, 256.f};
   /// Write report.html and report.json.
   bool report = false;
   /// Schemes to profile (ProfileOptions::schemes); empty: default_schemes().
@@ -91,8 +105,12 @@ struct CompressResult {
   report::Verification verification;
   /// ONNX: the written model.onnx, run by tailor's runtime on the first
   /// verification input, against the CompressedLinear/Conv graph: max |Δ|
-  /// over all outputs (NaN when not measured).
+  /// over all outputs (NaN when not measured). llama: model.onnx (tailor's
+  /// runtime) against the compressed llm forward pass (Encoded matmuls) on
+  /// the first sampled sequence, max |Δ| of the logits.
   double standard_vs_tailor_max_abs = std::numeric_limits<double>::quiet_NaN();
+  /// llama: standard_vs_tailor_max_abs / max |logit| (NaN when not measured).
+  double standard_vs_tailor_max_rel = std::numeric_limits<double>::quiet_NaN();
   /// Seconds spent running the original and the compressed model over the
   /// verification inputs (tailor's runtime; ONNX only).
   double original_seconds = 0, compressed_seconds = 0;
@@ -111,13 +129,21 @@ struct CompressResult {
   double seconds = 0;
 };
 
-/// Runs the whole job (see the file comment). Verification inputs, in order
-/// of preference: `calib_dir` (single-input models: every *.npy is one input;
-/// otherwise every subfolder holds `<input name>.npy` per input), the OCR
+/// Runs the whole job (see the file comment). f16 graphs (ISNet) are run in
+/// f32 by the runtime (graph::promote_f16_to_f32) for verification.
+/// Verification inputs, in order
+/// of preference: `calib_dir` (single-input models: every *.npy is one input,
+/// and for an image input [1, 3, H, W] every *.png, resized bilinearly to
+/// H×W and normalised by image_mean / image_std; otherwise every subfolder
+/// holds `<input name>.npy` per input), the OCR
 /// fixture lines when the model is a PaddleOCR recogniser (one input, last
 /// output dimension = the key list's classes), else `random_inputs` seeded
 /// N(0, 1) tensors of the declared shapes (unknown dims: 1 for the first,
 /// 64 for the others; integer inputs 0).
+/// Saliency task (`task`): per input, the mean absolute error of the
+/// compressed model's first output against the original's and the IoU of
+/// both thresholded at 0.5 (tasks::compare_masks), in verification.saliency;
+/// verification.metric is then the mean IoU (original 1 by definition).
 /// `predicted_error` is the plan's objective (numel: Σ_i numel_i/N·e_i², the
 /// parameter-weighted mean squared relative weight error), `measured_error`
 /// the mean over outputs of the squared relative output error (llama: of the

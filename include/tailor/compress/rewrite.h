@@ -92,7 +92,9 @@ graph::Model rewrite_standard(const graph::Model& model, const std::vector<Encod
 /// absent or [out] → CompressedLinear(X, C); Conv (2-D, group 1, auto_pad
 /// NOTSET) → CompressedConv(X, b); every such node holds the Encoded weight
 /// (domain ai.tailor, no dense weight formed). Any other use of a planned
-/// weight gets Ŵ decoded as a dense initializer. Same errors as rewrite_standard.
+/// weight gets Ŵ decoded as a dense initializer (an f32 one and a Cast to the
+/// stored dtype when that is not f32, as rewrite_standard writes it, so both
+/// graphs hold the same Ŵ). Same errors as rewrite_standard.
 graph::Model rewrite_tailor(const graph::Model& model, const std::vector<EncodedLayer>& layers,
                             std::vector<LayerRewrite>* log = nullptr);
 

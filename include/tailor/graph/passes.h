@@ -1,5 +1,5 @@
 // Graph passes: constant folding, dead-code elimination, common-subexpression
-// elimination, algebraic simplification and strength reduction, invariant
+// elimination, algebraic simplification, strength reduction, invariant
 // hoisting out of If/Loop bodies, fusion, and layout. Each pass is a function
 // Model → Model (the input is never modified; subgraphs are copied before they
 // are changed) that keeps the model's graph outputs, their names and their
@@ -37,6 +37,12 @@ struct PassOptions {
   /// Fusion candidates to apply, by FusionCandidate::id; nullopt applies every
   /// candidate fuse() finds.
   std::optional<std::set<std::string>> fusion_candidates;
+  /// simplify folds a per-channel Mul after a Conv into its weights even when
+  /// the scales are not powers of two (w·s rounded: the conv then sums rounded
+  /// products, within float rounding of the original but not bit for bit;
+  /// faster, the scale leaves the elementwise work). Off by default: on the
+  /// PP-OCRv4 detector it moved the output by 1.0–1.4e-5 relative.
+  bool fold_rounded_scales = false;
 };
 
 /// Constant folding. Rewrites: every node of the default domain whose inputs
@@ -69,23 +75,44 @@ Model eliminate_dead_code(const Model& model, const PassOptions& options);
 /// Identity). Preserves every value exactly.
 Model eliminate_common_subexpressions(const Model& model, const PassOptions& options);
 
-/// Algebraic simplification and strength reduction (constants are
-/// initializers, so run fold_constants first). Rewrites:
-/// x·1, 1·x, x+0, 0+x, x−0, x/1 → x (only when the constant has one element
-/// and cannot raise x's rank); x/c with c a power of two → x·(1/c) (exact);
-/// x·2 → x+x (exact); Pow(x, 2) → x·x (exact); a / Sqrt(b) → a · Reciprocal(Sqrt(b))
-/// (within one rounding); Transpose∘Transpose → one Transpose with the composed
-/// permutation, removed when it is the identity; Reshape∘Reshape → the outer
-/// Reshape; Identity and Dropout (inference) removed; Squeeze/Unsqueeze pairs
-/// left alone; BatchNormalization after a Conv (or Gemm with a constant B)
-/// whose output has no other consumer → new weight and bias initializers
-/// w' = w·s, b' = b·s + (beta − mean·s), s = scale/√(var + ε); likewise a Mul
-/// or Add of a per-channel constant ([C,1,1], [1,C,1,1] or one element) after
-/// a Conv (w' = w·s, b' = b·s; b' = b + t). Shape inference runs first (ranks
-/// and dtypes for the guards). Preserves graph outputs exactly, except the
-/// Sqrt rewrite and the folds into weights (within float rounding); a graph
-/// output name is kept through an Identity.
+/// Algebraic simplification (constants are initializers, so run
+/// fold_constants first). Rewrites: x·1, 1·x, x+0, 0+x, x−0, x/1 → x (only
+/// when the constant has one element and cannot raise x's rank);
+/// Transpose∘Transpose → one Transpose with the composed permutation, removed
+/// when it is the identity; Reshape∘Reshape → the outer Reshape; Identity and
+/// Dropout (inference) removed; Squeeze/Unsqueeze pairs left alone;
+/// BatchNormalization after a Conv (or Gemm with a constant B) whose output
+/// has no other consumer → new weight and bias initializers w' = w·s,
+/// b' = b·s + (beta − mean·s), s = scale/√(var + ε), each computed in double
+/// from the f32 parameters and rounded to f32 once; likewise a Mul or Add of
+/// a per-channel constant ([C,1,1], [1,C,1,1] or one element) after a Conv
+/// (w' = w·s, b' = b·s; b' = b + t), a Mul only when every s is a power of
+/// two (exact) unless options.fold_rounded_scales. Shape inference runs first (ranks and
+/// dtypes for the guards). Preserves graph outputs exactly, except the folds
+/// into weights (within float rounding: the conv sums the rounded products
+/// w'·x instead of scaling the rounded sum); a graph output name is kept
+/// through an Identity.
 Model simplify(const Model& model, const PassOptions& options);
+
+/// Strength reduction: an operation replaced by a cheaper one (constants
+/// are initializers, so run fold_constants first; simplify before it, so a
+/// Mul by a per-channel constant after a Conv folds into the weights first).
+/// Rewrites, on f32 values, with a one-element constant that cannot raise
+/// x's rank:
+/// - x·2, 2·x → x + x (exact: both are 2x rounded once);
+/// - x·(−1), (−1)·x → Neg(x) (exact);
+/// - x / c → x · (1/c) when every element of the constant c is a power of
+///   two 2^k, |k| ≤ 125 (1/c exact, so x·(1/c) is x/c rounded once; any
+///   shape of c, broadcasting unchanged);
+/// - Pow(x, 2) → x·x (exact: the runtime's pow of an f32 square is exact in
+///   double); Pow(x, −1) → Reciprocal(x) (within one rounding);
+/// - a / Sqrt(b) → a · Reciprocal(Sqrt(b)) when the Sqrt has no other reader
+///   (the reciprocal square root the fused elementwise and LayerNorm
+///   patterns compute; within one rounding: two divisions round instead of one).
+/// Everything else is left alone (x/c for other c is not exact, so it stays a
+/// division). One sweep, subgraphs too. Preserves graph outputs and their
+/// names, exactly but for the two rewrites marked "within one rounding".
+Model reduce_strength(const Model& model, const PassOptions& options);
 
 /// Invariant hoisting out of subgraphs. Loop bodies: every node whose inputs
 /// are all outer-scope values or constants (and has no subgraph) moves to the
@@ -149,8 +176,8 @@ Model convert_layout_nhwc(const Model& model, const PassOptions& options);
 
 /// A pass in the registry.
 struct PassInfo {
-  /// Short name used by `--passes` and the tuner: "fold", "dce", "cse",
-  /// "simplify", "hoist", "fuse", "layout".
+  /// Short name used by `--passes` and the tuner: "fold", "simplify",
+  /// "strength", "cse", "hoist", "fuse", "layout", "dce".
   std::string name;
   /// One line saying what it does.
   std::string summary;
@@ -159,8 +186,11 @@ struct PassInfo {
 
 /// Every pass in pipeline order: fold (turns Constant nodes into the
 /// initializers the others match), simplify (exposes more constants and
-/// folds BatchNorm into convs before fusion), cse, hoist, fuse (after simplify, so Conv+BN+act
-/// becomes one node), layout (after fuse, on fused convs), dce (last: sweeps what the others left).
+/// folds BatchNorm and per-channel Mul/Add into convs before fusion),
+/// strength (after simplify, so a Mul by 2 after a Conv folds into its
+/// weights rather than becoming an Add), cse, hoist, fuse (after simplify,
+/// so Conv+BN+act becomes one node), layout (after fuse, on fused convs),
+/// dce (last: sweeps what the others left).
 const std::vector<PassInfo>& registered_passes();
 
 /// Parses "all", "none" or a comma-separated list of pass names into names
@@ -169,10 +199,18 @@ const std::vector<PassInfo>& registered_passes();
 /// unknown pass and listing the known ones.
 std::vector<std::string> parse_pass_list(const std::string& spec);
 
+/// The wall-clock time of one pass in run_passes, in milliseconds, and the
+/// main graph's node count after it.
+struct PassTime {
+  std::string name;
+  double ms = 0;
+  size_t nodes_after = 0;
+};
+
 /// Runs the named passes in pipeline order (see registered_passes), each on
 /// the previous one's output, then verify()s the result. Throws Error on an
-/// unknown name.
+/// unknown name. With `times`, appends each pass's time (verify excluded).
 Model run_passes(const Model& model, const std::vector<std::string>& names,
-                 const PassOptions& options);
+                 const PassOptions& options, std::vector<PassTime>* times = nullptr);
 
 }  // namespace tailor::graph

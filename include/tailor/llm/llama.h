@@ -127,6 +127,9 @@ class LlamaModel {
 
   /// Embedding row of `token` [dim]. Throws Error for a token outside the vocabulary.
   std::span<const float> embedding(int32_t token) const;
+  /// The token embedding table, f32 [vocab, dim] (for a tied classifier
+  /// replaced by a compressed weight: its decoded form, as embedding() reads).
+  const Tensor& embedding_weight() const { return embedding_; }
   const std::vector<LlamaLayer>& layers() const { return layers_; }
   const std::vector<float>& final_norm() const { return final_norm_; }
   const Linear& classifier() const { return *classifier_; }

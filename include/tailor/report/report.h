@@ -31,6 +31,29 @@ struct TaskMetric {
   double compressed = 0;
 };
 
+/// Saliency-mask agreement on one verification input (tasks::compare_masks):
+/// the compressed model's mask against the original's.
+struct MaskScore {
+  /// The input's name (calibration file stem, or "random-<k>").
+  std::string input;
+  /// Mean absolute error (mask units, masks in [0, 1]).
+  double mae = 0;
+  /// IoU of the masks thresholded at SaliencyCheck::threshold.
+  double iou = 0;
+};
+
+/// The saliency task check of a model whose output is one N×1×H×W map.
+struct SaliencyCheck {
+  /// The model output holding the mask.
+  std::string output;
+  double threshold = 0.5;
+  /// One score per verification input, in input order.
+  std::vector<MaskScore> inputs;
+  /// Means over the inputs.
+  double mae = 0;
+  double iou = 0;
+};
+
 /// Verification numbers, measured by running both models (`tailor compress`
 /// fills them; `tailor report --verify verify.json` reads them; schema in the
 /// README).
@@ -39,6 +62,8 @@ struct Verification {
   int64_t inputs = 0;
   std::vector<OutputError> outputs;
   std::optional<TaskMetric> metric;
+  /// Saliency models: mask MAE and IoU per input (absent otherwise).
+  std::optional<SaliencyCheck> saliency;
   /// The error the plan predicts from the per-layer errors (Σ over layers, in
   /// the unit the verifier states) and the error measured on the outputs; NaN
   /// when not recorded.

@@ -52,9 +52,13 @@ class CostModel {
   double predict(const std::vector<double>& f) const;
   /// Fits θ by `iterations` full-batch Adam steps (learning rate `lr`,
   /// β = 0.9, 0.999, ε = 1e-8) on L = mean_i (log predict(X_i) − log y_i)²,
-  /// starting from the current θ. y_i > 0. Returns the final loss.
+  /// starting from the current θ. y_i > 0. With `anchor` (size() values)
+  /// the loss adds anchor_weight·Σ_j (θ_j − anchor_j)², a Gaussian prior that
+  /// keeps a warm start's coefficients where few measurements say little.
+  /// Returns the final loss (the prior term included).
   double fit(const std::vector<std::vector<double>>& X, const std::vector<double>& y,
-             int iterations = 500, double lr = 0.05);
+             int iterations = 500, double lr = 0.05, double anchor_weight = 0,
+             const std::vector<double>* anchor = nullptr);
   /// {"terms": [...], "theta": [...], "coefficients": [...]}.
   nlohmann::json to_json(const std::vector<std::string>& names) const;
   /// Reads to_json's output; throws Error("cost model", ...) when the term

@@ -25,7 +25,9 @@ struct HarnessOptions {
   /// Seeded random input sets each candidate is checked on.
   int check_inputs = 1;
   /// Bytes of the buffer written between candidates to flush caches; 0: 2×
-  /// the last-level cache (MachineInfo::detect).
+  /// the last-level cache (MachineInfo::detect), at most 2 × 64 MiB (a VM
+  /// may report the host's whole L3: 508 MiB here, which made every
+  /// measurement write 1 GiB and hold it in RSS).
   int64_t flush_bytes = 0;
   /// Threads of the reference run.
   int reference_threads = 1;
@@ -33,6 +35,13 @@ struct HarnessOptions {
   /// (robust on a shared, oversubscribed machine, where preemption adds a
   /// large positive delay to some runs).
   std::string statistic = "median";
+  /// The clock a run is timed with: "wall" (steady_clock, the latency), or
+  /// "cpu" (the process's CPU time, CLOCK_PROCESS_CPUTIME_ID): on a machine
+  /// with more runnable threads than cores it leaves out the time the run
+  /// was preempted. It equals the latency only for single-threaded
+  /// candidates (with T threads it sums their CPU time), so the tuner
+  /// accepts it only with one thread.
+  std::string clock = "wall";
 };
 
 /// The result of checking and timing one configuration.

@@ -84,6 +84,10 @@ struct GradientOptions {
   double tau = 1.0;
   /// Initial logit of each decision's default choice (others 0).
   double prior = 1.0;
+  /// Weight of the pull of each refit towards the initial coefficients
+  /// (CostModel::fit's anchor_weight; 0: none), so a warm start learned on
+  /// other graphs is not overwritten by the first one or two measurements.
+  double anchor = 0.0;
 };
 
 /// The gradient method: measure the default; then, per step, refit the cost
@@ -93,8 +97,9 @@ struct GradientOptions {
 /// conv-block, threads) or the Gumbel-softmax straight-through estimate
 /// (passes), and measure the argmax configuration — or, when that one was
 /// measured already, a Gumbel-max sample of the distribution (seeded). Failed
-/// checks push their choices' logits down. `model` is refitted in place (its
-/// initial θ warm-starts the first fit).
+/// checks push their choices' logits down. While no configuration has passed
+/// its check (a default the check rejects), it measures uniform draws. `model` is refitted in place
+/// (its initial θ warm-starts the first fit).
 SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
                              const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
                              const GradientOptions& options = {});

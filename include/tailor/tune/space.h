@@ -22,7 +22,9 @@ namespace tailor::tune {
 /// "threads" (choices "1", "2", ...).
 struct Decision {
   std::string name;
-  /// "pass", "fusion", "conv_block", "threads".
+  /// "pass", "fusion", "fold_scales" (simplify's conv-scale fold: "exact",
+  /// the default, or "rounded", see graph::PassOptions::fold_rounded_scales;
+  /// present only where it changes the graph), "conv_block", "threads".
   std::string kind;
   std::vector<std::string> choices;
   /// Index of the default choice (all passes but layout on, every fusion

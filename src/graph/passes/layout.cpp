@@ -1,6 +1,8 @@
 // Layout: NCHW convs to channels-last ai.tailor.ConvNhwc with the transposes
 // they need; inverse transpose pairs between them cancel. See passes.h.
 #include <algorithm>
+#include <set>
+#include <unordered_map>
 
 #include "pass_util.h"
 #include "tailor/graph/passes.h"
@@ -20,10 +22,12 @@ Tensor to_ohwi(const Tensor& w) {
   Tensor out = Tensor::zeros(DType::f32, {o, kh, kw, i});
   const float* s = c.data<float>();
   float* d = out.mutable_data<float>();
+  // Writes in order, reads at a stride of kh·kw floats (a few cache lines);
+  // the source's order wrote every element c_in floats apart.
   for (int64_t a = 0; a < o; ++a)
-    for (int64_t b = 0; b < i; ++b)
-      for (int64_t y = 0; y < kh; ++y)
-        for (int64_t x = 0; x < kw; ++x)
+    for (int64_t y = 0; y < kh; ++y)
+      for (int64_t x = 0; x < kw; ++x)
+        for (int64_t b = 0; b < i; ++b)
           d[((a * kh + y) * kw + x) * i + b] = s[((a * i + b) * kh + y) * kw + x];
   return out;
 }
@@ -85,40 +89,54 @@ void convert(Graph& g, NameGen& names) {
   g.nodes = std::move(out);
 }
 
-/// Transpose(Transpose(a, to_nchw), to_nhwc) → a, for the pairs convert() made.
+/// Transpose(Transpose(a, to_nchw), to_nhwc) → a, for the pairs convert() made,
+/// then the transposes to NCHW nobody reads any more are dropped. Linear in
+/// the graph's size: one sweep in node order resolves every pair (the
+/// renaming of a cancelled pair's output is applied to the nodes after it as
+/// the sweep reaches them), one backward sweep drops the unread transposes.
 void cancel_pairs(Graph& g) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    auto prod = producers(g);
-    for (size_t i = 0; i < g.nodes.size() && !changed; ++i) {
-      const Node& t2 = g.nodes[i];
-      if (!t2.domain.empty() || t2.op_type != "Transpose" || t2.attr_ints("perm", {}) != kToNhwc)
-        continue;
-      auto p = prod.find(t2.inputs[0]);
-      if (p == prod.end()) continue;
-      const Node& t1 = g.nodes[p->second];
-      if (!t1.domain.empty() || t1.op_type != "Transpose" || t1.attr_ints("perm", {}) != kToNchw)
-        continue;
-      if (std::find(g.outputs.begin(), g.outputs.end(), t2.outputs[0]) != g.outputs.end()) continue;
-      const std::string from = t2.outputs[0], to = t1.inputs[0];
-      g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
-      replace_uses(g, from, to);
-      changed = true;
-    }
-  }
-  // Transposes to NCHW nobody reads any more.
-  for (bool changed = true; changed;) {
-    changed = false;
-    const Uses u = compute_uses(g);
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      const Node& t = g.nodes[i];
-      if (t.domain.empty() && t.op_type == "Transpose" && u.count(t.outputs[0]) == 0) {
-        g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
-        changed = true;
-        break;
+  const std::set<std::string> outputs(g.outputs.begin(), g.outputs.end());
+  std::unordered_map<std::string, std::string> to_nchw_input;  // t1's output → t1's input
+  std::unordered_map<std::string, std::string> renamed;        // t2's output → a
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (Node& n : g.nodes) {
+    for (auto& in : n.inputs)
+      if (auto r = renamed.find(in); r != renamed.end()) in = r->second;
+    if (n.domain.empty() && n.op_type == "Transpose" && n.inputs.size() == 1 &&
+        n.outputs.size() == 1) {
+      const std::vector<int64_t> perm = n.attr_ints("perm", {});
+      if (perm == kToNchw) {
+        to_nchw_input[n.outputs[0]] = n.inputs[0];
+      } else if (perm == kToNhwc && !outputs.count(n.outputs[0])) {
+        if (auto t1 = to_nchw_input.find(n.inputs[0]); t1 != to_nchw_input.end()) {
+          renamed[n.outputs[0]] = t1->second;
+          continue;
+        }
       }
     }
+    kept.push_back(std::move(n));
   }
+  g.nodes = std::move(kept);
+  // Subgraphs may read a renamed value from this scope.
+  for (const auto& [from, to] : renamed)
+    for_each_subgraph(g, [&](Graph& sub) { rename_reads(sub.nodes, from, to); });
+  // Drop the transposes to NCHW that no node, subgraph or graph output reads,
+  // sweeping backwards so a transpose only read by a dropped one goes too.
+  const Uses u = compute_uses(g);
+  std::unordered_map<std::string, size_t> reads;
+  for (const auto& [v, r] : u.readers) reads[v] = r.size();
+  for (const auto& v : u.graph_outputs) ++reads[v];
+  std::set<size_t> dead;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& t = g.nodes[i];
+    if (!t.domain.empty() || t.op_type != "Transpose" || t.outputs.size() != 1 ||
+        t.attr_ints("perm", {}) != kToNchw || reads[t.outputs[0]] != 0)
+      continue;
+    dead.insert(i);
+    for (const auto& in : t.inputs) --reads[in];
+  }
+  erase_nodes(g, dead);
 }
 
 }  // namespace

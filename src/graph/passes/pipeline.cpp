@@ -1,5 +1,6 @@
 // The pass registry and pipeline order.
 #include <algorithm>
+#include <chrono>
 
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
@@ -12,6 +13,8 @@ const std::vector<PassInfo>& registered_passes() {
   // - fold first: Constant nodes become the initializers every other pass matches;
   // - simplify next: Pow/Div/Identity rewrites and BatchNorm folding expose
   //   Conv → Add → activation chains to fusion;
+  // - strength after simplify: a Mul by a constant after a Conv folds into
+  //   the weights first (strength would turn x·2 into x+x, which does not);
   // - cse after simplify, when equal subexpressions look alike;
   // - hoist before fusion, so hoisted nodes can fuse with the enclosing graph's;
   // - fuse, then layout (which converts fused convs);
@@ -19,7 +22,9 @@ const std::vector<PassInfo>& registered_passes() {
   static const std::vector<PassInfo> passes = {
       {"fold", "constant folding (size-capped), If with a constant condition inlined",
        &fold_constants},
-      {"simplify", "algebraic simplification, strength reduction, BatchNorm folding", &simplify},
+      {"simplify", "algebraic simplification, BatchNorm folding", &simplify},
+      {"strength", "strength reduction (x·2 → x+x, x/2^k → x·2^−k, Pow(x, 2) → x·x, ...)",
+       &reduce_strength},
       {"cse", "common-subexpression elimination", &eliminate_common_subexpressions},
       {"hoist", "invariant hoisting out of Loop bodies and If branches", &hoist_invariants},
       {"fuse", "conv/gemm/matmul epilogues, LayerNorm, Softmax, elementwise groups", &fuse},
@@ -60,14 +65,23 @@ std::vector<std::string> parse_pass_list(const std::string& spec) {
 }
 
 Model run_passes(const Model& model, const std::vector<std::string>& names,
-                 const PassOptions& options) {
+                 const PassOptions& options, std::vector<PassTime>* times) {
   for (const auto& n : names)
     if (std::none_of(registered_passes().begin(), registered_passes().end(),
                      [&](const PassInfo& p) { return p.name == n; }))
       throw Error("run_passes", "unknown pass '" + n + "'");
   Model m = model;
   for (const auto& p : registered_passes())
-    if (std::find(names.begin(), names.end(), p.name) != names.end()) m = p.run(m, options);
+    if (std::find(names.begin(), names.end(), p.name) != names.end()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      m = p.run(m, options);
+      if (times)
+        times->push_back(
+            {p.name,
+             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                 .count(),
+             m.graph.nodes.size()});
+    }
   verify(m);
   return m;
 }

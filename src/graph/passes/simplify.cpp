@@ -1,4 +1,4 @@
-// Algebraic simplification and strength reduction, BatchNorm folding. See passes.h.
+// Algebraic simplification and BatchNorm folding. See passes.h.
 #include <algorithm>
 #include <cmath>
 
@@ -13,7 +13,8 @@ using namespace passes;
 
 class Simplifier {
  public:
-  Simplifier(Graph& g, int64_t opset, NameGen& names) : g_(g), opset_(opset), names_(names) {}
+  Simplifier(Graph& g, int64_t opset, NameGen& names, bool rounded_scales)
+      : g_(g), opset_(opset), names_(names), rounded_scales_(rounded_scales) {}
 
   void run() {
     for (int round = 0; round < 100000; ++round) {
@@ -24,7 +25,8 @@ class Simplifier {
       for (size_t i = 0; i < g_.nodes.size() && !changed; ++i) changed = rewrite(i);
       if (!changed) break;
     }
-    for_each_subgraph(g_, [&](Graph& sub) { Simplifier(sub, opset_, names_).run(); });
+    for_each_subgraph(g_,
+                      [&](Graph& sub) { Simplifier(sub, opset_, names_, rounded_scales_).run(); });
   }
 
  private:
@@ -94,63 +96,6 @@ class Simplifier {
       if (auto v = neutral_scalar(b, a); v && *v == unit) return forward(i, a);
       if ((op == "Add" || op == "Mul") && neutral_scalar(a, b) == std::optional<double>(unit))
         return forward(i, b);
-      if (op == "Mul") {
-        for (int side = 0; side < 2; ++side) {
-          const std::string x = side ? b : a, c = side ? a : b;
-          if (neutral_scalar(c, x) == std::optional<double>(2.0)) {
-            n.op_type = "Add";
-            n.inputs = {x, x};
-            return true;
-          }
-        }
-      }
-      if (op == "Div") {
-        const Tensor* t = constant(g_, b);
-        if (t && t->dtype() == DType::f32 && t->numel() > 0) {
-          const Tensor c = t->contiguous();
-          Tensor inv = Tensor::zeros(DType::f32, c.shape());
-          bool pow2 = true;
-          for (int64_t k = 0; k < c.numel() && pow2; ++k) {
-            const float v = c.data<float>()[k];
-            int e = 0;
-            const float m = std::frexp(v, &e);
-            pow2 = std::isfinite(v) && std::fabs(m) == 0.5f && e > -124 && e < 126;
-            inv.mutable_data<float>()[k] = 1.0f / v;
-          }
-          if (pow2) {
-            const std::string cname = names_.fresh(b + "_reciprocal");
-            g_.add_initializer(cname, inv);
-            n.op_type = "Mul";
-            n.inputs = {a, cname};
-            return true;
-          }
-        }
-        // a / Sqrt(s) → a · Reciprocal(Sqrt(s)).
-        if (auto p = sole_producer(b, i);
-            p && g_.nodes[*p].op_type == "Sqrt" && g_.nodes[*p].domain.empty()) {
-          const std::string r = names_.fresh(b + "_reciprocal");
-          Node rec = make_node("Reciprocal", names_.fresh(r), {b}, {r});
-          n.op_type = "Mul";
-          n.inputs = {a, r};
-          g_.nodes.insert(g_.nodes.begin() + static_cast<std::ptrdiff_t>(i), rec);
-          return true;
-        }
-      }
-      return false;
-    }
-    if (op == "Pow" && n.inputs.size() == 2) {
-      if (neutral_scalar(n.inputs[1], n.inputs[0]) == std::optional<double>(2.0) || [&] {
-            // Pow's exponent may have another dtype than x.
-            const Tensor* t = constant(g_, n.inputs[1]);
-            auto r = rank_of(n.inputs[0]);
-            return t && t->numel() == 1 && (t->rank() == 0 || (r && *r >= t->rank())) &&
-                   uniform_value(*t) == std::optional<double>(2.0) &&
-                   dtype_of(n.inputs[0]) == DType::f32;
-          }()) {
-        n.op_type = "Mul";
-        n.inputs = {n.inputs[0], n.inputs[0]};
-        return true;
-      }
       return false;
     }
     if (op == "Transpose" && n.inputs.size() == 1) {
@@ -241,8 +186,9 @@ class Simplifier {
     return t->to_f32_vector();
   }
 
-  /// y = x·s + t per output channel, folded into the producer of x.
-  void fold_affine(size_t i, size_t p, const std::vector<float>& s, const std::vector<float>& t) {
+  /// y = x·s + t per output channel, folded into the producer of x. The new
+  /// weights and bias are computed in double and rounded to f32 once.
+  void fold_affine(size_t i, size_t p, const std::vector<double>& s, const std::vector<double>& t) {
     Node& prod = g_.nodes[p];
     const bool conv = prod.op_type == "Conv";
     const int64_t c_out = static_cast<int64_t>(s.size());
@@ -254,19 +200,22 @@ class Simplifier {
       const int64_t per = wc.numel() / c_out;
       for (int64_t c = 0; c < c_out; ++c)
         for (int64_t k = 0; k < per; ++k)
-          dst[c * per + k] = src[c * per + k] * s[static_cast<size_t>(c)];
+          dst[c * per + k] =
+              static_cast<float>(static_cast<double>(src[c * per + k]) * s[static_cast<size_t>(c)]);
     } else {  // Gemm B [k, n]
       const int64_t kk = wc.dim(0);
       for (int64_t k = 0; k < kk; ++k)
         for (int64_t c = 0; c < c_out; ++c)
-          dst[k * c_out + c] = src[k * c_out + c] * s[static_cast<size_t>(c)];
+          dst[k * c_out + c] = static_cast<float>(static_cast<double>(src[k * c_out + c]) *
+                                                  s[static_cast<size_t>(c)]);
     }
     const bool has_b = prod.inputs.size() > 2 && !prod.inputs[2].empty();
     const std::vector<float> b0 = has_b ? constant(g_, prod.inputs[2])->to_f32_vector()
                                         : std::vector<float>(static_cast<size_t>(c_out), 0.f);
-    const float gemm_beta = conv ? 1.f : prod.attr_float("beta", 1.f);
+    const double gemm_beta = conv ? 1.0 : prod.attr_float("beta", 1.f);
     std::vector<float> b2(static_cast<size_t>(c_out));
-    for (size_t c = 0; c < b2.size(); ++c) b2[c] = gemm_beta * b0[c] * s[c] + t[c];
+    for (size_t c = 0; c < b2.size(); ++c)
+      b2[c] = static_cast<float>(gemm_beta * b0[c] * s[c] + t[c]);
     const std::string out = g_.nodes[i].outputs[0];
     const std::string wname = names_.fresh(prod.inputs[1] + "_folded");
     const std::string bname = names_.fresh(out + "_folded_bias");
@@ -295,18 +244,29 @@ class Simplifier {
       if (!t || t->dtype() != DType::f32 || t->numel() != c_out) return false;
       prm[k] = t->to_f32_vector();
     }
-    const float eps = bn.attr_float("epsilon", 1e-5f);
-    std::vector<float> s(static_cast<size_t>(c_out)), t(static_cast<size_t>(c_out));
+    const double eps = bn.attr_float("epsilon", 1e-5f);
+    std::vector<double> s(static_cast<size_t>(c_out)), t(static_cast<size_t>(c_out));
     for (size_t c = 0; c < s.size(); ++c) {
-      s[c] = static_cast<float>(static_cast<double>(prm[0][c]) /
-                                std::sqrt(static_cast<double>(prm[3][c]) + eps));
-      t[c] = prm[1][c] - prm[2][c] * s[c];
+      s[c] = static_cast<double>(prm[0][c]) / std::sqrt(static_cast<double>(prm[3][c]) + eps);
+      t[c] = static_cast<double>(prm[1][c]) - static_cast<double>(prm[2][c]) * s[c];
     }
     fold_affine(i, *p, s, t);
     return true;
   }
 
-  /// Mul or Add of a per-channel constant after a Conv: into its weights/bias.
+  /// Every value is ±2^k with |k| ≤ 64 (scaling by it is exact away from
+  /// the ends of the float range).
+  static bool all_powers_of_two(const std::vector<float>& v) {
+    for (float x : v) {
+      int e = 0;
+      const float m = std::frexp(x, &e);
+      if (!std::isfinite(x) || std::fabs(m) != 0.5f || e < -63 || e > 65) return false;
+    }
+    return true;
+  }
+
+  /// Mul (by powers of two) or Add of a per-channel constant after a Conv:
+  /// into its weights/bias.
   bool fold_conv_scale_shift(size_t i) {
     const Node& n = g_.nodes[i];
     if (n.inputs.size() != 2 || n.outputs.size() != 1) return false;
@@ -319,11 +279,20 @@ class Simplifier {
       if (!p) continue;
       auto v = per_channel(c, c_out, constant(g_, g_.nodes[*p].inputs[1])->rank());
       if (!v) continue;
-      std::vector<float> s(static_cast<size_t>(c_out), 1.f), t(static_cast<size_t>(c_out), 0.f);
+      // A scale folds only when every s is a power of two: then w·s and b·s
+      // are exact and the conv's sums scale exactly, so the result is bit for
+      // bit the original's. Another scale would make the conv sum rounded
+      // products w·s (a different rounding in every layer; on the PP-OCRv4
+      // detector, whose Conv → Mul → Add blocks carry such scales, the
+      // output moved by ~1e-5 of its range); it stays a Mul, which fusion
+      // joins with the elementwise ops around it in the original order
+      // (unless PassOptions::fold_rounded_scales asks for the rounded fold).
+      if (n.op_type == "Mul" && !rounded_scales_ && !all_powers_of_two(*v)) continue;
+      std::vector<double> s(static_cast<size_t>(c_out), 1.0), t(static_cast<size_t>(c_out), 0.0);
       if (n.op_type == "Mul")
-        s = *v;
+        s.assign(v->begin(), v->end());
       else
-        t = *v;
+        t.assign(v->begin(), v->end());
       fold_affine(i, *p, s, t);
       return true;
     }
@@ -333,6 +302,7 @@ class Simplifier {
   Graph& g_;
   int64_t opset_;
   NameGen& names_;
+  bool rounded_scales_;
   Uses uses_;
   std::unordered_map<std::string, size_t> prod_;
   std::unordered_map<std::string, ValueInfo> info_;
@@ -340,12 +310,12 @@ class Simplifier {
 
 }  // namespace
 
-Model simplify(const Model& model, const PassOptions&) {
+Model simplify(const Model& model, const PassOptions& options) {
   Model out = model;
   detach_subgraphs(out.graph);
   infer_shapes(out);  // ranks and dtypes the rewrites check
   NameGen names(out.graph);
-  Simplifier(out.graph, out.opset, names).run();
+  Simplifier(out.graph, out.opset, names, options.fold_rounded_scales).run();
   prune_types(out.graph);
   return out;
 }

@@ -27,6 +27,28 @@ TEST(Layout, ConvChainRunsChannelsLastWithTransposesOnlyAtTheEnds) {
   EXPECT_EQ(out.graph.nodes.back().attr_ints("perm", {}), (std::vector<int64_t>{0, 3, 1, 2}));
 }
 
+TEST(Layout, AConvOutputThatIsAlsoAGraphOutputKeepsItsTransposeToNchw) {
+  // x → Conv → c (a graph output) → Conv → y: the second conv reads the first
+  // one's NHWC result directly; c still gets its transpose back to NCHW.
+  GraphBuilder b;
+  b.input("x", {1, 2, 5, 4}).init("w1", random_f32({3, 2, 3, 3}, 50));
+  b.init("w2", random_f32({4, 3, 1, 1}, 51)).init("b2", random_f32({4}, 52));
+  b.node("Conv", {"x", "w1"}, {"c"}, {{"pads", ints({1, 1, 1, 1})}})
+      .node("Conv", {"c", "w2", "b2"}, {"y"})
+      .output("c")
+      .output("y");
+  const graph::Model out =
+      check_passes(b.model(), {"layout", "dce"}, {{"x", random_f32({1, 2, 5, 4}, 53)}}, 1e-5);
+  EXPECT_EQ(count_ops(out.graph, "ai.tailor.ConvNhwc"), 2u);
+  EXPECT_EQ(count_ops(out.graph, "Transpose"), 3u);  // x in, c out, y out
+  const graph::Node* first = nullptr;
+  const graph::Node* second = nullptr;
+  for (const auto& n : out.graph.nodes)
+    if (n.op_type == "ConvNhwc") (first ? second : first) = &n;
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(second->inputs[0], first->outputs[0]);
+}
+
 TEST(Layout, GroupedConvsOtherThanDepthwiseStayNchw) {
   GraphBuilder b;
   b.input("x", {1, 4, 5, 5}).init("w", random_f32({4, 2, 3, 3}, 36));

@@ -64,10 +64,14 @@ TEST(PassesOnModels, Recognizer) {
   check_model({"ch_PP-OCRv4_rec_infer.onnx", rec_feeds});
 }
 TEST(PassesOnModels, Detector) {
-  // The detector's ~60 convs after BatchNorm folding reassociate f32 sums in
-  // every layer; the difference grows with depth to ~1.0–1.2e-5 of the
-  // output's range (measured), so the bound is 2e-5 here, 1e-5 elsewhere.
-  check_model({"ch_PP-OCRv4_det_infer.onnx", det_feeds, 2e-5});
+  // The detector's output on random inputs is a sigmoid deep in its tail
+  // (max |y| ~1e-5 … 1e-3), so this metric sees the logits' absolute error:
+  // a 1-ulp change of the input alone moves it by 2.5e-6 at 64×96. Folding a
+  // non-power-of-two Mul after a Conv into its weights moved it by 1.0–1.4e-5;
+  // simplify now folds only exact scales, and BatchNorm folding (computed in
+  // double, rounded once) and the layout pass's summation order stay below
+  // 5e-6 here (measured), so the bound is the same 1e-5 as elsewhere.
+  check_model({"ch_PP-OCRv4_det_infer.onnx", det_feeds});
 }
 TEST(PassesOnModels, Classifier) {
   check_model({"ch_ppocr_mobile_v2.0_cls_infer.onnx", cls_feeds});
