@@ -23,8 +23,13 @@ models: deps
 models-bench: models
 	bash scripts/fetch-models.sh --bench
 
+# Ninja for a new build folder: it compiles a module's sources while the
+# libraries it links are still being built (the Makefile generator waits), so
+# both cores stay busy. An existing folder keeps the generator it was made with.
 configure: deps
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	@gen=""; if [ ! -f $(BUILD_DIR)/CMakeCache.txt ] && command -v ninja >/dev/null; then \
+	  gen="-G Ninja"; fi; set -x; \
+	cmake -S . -B $(BUILD_DIR) $$gen -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	  -DTAILOR_ARCH_FLAGS="$(ARCH_FLAGS)" $(CMAKE_FLAGS)
 
 build: configure

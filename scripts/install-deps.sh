@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake make pkg-config git ca-certificates
+  build-essential cmake make ninja-build pkg-config git ca-certificates
   libeigen3-dev libopenblas-dev liblapacke-dev
   libprotobuf-dev protobuf-compiler libonnx-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
