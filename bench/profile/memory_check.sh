@@ -18,6 +18,10 @@
 # written field by field (protobuf wire format, numpy + struct) so that files
 # over protobuf's 2 GiB limit can be made: LAYERS=24 gives 2.16 GB, which
 # `tailor profile` reads through its mapped wire-format scan.
+# OpenBLAS runs THREADS threads (OPENBLAS_NUM_THREADS, unless set), as in
+# compare.sh: each OpenBLAS thread holds its own GEMM buffer, which counts in
+# the resident set (43 MB of 214 on a tt-only 2048×5504 layer with the
+# default 2 threads of this machine).
 # Exit 1 when over the bound.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -115,13 +119,14 @@ layer_f32=$(( 4 * out * in ))
 in_flight=$(( threads < layers ? threads : layers ))  # with REGEX, at most this many
 bound_kb=$(( (3 * layer_f32 * in_flight + 200 * 1000 * 1000) / 1024 ))
 log="$(mktemp)"
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-$threads}"
 args=(profile "$model" --threads "$threads" -o "$(mktemp --suffix=.json)")
 [[ -n "$schemes" ]] && args+=(--schemes "$schemes")
 [[ -n "$regex" ]] && args+=(--layers "$regex")
 /usr/bin/time -v "$tailor" "${args[@]}" > /dev/null 2> "$log" || { cat "$log"; exit 2; }
 peak_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' "$log")
 wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log")
-echo "model: $model ($format, $layers × [$out, $in] $dtype, $file_mb MB), schemes ${schemes:-all (default catalog)}, threads $threads"
+echo "model: $model ($format, $layers × [$out, $in] $dtype, $file_mb MB), schemes ${schemes:-all (default catalog)}, threads $threads, OpenBLAS threads $OPENBLAS_NUM_THREADS"
 echo "largest layer f32: $(( layer_f32 / 1000000 )) MB; bound 3×layer×$in_flight + 200 MB = $(( bound_kb * 1024 / 1000000 )) MB"
 echo "peak RSS: $(( peak_kb * 1024 / 1000000 )) MB; wall $wall"
 rm -f "$log"
