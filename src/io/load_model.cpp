@@ -11,7 +11,9 @@
 
 namespace tailor {
 
-ModelFile load_model(const std::string& path) {
+namespace {
+
+ModelFile load(const std::string& path, bool mapped) {
   namespace fs = std::filesystem;
   if (path.empty()) throw Error("(empty path)", "no model file given");
   std::error_code ec;
@@ -33,7 +35,8 @@ ModelFile load_model(const std::string& path) {
   if (size >= 4 && std::memcmp(head, "GGUF", 4) == 0) return read_gguf(path);
   // The extension decides first where a format has one: an ONNX file's or a
   // llama2.c header's 9th byte can happen to be '{'.
-  if (ext == ".onnx") return read_onnx(path);
+  const auto onnx = [&] { return mapped ? read_onnx_mapped(path) : read_onnx(path); };
+  if (ext == ".onnx") return onnx();
   // safetensors: u64 header length within the file, then the JSON header's '{'.
   uint64_t header_len = 0;
   if (size >= 9) std::memcpy(&header_len, head, 8);
@@ -48,9 +51,19 @@ ModelFile load_model(const std::string& path) {
   }
   // ONNX ModelProto: field 1 (ir_version, varint) opens every file the
   // exporters write; otherwise leave the verdict to the protobuf parser.
-  if (head[0] == 0x08) return read_onnx(path);
+  if (head[0] == 0x08) return onnx();
   throw Error(path,
               "unrecognised model format (expected ONNX, safetensors, GGUF or a llama2.c .bin)");
+}
+
+}  // namespace
+
+ModelFile load_model(const std::string& path) {
+  return load(path, false);
+}
+
+ModelFile load_model_mapped(const std::string& path) {
+  return load(path, true);
 }
 
 }  // namespace tailor

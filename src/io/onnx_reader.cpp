@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "onnx_wire.h"
 #include "tailor/core/error.h"
 #include "tailor/core/text.h"
 
@@ -80,20 +81,40 @@ WeightLayout layout_for(const Tensor& t, uint8_t roles) {
 /// Reads one ONNX file; one instance per read_onnx call.
 class Reader {
  public:
-  explicit Reader(std::string path) : path_(std::move(path)) {
+  Reader(std::string path, bool mapped) : path_(std::move(path)), mapped_(mapped) {
     fs::path dir = fs::path(path_).parent_path();
     base_dir_ = dir.empty() ? fs::path(".") : dir;
   }
 
   ModelFile read() {
     const std::shared_ptr<Storage> file = Storage::map_file(path_);
-    if (file->size() >= (size_t{1} << 31))
-      fail("file is " + std::to_string(file->size()) +
-           " bytes; a protobuf ONNX model must be under 2 GiB (larger models keep their "
-           "weights in external data files)");
     auto proto = std::make_shared<onnx::ModelProto>();
-    if (!proto->ParseFromArray(file->data(), static_cast<int>(file->size())))
-      fail("not a valid ONNX model (protobuf parse failed)");
+    if (mapped_) {
+      // The structure without the large payloads (each now external data
+      // pointing into this file), parsed; the payloads stay in the mapping.
+      self_ = file;
+      self_location_ = fs::path(path_).filename().string();
+      std::string structure;
+      try {
+        structure =
+            detail::strip_onnx_payloads(std::span<const std::byte>(file->data(), file->size()),
+                                        self_location_, kMappedMinBytes);
+      } catch (const Error& e) {
+        fail(std::string(e.what()));
+      }
+      if (structure.size() >= (size_t{1} << 31))
+        fail("the model's structure without its weight payloads is " +
+             std::to_string(structure.size()) + " bytes; protobuf reads at most 2 GiB");
+      if (!proto->ParseFromString(structure))
+        fail("not a valid ONNX model (protobuf parse failed)");
+    } else {
+      if (file->size() >= (size_t{1} << 31))
+        fail("file is " + std::to_string(file->size()) +
+             " bytes; a protobuf ONNX model must be under 2 GiB (larger models keep their "
+             "weights in external data files)");
+      if (!proto->ParseFromArray(file->data(), static_cast<int>(file->size())))
+        fail("not a valid ONNX model (protobuf parse failed)");
+    }
     if (!proto->has_graph()) fail("not a valid ONNX model (no graph)");
 
     ModelFile m;
@@ -403,6 +424,8 @@ class Reader {
       }
     }
     if (!has_location || location.empty()) fail(who + ": external data has no location");
+    if (mapped_ && location == self_location_)  // a payload of the model file itself
+      return view_range(self_, location, offset, length, who, dt, std::move(shape), bytes);
     if (location.find('\0') != std::string::npos)
       fail(who + ": external data path " + quote_name(location) + " contains a NUL byte");
     const fs::path loc(location);
@@ -433,6 +456,16 @@ class Reader {
         fail(who + ": external data file " + quote_name(location) + ": " + e.message());
       }
     }
+    return view_range(storage, location, offset, length, who, dt, std::move(shape), bytes);
+  }
+
+  /// A view of bytes [offset, offset + length) of `storage` (the file named
+  /// `location`), checked against the file's size and the tensor's byte size.
+  /// The mapped mode keeps a misaligned view (Tensor::to reads it bytewise);
+  /// otherwise a misaligned range is copied.
+  Tensor view_range(const std::shared_ptr<Storage>& storage, const std::string& location,
+                    std::optional<uint64_t> offset, std::optional<uint64_t> length,
+                    const std::string& who, DType dt, Shape shape, size_t bytes) {
     const uint64_t size = storage->size();
     const uint64_t off = offset.value_or(0);
     const uint64_t len = length.value_or(bytes);
@@ -445,10 +478,16 @@ class Reader {
            shape_to_string(shape) + " " + std::string(dtype_name(dt)) + " needs " +
            std::to_string(bytes));
     Tensor t = Tensor::view(storage, static_cast<size_t>(off), dt, std::move(shape));
-    return t.is_aligned() ? t : t.clone();  // like safetensors and GGUF: copy when misaligned
+    return t.is_aligned() || mapped_ ? t : t.clone();  // like safetensors and GGUF
   }
 
+  /// Payloads smaller than this stay inline in the mapped mode.
+  static constexpr size_t kMappedMinBytes = 4096;
+
   std::string path_;
+  bool mapped_ = false;
+  std::shared_ptr<Storage> self_;  // the model file's mapping (mapped mode)
+  std::string self_location_;
   fs::path base_dir_;
   std::vector<Weight> weights_;
   std::unordered_set<std::string> names_;
@@ -459,14 +498,19 @@ class Reader {
 }  // namespace
 
 // Every Error leaving the reader names the file (see attribute_errors).
-static ModelFile read_onnx_unattributed(const std::string& path);
+
+static ModelFile read_onnx_unattributed(const std::string& path, bool mapped);
 
 ModelFile read_onnx(const std::string& path) {
-  return attribute_errors(path, [&] { return read_onnx_unattributed(path); });
+  return attribute_errors(path, [&] { return read_onnx_unattributed(path, false); });
 }
 
-static ModelFile read_onnx_unattributed(const std::string& path) {
-  return Reader(path).read();
+ModelFile read_onnx_mapped(const std::string& path) {
+  return attribute_errors(path, [&] { return read_onnx_unattributed(path, true); });
+}
+
+static ModelFile read_onnx_unattributed(const std::string& path, bool mapped) {
+  return Reader(path, mapped).read();
 }
 
 std::optional<DType> dtype_of_onnx(int t) {

@@ -52,15 +52,17 @@ Matrix orthonormalize_fast(Matrix y) {
 }  // namespace
 
 BlockedQb::BlockedQb(const Matrix& a, const SvdOptions& options)
-    : a_(a), options_(options), qt_(0, a.rows()), b_(0, a.cols()) {
-  check(a.size() > 0, "linalg::BlockedQb",
-        fmt::format("empty matrix [{}, {}]", a.rows(), a.cols()));
-  for (int64_t i = 0; i < a.size(); ++i) total_ += double(a.data()[i]) * a.data()[i];
+    : BlockedQb(a.data(), a.rows(), a.cols(), options) {}
+
+BlockedQb::BlockedQb(const float* a, int64_t m, int64_t n, const SvdOptions& options)
+    : a_(a), m_(m), n_(n), options_(options), qt_(0, m), b_(0, n) {
+  check(m > 0 && n > 0, "linalg::BlockedQb", fmt::format("empty matrix [{}, {}]", m, n));
+  for (int64_t i = 0; i < m * n; ++i) total_ += double(a[i]) * a[i];
 }
 
 void BlockedQb::grow(int64_t block) {
   check(block >= 1, "linalg::BlockedQb", fmt::format("block must be ≥ 1, found {}", block));
-  const int64_t m = a_.rows(), n = a_.cols();
+  const int64_t m = m_, n = n_;
   const int64_t b = std::min(block, std::min(m, n) - k_);
   if (b <= 0) return;
 
@@ -71,12 +73,20 @@ void BlockedQb::grow(int64_t block) {
 
   // Range of the residual (I − Q·Qᵀ)·A, sharpened by q power iterations; AᵀY
   // needs no projection since Y ⟂ span(Q) makes AᵀY = (A − Q·B)ᵀ·Y.
-  Matrix y = matmul(a_, omega);  // [m, b]
+  // Products with A go straight to sgemm on its elements (no copy of A).
+  const auto times_a = [&](const Matrix& x) {  // A·X [m, b] for X [n, b]
+    Matrix r(m, x.cols());
+    sgemm(false, false, m, x.cols(), n, 1.0f, a_, n, x.data(), x.cols(), 0.0f, r.data(), x.cols());
+    return r;
+  };
+  Matrix y = times_a(omega);  // [m, b]
   project_out(qt_, y);
   y = orthonormalize_fast(std::move(y));
   for (int i = 0; i < options_.power_iterations; ++i) {
-    const Matrix z = orthonormalize_fast(matmul(a_, y, /*trans_a=*/true));  // [n, b]
-    y = matmul(a_, z);
+    Matrix aty(n, b);  // Aᵀ·Y [n, b]
+    sgemm(true, false, n, b, m, 1.0f, a_, n, y.data(), b, 0.0f, aty.data(), b);
+    const Matrix z = orthonormalize_fast(std::move(aty));
+    y = times_a(z);
     project_out(qt_, y);
     y = orthonormalize_fast(std::move(y));
   }
@@ -84,7 +94,8 @@ void BlockedQb::grow(int64_t block) {
   project_out(qt_, y);
   y = orthonormalize(std::move(y));
 
-  const Matrix bi = matmul(y, a_, /*trans_a=*/true);  // Q_iᵀ·A [b, n]
+  Matrix bi(b, n);  // Q_iᵀ·A [b, n]
+  sgemm(true, false, b, n, m, 1.0f, y.data(), b, a_, n, 0.0f, bi.data(), n);
   qt_.conservativeResize(k_ + b, Eigen::NoChange);
   qt_.bottomRows(b) = y.transpose();
   b_.conservativeResize(k_ + b, Eigen::NoChange);
@@ -107,22 +118,18 @@ std::vector<double> BlockedQb::squared_singular_values() const {
   return w;
 }
 
-Svd BlockedQb::svd(int64_t rank) const {
+Svd BlockedQb::svd(int64_t rank, SvdSides sides) const {
   check(rank >= 1 && rank <= k_, "linalg::BlockedQb",
         fmt::format("rank must be in [1, {}], found {}", k_, rank));
-  // B·Bᵀ = W_B·diag(σ̂²)·W_Bᵀ (Gram in double: dsyrk of the f32 B, exact
-  // products); then U = Q·W_B, Vt = diag(1/σ̂)·W_Bᵀ·B. Cheaper than gesdd of
-  // the wide B when k is large, and accurate to double rounding on σ̂²
-  // (relative error ~1e-16·σ̂_1²/σ̂_i² on σ̂_i).
-  using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const int64_t n = b_.cols();
-  const MatrixD bd = b_.cast<double>();
+  // B·Bᵀ = W_B·diag(σ̂²)·W_Bᵀ (Gram in double, a block of B at a time:
+  // exact products, no double copy of B); then U = Q·W_B, Vt =
+  // diag(1/σ̂)·W_Bᵀ·B. Cheaper than gesdd of the wide B when k is large, and
+  // accurate to double rounding on σ̂² (relative error ~1e-16·σ̂_1²/σ̂_i² on σ̂_i).
   MatrixD gram = MatrixD::Zero(k_, k_);
-  cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, static_cast<blasint>(k_),
-              static_cast<blasint>(n), 1.0, bd.data(), static_cast<blasint>(n), 0.0, gram.data(),
-              static_cast<blasint>(k_));
+  gram_accumulate(b_.data(), k_, b_.cols(), /*trans=*/false, gram);
+  // Symmetric: the row-major buffer is also column-major, upper triangle filled.
   std::vector<double> w(static_cast<size_t>(k_));
-  const lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', static_cast<lapack_int>(k_),
+  const lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'U', static_cast<lapack_int>(k_),
                                          gram.data(), static_cast<lapack_int>(k_), w.data());
   check(info == 0, "linalg::BlockedQb",
         fmt::format("LAPACK dsyevd failed on a [{}, {}] Gram matrix (info {})", k_, k_, info));
@@ -133,12 +140,18 @@ Svd BlockedQb::svd(int64_t rank) const {
   for (int64_t j = 0; j < rank; ++j) {
     const int64_t src = k_ - 1 - j;
     r.s(j) = static_cast<float>(std::sqrt(std::max(w[src], 0.0)));
-    for (int64_t i = 0; i < k_; ++i) wb(i, j) = static_cast<float>(gram(i, src));
+    // Column-major eigenvectors: vector src is row src of the row-major buffer.
+    for (int64_t i = 0; i < k_; ++i) wb(i, j) = static_cast<float>(gram(src, i));
   }
-  r.u = matmul(qt_, wb, /*trans_a=*/true);  // Q·W_B [m, rank]
-  r.vt = matmul(wb, b_, /*trans_a=*/true);  // W_Bᵀ·B [rank, n], rows scaled below
-  for (int64_t j = 0; j < rank; ++j)
-    if (r.s(j) > 0) r.vt.row(j) /= r.s(j);
+  if (sides != SvdSides::right) r.u = matmul(qt_, wb, /*trans_a=*/true);  // Q·W_B [m, rank]
+  if (sides != SvdSides::left) {
+    r.vt = matmul(wb, b_, /*trans_a=*/true);  // W_Bᵀ·B [rank, n], rows scaled below
+    for (int64_t j = 0; j < rank; ++j)
+      if (r.s(j) > 0)
+        r.vt.row(j) /= r.s(j);
+      else
+        r.vt.row(j).setZero();
+  }
   return r;
 }
 

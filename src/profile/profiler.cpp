@@ -179,19 +179,32 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   const int64_t need = plan.ranks.empty() ? 0 : plan.ranks.front();  // the 1/2 rank, the largest
   const Tensor c = w.contiguous();
   const float* data = c.data<float>();
-  const linalg::Matrix m = Eigen::Map<const linalg::Matrix>(data, out, in);
+  // A large layer keeps only the singular vectors of its smaller side (the
+  // candidates form the other from W) and is never copied.
+  const bool large = out * in >= svd.gram_min_elements;
+  const linalg::SvdSides side = out <= in ? linalg::SvdSides::left : linalg::SvdSides::right;
   double total = 0;
   for (int64_t i = 0; i < out * in; ++i) total += double(data[i]) * data[i];
   std::vector<int64_t> found(std::size(kEnergyLevels), 0);
-  // One exact gesdd gives every σ and every factor: used for small layers, and
+  // Rank-`rank` SVD of W: gesdd (or randomized) on a copy for a small layer,
+  // the Gram matrix of the smaller side for a large one (linalg::svd_gram).
+  const auto truncated = [&](int64_t rank, std::vector<double>* s2) {
+    if (large) return linalg::svd_gram(data, out, in, rank, side, s2);
+    linalg::Svd r =
+        linalg::svd_truncated(Eigen::Map<const linalg::Matrix>(data, out, in), rank, svd);
+    if (s2) {
+      s2->clear();
+      for (int64_t i = 0; i < r.s.size(); ++i) s2->push_back(double(r.s(i)) * r.s(i));
+    }
+    return r;
+  };
+  // One exact SVD gives every σ and every factor: used for small layers, and
   // when the blocked search below would grow its basis past a third of the
   // smaller side (a flat spectrum), where a sketch costs more than gesdd.
   const int64_t exact_beyond = std::min(out, in) / 3;
   const auto exact = [&] {
-    plan.svd = linalg::svd_truncated(m, kmax, svd);
     std::vector<double> s2;
-    for (int64_t i = 0; i < plan.svd.s.size(); ++i)
-      s2.push_back(double(plan.svd.s(i)) * plan.svd.s(i));
+    plan.svd = truncated(kmax, &s2);
     found = energy_ranks(s2, total, kmax);
   };
   if (total > 0 && (std::min(out, in) <= svd.exact_max_dim ||
@@ -200,7 +213,7 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   } else if (total > 0) {
     // Large layer: grow a blocked randomized QB (linalg/randqb.h) until every
     // energy level is found or shown out of reach, never past kmax.
-    linalg::BlockedQb qb(m, svd);
+    linalg::BlockedQb qb(data, out, in, svd);
     bool too_flat = false;
     qb.grow(std::min(kmax, std::max<int64_t>(need + svd.oversampling, 64)));
     while (true) {
@@ -235,7 +248,7 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
     } else {
       const int64_t top =
           std::max<int64_t>({need, *std::max_element(found.begin(), found.end()), int64_t(1)});
-      plan.svd = qb.svd(std::min(top, qb.rank()));
+      plan.svd = qb.svd(std::min(top, qb.rank()), large ? side : linalg::SvdSides::both);
     }
   }
   for (int64_t r : found)
@@ -243,7 +256,7 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   std::sort(plan.ranks.begin(), plan.ranks.end());
   plan.ranks.erase(std::unique(plan.ranks.begin(), plan.ranks.end()), plan.ranks.end());
   if (!plan.ranks.empty() && plan.svd.s.size() < plan.ranks.back())
-    plan.svd = linalg::svd_truncated(m, plan.ranks.back(), svd);
+    plan.svd = truncated(plan.ranks.back(), nullptr);
   plan.svd_seconds = seconds_since(t0);
   return plan;
 }
@@ -301,7 +314,7 @@ LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, 
       const bool shared =
           s.kind() == schemes::SchemeKind::lowrank && s.params().rank <= plan.svd.s.size();
       const std::unique_ptr<schemes::Encoded> e =
-          shared ? schemes::lowrank_from_svd(plan.svd, s.params().rank) : s.encode(w);
+          shared ? schemes::lowrank_from_svd(plan.svd, s.params().rank, m) : s.encode(w);
       Candidate c;
       c.encode_seconds = seconds_since(t0) + (shared ? plan.svd_seconds : 0.0);
       c.label = e->label();

@@ -69,6 +69,13 @@ std::vector<int64_t> balanced_factors(int64_t n, int count) {
 
 std::vector<float> permute(const float* src, const std::vector<int64_t>& dims,
                            const std::vector<int>& perm) {
+  std::vector<float> out(static_cast<size_t>(product(dims, 0, dims.size())));
+  permute_into(src, dims, perm, out.data());
+  return out;
+}
+
+void permute_into(const float* src, const std::vector<int64_t>& dims, const std::vector<int>& perm,
+                  float* dst) {
   const size_t n = dims.size();
   std::vector<int64_t> src_strides(n, 1), out_dims(n), step(n);
   for (size_t k = n; k-- > 1;) src_strides[k - 1] = src_strides[k] * dims[k];
@@ -76,14 +83,14 @@ std::vector<float> permute(const float* src, const std::vector<int64_t>& dims,
     out_dims[k] = dims[static_cast<size_t>(perm[k])];
     step[k] = src_strides[static_cast<size_t>(perm[k])];
   }
-  std::vector<float> out(static_cast<size_t>(product(dims, 0, n)));
-  if (out.empty()) return out;
+  const int64_t count = product(dims, 0, n);
+  if (count == 0) return;
   // Odometer over the output's index, innermost axis fastest; `offset` tracks
   // the matching source element.
   std::vector<int64_t> idx(n, 0);
   int64_t offset = 0;
-  for (float& v : out) {
-    v = src[offset];
+  for (float* v = dst; v != dst + count; ++v) {
+    *v = src[offset];
     for (size_t k = n; k-- > 0;) {
       offset += step[k];
       if (++idx[k] < out_dims[k]) break;
@@ -91,7 +98,6 @@ std::vector<float> permute(const float* src, const std::vector<int64_t>& dims,
       idx[k] = 0;
     }
   }
-  return out;
 }
 
 int64_t product(const std::vector<int64_t>& v, size_t first, size_t last) {

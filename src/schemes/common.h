@@ -41,6 +41,9 @@ std::vector<int64_t> balanced_factors(int64_t n, int count);
 /// k is source axis perm[k]. Returns the permuted elements, row-major.
 std::vector<float> permute(const float* src, const std::vector<int64_t>& dims,
                            const std::vector<int>& perm);
+/// permute, writing the product(dims) elements to `dst` (not overlapping `src`).
+void permute_into(const float* src, const std::vector<int64_t>& dims, const std::vector<int>& perm,
+                  float* dst);
 
 /// Product of `v[first, last)` (1 when empty).
 int64_t product(const std::vector<int64_t>& v, size_t first, size_t last);

@@ -102,4 +102,43 @@ std::unique_ptr<Encoded> lowrank_from_svd(const linalg::Svd& svd, int64_t rank) 
   return detail::from_svd(label, svd, rank);
 }
 
+std::unique_ptr<Encoded> lowrank_from_svd(const linalg::Svd& svd, int64_t rank, const Tensor& w) {
+  const bool has_u = svd.u.size() > 0, has_vt = svd.vt.size() > 0;
+  if (has_u && has_vt) return lowrank_from_svd(svd, rank);
+  SchemeParams p;
+  p.rank = rank;
+  const std::string label = detail::lowrank_label(p);
+  const int64_t k = svd.s.size();
+  check(w.dtype() == DType::f32 && w.shape().size() == 2 && w.is_contiguous() && (has_u || has_vt),
+        label, "expected an f32 contiguous [out, in] weight and one side of its SVD");
+  const int64_t out = w.dim(0), in = w.dim(1);
+  check(rank >= 1 && rank <= k &&
+            (has_u ? svd.u.rows() == out && svd.u.cols() == k
+                   : svd.vt.rows() == k && svd.vt.cols() == in),
+        label,
+        fmt::format("rank must be in [1, {}] (the triplets of the SVD) and the SVD must match "
+                    "the weight [{}, {}]",
+                    k, out, in));
+  Tensor a = Tensor::zeros(DType::f32, {out, rank});
+  Tensor b = Tensor::zeros(DType::f32, {rank, in});
+  float* pa = a.mutable_data<float>();
+  float* pb = b.mutable_data<float>();
+  if (has_u) {
+    // A = U_R·diag(σ_R); B = diag(1/σ_R)·U_Rᵀ·W.
+    for (int64_t i = 0; i < out; ++i)
+      for (int64_t j = 0; j < rank; ++j) pa[i * rank + j] = svd.u(i, j) * svd.s(j);
+    linalg::sgemm(true, false, rank, in, out, 1.0f, svd.u.data(), k, w.data<float>(), in, 0.0f, pb,
+                  in);
+    for (int64_t j = 0; j < rank; ++j)
+      for (int64_t c = 0; c < in; ++c)
+        pb[j * in + c] = svd.s(j) > 0 ? pb[j * in + c] / svd.s(j) : 0;
+  } else {
+    // A = W·V_R; B = V_Rᵀ.
+    linalg::sgemm(false, true, out, rank, in, 1.0f, w.data<float>(), in, svd.vt.data(), in, 0.0f,
+                  pa, rank);
+    std::copy_n(svd.vt.data(), rank * in, pb);
+  }
+  return std::make_unique<detail::LowRankWeight>(label, std::move(a), std::move(b));
+}
+
 }  // namespace tailor::schemes

@@ -77,8 +77,9 @@ class TtWeight final : public Encoded {
       perm.push_back(static_cast<int>(2 * k));
     }
     for (size_t k = 0; k < d; ++k) perm.push_back(static_cast<int>(2 * k + 1));
-    const std::vector<float> w = permute(m.data(), dims, perm);
-    return Tensor::from_f32({out(), in()}, w);
+    Tensor w = Tensor::zeros(DType::f32, {out(), in()});
+    permute_into(m.data(), dims, perm, w.mutable_data<float>());
+    return w;
   }
 
   // Contract X [B, i_1, …, i_d] with one core at a time. Before step k the
@@ -132,8 +133,8 @@ std::unique_ptr<Encoded> encode_tt(const Tensor& w, const SchemeParams& params) 
   for (size_t k = 0; k + 1 < d; ++k) {
     const int64_t rows = p.r[k] * p.mode(k);
     const int64_t cols = static_cast<int64_t>(c.size()) / rows;
-    const linalg::Svd f =
-        linalg::svd_truncated(to_matrix(c.data(), rows, cols), p.r[k + 1], params.svd);
+    // A large unfolding takes its SVD from its Gram matrix (no copies of it).
+    const linalg::Svd f = linalg::svd_leading(c.data(), rows, cols, p.r[k + 1], params.svd);
     cores.push_back(
         {fmt::format("G{}", k + 1), to_tensor(f.u, {p.r[k], p.o[k], p.i[k], p.r[k + 1]})});
     linalg::Matrix rest = f.vt;  // diag(σ)·Vᵀ [r_{k+1}, cols] carries on

@@ -125,10 +125,30 @@ class TuckerWeight final : public Encoded {
   TuckerPlan p_;
 };
 
-// Leading r left singular vectors of a [rows, cols] unfolding, as a matrix [rows, r].
-linalg::Matrix leading_vectors(const std::vector<float>& unfolding, int64_t rows, int64_t cols,
+// Leading r left singular vectors [d_mode, r] of the mode-`mode` unfolding of
+// X [d0, d1, d2] (row-major at x). A small tensor takes them from an SVD of
+// the unfolding (permuted copy); one of at least svd.gram_min_elements
+// elements from the eigenvectors of the unfolding's Gram matrix X_(k)·X_(k)ᵀ
+// [d_k, d_k], accumulated in double from X in place (linalg::svd_gram's
+// method): mode 0 is X [d0, d1·d2] itself (its smaller side's Gram, then
+// U = X·V·diag(1/σ) when d0 > d1·d2), mode 1 sums X_a·X_aᵀ and mode 2 X_aᵀ·X_a
+// over the slices X_a [d1, d2]. No copy of X.
+linalg::Matrix leading_vectors(const float* x, const std::vector<int64_t>& dims, int mode,
                                int64_t r, const linalg::SvdOptions& opts) {
-  return linalg::svd_truncated(to_matrix(unfolding.data(), rows, cols), r, opts).u;
+  const int64_t d0 = dims[0], d1 = dims[1], d2 = dims[2];
+  const std::vector<int64_t> sizes{d0, d1, d2};
+  const int64_t rows = sizes[mode], cols = d0 * d1 * d2 / rows;
+  if (rows * cols < opts.gram_min_elements) {
+    if (mode == 0) return linalg::svd_truncated(to_matrix(x, d0, d1 * d2), r, opts).u;
+    const std::vector<int> perm = mode == 1 ? std::vector<int>{1, 0, 2} : std::vector<int>{2, 0, 1};
+    const std::vector<float> unfolding = permute(x, dims, perm);
+    return linalg::svd_truncated(to_matrix(unfolding.data(), rows, cols), r, opts).u;
+  }
+  if (mode == 0) return linalg::svd_gram(x, d0, d1 * d2, r, linalg::SvdSides::left).u;
+  linalg::MatrixD g = linalg::MatrixD::Zero(rows, rows);
+  for (int64_t a = 0; a < d0; ++a)
+    linalg::gram_accumulate(x + a * d1 * d2, d1, d2, /*trans=*/mode == 2, g);
+  return linalg::top_eigenpairs(g, r).vectors;
 }
 
 std::unique_ptr<Encoded> encode_tucker(const Tensor& w, const SchemeParams& params) {
@@ -137,15 +157,12 @@ std::unique_ptr<Encoded> encode_tucker(const Tensor& w, const SchemeParams& para
   const auto [d0, d1, d2] = std::array{p.dims[0], p.dims[1], p.dims[2]};
   const auto [r0, r1, r2] = std::array{p.ranks[0], p.ranks[1], p.ranks[2]};
   const float* x = m.data<float>();
-  const std::vector<float> flat(x, x + m.numel());
 
   // HOSVD factors: leading left singular vectors of each mode's unfolding.
-  const linalg::Matrix u0 = leading_vectors(flat, d0, d1 * d2, r0, params.svd);
-  const linalg::Matrix u1 =
-      leading_vectors(permute(x, p.dims, {1, 0, 2}), d1, d0 * d2, r1, params.svd);
+  const linalg::Matrix u0 = leading_vectors(x, p.dims, 0, r0, params.svd);
+  const linalg::Matrix u1 = leading_vectors(x, p.dims, 1, r1, params.svd);
   linalg::Matrix u2;
-  if (p.factor_mode2)
-    u2 = leading_vectors(permute(x, p.dims, {2, 0, 1}), d2, d0 * d1, r2, params.svd);
+  if (p.factor_mode2) u2 = leading_vectors(x, p.dims, 2, r2, params.svd);
 
   // Core = W ×0 U0ᵀ ×1 U1ᵀ ×2 U2ᵀ.
   std::vector<float> t1(static_cast<size_t>(r0 * d1 * d2));

@@ -154,5 +154,86 @@ TEST(SvdRandomized, SameSeedSameFactorsAndRankChecked) {
   EXPECT_THROW(svd_truncated(a, 281, o), Error);
 }
 
+// The Gram route: the same spectrum and the same optimal truncation as gesdd,
+// wide (A·Aᵀ) and tall (Aᵀ·A), each side formed only when asked for.
+TEST(SvdGram, RecoversAKnownSpectrumWideAndTall) {
+  const auto sigma = slow_decay(60);
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{90, 140}, {140, 90}}) {
+    const Matrix a = with_spectrum(m, n, sigma, 13);
+    const Svd f = svd_gram(a.data(), m, n, 20);
+    ASSERT_EQ(f.u.rows(), m);
+    ASSERT_EQ(f.u.cols(), 20);
+    ASSERT_EQ(f.vt.rows(), 20);
+    ASSERT_EQ(f.vt.cols(), n);
+    for (int i = 0; i < 20; ++i) EXPECT_NEAR(f.s(i), sigma[static_cast<size_t>(i)], 1e-5);
+    expect_orthonormal_columns(f.u, 1e-4);
+    EXPECT_NEAR(residual(a, f) / eckart_young(sigma, 20), 1.0, 1e-4) << m << "x" << n;
+    const Svd left = svd_gram(a.data(), m, n, 20, SvdSides::left);
+    const Svd right = svd_gram(a.data(), m, n, 20, SvdSides::right);
+    EXPECT_EQ(left.vt.size(), 0);
+    EXPECT_EQ(right.u.size(), 0);
+    EXPECT_LT((left.u - f.u).cwiseAbs().maxCoeff(), 1e-6);
+    EXPECT_LT((right.vt - f.vt).cwiseAbs().maxCoeff(), 1e-6);
+  }
+  const Matrix a = gaussian(30, 40, 2);
+  EXPECT_THROW(svd_gram(a.data(), 30, 40, 0), Error);
+  EXPECT_THROW(svd_gram(a.data(), 30, 40, 31), Error);
+}
+
+// G = A·Aᵀ and Aᵀ·A by the definition in double, on a matrix spanning several
+// conversion blocks (2²⁰ elements each).
+TEST(GramAccumulate, EqualsTheDefinitionAcrossBlocks) {
+  const int64_t m = 3, n = 400'000;
+  const Matrix a = gaussian(m, n, 8);
+  MatrixD g = MatrixD::Zero(m, m);
+  gram_accumulate(a.data(), m, n, false, g);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j <= i; ++j) {  // the triangle written (column-major upper)
+      double s = 0;
+      for (int64_t c = 0; c < n; ++c) s += double(a(i, c)) * a(j, c);
+      EXPECT_NEAR(g(i, j), s, 1e-9 * std::abs(s) + 1e-6) << i << "," << j;
+    }
+  const Matrix t = gaussian(700'000, 2, 9);
+  MatrixD h = MatrixD::Zero(2, 2);
+  gram_accumulate(t.data(), t.rows(), 2, true, h);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j <= i; ++j) {
+      double s = 0;
+      for (int64_t r = 0; r < t.rows(); ++r) s += double(t(r, i)) * t(r, j);
+      EXPECT_NEAR(h(i, j), s, 1e-9 * std::abs(s) + 1e-6) << i << "," << j;
+    }
+  MatrixD wrong = MatrixD::Zero(2, 2);
+  EXPECT_THROW(gram_accumulate(a.data(), m, n, false, wrong), Error);
+}
+
+TEST(TopEigenpairs, LargestOfADiagonalMatrixInOrder) {
+  MatrixD g = MatrixD::Zero(4, 4);
+  g(0, 0) = 2;
+  g(1, 1) = 5;
+  g(2, 2) = -1;
+  g(3, 3) = 3;
+  const SymmetricEigen e = top_eigenpairs(g, 2);
+  ASSERT_EQ(e.values.size(), 2u);
+  EXPECT_NEAR(e.values[0], 5, 1e-12);
+  EXPECT_NEAR(e.values[1], 3, 1e-12);
+  EXPECT_NEAR(std::abs(e.vectors(1, 0)), 1, 1e-6);
+  EXPECT_NEAR(std::abs(e.vectors(3, 1)), 1, 1e-6);
+  MatrixD h = MatrixD::Zero(3, 3);
+  EXPECT_THROW(top_eigenpairs(h, 4), Error);
+}
+
+TEST(SvdLeading, GramAboveTheThresholdGesddBelow) {
+  const auto sigma = slow_decay(50);
+  const Matrix a = with_spectrum(70, 60, sigma, 17);
+  SvdOptions gram;
+  gram.gram_min_elements = 0;
+  const Svd by_gram = svd_leading(a.data(), 70, 60, 10, gram, SvdSides::left);
+  const Svd by_gesdd = svd_leading(a.data(), 70, 60, 10);
+  EXPECT_EQ(by_gram.vt.size(), 0);  // tall, left asked: U = A·V·diag(1/σ)
+  EXPECT_EQ(by_gesdd.vt.rows(), 10);
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(by_gram.s(i), by_gesdd.s(i), 1e-5);
+  expect_orthonormal_columns(by_gram.u, 1e-4);
+}
+
 }  // namespace
 }  // namespace tailor::linalg

@@ -213,6 +213,77 @@ TEST(ProfileLowRank, CandidateCutFromASharedSvdEqualsTheEncoder) {
   EXPECT_THROW(schemes::lowrank_from_svd(svd, 21), Error);
 }
 
+TEST(ProfileLowRank, CandidateCutFromOneSideEqualsTheTwoSidedCut) {
+  // A one-sided SVD (U only for a wide W, Vᵀ only for a tall one) forms the
+  // other factor from W; the product is the same rank-5 truncation.
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{30, 40}, {40, 30}}) {
+    const Tensor w = gaussian({out, in}, 22);
+    const linalg::Svd both = linalg::svd_gram(w.data<float>(), out, in, 12);
+    const linalg::SvdSides side = out <= in ? linalg::SvdSides::left : linalg::SvdSides::right;
+    const linalg::Svd one = linalg::svd_gram(w.data<float>(), out, in, 12, side);
+    const auto a = schemes::lowrank_from_svd(both, 5), b = schemes::lowrank_from_svd(one, 5, w);
+    EXPECT_EQ(b->label(), "lowrank-r5");
+    EXPECT_EQ(b->bytes(), a->bytes());
+    EXPECT_EQ(b->factor("A").shape(), (Shape{out, 5}));
+    EXPECT_NEAR(schemes::rel_error(w, *b), schemes::rel_error(w, *a), 1e-6);
+    EXPECT_THROW(schemes::lowrank_from_svd(one, 13, w), Error);
+    EXPECT_THROW(schemes::lowrank_from_svd(one, 5, gaussian({out + 1, in + 1}, 1)), Error);
+  }
+}
+
+TEST(ProfileLayer, GramPathGivesTheGesddPathsCandidates) {
+  // Layers at or above gram_min_elements take every SVD (low-rank plan,
+  // tucker's modes, tt's unfoldings) from Gram matrices; forcing that route on
+  // small layers must give the same candidates, with errors equal to the
+  // gesdd route's (both near-optimal truncations of the same spectrum).
+  std::vector<double> sigma;
+  for (int i = 0; i < 64; ++i) sigma.push_back(std::pow(0.93, i));
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{64, 144}, {144, 64}}) {
+    const Weight w = matrix_weight("fc", with_spectrum(out, in, sigma, 31));
+    ProfileOptions o;
+    o.schemes = {"lowrank", "tucker", "tt"};
+    const LayerProfile ref = profile_layer(w, o);
+    o.scheme_defaults.svd.gram_min_elements = 0;
+    const LayerProfile gram = profile_layer(w, o);
+    ASSERT_EQ(gram.candidates.size(), ref.candidates.size());
+    EXPECT_GT(ref.candidates.size(), 4u);
+    for (size_t i = 0; i < ref.candidates.size(); ++i) {
+      EXPECT_EQ(gram.candidates[i].label, ref.candidates[i].label);
+      EXPECT_EQ(gram.candidates[i].bytes, ref.candidates[i].bytes);
+      EXPECT_NEAR(gram.candidates[i].rel_error, ref.candidates[i].rel_error,
+                  1e-4 * ref.candidates[i].rel_error + 1e-6)
+          << out << "x" << in << " " << ref.candidates[i].label;
+    }
+  }
+}
+
+TEST(ProfileLowRank, OneSidedBlockedCandidatesAreNearTheOptimum) {
+  // The blocked QB keeping only the smaller side (a large layer's route,
+  // forced here by gram_min_elements = 0): ranks by the definition, errors
+  // within 1% of Eckart–Young.
+  std::vector<double> sigma;
+  for (int i = 0; i < 300; ++i) sigma.push_back(std::pow(0.97, i));
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{400, 300}, {300, 400}}) {
+    ProfileOptions o;
+    o.schemes = {"lowrank"};
+    o.scheme_defaults.svd.exact_max_dim = 0;
+    o.scheme_defaults.svd.gram_min_elements = 0;
+    const Tensor t = with_spectrum(out, in, sigma, 8);
+    EXPECT_EQ(profile_lowrank_ranks(t, o.scheme_defaults.svd), ranks_by_definition(out, in, sigma));
+    const LayerProfile p = profile_layer(matrix_weight("fc", t), o);
+    double total = 0;
+    for (double s : sigma) total += s * s;
+    ASSERT_FALSE(p.candidates.empty());
+    for (const Candidate& c : p.candidates) {
+      const int64_t r = std::stoll(c.label.substr(std::string("lowrank-r").size()));
+      double tail = 0;
+      for (size_t i = r; i < sigma.size(); ++i) tail += sigma[i] * sigma[i];
+      EXPECT_LT(c.rel_error, 1.01 * std::sqrt(tail / total) + 1e-6) << c.label;
+      EXPECT_GE(c.rel_error, std::sqrt(tail / total) * (1 - 1e-3)) << c.label;
+    }
+  }
+}
+
 TEST(ProfileLayer, Int8ErrorMatchesTheDefinition) {
   const int64_t out = 5, in = 7;
   const Tensor w = gaussian({out, in}, 3);

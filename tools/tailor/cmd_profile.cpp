@@ -121,7 +121,7 @@ void add_profile(CLI::App& app) {
       cached->model = path;
       std::cout << "cached profile " << key << " (" << profile_cache_dir() << ")\n";
     }
-    const ModelProfile profile = cached ? *cached : profile_model(load_model(path), options);
+    const ModelProfile profile = cached ? *cached : profile_model(load_model_mapped(path), options);
     if (cache && !cached) store_cached_profile(key, profile);
     write_profile(output, profile);
     print_table(profile, !options.calib.empty());

@@ -83,4 +83,8 @@ struct ModelFile {
 /// reader's validation.
 ModelFile load_model(const std::string& path);
 
+/// load_model, with ONNX files read by read_onnx_mapped (large weights
+/// viewed in the mapped file, never parsed whole): for `tailor profile`.
+ModelFile load_model_mapped(const std::string& path);
+
 }  // namespace tailor

@@ -53,6 +53,23 @@ namespace tailor {
 /// offset and length do not fit the file.
 ModelFile read_onnx(const std::string& path);
 
+/// read_onnx without parsing or holding the file whole, for models with large
+/// weights inside the .onnx (`tailor profile`): the file is mapped, its
+/// protobuf wire format walked with google::protobuf::io::CodedInputStream to
+/// find every initializer's and Constant tensor's payload (raw_data, or a
+/// packed float_data/double_data) of 4096 bytes or more, and only the rest of
+/// the model (names, dims, data types, nodes, small tensors) is parsed; each
+/// large weight is a view of its bytes in the mapping (possibly misaligned:
+/// read it with Tensor::to or raw(), not data<T>()). ModelFile::onnx then
+/// holds those tensors as external data naming the file itself (`location`,
+/// `offset`, `length`). Same weights, names, order, layouts and values as
+/// read_onnx, so the same profile. Works for files of 2 GiB and more as long
+/// as the structure without the payloads is under 2 GiB. Throws Error naming
+/// the file, in one line, for everything read_onnx refuses and for a
+/// truncated field or a length that runs past its message (the byte offset
+/// is given).
+ModelFile read_onnx_mapped(const std::string& path);
+
 /// The DType of an ONNX TensorProto.DataType number (onnx.proto), or nullopt
 /// for a type tailor has no DType for (STRING, complex, UINT32/64, FLOAT8, INT4, ...).
 std::optional<DType> dtype_of_onnx(int onnx_type);

@@ -27,12 +27,15 @@ namespace tailor::linalg {
 /// i (interlacing); power iterations make the leading ones accurate.
 ///
 /// Deterministic: the Gaussian test blocks come from tailor::Rng(options.seed)
-/// in order. Keeps a reference to `a`, which must outlive the object.
+/// in order. Keeps a pointer to A's elements (never a copy), which must
+/// outlive the object.
 class BlockedQb {
  public:
   /// Starts with k = 0. `options` gives the seed and the power iterations q
   /// (oversampling is not used: every column of Q counts).
   BlockedQb(const Matrix& a, const SvdOptions& options);
+  /// The same for A [m, n] given as f32 row-major contiguous elements.
+  BlockedQb(const float* a, int64_t m, int64_t n, const SvdOptions& options);
 
   /// Appends min(block, min(m, n) − k) orthonormal columns to Q and their rows
   /// to B (nothing once k = min(m, n)). Throws tailor::Error for block < 1.
@@ -49,13 +52,15 @@ class BlockedQb {
   std::vector<double> squared_singular_values() const;
   /// Rank-`rank` SVD of Q·B (Halko et al. Algorithm 5.1): U = Q·U_B [m, rank],
   /// s [rank], Vt [rank, n], with U_B and σ̂² the eigenvectors and eigenvalues
-  /// of B·Bᵀ (formed and solved in double, LAPACK dsyevd) and Vt =
-  /// diag(1/σ̂)·U_Bᵀ·B (a row with σ̂ = 0 is left 0). Throws tailor::Error
-  /// unless 1 ≤ rank ≤ k.
-  Svd svd(int64_t rank) const;
+  /// of B·Bᵀ (formed in double a block at a time by gram_accumulate, solved
+  /// by LAPACK dsyevd) and Vt = diag(1/σ̂)·U_Bᵀ·B (a row with σ̂ = 0 is left
+  /// 0). `sides` says which of U and Vt are formed (the other stays 0×0).
+  /// Throws tailor::Error unless 1 ≤ rank ≤ k.
+  Svd svd(int64_t rank, SvdSides sides = SvdSides::both) const;
 
  private:
-  const Matrix& a_;
+  const float* a_;
+  int64_t m_, n_;
   SvdOptions options_;
   uint64_t draws_ = 0;
   int64_t k_ = 0;

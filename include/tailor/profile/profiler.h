@@ -59,9 +59,14 @@ struct ProfileOptions {
 /// most σ_r); a level not reached by kmax gives no rank. Should the basis have
 /// to grow past a third of the smaller side with a level still missing (a flat
 /// spectrum, where the sketch would cost more than a full decomposition), or
-/// the first block already exceed that, one exact gesdd is taken instead.
-/// profile_layer cuts every low-rank candidate from one such SVD (holding at
-/// least the largest rank), so a layer pays for its SVDs once.
+/// the first block already exceed that, one exact SVD is taken instead: gesdd
+/// for a layer under svd.gram_min_elements elements, otherwise the leading
+/// eigenpairs of the Gram matrix of the smaller side (linalg::svd_gram, in
+/// double), which needs no copy of W. profile_layer cuts every low-rank
+/// candidate from one such SVD (holding at least the largest rank), so a
+/// layer pays for its SVDs once; a large layer keeps only the smaller side's
+/// singular vectors and each candidate forms its other factor from W
+/// (schemes::lowrank_from_svd with W).
 std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd);
 
 /// Activation-aware relative error sqrt(Σ_oj d_j·(W_oj − Ŵ_oj)²) /
@@ -97,7 +102,12 @@ bool is_profiled(const Weight& weight, const ProfileOptions& options);
 /// layers in flight, not the file size. Byte convention:
 /// every weight counts 4·numel (its dense f32 size, whatever its stored dtype):
 /// dense_bytes sums it over every weight, fixed_bytes over the weights not
-/// profiled. Throws Error for a bad regex or scheme list, and (naming the
+/// profiled. Held per layer in flight: W in f32, one candidate's factors and
+/// its decode, and for a layer of svd.gram_min_elements or more the Gram
+/// matrix (8·min(out, in)² bytes, while the SVD runs) and the kept singular
+/// vectors; bench/profile/memory_check.sh checks the bound of 3 × the
+/// layer's f32 size × layers in flight + 200 MB.
+/// Throws Error for a bad regex or scheme list, and (naming the
 /// calibration file and the layer) for a missing, non-f32 or wrong-length
 /// calibration vector.
 ModelProfile profile_model(const ModelFile& model, const ProfileOptions& options);

@@ -39,4 +39,12 @@ std::vector<Scheme> applicable_schemes(const Shape& shape, std::span<const int64
 /// encoder stores them. Throws tailor::Error unless 1 ≤ rank ≤ svd.s.size().
 std::unique_ptr<Encoded> lowrank_from_svd(const linalg::Svd& svd, int64_t rank);
 
+/// The same from a one-sided SVD of `w` [out, in] (f32, contiguous), as
+/// linalg::svd_gram or BlockedQb::svd form it: with only U, B = V_Rᵀ =
+/// diag(1/σ_R)·U_Rᵀ·W; with only Vᵀ, A = W·V_R (= U_R·diag(σ_R)); with both,
+/// as above. A·B is then W projected onto the leading R singular vectors (a
+/// direction with σ = 0 contributes 0). Memory: the factors only. Throws
+/// tailor::Error unless 1 ≤ rank ≤ svd.s.size() and the shapes agree.
+std::unique_ptr<Encoded> lowrank_from_svd(const linalg::Svd& svd, int64_t rank, const Tensor& w);
+
 }  // namespace tailor::schemes
