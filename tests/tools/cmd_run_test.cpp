@@ -2,6 +2,8 @@
 // memory lines, one-line errors naming the input.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 
 #include "../runtime/op_test_util.h"
@@ -40,6 +42,29 @@ std::string tiny_model(const TempDir& dir, bool two_outputs = false) {
   const std::string path = dir.file("tiny.onnx");
   graph::write_onnx(m, path);
   return path;
+}
+
+// tailor makes OpenMP threads wait passively unless the user chose a policy
+// (main.cpp re-executes itself with OMP_WAIT_POLICY=passive).
+TEST(RunCli, OpenMpWaitPolicyDefaultsToPassiveAndKeepsTheUsers) {
+  TempDir dir;
+  const std::string model = tiny_model(dir);
+  write_npy(dir.file("x.npy"), f32({2, 3}, {-1, 0, 1, 2, -3, 4}));
+  const std::string args = "run " + model + " --input x=" + dir.file("x.npy") + " --time 1";
+  const char* saved = std::getenv("OMP_WAIT_POLICY");
+  const std::string saved_value = saved ? saved : "";
+  ::unsetenv("OMP_WAIT_POLICY");
+  const CommandResult unset = run_cli(args);
+  ::setenv("OMP_WAIT_POLICY", "active", 1);
+  const CommandResult active = run_cli(args);
+  if (saved)
+    ::setenv("OMP_WAIT_POLICY", saved_value.c_str(), 1);
+  else
+    ::unsetenv("OMP_WAIT_POLICY");
+  ASSERT_EQ(unset.exit_code, 0) << unset.output;
+  EXPECT_NE(unset.output.find("OpenMP wait policy passive"), std::string::npos) << unset.output;
+  ASSERT_EQ(active.exit_code, 0) << active.output;
+  EXPECT_NE(active.output.find("OpenMP wait policy active"), std::string::npos) << active.output;
 }
 
 TEST(RunCli, WritesOutputsAndReportsLatencyAndMemory) {

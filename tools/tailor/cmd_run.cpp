@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -182,8 +183,9 @@ void add_run(CLI::App& app) {
       const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
       std::cout << fmt::format(
           "latency: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms over {} runs "
-          "(after 1 warm-up of {:.3f} ms), {} threads\n",
-          median, sorted.front(), sorted.back(), n, first_ms, runtime::kernels::num_threads());
+          "(after 1 warm-up of {:.3f} ms), {} threads, OpenMP wait policy {}\n",
+          median, sorted.front(), sorted.back(), n, first_ms, runtime::kernels::num_threads(),
+          std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default");
     } else {
       std::cout << fmt::format("latency: {:.3f} ms (one cold run; --time N for a median)\n",
                                first_ms);

@@ -1,13 +1,32 @@
 // The `tailor` command: subcommands registered from cmd_*.cpp.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 
 #include "commands.h"
 #include "tailor/core/error.h"
 
+namespace {
+
+// OpenMP threads that spin while waiting (libgomp's default) make a second
+// thread several times slower on a machine with more runnable threads than
+// cores. libgomp reads OMP_WAIT_POLICY once, when it is loaded, so the only
+// way to default it is to set it and execute this program again; a policy the
+// user set is kept. If the re-execution fails, the program continues as is.
+void default_to_passive_openmp_waiting(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  default_to_passive_openmp_waiting(argv);
   CLI::App app{"tailor: fit trained neural networks to a budget"};
   app.require_subcommand(1);
   tailor::cli::add_inspect(app);
