@@ -170,12 +170,14 @@ void skip_array(ByteCursor& c, std::string_view key, int depth) {
   const auto n = c.read<uint64_t>("array length");
   const uint64_t min = min_size(elem);
   if (n > c.remaining() / min)
-    throw Error(c.path(), "metadata key " + io_detail::quoted(key) + ": array of " + std::to_string(n) + " " +
-                              value_type_name(elem) + " values cannot fit in the " +
-                              std::to_string(c.remaining()) + " bytes remaining");
+    throw Error(c.path(), "metadata key " + io_detail::quoted(key) + ": array of " +
+                              std::to_string(n) + " " + value_type_name(elem) +
+                              " values cannot fit in the " + std::to_string(c.remaining()) +
+                              " bytes remaining");
   if (elem == kArray && depth >= kMaxArrayDepth)
-    throw Error(c.path(), "metadata key " + io_detail::quoted(key) + ": arrays nested deeper than " +
-                              std::to_string(kMaxArrayDepth) + " levels");
+    throw Error(c.path(), "metadata key " + io_detail::quoted(key) +
+                              ": arrays nested deeper than " + std::to_string(kMaxArrayDepth) +
+                              " levels");
   if (const uint64_t fs = fixed_size(elem)) {
     c.skip(static_cast<size_t>(n * fs), "array data");  // n * fs ≤ remaining, checked above
     return;
@@ -210,8 +212,8 @@ TensorInfo read_tensor_info(ByteCursor& c) {
   for (uint32_t i = 0; i < n_dims; ++i) {
     ne[i] = c.read<uint64_t>("tensor dimension");
     if (ne[i] > static_cast<uint64_t>(INT64_MAX))
-      throw Error(path, "tensor " + io_detail::quoted(t.name) + " dimension " + std::to_string(i) + " is " +
-                            std::to_string(ne[i]) + " (too large)");
+      throw Error(path, "tensor " + io_detail::quoted(t.name) + " dimension " + std::to_string(i) +
+                            " is " + std::to_string(ne[i]) + " (too large)");
     numel = checked_mul(numel, ne[i], path, "tensor " + io_detail::quoted(t.name));
   }
   const auto type = c.read<uint32_t>("tensor type");
@@ -280,7 +282,8 @@ static ModelFile read_gguf_unattributed(const std::string& path) {
   std::unordered_set<std::string> keys;
   for (uint64_t i = 0; i < kv_count; ++i) {
     const std::string key(read_string(c, "metadata key"));
-    if (!keys.insert(key).second) throw Error(path, "duplicate metadata key " + io_detail::quoted(key));
+    if (!keys.insert(key).second)
+      throw Error(path, "duplicate metadata key " + io_detail::quoted(key));
     const auto type = c.read<uint32_t>("metadata value type");
     check_value_type(c, type, key);
     std::string value;
@@ -323,14 +326,17 @@ static ModelFile read_gguf_unattributed(const std::string& path) {
   const uint64_t data_start = (c.pos() + alignment - 1) / alignment * alignment;
   for (TensorInfo& t : infos) {
     if (t.offset % alignment != 0)
-      throw Error(path, "tensor " + io_detail::quoted(t.name) + " offset " + std::to_string(t.offset) +
-                            " is not a multiple of the alignment " + std::to_string(alignment));
-    t.begin = checked_add(data_start, t.offset, path, "tensor " + io_detail::quoted(t.name) + " offset");
-    const uint64_t end = checked_add(t.begin, t.nbytes, path, "tensor " + io_detail::quoted(t.name));
+      throw Error(path, "tensor " + io_detail::quoted(t.name) + " offset " +
+                            std::to_string(t.offset) + " is not a multiple of the alignment " +
+                            std::to_string(alignment));
+    t.begin =
+        checked_add(data_start, t.offset, path, "tensor " + io_detail::quoted(t.name) + " offset");
+    const uint64_t end =
+        checked_add(t.begin, t.nbytes, path, "tensor " + io_detail::quoted(t.name));
     if (end > size)
-      throw Error(path, "tensor " + io_detail::quoted(t.name) + " data [" + std::to_string(t.begin) + ", " +
-                            std::to_string(end) + ") lies past the end of the file (" +
-                            std::to_string(size) + " bytes)");
+      throw Error(path, "tensor " + io_detail::quoted(t.name) + " data [" +
+                            std::to_string(t.begin) + ", " + std::to_string(end) +
+                            ") lies past the end of the file (" + std::to_string(size) + " bytes)");
   }
   std::vector<const TensorInfo*> by_begin;
   for (const TensorInfo& t : infos)
@@ -341,9 +347,9 @@ static ModelFile read_gguf_unattributed(const std::string& path) {
     const TensorInfo& a = *by_begin[i - 1];
     const TensorInfo& b = *by_begin[i];
     if (b.begin < a.begin + a.nbytes)
-      throw Error(path, "tensors " + io_detail::quoted(a.name) + " and " + io_detail::quoted(b.name) +
-                            " overlap (data offsets " + std::to_string(a.offset) + " and " +
-                            std::to_string(b.offset) + ")");
+      throw Error(path, "tensors " + io_detail::quoted(a.name) + " and " +
+                            io_detail::quoted(b.name) + " overlap (data offsets " +
+                            std::to_string(a.offset) + " and " + std::to_string(b.offset) + ")");
   }
 
   model.weights.reserve(infos.size());
