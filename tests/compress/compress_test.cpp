@@ -95,6 +95,25 @@ TEST(Compress, FailureLeavesNoOutputFolder) {
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
+TEST(Compress, RefusesToReplaceAFileOrAFolderOfOtherFiles) {
+  // `-o .` or `-o ~` used to rename the folder away and delete it after a
+  // successful run; a file given as -o was silently replaced by a folder.
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  compress::CompressOptions o = cls_options(dir, "50%");
+  testing::write_bytes(o.out_dir, "mine");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, o.out_dir,
+                               "exists and is not a folder");
+  fs::remove(o.out_dir);
+  fs::create_directory(o.out_dir);
+  const std::string keep = (fs::path(o.out_dir) / "notes.txt").string();
+  testing::write_bytes(keep, "mine");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, o.out_dir,
+                               "holds 'notes.txt'");
+  EXPECT_EQ(fs::file_size(keep), 4u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(o.out_dir), fs::directory_iterator()), 1);
+}
+
 // A plan that keeps every layer dense changes nothing: by definition the
 // relative error is 0 and the cosine 1; the --calib inputs are the ones run.
 TEST(Compress, DensePlanOnCalibrationInputsIsExact) {
