@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "graph/passes/pass_test_util.h"
+#include "tailor/graph/onnx.h"
 #include "test_util.h"
 
 namespace tailor::testing {
@@ -44,6 +46,28 @@ TEST(CmdOptionErrors, TuneTrainChecksEveryFileAndShapePrefixBeforeMeasuring) {
   expect_refused("tune-train " + missing + " -o " + out, missing + ": no such file", out);
   expect_refused("tune-train " + model + " --input-shape other.onnx:x=1x3x8x8 -o " + out,
                  "--input-shape: \"other.onnx\" is not one of the models given", out);
+}
+
+TEST(CmdOptionErrors, TuneAndTuneTrainNameAnOutputFolderTheyCannotCreate) {
+  // -o under a regular file: create_directories fails; that was an uncaught
+  // std::filesystem error (exit 3, "internal error").
+  TempDir dir;
+  GraphBuilder b;
+  b.input("x", {1, 4});
+  b.node("Relu", {"x"}, {"y"}).output("y");
+  const std::string model = dir.file("relu.onnx"), blocker = dir.file("blocker");
+  graph::write_onnx(b.model(), model);
+  write_bytes(blocker, "a file");
+  const std::string out = blocker + "/out";
+  for (const std::string cmd : {"tune", "tune-train"}) {
+    const CommandResult r =
+        run_cli(cmd + " " + model + " --measurements 1 --repeats 1 --threads 1 -o " + out);
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("tailor: error: " + out + ": cannot create the output folder"),
+              std::string::npos)
+        << cmd << "\n"
+        << r.output;
+  }
 }
 
 }  // namespace
