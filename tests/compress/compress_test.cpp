@@ -140,6 +140,26 @@ TEST(Compress, DensePlanOnCalibrationInputsIsExact) {
   EXPECT_TRUE(r.rewrites.empty());  // nothing to rewrite
 }
 
+TEST(Compress, CalibrationFileOfTheWrongShapeOrDtypeIsNamed) {
+  // The classifier declares x [?, 3, ?, ?] f32; the error used to name the
+  // graph input only ("input 'x': shape ..."), not which --calib file.
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  const std::string bad = dir.file("calib/b.npy");
+  write_npy(dir.file("calib/a.npy"), Tensor::zeros(DType::f32, {1, 3, 48, 192}));
+  write_npy(bad, Tensor::zeros(DType::f32, {1, 2, 48, 192}));
+  compress::CompressOptions o = cls_options(dir, "100%");
+  o.schemes = {"dense"};
+  o.calib_dir = dir.file("calib");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, bad,
+                               "has shape [1, 2, 48, 192], the model declares [?, 3, ?, ?]");
+  write_npy(bad, Tensor::zeros(DType::i64, {1, 3, 48, 192}));
+  testing::expect_error_naming([&] { compress::compress_model(o); }, bad,
+                               "has dtype i64, the model declares f32");
+  EXPECT_FALSE(fs::exists(o.out_dir));
+}
+
 TEST(Compress, CliWritesReportAndNamesIt) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   TempDir dir;
