@@ -20,6 +20,13 @@ for a in "$@"; do
   esac
 done
 [ ${#specs[@]} -gt 0 ] || { echo "ort-check: give at least one NAME=SHAPE input" >&2; exit 2; }
+[ -f "$model" ] || { echo "ort-check: $model: no such file" >&2; exit 2; }
+for s in "${specs[@]}"; do
+  [[ "$s" =~ ^[^=]+=[1-9][0-9]*(x[1-9][0-9]*)*$ ]] || {
+    echo "ort-check: input \"$s\": expected NAME=D0xD1x... with positive dims" >&2
+    exit 2
+  }
+done
 if [ ! -d "$root/.ort/node_modules/onnxruntime-node" ] || ! command -v node >/dev/null; then
   echo "ort-check: onnxruntime not installed (scripts/install-ort.sh); cross-check skipped"
   exit 0

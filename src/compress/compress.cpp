@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <regex>
+#include <set>
 
 #include "compress/verify.h"
 #include "tailor/compress/llama_onnx.h"
@@ -27,6 +28,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// An existing `out` is replaced only when it is a folder holding nothing
+/// but the files compress writes (a previous run's output): never a file,
+/// and never a folder of other files (e.g. `-o .` or a home folder).
+void refuse_foreign(const fs::path& out) {
+  std::error_code ec;
+  const auto st = fs::symlink_status(out, ec);
+  if (ec || !fs::exists(st)) return;
+  if (!fs::is_directory(st))
+    throw Error(out.string(), "-o: exists and is not a folder; give another output folder");
+  static const std::set<std::string> ours = {"model.onnx", "weights.safetensors", "plan.json",
+                                             "report.html", "report.json"};
+  for (const auto& e : fs::directory_iterator(out, ec))
+    if (!e.is_regular_file() || !ours.count(e.path().filename().string()))
+      throw Error(out.string(),
+                  "-o: the folder exists and holds '" + e.path().filename().string() +
+                      "', not only a previous compress output; give another output folder");
+  if (ec) throw Error(out.string(), "-o: cannot list the existing folder: " + ec.message());
+}
+
 /// The staging folder beside `out`, removed on destruction unless committed.
 class Staging {
  public:
@@ -34,6 +54,7 @@ class Staging {
     if (out_.filename().empty()) out_ = out_.parent_path();
     const fs::path parent = out_.parent_path();
     std::error_code ec;
+    refuse_foreign(out_);
     fs::create_directories(parent, ec);
     if (ec) throw Error(parent.string(), "cannot create folder: " + ec.message());
     tmp_ = parent / fmt::format(".{}.tmp-{}", out_.filename().string(), ::getpid());
@@ -156,6 +177,7 @@ CompressResult compress_model(const CompressOptions& o) {
   }
   std::string out_dir = o.out_dir;
   if (out_dir.empty()) out_dir = fs::path(o.model).filename().stem().string() + ".tailor";
+  refuse_foreign(fs::absolute(out_dir).lexically_normal());  // before any work
   done("load", fmt::format("{} ({}), {} weights", o.model, r.kind, mf.weights.size()));
 
   // 2. profile (cached)

@@ -1,6 +1,7 @@
 #include "compress/verify.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -69,6 +70,31 @@ std::optional<Shape> image_input_shape(const graph::Model& m) {
   return s;
 }
 
+/// `x` read from `f` for input `name`: its dtype and rank/known dims must be
+/// the declared ones (else an Error naming the file, not the graph input).
+Tensor checked_npy(const fs::path& f, const std::string& name, const graph::Model& m) {
+  Tensor x = read_npy(f.string());
+  const graph::ValueType* t = m.graph.type_of(name);
+  if (!t) return x;
+  if (t->dtype && *t->dtype != x.dtype())
+    throw Error(f.string(), fmt::format("--calib: input '{}' has dtype {}, the model declares {}",
+                                        name, dtype_name(x.dtype()), dtype_name(*t->dtype)));
+  if (t->shape) {
+    bool ok = t->shape->size() == x.shape().size();
+    std::vector<std::string> want;
+    for (size_t k = 0; k < t->shape->size(); ++k) {
+      const graph::Dim& d = (*t->shape)[k];
+      want.push_back(d.is_known() ? std::to_string(d.value) : "?");
+      if (ok && d.is_known() && d.value != x.shape()[k]) ok = false;
+    }
+    if (!ok)
+      throw Error(f.string(),
+                  fmt::format("--calib: input '{}' has shape [{}], the model declares [{}]", name,
+                              fmt::join(x.shape(), ", "), fmt::join(want, ", ")));
+  }
+  return x;
+}
+
 std::vector<Inputs> calib_inputs(const std::string& dir, const graph::Model& m,
                                  const CompressOptions& o, std::vector<std::string>& labels) {
   const std::vector<std::string>& names = m.graph.inputs;
@@ -88,7 +114,7 @@ std::vector<Inputs> calib_inputs(const std::string& dir, const graph::Model& m,
     const graph::ValueType* t = m.graph.type_of(names[0]);
     for (const fs::path& f : files) {
       if (f.extension() == ".npy") {
-        runs.push_back({{names[0], read_npy(f.string())}});
+        runs.push_back({{names[0], checked_npy(f, names[0], m)}});
       } else {
         if (!image)
           throw Error(f.string(),
@@ -107,7 +133,7 @@ std::vector<Inputs> calib_inputs(const std::string& dir, const graph::Model& m,
       for (const std::string& n : names) {
         const fs::path f = d / (n + ".npy");
         if (!fs::exists(f)) throw Error(f.string(), "--calib: missing input '" + n + "'");
-        in[n] = read_npy(f.string());
+        in[n] = checked_npy(f, n, m);
       }
       runs.push_back(std::move(in));
       labels.push_back(d.filename().string());

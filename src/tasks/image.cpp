@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -14,6 +15,16 @@ namespace tailor::tasks {
 
 Image read_png(const std::string& path) {
   check(std::filesystem::is_regular_file(path), path, "no such file");
+  {
+    // libpng's simplified API says only "Read Error" for a file of another kind.
+    png_byte sig[8] = {};
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    check(f != nullptr, path, "cannot open");
+    const size_t got = std::fread(sig, 1, sizeof sig, f);
+    std::fclose(f);
+    check(got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0, path,
+          "cannot read PNG: not a PNG file (no PNG signature in the first 8 bytes)");
+  }
   png_image png;
   std::memset(&png, 0, sizeof png);
   png.version = PNG_IMAGE_VERSION;

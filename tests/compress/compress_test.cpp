@@ -95,6 +95,25 @@ TEST(Compress, FailureLeavesNoOutputFolder) {
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
+TEST(Compress, RefusesToReplaceAFileOrAFolderOfOtherFiles) {
+  // `-o .` or `-o ~` used to rename the folder away and delete it after a
+  // successful run; a file given as -o was silently replaced by a folder.
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  compress::CompressOptions o = cls_options(dir, "50%");
+  testing::write_bytes(o.out_dir, "mine");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, o.out_dir,
+                               "exists and is not a folder");
+  fs::remove(o.out_dir);
+  fs::create_directory(o.out_dir);
+  const std::string keep = (fs::path(o.out_dir) / "notes.txt").string();
+  testing::write_bytes(keep, "mine");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, o.out_dir,
+                               "holds 'notes.txt'");
+  EXPECT_EQ(fs::file_size(keep), 4u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(o.out_dir), fs::directory_iterator()), 1);
+}
+
 // A plan that keeps every layer dense changes nothing: by definition the
 // relative error is 0 and the cosine 1; the --calib inputs are the ones run.
 TEST(Compress, DensePlanOnCalibrationInputsIsExact) {
@@ -119,6 +138,26 @@ TEST(Compress, DensePlanOnCalibrationInputsIsExact) {
   EXPECT_EQ(r.verification.measured_error, 0.0);
   EXPECT_EQ(r.plan.objective_value, 0.0);
   EXPECT_TRUE(r.rewrites.empty());  // nothing to rewrite
+}
+
+TEST(Compress, CalibrationFileOfTheWrongShapeOrDtypeIsNamed) {
+  // The classifier declares x [?, 3, ?, ?] f32; the error used to name the
+  // graph input only ("input 'x': shape ..."), not which --calib file.
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  const std::string bad = dir.file("calib/b.npy");
+  write_npy(dir.file("calib/a.npy"), Tensor::zeros(DType::f32, {1, 3, 48, 192}));
+  write_npy(bad, Tensor::zeros(DType::f32, {1, 2, 48, 192}));
+  compress::CompressOptions o = cls_options(dir, "100%");
+  o.schemes = {"dense"};
+  o.calib_dir = dir.file("calib");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, bad,
+                               "has shape [1, 2, 48, 192], the model declares [?, 3, ?, ?]");
+  write_npy(bad, Tensor::zeros(DType::i64, {1, 3, 48, 192}));
+  testing::expect_error_naming([&] { compress::compress_model(o); }, bad,
+                               "has dtype i64, the model declares f32");
+  EXPECT_FALSE(fs::exists(o.out_dir));
 }
 
 TEST(Compress, CliWritesReportAndNamesIt) {

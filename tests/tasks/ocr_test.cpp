@@ -130,7 +130,10 @@ TEST(OcrPng, ReadsFixtureAndRejectsBadFiles) {
   TempDir dir;
   const std::string junk = dir.file("junk.png");
   testing::write_bytes(junk, "definitely not a png");
-  testing::expect_error_naming([&] { read_png(junk); }, junk, "cannot read PNG");
+  testing::expect_error_naming([&] { read_png(junk); }, junk, "cannot read PNG: not a PNG file");
+  const std::string tiny = dir.file("tiny.png");  // shorter than the signature
+  testing::write_bytes(tiny, "\x89PNG");
+  testing::expect_error_naming([&] { read_png(tiny); }, tiny, "not a PNG file");
   testing::expect_error_naming([&] { read_png(dir.file("none.png")); }, dir.file("none.png"),
                                "no such file");
   // A PNG cut short: the header parses, the image data does not.

@@ -174,6 +174,11 @@ void add_compress(CLI::App& app) {
   cmd->callback([] {
     if (o.threads < 0) throw Error("--threads", "must be >= 0");
     if (!schemes.empty()) o.schemes = comma_list(schemes);
+    for (float v : mean)
+      if (!std::isfinite(v)) throw Error("--image-mean", fmt::format("must be finite, got {}", v));
+    for (float v : stdev)
+      if (!(std::isfinite(v) && v > 0))
+        throw Error("--image-std", fmt::format("must be finite and > 0, got {}", v));
     if (!mean.empty()) std::copy(mean.begin(), mean.end(), o.image_mean.begin());
     if (!stdev.empty()) std::copy(stdev.begin(), stdev.end(), o.image_std.begin());
     o.cache = !no_cache;

@@ -142,7 +142,11 @@ void add_tune(CLI::App& app) {
     const nlohmann::json record = tune::tune_model(model, o);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::filesystem::create_directories(out_dir);
+    {
+      std::error_code ec;
+      std::filesystem::create_directories(out_dir, ec);
+      if (ec) throw Error(out_dir, "cannot create the output folder: " + ec.message());
+    }
     const std::string dest = (std::filesystem::path(out_dir) / "decisions.json").string();
     write_file_atomic(dest, record.dump(1));
     write_file_atomic((std::filesystem::path(out_dir) / "cost_model.json").string(),

@@ -3,6 +3,7 @@
 // `tailor tune --cost-model`), and with --evaluate compares that warm start
 // with the default initial coefficients on models outside the training set.
 #include <fmt/format.h>
+#include <algorithm>
 
 #include <filesystem>
 #include <iostream>
@@ -130,8 +131,28 @@ void add_tune_train(CLI::App& app) {
     h.tolerance = tolerance;
     if (clock == "cpu" && threads != 1)
       throw Error("--clock", "cpu time is a latency only for one thread; give --threads 1");
-    std::filesystem::create_directories(out_dir);
+    // Every named file and every MODEL: prefix checked before the (long)
+    // measurements; the output folder made only once there is something to
+    // write, so a failure leaves none behind.
+    for (const auto* list : {&models, &evaluate})
+      for (const auto& path : *list)
+        if (!std::filesystem::is_regular_file(path)) throw Error(path, "no such file");
+    for (const auto& spec : shape_specs) {
+      const std::string lhs = spec.substr(0, spec.find('='));
+      const size_t colon = lhs.rfind(':');
+      if (colon == std::string::npos) continue;
+      const std::string prefix = lhs.substr(0, colon);
+      if (std::find(models.begin(), models.end(), prefix) == models.end() &&
+          std::find(evaluate.begin(), evaluate.end(), prefix) == evaluate.end())
+        throw Error("--input-shape", "\"" + printable(prefix) +
+                                         "\" is not one of the models given (MODELS, --evaluate)");
+    }
     const std::filesystem::path dir(out_dir);
+    const auto make_dir = [&] {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) throw Error(out_dir, "cannot create the output folder: " + ec.message());
+    };
 
     std::vector<tune::GraphSamples> samples;
     json sample_json = json::array();
@@ -209,9 +230,11 @@ void add_tune_train(CLI::App& app) {
                       {"curve", rows},
                       {"measured", bench.measured()}});
       }
+      make_dir();
       write_file_atomic((dir / "warm_start.json").string(),
                         json{{"anchor", anchor}, {"k", ks}, {"models", ws}}.dump(1));
     }
+    if (evaluate.empty()) make_dir();
     write_file_atomic((dir / "samples.json").string(), sample_json.dump(1));
     write_file_atomic((dir / "cost_model.json").string(), saved.dump(1));
     std::cout << "learned parameters: " << printable((dir / "cost_model.json").string()) << "\n";

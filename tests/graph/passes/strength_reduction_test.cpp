@@ -1,4 +1,6 @@
 // Strength reduction on hand-built graphs: structure and values derived by hand.
+#include <limits>
+
 #include "pass_test_util.h"
 
 namespace tailor::testing {
@@ -98,6 +100,50 @@ TEST(StrengthReduction, ConstantsThatWouldChangeTheShapeOrDtypeAreLeftAlone) {
       check_passes(b.model(), {"strength"}, {{"x", vec_f32({2}, {1, 2})}, {"k", kv}}, 0.0);
   EXPECT_EQ(count_ops(out.graph, "Mul"), 2u);
   EXPECT_EQ(count_ops(out.graph, "Add"), 0u);
+}
+
+TEST(StrengthReduction, IntegerDivisionZeroDivisorsAndIntegerExponentsOnEdgeInputs) {
+  // int64 k / 2 must stay a division (truncation: [7, −7] / 2 = [3, −3], while
+  // k · 0.5 is not even defined on int64). x / 0 and x / −0 stay divisions
+  // (0 has no reciprocal rule): [1, −2] / 0 = [+inf, −inf], [1, −2] / −0 =
+  // [−inf, +inf]. Pow(x, int64 2) → x·x: [1, −2] → [1, 4]. x [2] / [[4]] (rank 2)
+  // becomes x · [[0.25]], keeping the broadcast output shape [1, 2].
+  GraphBuilder b;
+  Tensor two_i = Tensor::zeros(DType::i64, {});
+  two_i.mutable_data<int64_t>()[0] = 2;
+  b.input("x", {2}).input("k", {2}, DType::i64);
+  b.init("two_i", two_i).init("zero", scalar_f32(0.0f)).init("mzero", scalar_f32(-0.0f));
+  b.init("four", vec_f32({1, 1}, {4}));
+  b.node("Div", {"k", "two_i"}, {"q"})
+      .node("Div", {"x", "zero"}, {"p"})
+      .node("Div", {"x", "mzero"}, {"m"})
+      .node("Pow", {"x", "two_i"}, {"s"})
+      .node("Div", {"x", "four"}, {"w"})
+      .output("q")
+      .output("p")
+      .output("m")
+      .output("s")
+      .output("w");
+  Tensor kv = Tensor::zeros(DType::i64, {2});
+  kv.mutable_data<int64_t>()[0] = 7, kv.mutable_data<int64_t>()[1] = -7;
+  const std::map<std::string, Tensor> feeds{{"x", vec_f32({2}, {1, -2})}, {"k", kv}};
+  const graph::Model out = check_passes(b.model(), {"strength"}, feeds, 0.0);
+  ASSERT_EQ(out.graph.nodes.size(), 5u);
+  EXPECT_EQ(out.graph.nodes[0].op_type, "Div");
+  EXPECT_EQ(out.graph.nodes[1].op_type, "Div");
+  EXPECT_EQ(out.graph.nodes[2].op_type, "Div");
+  EXPECT_EQ(out.graph.nodes[3].op_type, "Mul");
+  EXPECT_EQ(out.graph.nodes[4].op_type, "Mul");
+  const auto r = run_model(out, feeds);
+  const Tensor q = r.at("q").contiguous();
+  ASSERT_EQ(q.dtype(), DType::i64);
+  EXPECT_EQ(q.data<int64_t>()[0], 3);
+  EXPECT_EQ(q.data<int64_t>()[1], -3);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(r.at("p").to_f32_vector(), (std::vector<float>{inf, -inf}));
+  EXPECT_EQ(r.at("m").to_f32_vector(), (std::vector<float>{-inf, inf}));
+  expect_f32(r.at("s"), {2}, {1, 4});
+  expect_f32(r.at("w"), {1, 2}, {0.25f, -0.5f});
 }
 
 TEST(StrengthReduction, RunsAfterSimplifySoAConvScaleFoldsIntoTheWeights) {

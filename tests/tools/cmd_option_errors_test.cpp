@@ -1,0 +1,74 @@
+// Bad options of tailor compress / tune / tune-train: a one-line error naming
+// the option or file, exit code 2, and no output folder left behind.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "graph/passes/pass_test_util.h"
+#include "tailor/graph/onnx.h"
+#include "test_util.h"
+
+namespace tailor::testing {
+namespace {
+
+void expect_refused(const std::string& args, const std::string& named,
+                    const std::filesystem::path& out) {
+  const CommandResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find("tailor: error: " + named), std::string::npos) << args << "\n"
+                                                                         << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out)) << args;
+}
+
+TEST(CmdOptionErrors, CompressRefusesAZeroNegativeOrNanImageStdAndANonFiniteMean) {
+  // Checked before the model is read, so a placeholder file suffices.
+  TempDir dir;
+  const std::string model = dir.file("m.onnx"), out = dir.file("out");
+  write_bytes(model, "not read");
+  for (const char* s : {"0,1,1", "1,-2,1", "1,1,nan", "inf,1,1"})
+    expect_refused(
+        "compress " + model + " --budget 50% --image-std " + std::string(s) + " -o " + out,
+        "--image-std: must be finite and > 0", out);
+  expect_refused("compress " + model + " --budget 50% --image-mean 1,nan,1 -o " + out,
+                 "--image-mean: must be finite", out);
+}
+
+TEST(CmdOptionErrors, TuneTrainChecksEveryFileAndShapePrefixBeforeMeasuring) {
+  // Both would otherwise surface only after the training models were measured
+  // (an --evaluate file) or never (a MODEL: prefix matching no model).
+  TempDir dir;
+  const std::string model = dir.file("m.onnx"), out = dir.file("out");
+  write_bytes(model, "not read");
+  const std::string missing = dir.file("missing.onnx");
+  expect_refused("tune-train " + model + " --evaluate " + missing + " -o " + out,
+                 missing + ": no such file", out);
+  expect_refused("tune-train " + missing + " -o " + out, missing + ": no such file", out);
+  expect_refused("tune-train " + model + " --input-shape other.onnx:x=1x3x8x8 -o " + out,
+                 "--input-shape: \"other.onnx\" is not one of the models given", out);
+}
+
+TEST(CmdOptionErrors, TuneAndTuneTrainNameAnOutputFolderTheyCannotCreate) {
+  // -o under a regular file: create_directories fails; that was an uncaught
+  // std::filesystem error (exit 3, "internal error").
+  TempDir dir;
+  GraphBuilder b;
+  b.input("x", {1, 4});
+  b.node("Relu", {"x"}, {"y"}).output("y");
+  const std::string model = dir.file("relu.onnx"), blocker = dir.file("blocker");
+  graph::write_onnx(b.model(), model);
+  write_bytes(blocker, "a file");
+  const std::string out = blocker + "/out";
+  for (const std::string cmd : {"tune", "tune-train"}) {
+    const CommandResult r =
+        run_cli(cmd + " " + model + " --measurements 1 --repeats 1 --threads 1 -o " + out);
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("tailor: error: " + out + ": cannot create the output folder"),
+              std::string::npos)
+        << cmd << "\n"
+        << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace tailor::testing
