@@ -1,6 +1,8 @@
 // The cost-model trainer across graphs and the warm-start evaluation.
 #include "tailor/tune/train.h"
 
+#include "tailor/tune/tune.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,28 +46,7 @@ GraphBench::GraphBench(const graph::Model& model, std::string name,
     const std::string k = DecisionSpace::key(c);
     auto it = by_key_.find(k);
     if (it == by_key_.end()) {
-      Measurement m;
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        m = harness_->measure(applier_->apply(c));
-      } catch (const std::exception& e) {  // a pass refused: the candidate fails its check
-        m.ok = false;
-        m.error = e.what();
-        m.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      }
-      json check = {
-          {"ok", m.ok},
-          {"max_rel_error", std::isfinite(m.max_rel_error) ? json(m.max_rel_error) : json()}};
-      if (!m.ok) check["error"] = m.error;
-      measured_.push_back({{"config", c},
-                           {"key", k},
-                           {"check", check},
-                           {"times_ms", m.times_ms},
-                           {"median_ms", m.median_ms},
-                           {"min_ms", m.min_ms},
-                           {"mad_ms", m.mad_ms},
-                           {"peak_bytes", m.peak_bytes},
-                           {"cost_s", m.cost_s}});
+      measured_.push_back(measure_configuration(*harness_, *applier_, c));
       it = by_key_.emplace(k, measured_.size() - 1).first;
     }
     const json& m = measured_[it->second];

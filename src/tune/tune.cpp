@@ -104,6 +104,30 @@ T field(const json& j, const char* name) {
 
 }  // namespace
 
+json measure_configuration(const Harness& harness, Applier& applier, const Configuration& c) {
+  Measurement m;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    m = harness.measure(applier.apply(c));
+  } catch (const std::exception& e) {  // a pass refused: the candidate fails its check
+    m.ok = false;
+    m.error = e.what();
+    m.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  json check = {{"ok", m.ok},
+                {"max_rel_error", std::isfinite(m.max_rel_error) ? json(m.max_rel_error) : json()}};
+  if (!m.ok) check["error"] = m.error;
+  return {{"config", c},
+          {"key", DecisionSpace::key(c)},
+          {"check", check},
+          {"times_ms", m.times_ms},
+          {"median_ms", m.median_ms},
+          {"min_ms", m.min_ms},
+          {"mad_ms", m.mad_ms},
+          {"peak_bytes", m.peak_bytes},
+          {"cost_s", m.cost_s}};
+}
+
 nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options) {
   if (options.measurements < 1) throw Error("--measurements", "must be >= 1");
   if (options.paired_rounds < 1 || options.paired_top < 1)
@@ -125,28 +149,7 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   auto measure = [&](const Configuration& c) -> size_t {
     const std::string k = DecisionSpace::key(c);
     if (auto it = by_key.find(k); it != by_key.end()) return it->second;
-    Measurement m;
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      m = harness.measure(applier.apply(c));
-    } catch (const std::exception& e) {  // a pass refused: the candidate fails its check
-      m.ok = false;
-      m.error = e.what();
-      m.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    json check = {
-        {"ok", m.ok},
-        {"max_rel_error", std::isfinite(m.max_rel_error) ? json(m.max_rel_error) : json()}};
-    if (!m.ok) check["error"] = m.error;
-    measured.push_back({{"config", c},
-                        {"key", k},
-                        {"check", check},
-                        {"times_ms", m.times_ms},
-                        {"median_ms", m.median_ms},
-                        {"min_ms", m.min_ms},
-                        {"mad_ms", m.mad_ms},
-                        {"peak_bytes", m.peak_bytes},
-                        {"cost_s", m.cost_s}});
+    measured.push_back(measure_configuration(harness, applier, c));
     by_key[k] = measured.size() - 1;
     return measured.size() - 1;
   };

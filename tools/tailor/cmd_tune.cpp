@@ -19,29 +19,6 @@ namespace tailor::cli {
 
 namespace {
 
-// "1x3x48x320" → {1, 3, 48, 320}.
-std::vector<int64_t> parse_dims(const std::string& s, const std::string& spec) {
-  std::vector<int64_t> dims;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t x = s.find('x', start);
-    const std::string part =
-        s.substr(start, x == std::string::npos ? std::string::npos : x - start);
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(part, &used);
-      if (used != part.size() || v < 1) throw std::invalid_argument("dim");
-      dims.push_back(v);
-    } catch (const std::exception&) {
-      throw Error("--input-shape",
-                  "expected NAME=D1xD2x..., positive dims, got \"" + printable(spec) + "\"");
-    }
-    if (x == std::string::npos) break;
-    start = x + 1;
-  }
-  return dims;
-}
-
 void print_table(const nlohmann::json& record) {
   std::cout << fmt::format("{:<11} {:>12} {:>9} {:>13} {:>10} {:>12}\n", "method", "best ms",
                            "speedup", "measurements", "tuning s", "peak MiB");
@@ -127,7 +104,8 @@ void add_tune(CLI::App& app) {
       const size_t eq = spec.find('=');
       if (eq == std::string::npos || eq == 0)
         throw Error("--input-shape", "expected NAME=D1xD2x..., got \"" + printable(spec) + "\"");
-      o.input_shapes[spec.substr(0, eq)] = parse_dims(spec.substr(eq + 1), spec);
+      o.input_shapes[spec.substr(0, eq)] =
+          parse_input_dims(spec.substr(eq + 1), spec, "NAME=D1xD2x...");
     }
     if (!cost_model_path.empty()) {
       try {

@@ -22,27 +22,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::vector<int64_t> parse_shape(const std::string& s, const std::string& spec) {
-  std::vector<int64_t> dims;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, 'x')) {
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(part, &used);
-      if (used != part.size() || v < 1) throw std::invalid_argument("dim");
-      dims.push_back(v);
-    } catch (const std::exception&) {
-      throw Error("--input-shape", "expected [MODEL:]NAME=D1xD2x..., positive dims, got \"" +
-                                       printable(spec) + "\"");
-    }
-  }
-  if (dims.empty() || s.back() == 'x')
-    throw Error("--input-shape",
-                "expected [MODEL:]NAME=D1xD2x..., got \"" + printable(spec) + "\"");
-  return dims;
-}
-
 // The input shapes for `model`: the specs without a "MODEL:" prefix and those
 // whose prefix is this model's path as given.
 std::map<std::string, std::vector<int64_t>> shapes_for(const std::string& model,
@@ -59,7 +38,7 @@ std::map<std::string, std::vector<int64_t>> shapes_for(const std::string& model,
       if (lhs.substr(0, colon) != model) continue;
       lhs = lhs.substr(colon + 1);
     }
-    out[lhs] = parse_shape(spec.substr(eq + 1), spec);
+    out[lhs] = parse_input_dims(spec.substr(eq + 1), spec, "[MODEL:]NAME=D1xD2x...");
   }
   return out;
 }

@@ -54,6 +54,16 @@ struct MethodRow {
   int64_t peak_bytes = 0;
 };
 
+/// One entry of a decision record's `measured` array: configuration `c`
+/// applied by `applier` and checked and timed by `harness`; a pass that throws
+/// fails the check, its message the entry's error. Keys: `config`, `key`
+/// (DecisionSpace::key), `check` {`ok`, `max_rel_error` (null when not finite),
+/// `error` when not ok}, `times_ms`, `median_ms`, `min_ms`, `mad_ms` (ms),
+/// `peak_bytes` (peak activation bytes), `cost_s` (seconds spent checking and
+/// timing). Shared by `tailor tune` and `tailor tune-train`.
+nlohmann::json measure_configuration(const Harness& harness, Applier& applier,
+                                     const Configuration& c);
+
 /// Tunes `model` and returns the decision record (JSON).
 nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options);
 
