@@ -77,6 +77,20 @@ std::unordered_map<std::string, ValueInfo> infer_value_info(
     const Graph& g, int64_t opset,
     const std::unordered_map<std::string, ValueInfo>* outer = nullptr);
 
+/// The rank of value `v` in `info` (infer_value_info), or nullopt when unknown.
+inline std::optional<size_t> rank_of(const std::unordered_map<std::string, ValueInfo>& info,
+                                     const std::string& v) {
+  auto it = info.find(v);
+  return it == info.end() ? std::nullopt : it->second.rank;
+}
+
+/// The element type of value `v` in `info`, or nullopt when unknown.
+inline std::optional<DType> dtype_of(const std::unordered_map<std::string, ValueInfo>& info,
+                                     const std::string& v) {
+  auto it = info.find(v);
+  return it == info.end() ? std::nullopt : it->second.dtype;
+}
+
 /// Fresh value/node names: never one already used in the model (any graph).
 class NameGen {
  public:

@@ -30,14 +30,8 @@ class Simplifier {
   }
 
  private:
-  std::optional<size_t> rank_of(const std::string& v) const {
-    auto it = info_.find(v);
-    return it == info_.end() ? std::nullopt : it->second.rank;
-  }
-  std::optional<DType> dtype_of(const std::string& v) const {
-    auto it = info_.find(v);
-    return it == info_.end() ? std::nullopt : it->second.dtype;
-  }
+  std::optional<size_t> rank_of(const std::string& v) const { return passes::rank_of(info_, v); }
+  std::optional<DType> dtype_of(const std::string& v) const { return passes::dtype_of(info_, v); }
   /// A one-element constant that broadcasting against x cannot enlarge x.
   std::optional<double> neutral_scalar(const std::string& c, const std::string& x) const {
     const Tensor* t = constant(g_, c);

@@ -32,14 +32,8 @@ class StrengthReducer {
   }
 
  private:
-  std::optional<size_t> rank_of(const std::string& v) const {
-    auto it = info_.find(v);
-    return it == info_.end() ? std::nullopt : it->second.rank;
-  }
-  std::optional<DType> dtype_of(const std::string& v) const {
-    auto it = info_.find(v);
-    return it == info_.end() ? std::nullopt : it->second.dtype;
-  }
+  std::optional<size_t> rank_of(const std::string& v) const { return passes::rank_of(info_, v); }
+  std::optional<DType> dtype_of(const std::string& v) const { return passes::dtype_of(info_, v); }
   /// The value of a one-element f32 constant `c` that broadcasting against
   /// the f32 value `x` cannot enlarge (its rank is at most x's), or nullopt.
   std::optional<double> scalar_against(const std::string& c, const std::string& x) const {
