@@ -138,6 +138,7 @@ CompressResult compress_model(const CompressOptions& o) {
 
   CompressResult r;
   const plan::Budget budget = plan::parse_budget(o.budget);
+  const plan::Objective objective = plan::parse_objective(o.objective);
   {
     const auto& names = plan::solver_names();
     if (std::find(names.begin(), names.end(), o.solver) == names.end())
@@ -158,12 +159,6 @@ CompressResult compress_model(const CompressOptions& o) {
   std::string out_dir = o.out_dir;
   if (out_dir.empty()) out_dir = fs::path(o.model).filename().stem().string() + ".tailor";
   done("load", fmt::format("{} ({}), {} weights", o.model, r.kind, mf.weights.size()));
-
-  // "auto": activation-aware for llama checkpoints (statistics collected from
-  // the model itself below), numel-weighted otherwise.
-  const std::string objective_name =
-      o.objective == "auto" ? (llama ? "activation" : "numel") : o.objective;
-  const plan::Objective objective = plan::parse_objective(objective_name);
 
   // 1b. calibration statistics of a llama checkpoint: per Linear, the
   // per-input-channel mean x² over sequences sampled from the model itself
