@@ -16,6 +16,8 @@
 #include "tailor/graph/onnx.h"
 #include "tailor/io/model.h"
 #include "tailor/io/safetensors.h"
+#include "tailor/llm/calib.h"
+#include "tailor/llm/kld.h"
 #include "tailor/llm/llama.h"
 #include "tailor/plan/budget.h"
 #include "tailor/profile/profile_cache.h"
@@ -180,6 +182,36 @@ CompressResult compress_model(const CompressOptions& o) {
   refuse_foreign(fs::absolute(out_dir).lexically_normal());  // before any work
   done("load", fmt::format("{} ({}), {} weights", o.model, r.kind, mf.weights.size()));
 
+  // 1b. calibration statistics of a llama checkpoint: per Linear, the
+  // per-input-channel mean x² over sequences sampled from the model itself
+  // (seed + 2; verification samples with seed + 1, so the KL is measured on
+  // held-out sequences).
+  std::string calib_path;
+  struct RemoveFile {
+    std::string path;
+    ~RemoveFile() {
+      std::error_code ec;
+      if (!path.empty()) fs::remove(path, ec);
+    }
+  } calib_cleanup;
+  if (llama && objective == plan::Objective::activation) {
+    begin("calibrate", "");
+    llm::CompareOptions co;
+    co.seed = o.seed + 2;
+    co.sequences = o.kld_sequences;
+    co.length = std::min<int32_t>(o.kld_length, llama->config().seq_len - 1);
+    const auto seqs = llm::sample_sequences(*llama, co);
+    const auto stats = llm::collect_input_stats(*llama, seqs);
+    calib_path =
+        (fs::temp_directory_path() / fmt::format("tailor-calib-{}-{}.safetensors", ::getpid(),
+                                                 reinterpret_cast<uintptr_t>(&calib_cleanup)))
+            .string();
+    llm::write_calibration(calib_path, stats);
+    calib_cleanup.path = calib_path;
+    done("calibrate", fmt::format("mean x² of {} linear inputs over {} sequences × {} tokens",
+                                  stats.size(), co.sequences, co.length + 1));
+  }
+
   // 2. profile (cached)
   begin("profile", "");
   ProfileOptions po;
@@ -187,6 +219,7 @@ CompressResult compress_model(const CompressOptions& o) {
   po.min_params = o.min_params;
   po.threads = o.threads;
   po.progress = true;
+  po.calib = calib_path;
   if (llama) {
     std::string re;
     for (const std::string& n : llama->linear_names())

@@ -305,6 +305,23 @@ void LlamaModel::replace_linear(const std::string& name,
   s = std::make_shared<EncodedLinear>(std::move(encoded));
 }
 
+std::shared_ptr<const Linear> LlamaModel::linear_ptr(const std::string& name) const {
+  auto it = linear_index_.find(name);
+  check(it != linear_index_.end(), name, "not a linear layer of the llama model");
+  return const_cast<LlamaModel*>(this)->slot(it->second);
+}
+
+void LlamaModel::wrap_linear(const std::string& name, std::shared_ptr<const Linear> linear) {
+  auto it = linear_index_.find(name);
+  check(it != linear_index_.end(), name, "not a linear layer of the llama model");
+  check(linear != nullptr, name, "no linear given");
+  std::shared_ptr<const Linear>& s = slot(it->second);
+  check(linear->out() == s->out() && linear->in() == s->in(), name,
+        "linear is [" + std::to_string(linear->out()) + ", " + std::to_string(linear->in()) +
+            "], expected [" + std::to_string(s->out()) + ", " + std::to_string(s->in()) + "]");
+  s = std::move(linear);
+}
+
 const Tensor& LlamaModel::dense_weight(const std::string& name) const {
   const auto* dense = dynamic_cast<const DenseLinear*>(&linear(name));
   check(dense != nullptr, name, "weight is already compressed (" + linear(name).label() + ")");

@@ -12,8 +12,11 @@
 #include "tailor/graph/onnx.h"
 #include "tailor/io/npy.h"
 #include "tailor/io/safetensors.h"
+#include "tailor/llm/calib.h"
+#include "tailor/llm/kld.h"
 #include "tailor/plan/plan.h"
 #include "tailor/runtime/executor.h"
+#include "tailor/schemes/registry.h"
 #include "test_util.h"
 
 namespace tailor {
@@ -207,6 +210,58 @@ TEST(Compress, Stories260KReportsKlAndTopOne) {
   // Smaller than the dense weights (1,040,128 bytes) by the plan's savings,
   // the RoPE tables and mask (1,081,600 bytes) on top.
   EXPECT_LT(r.file_bytes.at("model.onnx"), 1081600 + r.plan.total_bytes + 100000);
+}
+
+// --objective activation on a llama: statistics collected from sequences the
+// model samples (seed + 2), the profile's activation-aware errors follow
+// DESIGN.md's definition with them, and the plan uses that objective.
+TEST(Compress, Stories260KActivationObjective) {
+  TempDir dir;
+  compress::CompressOptions o;
+  o.model = testing::fixture_path("stories260K.bin");
+  o.budget = "30%";
+  o.out_dir = dir.file("out");
+  o.cache = false;
+  o.objective = "activation";
+  o.schemes = {"int8", "int4"};
+  o.kld_sequences = 2;
+  o.kld_length = 16;
+  const compress::CompressResult r = compress::compress_model(o);
+  EXPECT_EQ(r.plan.objective, "activation");
+  ASSERT_FALSE(r.profile.layers.empty());
+  for (const auto& l : r.profile.layers)
+    for (const auto& c : l.candidates) EXPECT_TRUE(c.rel_error_activation.has_value()) << l.name;
+
+  // Independently: same sequences, recorded mean x², int8 decode, and
+  // sqrt(Σ d_j (W−Ŵ)²_ij) / sqrt(Σ d_j W²_ij) in double.
+  const llm::LlamaModel m = llm::LlamaModel::load(o.model);
+  llm::CompareOptions co;
+  co.seed = o.seed + 2;
+  co.sequences = 2;
+  co.length = 16;
+  const auto stats = llm::collect_input_stats(m, llm::sample_sequences(m, co));
+  const std::string name = "model.layers.1.mlp.down_proj.weight";
+  const Tensor& w = m.dense_weight(name);
+  const Tensor w_hat = schemes::parse_scheme("int8").encode(w)->decode().contiguous();
+  const std::vector<float>& d = stats.at(name);
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < w.dim(0); ++i)
+    for (int64_t j = 0; j < w.dim(1); ++j) {
+      const double a = w.data<float>()[i * w.dim(1) + j];
+      const double b = w_hat.data<float>()[i * w.dim(1) + j];
+      num += d[static_cast<size_t>(j)] * (a - b) * (a - b);
+      den += d[static_cast<size_t>(j)] * a * a;
+    }
+  const double want = std::sqrt(num / den);
+  bool found = false;
+  for (const auto& l : r.profile.layers)
+    if (l.name == name)
+      for (const auto& c : l.candidates)
+        if (c.label == "int8") {
+          found = true;
+          EXPECT_NEAR(*c.rel_error_activation, want, 1e-4 * want);
+        }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

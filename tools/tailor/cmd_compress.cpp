@@ -97,9 +97,9 @@ void print_result(const compress::CompressResult& r) {
         r.kld->mean_kl, r.kld->kl_stderr, r.kld->kl_median, r.kld->kl_p99, r.kld->top1_agreement,
         r.kld->ppl_orig, r.kld->ppl_comp);
   std::cout << fmt::format(
-      "  predicted error (plan objective, Σ numel-weighted rel_error²) {:.4g}; measured (output "
+      "  predicted error (plan objective '{}', Σ weighted rel_error²) {:.4g}; measured (output "
       "rel_error²) {:.4g}\n",
-      v.predicted_error, v.measured_error);
+      r.plan.objective, v.predicted_error, v.measured_error);
   if (!std::isnan(r.standard_vs_tailor_max_abs) && r.kind == "llama")
     std::cout << fmt::format(
         "  model.onnx (standard ops, tailor runtime) vs compressed llama forward: max |Δ| {:.3g} "
@@ -135,7 +135,9 @@ void add_compress(CLI::App& app) {
                   "Budget for the whole model: 30% (of dense f32), 4.5bpw, 300MB, bytes")
       ->required();
   cmd->add_option("--solver,-s", o.solver, "exact (default), greedy, cem, dado or gumbel");
-  cmd->add_option("--objective", o.objective, "numel (default) or sum");
+  cmd->add_option("--objective", o.objective,
+                  "numel (default), sum, or activation (llama: mean x² per input channel "
+                  "collected from sequences the model samples, seed + 2)");
   cmd->add_option("--seed", o.seed, "Seed of solvers and verification inputs (default 0)");
   cmd->add_option("--calib", o.calib_dir,
                   "Folder of verification inputs (one input: every .npy, and .png for an image "

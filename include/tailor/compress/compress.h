@@ -52,6 +52,10 @@ struct CompressOptions {
   /// `--budget` text (plan::parse_budget: 30%, 4.5bpw, 300MB, bytes).
   std::string budget;
   std::string solver = "exact";
+  /// plan::parse_objective: numel, sum or activation. activation on a llama
+  /// checkpoint collects the calibration statistics itself
+  /// (llm::collect_input_stats over kld_sequences × kld_length tokens sampled
+  /// with seed + 2); on an ONNX model it is an error (no calibration data).
   std::string objective = "numel";
   uint64_t seed = 0;
   /// Output folder; empty: "<model file stem>.tailor" beside the working directory.

@@ -118,6 +118,13 @@ class LlamaModel {
   /// form (a lookup needs rows, which matmul does not give). Throws Error
   /// naming `name` when it is not a Linear of the model or the shapes differ.
   void replace_linear(const std::string& name, std::shared_ptr<const schemes::Encoded> encoded);
+  /// The shared Linear called `name`; throws Error naming it when absent.
+  std::shared_ptr<const Linear> linear_ptr(const std::string& name) const;
+  /// Replaces Linear `name` by `linear` (any Linear of the same [out, in],
+  /// e.g. a RecordingLinear wrapping the current one); the embedding lookup is
+  /// left as it is. Throws Error naming `name` when it is not a Linear of the
+  /// model, `linear` is null or the shapes differ.
+  void wrap_linear(const std::string& name, std::shared_ptr<const Linear> linear);
   /// The dense f32 weight [out, in] of Linear `name` (a view, no copy). Throws
   /// Error naming it when absent or already replaced by a compressed weight.
   const Tensor& dense_weight(const std::string& name) const;
