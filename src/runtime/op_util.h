@@ -12,6 +12,14 @@
 
 namespace tailor::runtime {
 
+/// Element pointer of an f32 tensor `t`; fails the op (ctx.fail, naming `what`
+/// and the dtype found) for any other dtype.
+inline const float* f32_ptr(const OpContext& ctx, const Tensor& t, const char* what) {
+  if (t.dtype() != DType::f32)
+    ctx.fail(std::string(what) + " must be f32, got " + std::string(dtype_name(t.dtype())));
+  return t.data<float>();
+}
+
 /// Registration hooks, one per ops_*.cpp file.
 void register_elementwise_ops();
 void register_shape_ops();

@@ -19,12 +19,6 @@ namespace {
 
 namespace k = kernels;
 
-const float* f32_of(const OpContext& ctx, const Tensor& t, const char* what) {
-  if (t.dtype() != DType::f32)
-    ctx.fail(std::string(what) + " must be f32, got " + std::string(dtype_name(t.dtype())));
-  return t.data<float>();
-}
-
 /// y = act(A @ B + bias), bias [n] over the last axis (may be absent).
 class FusedMatMulKernel final : public Kernel {
  public:
@@ -35,7 +29,7 @@ class FusedMatMulKernel final : public Kernel {
     const Shape shape = k::matmul_output_shape(a.shape(), b.shape());
     Tensor y = ctx.alloc(DType::f32, shape);
     float* py = y.mutable_data<float>();
-    k::matmul(f32_of(ctx, a, "A"), a.shape(), f32_of(ctx, b, "B"), b.shape(), py);
+    k::matmul(f32_ptr(ctx, a, "A"), a.shape(), f32_ptr(ctx, b, "B"), b.shape(), py);
     const int64_t n = shape.empty() ? 1 : shape.back();
     const int64_t rows = n == 0 ? 0 : y.numel() / n;
     const float* bias = nullptr;
@@ -43,7 +37,7 @@ class FusedMatMulKernel final : public Kernel {
     if (ctx.has(2)) {
       bc = ctx.in(2).contiguous();
       if (bc.numel() != n) ctx.fail("bias must have " + std::to_string(n) + " elements");
-      bias = f32_of(ctx, bc, "bias");
+      bias = f32_ptr(ctx, bc, "bias");
     }
 #pragma omp parallel for schedule(static) if (y.numel() >= (1 << 16))
     for (int64_t r = 0; r < rows; ++r) {
@@ -72,10 +66,10 @@ void layer_norm_op(OpContext& ctx, float eps) {
     ctx.fail("scale must have " + std::to_string(n) + " elements");
   if (bc.defined() && bc.numel() != n)
     ctx.fail("bias must have " + std::to_string(n) + " elements");
-  const float* scale = sc.defined() ? f32_of(ctx, sc, "scale") : nullptr;
-  const float* bias = bc.defined() ? f32_of(ctx, bc, "bias") : nullptr;
+  const float* scale = sc.defined() ? f32_ptr(ctx, sc, "scale") : nullptr;
+  const float* bias = bc.defined() ? f32_ptr(ctx, bc, "bias") : nullptr;
   Tensor y = ctx.alloc(DType::f32, x.shape());
-  const float* px = f32_of(ctx, x, "input");
+  const float* px = f32_ptr(ctx, x, "input");
   float* py = y.mutable_data<float>();
 #pragma omp parallel for schedule(static) if (x.numel() >= (1 << 16))
   for (int64_t r = 0; r < rows; ++r) {
@@ -117,7 +111,7 @@ void softmax_op(OpContext& ctx, int64_t axis_attr) {
       inner *= s;
   }
   Tensor y = ctx.alloc(DType::f32, x.shape());
-  if (x.numel() > 0) k::softmax(f32_of(ctx, x, "input"), y.mutable_data<float>(), outer, n, inner);
+  if (x.numel() > 0) k::softmax(f32_ptr(ctx, x, "input"), y.mutable_data<float>(), outer, n, inner);
   ctx.outputs[0] = std::move(y);
 }
 

@@ -15,12 +15,6 @@ namespace {
 
 namespace k = kernels;
 
-const float* f32_ptr(const OpContext& ctx, const Tensor& t, const char* what) {
-  if (t.dtype() != DType::f32)
-    ctx.fail(std::string(what) + " must be f32, got " + std::string(dtype_name(t.dtype())));
-  return t.data<float>();
-}
-
 /// Spatial attributes shared by Conv, ConvTranspose and the pools.
 struct Window {
   std::string auto_pad;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "spectrum_util.h"
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
 #include "tailor/linalg/blas.h"
@@ -15,22 +16,8 @@
 namespace tailor::linalg {
 namespace {
 
-Matrix gaussian(int64_t m, int64_t n, uint64_t seed) {
-  Rng rng(seed);
-  Matrix g(m, n);
-  for (int64_t i = 0; i < g.size(); ++i) g.data()[i] = static_cast<float>(rng.normal());
-  return g;
-}
-
-// U·diag(sigma)·Vᵀ with random orthonormal U [m, k], V [n, k].
-Matrix with_spectrum(int64_t m, int64_t n, const std::vector<double>& sigma, uint64_t seed) {
-  const auto k = static_cast<int64_t>(sigma.size());
-  const Matrix u = orthonormalize(gaussian(m, k, seed));
-  const Matrix v = orthonormalize(gaussian(n, k, seed + 1));
-  Matrix us = u;
-  for (int64_t j = 0; j < k; ++j) us.col(j) *= static_cast<float>(sigma[static_cast<size_t>(j)]);
-  return matmul(us, v, false, true);
-}
+using testing::gaussian;
+using testing::with_spectrum;
 
 double frobenius2(const Matrix& a) {
   double s = 0;

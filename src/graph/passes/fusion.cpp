@@ -256,6 +256,13 @@ class Finder {
         cur = add.outputs[0];
       }
     }
+    return finish_epilogue(std::move(p), std::move(f), cur);
+  }
+
+  // Absorbs the activation reading `cur` (when there is one) into the fused
+  // node `f` and makes `f` the proposal; nullopt when nothing but the root
+  // node would be fused.
+  std::optional<Proposal> finish_epilogue(Proposal p, Node f, std::string cur) {
     if (auto a = activation(cur)) {
       set_activation(f, *a);
       p.members.insert(p.members.end(), a->nodes.begin(), a->nodes.end());
@@ -263,7 +270,7 @@ class Finder {
     }
     if (p.members.size() < 2) return std::nullopt;
     f.outputs = {cur};
-    p.fused = f;
+    p.fused = std::move(f);
     return p;
   }
 
@@ -305,15 +312,7 @@ class Finder {
         cur = add.outputs[0];
       }
     }
-    if (auto a = activation(cur)) {
-      set_activation(f, *a);
-      p.members.insert(p.members.end(), a->nodes.begin(), a->nodes.end());
-      cur = a->out;
-    }
-    if (p.members.size() < 2) return std::nullopt;
-    f.outputs = {cur};
-    p.fused = f;
-    return p;
+    return finish_epilogue(std::move(p), std::move(f), cur);
   }
 
   bool last_axis(const Node& red, const std::string& x) const {
