@@ -69,6 +69,11 @@ TEST(DecisionGumbel, HardSampleIsTheArgmaxOfPerturbedLogits) {
     ASSERT_EQ(s.hard, want);
     const std::vector<double> y = softmax(z);
     for (size_t c = 0; c < 3; ++c) ASSERT_NEAR(s.soft[c], y[c], 1e-12);
+    // The straight-through gradient is finite and the forward value the hard one.
+    const std::vector<double> table = {1.0, 2.0, 3.0};
+    std::vector<double> grad(3);
+    ASSERT_EQ(straight_through(s, table, 0.5, grad), table[want]);
+    for (double g : grad) ASSERT_TRUE(std::isfinite(g));
   }
   Rng r(0);
   EXPECT_THROW(gumbel_softmax(logits, 0.0, r), Error);
@@ -109,6 +114,41 @@ TEST(DecisionGumbel, StraightThroughIsTheRelaxedSamplesGradient) {
       EXPECT_NEAR(grad[k], (relaxed(up) - relaxed(down)) / (2 * h), 1e-8) << tau << " " << k;
     }
   }
+}
+
+TEST(DecisionSpace, ExpectedCostOverDecisionsMatchesFiniteDifferences) {
+  // E = Σ_d Σ_c softmax(logits_d)_c·table_dc over 4 decisions of 2..5 choices
+  // (the tuner's expected cost), its gradient decision by decision.
+  Space s;
+  Rng rng(3);
+  for (size_t d = 0; d < 4; ++d) s.add("d" + std::to_string(d), d + 2);
+  std::vector<double> logits(s.logit_count()), table(s.logit_count());
+  for (size_t j = 0; j < logits.size(); ++j) logits[j] = rng.normal(), table[j] = rng.uniform(0, 5);
+  auto expected = [&](const std::vector<double>& l, std::vector<double>* grad) {
+    double e = 0;
+    for (size_t d = 0; d < s.size(); ++d) {
+      const std::vector<double> p = softmax(s.slice(std::span<const double>(l), d));
+      const auto a = s.slice(std::span<const double>(table), d);
+      if (grad)
+        e += softmax_backward(p, a, s.slice(std::span<double>(*grad), d));
+      else
+        e += expectation(p, a);
+    }
+    return e;
+  };
+  std::vector<double> grad(s.logit_count());
+  expected(logits, &grad);
+  const double h = 1e-6;
+  for (size_t j = 0; j < logits.size(); ++j) {
+    auto up = logits, down = logits;
+    up[j] += h;
+    down[j] -= h;
+    EXPECT_NEAR(grad[j], (expected(up, nullptr) - expected(down, nullptr)) / (2 * h), 1e-7) << j;
+  }
+  // E itself by definition: softmax(0, ln 3) = (1/4, 3/4) on table (4, 8).
+  EXPECT_NEAR(
+      expectation(softmax(std::vector<double>{0.0, std::log(3.0)}), std::vector<double>{4.0, 8.0}),
+      0.25 * 4 + 0.75 * 8, 1e-12);
 }
 
 TEST(DecisionSpace, FlatLogitsPerDecision) {
