@@ -35,7 +35,7 @@ std::vector<SweepPoint> sweep_budgets(const Problem& problem, const std::vector<
   return out;
 }
 
-std::vector<int> plan_candidates(const ModelProfile& profile, const Plan& plan,
+std::vector<int> find_candidates(const ModelProfile& profile, const Plan& plan,
                                  const std::string& source) {
   check(plan.choices.size() == profile.layers.size(), source,
         "plan has " + std::to_string(plan.choices.size()) + " layers, the profile " +
@@ -59,7 +59,7 @@ std::vector<int> plan_candidates(const ModelProfile& profile, const Plan& plan,
 PlanStudy study_plan(const ModelProfile& profile, const Plan& chosen, const std::string& source,
                      const StudyOptions& options) {
   check(options.curve_points >= 2, "report", "curve_points must be ≥ 2");
-  plan_candidates(profile, chosen, source);
+  find_candidates(profile, chosen, source);
   const Objective objective =
       attribute_errors(source, [&] { return parse_objective(chosen.objective); });
   SolveOptions solve_options;

@@ -113,7 +113,7 @@ Verification read_verification(const std::string& path) {
 Report make_report(const ModelProfile& profile, const plan::Plan& chosen,
                    const std::string& plan_source, const plan::PlanStudy& study,
                    std::optional<Verification> verification) {
-  const std::vector<int> picked = plan::plan_candidates(profile, chosen, plan_source);
+  const std::vector<int> picked = plan::find_candidates(profile, chosen, plan_source);
 
   Report r;
   r.model = profile.model;

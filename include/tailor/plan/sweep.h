@@ -45,7 +45,7 @@ std::vector<SweepPoint> sweep_budgets(const Problem& problem, const std::vector<
 /// chose. Throws Error naming `source` when the plan is not one of this
 /// profile (another layer count, order or name, or a label the layer was not
 /// profiled with).
-std::vector<int> plan_candidates(const ModelProfile& profile, const Plan& plan,
+std::vector<int> find_candidates(const ModelProfile& profile, const Plan& plan,
                                  const std::string& source);
 
 /// Settings of study_plan.
@@ -72,7 +72,7 @@ struct PlanStudy {
 /// The sweep and the solver comparison of `plan` (made from `profile`), the
 /// solvers run with the plan's seed and `options`' time limit and threads.
 /// Throws Error("report", ...) for curve_points < 2; Error naming `source`
-/// when the plan does not match the profile (plan_candidates) or names an
+/// when the plan does not match the profile (find_candidates) or names an
 /// unknown objective; and what the solvers throw.
 PlanStudy study_plan(const ModelProfile& profile, const Plan& plan, const std::string& source,
                      const StudyOptions& options);

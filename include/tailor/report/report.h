@@ -131,7 +131,7 @@ struct Report {
 /// (plan::study_plan; gap_to_exact against study.solvers' first, exact, row),
 /// and the per-layer rows. Computes no plan. `plan_source` names the plan in
 /// errors. Throws Error naming `plan_source` when the plan does not match the
-/// profile (plan::plan_candidates: another layer count, order or name, or a
+/// profile (plan::find_candidates: another layer count, order or name, or a
 /// label the layer was not profiled with).
 Report make_report(const ModelProfile& profile, const plan::Plan& plan,
                    const std::string& plan_source, const plan::PlanStudy& study,
