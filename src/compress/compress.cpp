@@ -308,10 +308,12 @@ CompressResult compress_model(const CompressOptions& o) {
   // 7. report
   if (o.report) {
     begin("report", "curve, solver comparison, plots");
-    report::ReportOptions ro;
-    ro.time_limit_s = o.report_time_limit;
-    ro.threads = o.threads;
-    const report::Report rep = report::make_report(r.profile, r.plan, "plan", ro, r.verification);
+    plan::StudyOptions so;
+    so.time_limit_s = o.report_time_limit;
+    so.threads = o.threads;
+    const plan::PlanStudy study = plan::study_plan(r.profile, r.plan, "plan", so);
+    const report::Report rep =
+        report::make_report(r.profile, r.plan, "plan", study, r.verification);
     report::write_report(staging.file(""), rep);
     done("report", "report.html, report.json");
   }

@@ -1,5 +1,5 @@
-// make_report (curve, solver comparison, per-layer rows), report.json and
-// verify.json.
+// make_report (the planner's curve and solver comparison, per-layer rows),
+// report.json and verify.json.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -8,7 +8,6 @@
 
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
-#include "tailor/plan/exact.h"
 #include "tailor/report/report.h"
 
 namespace tailor::report {
@@ -21,40 +20,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 OJson number(double v) {
   return std::isfinite(v) ? OJson(v) : OJson(nullptr);
-}
-
-/// Checks that `plan` chose, for every layer of `profile` in order, a
-/// candidate the layer was profiled with; returns the candidate indices.
-std::vector<int> plan_indices(const ModelProfile& profile, const plan::Plan& plan,
-                              const std::string& source) {
-  check(plan.choices.size() == profile.layers.size(), source,
-        "plan has " + std::to_string(plan.choices.size()) + " layers, the profile " +
-            std::to_string(profile.layers.size()) + ": not a plan of this profile");
-  std::vector<int> out;
-  for (size_t i = 0; i < profile.layers.size(); ++i) {
-    const LayerProfile& l = profile.layers[i];
-    const plan::PlanChoice& c = plan.choices[i];
-    check(c.layer == l.name, source,
-          "choice " + std::to_string(i) + " is layer \"" + c.layer + "\", the profile's is \"" +
-              l.name + "\": not a plan of this profile");
-    const auto it = std::find_if(l.candidates.begin(), l.candidates.end(),
-                                 [&](const Candidate& k) { return k.label == c.label; });
-    check(it != l.candidates.end(), source,
-          "layer \"" + l.name + "\": label \"" + c.label + "\" is not in the profile");
-    out.push_back(static_cast<int>(it - l.candidates.begin()));
-  }
-  return out;
-}
-
-/// Total bytes of `k` evenly spaced budgets from `lo` to `hi` (both included).
-std::vector<int64_t> spaced(int64_t lo, int64_t hi, int k) {
-  std::vector<int64_t> out;
-  for (int i = 0; i < k; ++i) {
-    const double t = k == 1 ? 1.0 : double(i) / (k - 1);
-    out.push_back(i == k - 1 ? hi : lo + static_cast<int64_t>(std::floor(t * double(hi - lo))));
-  }
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
 }
 
 double number_field(const Json& j, const char* key, const std::string& where,
@@ -146,12 +111,9 @@ Verification read_verification(const std::string& path) {
 }
 
 Report make_report(const ModelProfile& profile, const plan::Plan& chosen,
-                   const std::string& plan_source, const ReportOptions& options,
+                   const std::string& plan_source, const plan::PlanStudy& study,
                    std::optional<Verification> verification) {
-  check(options.curve_points >= 2, "report", "curve_points must be ≥ 2");
-  const std::vector<int> picked = plan_indices(profile, chosen, plan_source);
-  const plan::Objective objective =
-      attribute_errors(plan_source, [&] { return plan::parse_objective(chosen.objective); });
+  const std::vector<int> picked = plan::find_candidates(profile, chosen, plan_source);
 
   Report r;
   r.model = profile.model;
@@ -159,33 +121,14 @@ Report make_report(const ModelProfile& profile, const plan::Plan& chosen,
   r.fixed_bytes = profile.fixed_bytes;
   r.plan = chosen;
   r.verification = std::move(verification);
-
-  plan::SolveOptions solve_options;
-  solve_options.seed = chosen.seed;
-  solve_options.time_limit_s = options.time_limit_s;
-  solve_options.threads = options.threads;
-
-  // Error vs. budget: exact optima from the smallest feasible budget to dense.
-  const plan::Problem base = plan::make_problem(profile, objective, profile.dense_bytes, "");
-  const int64_t lo = profile.fixed_bytes + plan::min_bytes(base);
-  const int64_t hi = std::max(lo, profile.dense_bytes);
-  for (const int64_t budget : spaced(lo, hi, options.curve_points)) {
-    const plan::Problem p = plan::make_problem(profile, objective, budget, plan_source);
-    const plan::Solution s = plan::solve_exact(p, solve_options);
-    r.curve.push_back({budget, profile.fixed_bytes + s.bytes, s.objective, s.proven_optimal});
+  r.curve = study.curve;
+  if (!study.solvers.empty()) {
+    const double exact_objective = study.solvers.front().objective_value;
+    for (const plan::Plan& p : study.solvers)
+      r.solvers.push_back({p.solver, p.objective_value, p.total_bytes,
+                           p.objective_value - exact_objective, p.seconds, p.nodes,
+                           p.proven_optimal});
   }
-
-  // Every solver at the chosen budget (what `tailor plan --solver all` runs).
-  const plan::Problem at_chosen =
-      plan::make_problem(profile, objective, chosen.budget_bytes, plan_source);
-  plan::check_feasible(at_chosen);
-  const std::vector<plan::Plan> plans =
-      plan::solve_plans(profile, at_chosen, plan::solver_names(), solve_options, objective);
-  const double exact_objective = plans.front().objective_value;
-  for (const plan::Plan& p : plans)
-    r.solvers.push_back({p.solver, p.objective_value, p.total_bytes,
-                         p.objective_value - exact_objective, p.seconds, p.nodes,
-                         p.proven_optimal});
 
   // Per-layer rows and the layer × scheme map.
   // Columns: labels in first-seen order, low-rank ones last by ascending rank.

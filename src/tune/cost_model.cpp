@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "tailor/core/error.h"
+#include "tailor/decision/optim.h"
 
 namespace tailor::tune {
 
@@ -175,8 +176,10 @@ double CostModel::fit(const std::vector<std::vector<double>>& X, const std::vect
   for (double v : y)
     if (!(v > 0)) throw Error("cost model", "fit: latencies must be > 0");
   const size_t n = theta_.size();
-  std::vector<double> m(n, 0.0), v(n, 0.0), grad(n);
-  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  std::vector<double> grad(n);
+  decision::AdamOptions adam_options;
+  adam_options.learning_rate = lr;
+  decision::Adam adam(n, adam_options);
   double loss = 0;
   if (X.empty()) return 0;
   for (int it = 1; it <= iterations + 1; ++it) {
@@ -195,13 +198,10 @@ double CostModel::fit(const std::vector<std::vector<double>>& X, const std::vect
     }
     if (it > iterations) break;  // the last pass only reports the loss
     for (size_t j = 0; j < n; ++j) {
-      double gj = grad[j] / static_cast<double>(X.size());
-      if (anchor_weight > 0) gj += 2 * anchor_weight * (theta_[j] - (*anchor)[j]);
-      m[j] = b1 * m[j] + (1 - b1) * gj;
-      v[j] = b2 * v[j] + (1 - b2) * gj * gj;
-      const double mh = m[j] / (1 - std::pow(b1, it)), vh = v[j] / (1 - std::pow(b2, it));
-      theta_[j] -= lr * mh / (std::sqrt(vh) + eps);
+      grad[j] /= static_cast<double>(X.size());
+      if (anchor_weight > 0) grad[j] += 2 * anchor_weight * (theta_[j] - (*anchor)[j]);
     }
+    adam.step(theta_, grad);
   }
   return loss;
 }

@@ -5,25 +5,16 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <span>
 
 #include "tailor/core/error.h"
+#include "tailor/core/rng.h"
+#include "tailor/decision/categorical.h"
+#include "tailor/decision/optim.h"
 
 namespace tailor::tune {
 
 namespace {
-
-std::vector<double> softmax(const std::vector<double>& z) {
-  const double mx = *std::max_element(z.begin(), z.end());
-  std::vector<double> p(z.size());
-  double s = 0;
-  for (size_t i = 0; i < z.size(); ++i) s += p[i] = std::exp(z[i] - mx);
-  for (double& v : p) v /= s;
-  return p;
-}
-
-int argmax(const std::vector<double>& v) {
-  return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());
-}
 
 // Records evaluations of one method, never measuring a configuration twice.
 struct Recorder {
@@ -104,43 +95,6 @@ SearchResult search_exhaustive(const DecisionSpace& space, const Oracle& oracle)
   return r.done();
 }
 
-double expected_cost(const std::vector<std::vector<double>>& logits,
-                     const std::vector<std::vector<double>>& table,
-                     std::vector<std::vector<double>>* grad) {
-  if (logits.size() != table.size())
-    throw Error("expected_cost", "logits and table differ in size");
-  double e = 0;
-  if (grad) grad->assign(logits.size(), {});
-  for (size_t d = 0; d < logits.size(); ++d) {
-    if (logits[d].size() != table[d].size() || logits[d].empty())
-      throw Error("expected_cost", "decision " + std::to_string(d) + " has mismatched choices");
-    const auto p = softmax(logits[d]);
-    double ed = 0;
-    for (size_t c = 0; c < p.size(); ++c) ed += p[c] * table[d][c];
-    e += ed;
-    if (grad) {
-      (*grad)[d].resize(p.size());
-      for (size_t c = 0; c < p.size(); ++c) (*grad)[d][c] = p[c] * (table[d][c] - ed);
-    }
-  }
-  return e;
-}
-
-int gumbel_straight_through(const std::vector<double>& logits, const std::vector<double>& table,
-                            double tau, Rng& rng, std::vector<double>& grad, double* cost) {
-  if (!(tau > 0)) throw Error("gumbel_straight_through", "tau must be > 0");
-  std::vector<double> z(logits.size());
-  for (size_t c = 0; c < z.size(); ++c) z[c] = (logits[c] + rng.gumbel()) / tau;
-  const auto y = softmax(z);
-  const int hard = argmax(y);
-  double soft = 0;
-  for (size_t c = 0; c < y.size(); ++c) soft += y[c] * table[c];
-  grad.resize(logits.size(), 0.0);
-  for (size_t c = 0; c < y.size(); ++c) grad[c] += y[c] * (table[c] - soft) / tau;
-  if (cost) *cost = table[static_cast<size_t>(hard)];
-  return hard;
-}
-
 SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
                              const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
                              const GradientOptions& options) {
@@ -162,14 +116,15 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
     return lat;
   };
   const Configuration def = space.default_configuration();
-  std::vector<std::vector<double>> logits(D), m1(D), m2(D);
-  for (size_t d = 0; d < D; ++d) {
-    logits[d].assign(space.decisions[d].choices.size(), 0.0);
-    logits[d][static_cast<size_t>(def[d])] = options.prior;
-    m1[d].assign(logits[d].size(), 0.0);
-    m2[d].assign(logits[d].size(), 0.0);
-  }
-  int adam_t = 0;
+  // One categorical per decision; the default choice starts at the prior.
+  decision::Space cats;
+  for (const auto& d : space.decisions) cats.add(d.name, d.choices.size());
+  std::vector<double> logits = cats.logits(0);
+  for (size_t d = 0; d < D; ++d)
+    logits[cats.offset(d) + static_cast<size_t>(def[d])] = options.prior;
+  decision::AdamOptions adam_options;
+  adam_options.learning_rate = options.logit_lr;
+  decision::Adam adam(cats.logit_count(), adam_options);
   const std::vector<double> theta0 = model.theta();
   if (budget > 0) eval(def);
   while (r.count() < budget) {
@@ -190,44 +145,41 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
     }
     const Configuration center = r.result.evaluations[static_cast<size_t>(bi)].config;
     // The model's cost of every one-decision variant of the center.
-    std::vector<std::vector<double>> table(D);
-    for (size_t d = 0; d < D; ++d) {
-      table[d].resize(logits[d].size());
-      for (size_t c = 0; c < table[d].size(); ++c) {
+    std::vector<double> table(cats.logit_count());
+    for (size_t d = 0; d < D; ++d)
+      for (size_t c = 0; c < cats.choices(d); ++c) {
         Configuration v = center;
         v[d] = static_cast<int>(c);
-        table[d][c] = model.predict(feat(v));
+        table[cats.offset(d) + c] = model.predict(feat(v));
       }
-    }
+    // Adam on the expected cost Σ_d Σ_c p_dc·table_dc under p_d = softmax(logits_d)
+    // (exact when the model is additive over decisions, as it is in each
+    // one-hot fusion, conv-block and thread choice); pass decisions, not
+    // additive in the model, take the Gumbel-softmax straight-through estimate.
+    std::vector<double> grad(cats.logit_count()), p(cats.logit_count());
     for (int s = 0; s < options.inner_steps; ++s) {
-      std::vector<std::vector<double>> grad;
-      expected_cost(logits, table, &grad);
-      for (size_t d = 0; d < D; ++d)
+      for (size_t d = 0; d < D; ++d) {
+        const auto th = cats.slice(std::span<const double>(logits), d);
+        const auto a = cats.slice(std::span<const double>(table), d);
+        const auto g = cats.slice(std::span<double>(grad), d);
         if (space.decisions[d].kind == "pass") {
-          std::vector<double> g(logits[d].size(), 0.0);
-          gumbel_straight_through(logits[d], table[d], options.tau, rng, g, nullptr);
-          grad[d] = g;
+          decision::straight_through(decision::gumbel_softmax(th, options.tau, rng), a, options.tau,
+                                     g);
+        } else {
+          const auto pd = cats.slice(std::span<double>(p), d);
+          decision::softmax(th, pd);
+          decision::softmax_backward(pd, a, g);
         }
-      ++adam_t;
-      for (size_t d = 0; d < D; ++d)
-        for (size_t c = 0; c < logits[d].size(); ++c) {
-          const double g = grad[d][c];
-          m1[d][c] = 0.9 * m1[d][c] + 0.1 * g;
-          m2[d][c] = 0.999 * m2[d][c] + 0.001 * g * g;
-          const double mh = m1[d][c] / (1 - std::pow(0.9, adam_t));
-          const double vh = m2[d][c] / (1 - std::pow(0.999, adam_t));
-          logits[d][c] -= options.logit_lr * mh / (std::sqrt(vh) + 1e-8);
-        }
+      }
+      adam.step(logits, grad);
     }
-    Configuration cand(D);
-    for (size_t d = 0; d < D; ++d) cand[d] = argmax(logits[d]);
+    Configuration cand = cats.argmax(logits);
     // Measured already: sample the distribution (Gumbel-max), then mutate.
     for (int tries = 0; r.has(cand) && tries < 50; ++tries)
-      for (size_t d = 0; d < D; ++d) {
-        std::vector<double> z = logits[d];
-        for (double& v : z) v += rng.gumbel();
-        cand[d] = argmax(z);
-      }
+      for (size_t d = 0; d < D; ++d)
+        cand[d] = static_cast<int>(
+            decision::gumbel_softmax(cats.slice(std::span<const double>(logits), d), 1.0, rng)
+                .hard);
     for (int tries = 0; r.has(cand) && tries < 200; ++tries) {
       cand = center;
       const size_t d = rng.below(D);
@@ -236,7 +188,7 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
     if (r.has(cand)) break;  // nothing new nearby: the space is exhausted here
     if (!eval(cand)) {
       for (size_t d = 0; d < D; ++d)
-        if (cand[d] != center[d]) logits[d][static_cast<size_t>(cand[d])] -= 2.0;
+        if (cand[d] != center[d]) logits[cats.offset(d) + static_cast<size_t>(cand[d])] -= 2.0;
     }
   }
   return r.done();

@@ -41,7 +41,7 @@ GraphBench::GraphBench(const graph::Model& model, std::string name,
   so.max_threads = t;
   space_ = std::make_unique<DecisionSpace>(build_space(model, shapes_, popt, so));
   applier_ = std::make_unique<Applier>(model, *space_, popt);
-  const std::string stat = h.statistic == "min" ? "min_ms" : "median_ms";
+  const std::string stat = h.statistic;
   oracle_ = [this, stat](const Configuration& c) -> std::optional<double> {
     const std::string k = DecisionSpace::key(c);
     auto it = by_key_.find(k);
@@ -49,9 +49,9 @@ GraphBench::GraphBench(const graph::Model& model, std::string name,
       measured_.push_back(measure_configuration(*harness_, *applier_, c));
       it = by_key_.emplace(k, measured_.size() - 1).first;
     }
-    const json& m = measured_[it->second];
-    if (!m["check"]["ok"].get<bool>()) return std::nullopt;
-    return m[stat].get<double>();
+    const MeasuredConfiguration& m = measured_[it->second];
+    if (!m.ok) return std::nullopt;
+    return m.latency_ms(stat);
   };
   features_ = [this](const Configuration& c) {
     const AppliedConfiguration a = applier_->apply(c);
@@ -62,13 +62,12 @@ GraphBench::GraphBench(const graph::Model& model, std::string name,
 GraphSamples GraphBench::samples() const {
   GraphSamples s;
   s.name = name_;
-  for (const json& m : measured_) {
-    if (!m["check"]["ok"].get<bool>()) continue;
-    const Configuration c = m["config"].get<Configuration>();
-    const double lat = *oracle_(c);
+  for (const MeasuredConfiguration& m : measured_) {
+    if (!m.ok) continue;
+    const double lat = *oracle_(m.config);
     if (!(lat > 0)) continue;
-    s.keys.push_back(m["key"].get<std::string>());
-    s.features.push_back(features_(c));
+    s.keys.push_back(m.key);
+    s.features.push_back(features_(m.config));
     s.latency_ms.push_back(lat);
   }
   return s;

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "tailor/core/error.h"
-#include "tailor/io/atomic_file.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/pass_options.h"
 #include "tailor/tune/cost_model.h"
@@ -15,8 +15,6 @@
 namespace tailor::tune {
 
 namespace {
-
-using json = nlohmann::json;
 
 SpaceOptions space_options(int threads) {
   SpaceOptions o;
@@ -78,33 +76,10 @@ size_t argmin(const std::vector<double>& v) {
   return static_cast<size_t>(std::min_element(v.begin(), v.end()) - v.begin());
 }
 
-json space_json(const DecisionSpace& s) {
-  json d = json::array();
-  for (const auto& x : s.decisions)
-    d.push_back({{"name", x.name},
-                 {"kind", x.kind},
-                 {"choices", x.choices},
-                 {"default", x.default_choice}});
-  return {{"points", s.points()}, {"decisions", d}};
-}
-
-json decisions_json(const DecisionSpace& s, const Configuration& c) {
-  json o = json::object();
-  for (size_t i = 0; i < c.size(); ++i)
-    o[s.decisions[i].name] = s.decisions[i].choices[static_cast<size_t>(c[i])];
-  return o;
-}
-
-template <class T>
-T field(const json& j, const char* name) {
-  if (!j.contains(name))
-    throw Error("decision record", std::string("missing field \"") + name + "\"");
-  return j.at(name).get<T>();
-}
-
 }  // namespace
 
-json measure_configuration(const Harness& harness, Applier& applier, const Configuration& c) {
+MeasuredConfiguration measure_configuration(const Harness& harness, Applier& applier,
+                                            const Configuration& c) {
   Measurement m;
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -114,21 +89,23 @@ json measure_configuration(const Harness& harness, Applier& applier, const Confi
     m.error = e.what();
     m.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  json check = {{"ok", m.ok},
-                {"max_rel_error", std::isfinite(m.max_rel_error) ? json(m.max_rel_error) : json()}};
-  if (!m.ok) check["error"] = m.error;
-  return {{"config", c},
-          {"key", DecisionSpace::key(c)},
-          {"check", check},
-          {"times_ms", m.times_ms},
-          {"median_ms", m.median_ms},
-          {"min_ms", m.min_ms},
-          {"mad_ms", m.mad_ms},
-          {"peak_bytes", m.peak_bytes},
-          {"cost_s", m.cost_s}};
+  MeasuredConfiguration out;
+  out.config = c;
+  out.key = DecisionSpace::key(c);
+  out.ok = m.ok;
+  out.max_rel_error =
+      std::isfinite(m.max_rel_error) ? m.max_rel_error : std::numeric_limits<double>::quiet_NaN();
+  if (!m.ok) out.error = m.error;
+  out.times_ms = m.times_ms;
+  out.median_ms = m.median_ms;
+  out.min_ms = m.min_ms;
+  out.mad_ms = m.mad_ms;
+  out.peak_bytes = m.peak_bytes;
+  out.cost_s = m.cost_s;
+  return out;
 }
 
-nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options) {
+TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
   if (options.measurements < 1) throw Error("--measurements", "must be >= 1");
   if (options.paired_rounds < 1 || options.paired_top < 1)
     throw Error("tune", "paired_rounds and paired_top must be >= 1");
@@ -144,27 +121,29 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   Applier applier(model, space, popt);
   const MachineInfo machine = MachineInfo::detect();
 
-  json measured = json::array();
+  TuneRecord rec;
   std::map<std::string, size_t> by_key;
   auto measure = [&](const Configuration& c) -> size_t {
     const std::string k = DecisionSpace::key(c);
     if (auto it = by_key.find(k); it != by_key.end()) return it->second;
-    measured.push_back(measure_configuration(harness, applier, c));
-    by_key[k] = measured.size() - 1;
-    return measured.size() - 1;
+    rec.measured.push_back(measure_configuration(harness, applier, c));
+    by_key[k] = rec.measured.size() - 1;
+    return rec.measured.size() - 1;
   };
   const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
-    const json& m = measured[measure(c)];
-    if (!m["check"]["ok"].get<bool>()) return std::nullopt;
-    return m[hopt.statistic == "min" ? "min_ms" : "median_ms"].get<double>();
+    const MeasuredConfiguration& m = rec.measured[measure(c)];
+    if (!m.ok) return std::nullopt;
+    return m.latency_ms(hopt.statistic);
   };
   const FeatureFn features = [&](const Configuration& c) {
     const AppliedConfiguration a = applier.apply(c);
     return graph_features(a.model, a.threads, shapes, machine);
   };
-  const CostModel initial = options.cost_model
-                                ? CostModel::from_json(*options.cost_model, feature_names())
-                                : CostModel(feature_names().size());
+  const CostModel initial =
+      options.cost_model ? *options.cost_model : CostModel(feature_names().size());
+  if (initial.size() != feature_names().size())
+    throw Error("cost model", "has " + std::to_string(initial.size()) + " terms, expected " +
+                                  std::to_string(feature_names().size()));
 
   MethodsOutput mo = run_methods(space, oracle, features, options.measurements, options.seed,
                                  initial, options.gradient);
@@ -176,10 +155,10 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
     if (r.method == "gradient")
       for (const auto& e : r.evaluations) grad_keys.insert(DecisionSpace::key(e.config));
   std::vector<double> pred, meas;
-  for (const auto& m : measured)
-    if (m["check"]["ok"].get<bool>() && !grad_keys.count(m["key"].get<std::string>())) {
-      pred.push_back(mo.fitted.predict(features(m["config"].get<Configuration>())));
-      meas.push_back(m[hopt.statistic == "min" ? "min_ms" : "median_ms"].get<double>());
+  for (const MeasuredConfiguration& m : rec.measured)
+    if (m.ok && !grad_keys.count(m.key)) {
+      pred.push_back(mo.fitted.predict(features(m.config)));
+      meas.push_back(m.latency_ms(hopt.statistic));
     }
 
   // Paired re-measurement of each method's best candidates.
@@ -189,7 +168,7 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
   const auto rounds = harness.paired(applied, options.paired_rounds);
   const std::vector<double> pmed = paired_medians(rounds, pool.size(), hopt.statistic);
   std::map<std::string, double> pooled;
-  json pool_keys = json::array();
+  std::vector<std::string> pool_keys;
   for (size_t i = 0; i < pool.size(); ++i)
     pooled[DecisionSpace::key(pool[i])] = pmed[i], pool_keys.push_back(DecisionSpace::key(pool[i]));
   const size_t win = argmin(pmed);
@@ -197,114 +176,54 @@ nlohmann::json tune_model(const graph::Model& model, const TuneOptions& options)
                                 ? pooled[DecisionSpace::key(space.default_configuration())]
                                 : 0.0;
 
-  json methods = json::array(), table = json::array();
   for (const auto& r : mo.results) {
-    json trials = json::array();
+    MethodTrials trials{r.method, {}, {}};
     MethodRow row{r.method};
-    std::string best_key;
     for (const auto& e : r.evaluations) {
-      const size_t idx = by_key.at(DecisionSpace::key(e.config));
-      trials.push_back({{"measured", idx}, {"key", DecisionSpace::key(e.config)}});
-      row.tuning_s += measured[idx]["cost_s"].get<double>();
-      if (auto it = pooled.find(DecisionSpace::key(e.config)); it != pooled.end())
+      const std::string key = DecisionSpace::key(e.config);
+      const size_t idx = by_key.at(key);
+      trials.trials.push_back({idx, key});
+      row.tuning_s += rec.measured[idx].cost_s;
+      if (auto it = pooled.find(key); it != pooled.end())
         if (row.best_ms == 0 || it->second < row.best_ms) {
           row.best_ms = it->second;
-          best_key = it->first;
-          row.peak_bytes = measured[idx]["peak_bytes"].get<int64_t>();
+          trials.best_key = it->first;
+          row.peak_bytes = rec.measured[idx].peak_bytes;
         }
     }
     row.measurements = static_cast<int>(r.evaluations.size());
     row.speedup = row.best_ms > 0 && default_ms > 0 ? default_ms / row.best_ms : 0.0;
-    methods.push_back({{"name", r.method}, {"trials", trials}, {"best_key", best_key}});
-    table.push_back({{"method", row.method},
-                     {"best_ms", row.best_ms},
-                     {"speedup", row.speedup},
-                     {"measurements", row.measurements},
-                     {"tuning_s", row.tuning_s},
-                     {"peak_bytes", row.peak_bytes}});
+    rec.methods.push_back(std::move(trials));
+    rec.table.push_back(row);
   }
-  json value_shapes = json::object();
-  for (const auto& [k, v] : shapes) value_shapes[k] = v;
-  json input_shapes = json::object();
-  for (const auto& [k, v] : options.input_shapes) input_shapes[k] = v;
+  rec.model = options.model_path;
+  rec.model_nodes = model.graph.nodes.size();
+  rec.seed = options.seed;
+  rec.measurements = options.measurements;
+  rec.threads = threads;
+  rec.input_shapes = options.input_shapes;
+  rec.value_shapes = shapes;
+  rec.harness = hopt;
+  rec.paired_rounds = options.paired_rounds;
+  rec.paired_top = options.paired_top;
+  rec.gradient = options.gradient;
+  rec.space = space;
+  rec.cost_model = {initial, mo.fitted, pred.size(),
+                    pred.size() >= 3 ? std::optional<double>(spearman(pred, meas)) : std::nullopt};
+  rec.paired = {pool_keys, pool, rounds, pmed};
   const Configuration& chosen = pool.at(win);
-  return {{"format", "tailor.tune/1"},
-          {"model", options.model_path},
-          {"model_nodes", model.graph.nodes.size()},
-          {"seed", options.seed},
-          {"measurements", options.measurements},
-          {"threads", threads},
-          {"input_shapes", input_shapes},
-          {"value_shapes", value_shapes},
-          {"harness",
-           {{"warmup", hopt.warmup},
-            {"repeats", hopt.repeats},
-            {"tolerance", hopt.tolerance},
-            {"check_inputs", hopt.check_inputs},
-            {"statistic", hopt.statistic},
-            {"clock", hopt.clock},
-            {"paired_rounds", options.paired_rounds},
-            {"paired_top", options.paired_top}}},
-          {"gradient",
-           {{"inner_steps", options.gradient.inner_steps},
-            {"logit_lr", options.gradient.logit_lr},
-            {"fit_iterations", options.gradient.fit_iterations},
-            {"fit_lr", options.gradient.fit_lr},
-            {"tau", options.gradient.tau},
-            {"prior", options.gradient.prior},
-            {"anchor", options.gradient.anchor}}},
-          {"space", space_json(space)},
-          {"measured", measured},
-          {"methods", methods},
-          {"cost_model",
-           {{"initial", initial.to_json(feature_names())},
-            {"fitted", mo.fitted.to_json(feature_names())},
-            {"held_out", pred.size()},
-            {"spearman_held_out", pred.size() >= 3 ? json(spearman(pred, meas)) : json()}}},
-          {"paired",
-           {{"pool", pool_keys}, {"configs", pool}, {"rounds", rounds}, {"latency_ms", pmed}}},
-          {"table", table},
-          {"chosen",
-           {{"config", chosen},
-            {"key", DecisionSpace::key(chosen)},
-            {"latency_ms", pmed[win]},
-            {"decisions", decisions_json(space, chosen)}}}};
+  rec.chosen = {chosen, DecisionSpace::key(chosen), pmed[win], {}};
+  for (size_t i = 0; i < chosen.size(); ++i)
+    rec.chosen.decisions[space.decisions[i].name] =
+        space.decisions[i].choices[static_cast<size_t>(chosen[i])];
+  return rec;
 }
 
-std::vector<MethodRow> method_table(const nlohmann::json& record) {
-  std::vector<MethodRow> rows;
-  const json table = field<json>(record, "table");
-  for (const auto& t : table)
-    rows.push_back({t.at("method").get<std::string>(), t.at("best_ms").get<double>(),
-                    t.at("speedup").get<double>(), t.at("measurements").get<int>(),
-                    t.at("tuning_s").get<double>(), t.at("peak_bytes").get<int64_t>()});
-  return rows;
-}
-
-DecisionSpace space_from_record(const nlohmann::json& record) {
-  DecisionSpace s;
-  const json decisions = field<json>(field<json>(record, "space"), "decisions");
-  for (const auto& d : decisions)
-    s.decisions.push_back({field<std::string>(d, "name"), field<std::string>(d, "kind"),
-                           field<std::vector<std::string>>(d, "choices"),
-                           field<int>(d, "default")});
-  return s;
-}
-
-Configuration chosen_from_record(const nlohmann::json& record) {
-  Configuration c = field<Configuration>(field<json>(record, "chosen"), "config");
-  space_from_record(record).validate(c);
-  return c;
-}
-
-Configuration replay(const graph::Model& model, const nlohmann::json& record) {
-  ValueShapes shapes;
-  const json recorded_shapes = field<json>(record, "value_shapes");
-  for (const auto& [k, v] : recorded_shapes.items()) shapes[k] = v.get<std::vector<int64_t>>();
-  const int threads = field<int>(record, "threads");
+Configuration replay(const graph::Model& model, const TuneRecord& record) {
+  const ValueShapes& shapes = record.value_shapes;
   const graph::PassOptions popt = runtime::default_pass_options();
-  const DecisionSpace space = build_space(model, shapes, popt, space_options(threads));
-  const DecisionSpace recorded = space_from_record(record);
+  const DecisionSpace space = build_space(model, shapes, popt, space_options(record.threads));
+  const DecisionSpace& recorded = record.space;
   if (space.decisions.size() != recorded.decisions.size())
     throw Error("replay", "the model's decision space differs from the record's (another model?)");
   for (size_t i = 0; i < space.decisions.size(); ++i)
@@ -312,18 +231,17 @@ Configuration replay(const graph::Model& model, const nlohmann::json& record) {
         space.decisions[i].choices != recorded.decisions[i].choices)
       throw Error("replay",
                   "decision '" + recorded.decisions[i].name + "' differs from the model's");
-  const std::string statistic = field<std::string>(field<json>(record, "harness"), "statistic");
-  std::map<std::string, json> by_key;
-  const json measured = field<json>(record, "measured");
-  for (const auto& m : measured) by_key[field<std::string>(m, "key")] = m;
+  const std::string& statistic = record.harness.statistic;
+  std::map<std::string, const MeasuredConfiguration*> by_key;
+  for (const MeasuredConfiguration& m : record.measured) by_key[m.key] = &m;
   const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
     auto it = by_key.find(DecisionSpace::key(c));
     if (it == by_key.end())
       throw Error("replay", "the record has no measurement of configuration " +
                                 DecisionSpace::key(c) +
                                 " (another seed, model or tailor version?)");
-    if (!it->second.at("check").at("ok").get<bool>()) return std::nullopt;
-    return it->second.at(statistic == "min" ? "min_ms" : "median_ms").get<double>();
+    if (!it->second->ok) return std::nullopt;
+    return it->second->latency_ms(statistic);
   };
   Applier applier(model, space, popt);
   const MachineInfo machine = MachineInfo::detect();
@@ -331,52 +249,21 @@ Configuration replay(const graph::Model& model, const nlohmann::json& record) {
     const AppliedConfiguration a = applier.apply(c);
     return graph_features(a.model, a.threads, shapes, machine);
   };
-  const json cm = field<json>(record, "cost_model");
-  const CostModel initial = CostModel::from_json(field<json>(cm, "initial"), feature_names());
-  const json h = field<json>(record, "harness");
-  // The gradient method's settings as recorded (records before they were
-  // recorded used the defaults).
-  GradientOptions gopt;
-  if (record.contains("gradient")) {
-    const json& g = record.at("gradient");
-    gopt.inner_steps = g.value("inner_steps", gopt.inner_steps);
-    gopt.logit_lr = g.value("logit_lr", gopt.logit_lr);
-    gopt.fit_iterations = g.value("fit_iterations", gopt.fit_iterations);
-    gopt.fit_lr = g.value("fit_lr", gopt.fit_lr);
-    gopt.tau = g.value("tau", gopt.tau);
-    gopt.prior = g.value("prior", gopt.prior);
-    gopt.anchor = g.value("anchor", gopt.anchor);
-  }
-  const MethodsOutput mo = run_methods(space, oracle, features, field<int>(record, "measurements"),
-                                       field<uint64_t>(record, "seed"), initial, gopt);
-  const std::vector<Configuration> pool = paired_pool(mo.results, field<int>(h, "paired_top"));
-  const json paired = field<json>(record, "paired");
-  if (field<std::vector<Configuration>>(paired, "configs") != pool)
+  const MethodsOutput mo = run_methods(space, oracle, features, record.measurements, record.seed,
+                                       record.cost_model.initial, record.gradient);
+  const std::vector<Configuration> pool = paired_pool(mo.results, record.paired_top);
+  if (record.paired.configs != pool)
     throw Error("replay", "the re-derived paired pool differs from the record's");
-  const auto rounds = field<std::vector<std::vector<double>>>(paired, "rounds");
-  return pool.at(argmin(paired_medians(rounds, pool.size(), statistic)));
+  return pool.at(argmin(paired_medians(record.paired.rounds, pool.size(), statistic)));
 }
 
-AppliedConfiguration apply_record(const graph::Model& model, const nlohmann::json& record) {
-  if (field<size_t>(record, "model_nodes") != model.graph.nodes.size())
+AppliedConfiguration apply_record(const graph::Model& model, const TuneRecord& record) {
+  if (record.model_nodes != model.graph.nodes.size())
     throw Error("tuning", "the record was made for a model with " +
-                              std::to_string(field<size_t>(record, "model_nodes")) +
-                              " nodes, this one has " + std::to_string(model.graph.nodes.size()));
-  const DecisionSpace space = space_from_record(record);
-  const Configuration c = chosen_from_record(record);
-  Applier applier(model, space, runtime::default_pass_options());
-  return applier.apply(c);
-}
-
-nlohmann::json read_record(const std::string& path) {
-  try {
-    json j = json::parse(read_file(path));
-    if (!j.is_object() || j.value("format", "") != "tailor.tune/1")
-      throw Error(path, "not a tailor tune decision record (format tailor.tune/1)");
-    return j;
-  } catch (const json::exception& e) {
-    throw Error(path, std::string("bad JSON: ") + e.what());
-  }
+                              std::to_string(record.model_nodes) + " nodes, this one has " +
+                              std::to_string(model.graph.nodes.size()));
+  Applier applier(model, record.space, runtime::default_pass_options());
+  return applier.apply(record.chosen.config);
 }
 
 }  // namespace tailor::tune

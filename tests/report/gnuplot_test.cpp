@@ -106,7 +106,8 @@ TEST(ReportHtml, HostileNamesStayText) {
   chosen.solver = "exact";
   chosen.objective = "numel";
   chosen.choices = {{evil, "dense", 0.0, 400}, {"ok", "int8<i>", 0.02, 110}};
-  const std::string html = report_to_html(make_report(p, chosen, "plan.json", ReportOptions{}));
+  const std::string html = report_to_html(
+      make_report(p, chosen, "plan.json", plan::study_plan(p, chosen, "plan.json", {})));
   EXPECT_EQ(count(html, "<script>"), 2u);  // the page's own error reporter and plot check
   EXPECT_EQ(count(html, "<svg"), 3u);
   EXPECT_EQ(count(html, "</svg>"), 3u);
@@ -134,7 +135,8 @@ TEST(ReportHtml, OneLayerOneSchemeAndNoLayers) {
   chosen.solver = "exact";
   chosen.objective = "numel";
   chosen.choices = {{"w", "int8", 0.01, 110}};
-  const Report r = make_report(p, chosen, "plan.json", ReportOptions{});
+  const Report r =
+      make_report(p, chosen, "plan.json", plan::study_plan(p, chosen, "plan.json", {}));
   ASSERT_EQ(r.curve.size(), 10u);
   EXPECT_EQ(r.curve.front().budget_bytes, 40 + 110);  // fixed + the only candidate
   EXPECT_EQ(r.curve.back().budget_bytes, 440);
@@ -148,7 +150,8 @@ TEST(ReportHtml, OneLayerOneSchemeAndNoLayers) {
   none.budget_bytes = none.total_bytes = none.fixed_bytes = 400;
   none.solver = "exact";
   none.objective = "numel";
-  const Report fixed_only = make_report(empty, none, "plan.json", ReportOptions{});
+  const Report fixed_only =
+      make_report(empty, none, "plan.json", plan::study_plan(empty, none, "plan.json", {}));
   ASSERT_EQ(fixed_only.curve.size(), 1u);  // smallest feasible = dense: one budget
   EXPECT_EQ(fixed_only.curve[0].objective, 0.0);
   html = report_to_html(fixed_only);

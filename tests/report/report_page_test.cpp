@@ -53,7 +53,8 @@ TEST(ReportPage, LoadsInHeadlessChromiumWithEveryPlot) {
   Verification v;
   v.outputs = {{"softmax_0.tmp_0", 0.01, 0.9999}};
   testing::TempDir dir;
-  write_report(dir.path().string(), make_report(profile, chosen, "plan", ReportOptions{}, v));
+  write_report(dir.path().string(), make_report(profile, chosen, "plan",
+                                                plan::study_plan(profile, chosen, "plan", {}), v));
   const std::string page = dir.file("report.html");
   ASSERT_TRUE(std::filesystem::exists(dir.file("report.json")));
 

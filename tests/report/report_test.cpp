@@ -73,7 +73,8 @@ plan::Plan int8_plan() {
 
 TEST(Report, CurveIsTheExactOptimumAtTenBudgets) {
   const ModelProfile profile = two_layers();
-  const Report r = make_report(profile, int8_plan(), "plan.json", ReportOptions{});
+  const Report r = make_report(profile, int8_plan(), "plan.json",
+                               plan::study_plan(profile, int8_plan(), "plan.json", {}));
   // Smallest feasible: 100 + 60 + 100 = 260; dense 1700; 9 steps of 160.
   ASSERT_EQ(r.curve.size(), 10u);
   for (size_t i = 0; i < r.curve.size(); ++i) {
@@ -88,7 +89,8 @@ TEST(Report, CurveIsTheExactOptimumAtTenBudgets) {
 
 TEST(Report, SolversCompareAtTheChosenBudget) {
   const ModelProfile profile = two_layers();
-  const Report r = make_report(profile, int8_plan(), "plan.json", ReportOptions{});
+  const Report r = make_report(profile, int8_plan(), "plan.json",
+                               plan::study_plan(profile, int8_plan(), "plan.json", {}));
   ASSERT_EQ(r.solvers.size(), 5u);
   EXPECT_EQ(r.solvers[0].solver, "exact");
   EXPECT_EQ(r.solvers[4].solver, "gumbel");
@@ -107,7 +109,8 @@ TEST(Report, SolversCompareAtTheChosenBudget) {
 }
 
 TEST(Report, LayerRowsAndSchemeMap) {
-  const Report r = make_report(two_layers(), int8_plan(), "plan.json", ReportOptions{});
+  const Report r = make_report(two_layers(), int8_plan(), "plan.json",
+                               plan::study_plan(two_layers(), int8_plan(), "plan.json", {}));
   EXPECT_EQ(r.schemes, (std::vector<std::string>{"dense", "int8", "int4", "lowrank-r4"}));
   ASSERT_EQ(r.layers.size(), 2u);
   EXPECT_EQ(r.layers[0].dense_bytes, 400);
@@ -125,15 +128,22 @@ TEST(Report, PlanOfAnotherProfileIsRefused) {
   const ModelProfile profile = two_layers();
   plan::Plan renamed = int8_plan();
   renamed.choices[1].layer = "c.weight";
-  testing::expect_error_naming([&] { make_report(profile, renamed, "p.json", ReportOptions{}); },
+  testing::expect_error_naming([&] { make_report(profile, renamed, "p.json", plan::PlanStudy{}); },
                                "p.json", "c.weight");
+  testing::expect_error_naming([&] { plan::study_plan(profile, renamed, "p.json", {}); }, "p.json",
+                               "c.weight");
   plan::Plan unknown = int8_plan();
   unknown.choices[0].label = "lowrank-r4";
-  testing::expect_error_naming([&] { make_report(profile, unknown, "p.json", ReportOptions{}); },
+  testing::expect_error_naming([&] { make_report(profile, unknown, "p.json", plan::PlanStudy{}); },
                                "p.json", "lowrank-r4");
+  testing::expect_error_naming([&] { plan::study_plan(profile, unknown, "p.json", {}); }, "p.json",
+                               "lowrank-r4");
   plan::Plan short_plan = int8_plan();
   short_plan.choices.pop_back();
-  testing::expect_error_naming([&] { make_report(profile, short_plan, "p.json", ReportOptions{}); },
+  testing::expect_error_naming(
+      [&] { make_report(profile, short_plan, "p.json", plan::PlanStudy{}); }, "p.json",
+      "not a plan of this profile");
+  testing::expect_error_naming([&] { plan::study_plan(profile, short_plan, "p.json", {}); },
                                "p.json", "not a plan of this profile");
 }
 
@@ -143,7 +153,8 @@ TEST(Report, JsonHoldsTheNumbers) {
   v.outputs = {{"logits", 0.012, 0.9999}};
   v.metric = TaskMetric{"character accuracy", 0.98, 0.97};
   v.predicted_error = 0.0021;
-  const Report r = make_report(two_layers(), int8_plan(), "plan.json", ReportOptions{}, v);
+  const Report r = make_report(two_layers(), int8_plan(), "plan.json",
+                               plan::study_plan(two_layers(), int8_plan(), "plan.json", {}), v);
   const nlohmann::json j = nlohmann::json::parse(report_to_json(r));
   EXPECT_EQ(j["report_version"], 1);
   EXPECT_EQ(j["total_bytes"], 520);

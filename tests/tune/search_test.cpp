@@ -1,5 +1,6 @@
-// Search: exact-expectation gradient vs finite differences, Gumbel noise,
-// every method on a synthetic additive cost with a known optimum.
+// Search: every method on a synthetic additive cost with a known optimum (the
+// softmax, Gumbel and Adam arithmetic of the gradient method is tested in
+// tests/decision).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,53 +10,6 @@
 
 namespace tailor::tune {
 namespace {
-
-TEST(TuneSearch, ExpectedCostGradientMatchesFiniteDifferences) {
-  Rng rng(3);
-  std::vector<std::vector<double>> logits(4), table(4);
-  for (size_t d = 0; d < 4; ++d)
-    for (size_t c = 0; c < d + 2; ++c)
-      logits[d].push_back(rng.normal()), table[d].push_back(rng.uniform(0, 5));
-  std::vector<std::vector<double>> grad;
-  expected_cost(logits, table, &grad);
-  const double h = 1e-6;
-  for (size_t d = 0; d < 4; ++d)
-    for (size_t c = 0; c < logits[d].size(); ++c) {
-      auto up = logits, down = logits;
-      up[d][c] += h;
-      down[d][c] -= h;
-      const double fd =
-          (expected_cost(up, table, nullptr) - expected_cost(down, table, nullptr)) / (2 * h);
-      EXPECT_NEAR(grad[d][c], fd, 1e-7) << "decision " << d << " choice " << c;
-    }
-  // E itself by definition: Σ_c softmax(l)_c·t_c for one decision.
-  const std::vector<std::vector<double>> l1 = {{0.0, std::log(3.0)}}, t1 = {{4.0, 8.0}};
-  EXPECT_NEAR(expected_cost(l1, t1, nullptr), 0.25 * 4 + 0.75 * 8, 1e-12);
-}
-
-TEST(TuneSearch, GumbelNoiseUsesTheOpenInterval) {
-  // The hard sample is argmax(logits + g) with g = −log(−log u), u ∈ (0, 1)
-  // drawn by Rng::uniform_open; the straight-through gradient is finite.
-  Rng a(11), b(11);
-  const std::vector<double> logits = {0.3, -1.0, 2.0}, table = {1.0, 2.0, 3.0};
-  for (int i = 0; i < 10000; ++i) {
-    std::vector<double> grad;
-    double cost = 0;
-    const int k = gumbel_straight_through(logits, table, 0.5, a, grad, &cost);
-    int want = 0;
-    double best = -INFINITY;
-    for (int c = 0; c < 3; ++c) {
-      const double u = b.uniform_open();
-      ASSERT_GT(u, 0.0);
-      ASSERT_LT(u, 1.0);
-      const double z = logits[static_cast<size_t>(c)] - std::log(-std::log(u));
-      if (z > best) best = z, want = c;
-    }
-    ASSERT_EQ(k, want);
-    ASSERT_EQ(cost, table[static_cast<size_t>(k)]);
-    for (double g : grad) ASSERT_TRUE(std::isfinite(g));
-  }
-}
 
 // 6 decisions × 3 choices, cost 1 + Σ_d a_d[c_d] with known a ≥ 0; the cost
 // model's terms are the one-hot choices plus a constant, so it can fit exactly.

@@ -178,13 +178,12 @@ TEST(TuneTrain, PooledFitOnTwoSmallGraphs) {
   // Same seed: the same configurations in the same order (times differ).
   GraphBench again(b, "conv_relu", {}, 0, 1, h);
   sample_configurations(again, 6, 0);
-  for (size_t i = 0; i < 6; ++i)
-    EXPECT_EQ(again.measured()[i].at("key"), bb.measured()[i].at("key")) << i;
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(again.measured()[i].key, bb.measured()[i].key) << i;
   GraphBench other(b, "conv_relu", {}, 0, 1, h);
   sample_configurations(other, 6, 1);
   bool differs = false;
   for (size_t i = 0; i < 6; ++i)
-    differs = differs || other.measured()[i].at("key") != bb.measured()[i].at("key");
+    differs = differs || other.measured()[i].key != bb.measured()[i].key;
   EXPECT_TRUE(differs);
 }
 
@@ -213,8 +212,8 @@ TEST(TuneTrain, CliTrainsAndTuneWarmStartsFromIt) {
                        " --measurements 2 --repeats 1 --paired-rounds 1 --threads 1 " +
                        "--cost-model " + out + "/cost_model.json -o " + dir.file("tuned"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const json record = read_record(dir.file("tuned") + "/decisions.json");
-  EXPECT_EQ(record.at("cost_model").at("initial").at("theta"), cm.at("theta"));
+  const TuneRecord record = read_record(dir.file("tuned") + "/decisions.json");
+  EXPECT_EQ(record.cost_model.initial.theta(), cm.at("theta").get<std::vector<double>>());
 
   // Bad arguments: one-line errors, exit code 2.
   r = testing::run_cli("tune-train " + a + " --input-shape x=1x0 -o " + out);

@@ -33,27 +33,30 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   EXPECT_NE(r.output.find("gradient"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("greedy"), std::string::npos) << r.output;
 
-  const json record = read_record(tuned + "/decisions.json");
+  const TuneRecord record = read_record(tuned + "/decisions.json");
+  // The JSON boundary is lossless: the file equals the record written back.
+  EXPECT_EQ(json(record), json::parse(read_file(tuned + "/decisions.json")));
   // Every method spent at most 3 measurements; every measured candidate was
   // checked first, and only passing ones carry times.
-  for (const auto& row : method_table(record)) EXPECT_LE(row.measurements, 3) << row.method;
-  for (const auto& m : record.at("measured"))
-    EXPECT_EQ(m.at("times_ms").empty(), !m.at("check").at("ok").get<bool>());
+  ASSERT_EQ(record.table.size(), record.methods.size());
+  for (const auto& row : record.table) EXPECT_LE(row.measurements, 3) << row.method;
+  for (const auto& m : record.measured) EXPECT_EQ(m.times_ms.empty(), !m.ok) << m.key;
   // The duplicated conv and the dead conv cost 2 of the graph's 3 large convs:
   // the chosen configuration runs CSE and DCE.
-  const json& chosen = record.at("chosen").at("decisions");
-  EXPECT_EQ(chosen.at("pass:cse"), "on") << chosen.dump();
-  EXPECT_EQ(chosen.at("pass:dce"), "on") << chosen.dump();
+  const auto& chosen = record.chosen.decisions;
+  EXPECT_EQ(chosen.at("pass:cse"), "on");
+  EXPECT_EQ(chosen.at("pass:dce"), "on");
+  EXPECT_EQ(record.chosen.key, DecisionSpace::key(record.chosen.config));
 
   // Replay: the same decisions from the recorded measurements, in process and by the CLI.
   const graph::Model imported = graph::import_onnx(model);
-  EXPECT_EQ(replay(imported, record), chosen_from_record(record));
+  EXPECT_EQ(replay(imported, record), record.chosen.config);
   r = testing::run_cli("tune --replay " + tuned + "/decisions.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("same decisions as the record"), std::string::npos) << r.output;
   // A record missing a measurement the replay needs is an error saying so.
-  json broken = record;
-  broken["measured"] = json::array();
+  TuneRecord broken = record;
+  broken.measured.clear();
   testing::expect_error_naming([&] { replay(imported, broken); }, "replay", "no measurement");
 
   // tailor run --tuning: the tuned graph's output equals the original's.
@@ -75,6 +78,12 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
                        " --tuning " + tuned + "/decisions.json");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("tuning"), std::string::npos) << r.output;
+  // A record missing a field is refused naming the file and the field.
+  json partial = json::parse(read_file(tuned + "/decisions.json"));
+  partial.erase("paired");
+  write_file_atomic(dir.file("partial.json"), partial.dump());
+  testing::expect_error_naming([&] { read_record(dir.file("partial.json")); },
+                               dir.file("partial.json"), "\"paired\"");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "tailor/core/error.h"
 #include "tailor/plan/budget.h"
 #include "tailor/plan/plan.h"
+#include "tailor/plan/sweep.h"
 #include "tailor/report/report.h"
 
 namespace tailor::cli {
@@ -49,11 +50,12 @@ void run_report(const ReportArgs& a) {
   }
   std::optional<report::Verification> verification;
   if (!a.verify.empty()) verification = report::read_verification(a.verify);
-  report::ReportOptions options;
+  plan::StudyOptions options;
   options.time_limit_s = a.time_limit;
   options.threads = a.threads;
+  const plan::PlanStudy study = plan::study_plan(profile, chosen, plan_source, options);
   const report::Report r =
-      report::make_report(profile, chosen, plan_source, options, std::move(verification));
+      report::make_report(profile, chosen, plan_source, study, std::move(verification));
   report::write_report(a.output, r);
   const std::filesystem::path dir(a.output);
   std::cout << fmt::format(

@@ -19,10 +19,10 @@ namespace tailor::cli {
 
 namespace {
 
-void print_table(const nlohmann::json& record) {
+void print_table(const tune::TuneRecord& record) {
   std::cout << fmt::format("{:<11} {:>12} {:>9} {:>13} {:>10} {:>12}\n", "method", "best ms",
                            "speedup", "measurements", "tuning s", "peak MiB");
-  for (const auto& r : tune::method_table(record))
+  for (const tune::MethodRow& r : record.table)
     std::cout << fmt::format("{:<11} {:>12.3f} {:>8.3f}x {:>13} {:>10.1f} {:>12.2f}\n", r.method,
                              r.best_ms, r.speedup, r.measurements, r.tuning_s,
                              static_cast<double>(r.peak_bytes) / (1024.0 * 1024.0));
@@ -70,12 +70,12 @@ void add_tune(CLI::App& app) {
                   "Re-derive the decisions of this decisions.json without measuring");
   cmd->callback([] {
     if (!replay_path.empty()) {
-      const nlohmann::json record = tune::read_record(replay_path);
-      const std::string model_path = path.empty() ? record.value("model", "") : path;
+      const tune::TuneRecord record = tune::read_record(replay_path);
+      const std::string model_path = path.empty() ? record.model : path;
       if (model_path.empty()) throw Error("--replay", "the record names no model; give MODEL");
       const graph::Model model = graph::import_onnx(model_path);
       const tune::Configuration c = tune::replay(model, record);
-      const tune::Configuration recorded = tune::chosen_from_record(record);
+      const tune::Configuration& recorded = record.chosen.config;
       std::cout << fmt::format("replay: chosen configuration {} (record: {})\n",
                                tune::DecisionSpace::key(c), tune::DecisionSpace::key(recorded));
       if (c != recorded)
@@ -109,15 +109,18 @@ void add_tune(CLI::App& app) {
     }
     if (!cost_model_path.empty()) {
       try {
-        nlohmann::json j = nlohmann::json::parse(read_file(cost_model_path));
-        o.cost_model = j.contains("fitted") ? j.at("fitted") : j;
+        const nlohmann::json j = nlohmann::json::parse(read_file(cost_model_path));
+        o.cost_model = tune::CostModel::from_json(j.contains("fitted") ? j.at("fitted") : j,
+                                                  tune::feature_names());
       } catch (const nlohmann::json::exception& e) {
         throw Error(cost_model_path, std::string("bad JSON: ") + e.what());
+      } catch (const Error& e) {
+        throw Error(cost_model_path, e.message());
       }
     }
     const graph::Model model = graph::import_onnx(path);
     const auto t0 = std::chrono::steady_clock::now();
-    const nlohmann::json record = tune::tune_model(model, o);
+    const tune::TuneRecord record = tune::tune_model(model, o);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     {
@@ -126,34 +129,30 @@ void add_tune(CLI::App& app) {
       if (ec) throw Error(out_dir, "cannot create the output folder: " + ec.message());
     }
     const std::string dest = (std::filesystem::path(out_dir) / "decisions.json").string();
-    write_file_atomic(dest, record.dump(1));
+    tune::write_record(dest, record);
     write_file_atomic((std::filesystem::path(out_dir) / "cost_model.json").string(),
-                      record.at("cost_model").at("fitted").dump(1));
+                      record.cost_model.fitted.to_json(tune::feature_names()).dump(1));
     print_table(record);
-    const auto& cm = record.at("cost_model");
+    const tune::CostModelRecord& cm = record.cost_model;
     std::cout << fmt::format(
         "decision space: {} decisions, {:.3g} points; cost model Spearman on {} held-out "
         "configurations: {}\n",
-        record.at("space").at("decisions").size(), record.at("space").at("points").get<double>(),
-        cm.at("held_out").get<int>(),
-        cm.at("spearman_held_out").is_null()
-            ? std::string("n/a")
-            : fmt::format("{:.3f}", cm.at("spearman_held_out").get<double>()));
+        record.space.decisions.size(), record.space.points(), cm.held_out,
+        cm.spearman_held_out ? fmt::format("{:.3f}", *cm.spearman_held_out) : std::string("n/a"));
     std::cout << "chosen (differs from default):";
-    const auto& space = record.at("space").at("decisions");
-    const auto& chosen = record.at("chosen").at("config");
+    const auto& space = record.space.decisions;
+    const tune::Configuration& chosen = record.chosen.config;
     int shown = 0;
     for (size_t i = 0; i < space.size(); ++i)
-      if (chosen[i].get<int>() != space[i].at("default").get<int>()) {
+      if (chosen[i] != space[i].default_choice) {
         if (shown++ < 12)
-          std::cout << " " << space[i].at("name").get<std::string>() << "="
-                    << space[i].at("choices")[chosen[i].get<size_t>()].get<std::string>();
+          std::cout << " " << space[i].name << "="
+                    << space[i].choices[static_cast<size_t>(chosen[i])];
       }
     if (shown > 12) std::cout << " ... (" << shown << " in all)";
     if (shown == 0) std::cout << " nothing";
     std::cout << fmt::format("\nchosen {} {:.3f} ms; record {} ({:.1f} s)\n", statistic,
-                             record.at("chosen").at("latency_ms").get<double>(), printable(dest),
-                             secs);
+                             record.chosen.latency_ms, printable(dest), secs);
   });
 }
 

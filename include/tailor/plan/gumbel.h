@@ -13,7 +13,9 @@ struct GumbelOptions {
     /// expected bytes (both linear in p for an additive objective).
     expected,
     /// Gumbel-softmax with the straight-through estimator (Jang, Gu & Poole,
-    /// 2017; Bengio et al., 2013): the forward pass takes the hard sample
+    /// 2017; Maddison et al., 2017; Bengio et al., 2013;
+    /// decision::gumbel_softmax, decision::straight_through): the forward pass takes the hard
+    /// sample
     /// argmax(θ_i + g), g = −log(−log u), u uniform in (0, 1); the backward pass
     /// differentiates softmax((θ_i + g)/temperature).
     sampled,
@@ -32,8 +34,9 @@ struct GumbelOptions {
 };
 
 /// Minimises the Lagrangian E[objective] + λ·(E[bytes]/budget − 1) over
-/// per-layer logits θ_i (one per option, starting at 0) with Adam, costs and
-/// bytes normalized per layer; λ starts at 0 and follows dual ascent. Every
+/// per-layer logits θ_i (one categorical decision per layer, one logit per
+/// option, starting at 0) with decision::Adam, costs and bytes normalized per
+/// layer; λ starts at 0 and follows decision::DualAscent. Every
 /// `round_every` steps and at the end the logits are rounded (argmax per layer)
 /// and repaired to the budget (downgrades, then upgrades that fit); the best
 /// plan seen is returned. Deterministic for a seed (the sampled mode draws

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tailor/plan/plan.h"
+#include "tailor/plan/sweep.h"
 #include "tailor/profile/model_profile.h"
 
 namespace tailor::report {
@@ -75,17 +76,8 @@ struct Verification {
 /// or mistyped field, or a non-finite number.
 Verification read_verification(const std::string& path);
 
-/// One point of the error-vs-budget curve: the exact solver's optimum under
-/// a total budget.
-struct CurvePoint {
-  /// Total budget (fixed bytes included) and the bytes the optimum takes.
-  int64_t budget_bytes = 0;
-  int64_t total_bytes = 0;
-  /// The optimal objective and whether it is proven (false: time limit hit,
-  /// objective is the best found).
-  double objective = 0;
-  bool proven_optimal = false;
-};
+/// One point of the error-vs-budget curve (plan::sweep_budgets).
+using CurvePoint = plan::SweepPoint;
 
 /// One solver at the chosen budget.
 struct SolverRow {
@@ -121,10 +113,11 @@ struct Report {
   /// The chosen plan.
   plan::Plan plan;
   /// Exact optima at evenly spaced total budgets from the smallest feasible
-  /// (fixed bytes + every layer's smallest candidate) to dense_bytes.
+  /// (fixed bytes + every layer's smallest candidate) to dense_bytes
+  /// (plan::PlanStudy::curve).
   std::vector<CurvePoint> curve;
   /// Every solver (plan::solver_names order) at the chosen plan's budget,
-  /// objective and seed.
+  /// objective and seed (plan::PlanStudy::solvers).
   std::vector<SolverRow> solvers;
   /// Every candidate label of the profile: the columns of the per-layer map,
   /// in first-seen order with the low-rank labels last, by ascending rank.
@@ -133,25 +126,15 @@ struct Report {
   std::optional<Verification> verification;
 };
 
-/// How make_report computes the curve and the comparison.
-struct ReportOptions {
-  /// Points of the error-vs-budget curve (≥ 2).
-  int curve_points = 10;
-  /// Wall-clock limit per solver run, seconds (0: none).
-  double time_limit_s = 30;
-  /// Worker threads of the solvers (0: all cores).
-  int threads = 0;
-};
-
-/// Builds the report of `plan` (made from `profile`): the curve by
-/// solve_exact at options.curve_points budgets, the solver comparison by
-/// plan::solve_plans at the plan's budget, the per-layer rows. `plan_source`
-/// names the plan in errors. Throws Error naming `plan_source` when the plan
-/// does not match the profile (another layer count, order or name, a label
-/// the layer was not profiled with, or an unknown objective), and whatever
-/// the solvers throw.
+/// The report of `plan` (made from `profile`), presenting what the planner
+/// computed: the curve and the solver comparison of `study`
+/// (plan::study_plan; gap_to_exact against study.solvers' first, exact, row),
+/// and the per-layer rows. Computes no plan. `plan_source` names the plan in
+/// errors. Throws Error naming `plan_source` when the plan does not match the
+/// profile (plan::find_candidates: another layer count, order or name, or a
+/// label the layer was not profiled with).
 Report make_report(const ModelProfile& profile, const plan::Plan& plan,
-                   const std::string& plan_source, const ReportOptions& options,
+                   const std::string& plan_source, const plan::PlanStudy& study,
                    std::optional<Verification> verification = std::nullopt);
 
 /// report.json text (schema in the README; NaN written as null).

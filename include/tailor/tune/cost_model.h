@@ -1,8 +1,8 @@
 // The tuner's differentiable cost model: predicted latency = Σ_j softplus(θ_j)·f_j
 // over analytic terms f_j of the graph a configuration produces (FLOPs, bytes
 // moved, kernel count, working set beyond the cache, ...), the coefficients
-// non-negative by the softplus parameterisation, fitted by Adam (Kingma & Ba,
-// 2015) to measured latencies with a log-latency loss.
+// non-negative by the softplus parameterisation, fitted by the decision
+// layer's Adam (Kingma & Ba, 2015) to measured latencies with a log-latency loss.
 #pragma once
 
 #include <cstdint>
@@ -50,8 +50,8 @@ class CostModel {
   const std::vector<double>& theta() const { return theta_; }
   /// Predicted latency Σ softplus(θ_j)·f_j (plus 1e-9 so its log is finite).
   double predict(const std::vector<double>& f) const;
-  /// Fits θ by `iterations` full-batch Adam steps (learning rate `lr`,
-  /// β = 0.9, 0.999, ε = 1e-8) on L = mean_i (log predict(X_i) − log y_i)²,
+  /// Fits θ by `iterations` full-batch decision::Adam steps (learning rate
+  /// `lr`, β = 0.9, 0.999, ε = 1e-8) on L = mean_i (log predict(X_i) − log y_i)²,
   /// starting from the current θ. y_i > 0. With `anchor` (size() values)
   /// the loss adds anchor_weight·Σ_j (θ_j − anchor_j)², a Gaussian prior that
   /// keeps a warm start's coefficients where few measurements say little.

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "tailor/core/rng.h"
 #include "tailor/tune/cost_model.h"
 #include "tailor/tune/space.h"
 
@@ -52,26 +51,6 @@ SearchResult search_greedy(const DecisionSpace& space, const Oracle& oracle, int
 /// Every configuration (space.points() ≤ 512, else Error).
 SearchResult search_exhaustive(const DecisionSpace& space, const Oracle& oracle);
 
-/// The expected cost of the linearised model under independent categoricals
-/// p_d = softmax(logits_d): E = Σ_d Σ_c p_dc·table_dc, where table_dc is the
-/// model's cost with decision d set to c and every other decision at the
-/// current configuration (exact when the model is additive over decisions,
-/// as it is in each one-hot choice for fusion, conv-block and thread
-/// decisions). Writes ∂E/∂logits_dc = p_dc·(table_dc − Σ_c' p_dc'·table_dc')
-/// into `grad` (same shape as logits).
-double expected_cost(const std::vector<std::vector<double>>& logits,
-                     const std::vector<std::vector<double>>& table,
-                     std::vector<std::vector<double>>* grad);
-
-/// Gumbel-softmax with the straight-through estimator (Jang et al., 2017;
-/// Bengio et al., 2013) for one decision: y = softmax((logits + g)/tau) with
-/// g_c = −log(−log u_c), u_c ∈ (0, 1) from rng (Rng::gumbel); the forward cost
-/// is table[argmax y] (the hard sample); the backward pass treats cost as
-/// Σ_c y_c·table_c, so ∂/∂logits_c = y_c·(table_c − Σ y·table)/tau, added
-/// into `grad`. Returns the hard sample's index.
-int gumbel_straight_through(const std::vector<double>& logits, const std::vector<double>& table,
-                            double tau, Rng& rng, std::vector<double>& grad, double* cost);
-
 /// Settings of the gradient method.
 struct GradientOptions {
   /// Adam steps on the logits per measurement.
@@ -92,10 +71,13 @@ struct GradientOptions {
 
 /// The gradient method: measure the default; then, per step, refit the cost
 /// model on every measurement so far, compute each decision's one-choice
-/// variants' model costs around the current best configuration, take Adam
-/// steps on the logits along the exact expected-cost gradient (fusion,
-/// conv-block, threads) or the Gumbel-softmax straight-through estimate
-/// (passes), and measure the argmax configuration — or, when that one was
+/// variants' model costs table_dc around the current best configuration, take
+/// decision::Adam steps on the logits (one decision::Space categorical per
+/// decision) along the gradient of the expected cost Σ_d Σ_c p_dc·table_dc,
+/// p_d = softmax(logits_d) — exact (decision::softmax_backward) for fusion,
+/// conv-block and thread decisions, where the model is additive; the
+/// Gumbel-softmax straight-through estimate (decision::straight_through) for
+/// passes — and measure the argmax configuration — or, when that one was
 /// measured already, a Gumbel-max sample of the distribution (seeded). Failed
 /// checks push their choices' logits down. While no configuration has passed
 /// its check (a default the check rejects), it measures uniform draws. `model` is refitted in place

@@ -20,6 +20,7 @@
 #include "tailor/graph/graph.h"
 #include "tailor/tune/cost_model.h"
 #include "tailor/tune/harness.h"
+#include "tailor/tune/record.h"
 #include "tailor/tune/search.h"
 #include "tailor/tune/space.h"
 
@@ -57,10 +58,8 @@ class GraphBench {
   /// Latency (the harness statistic) in ms, or nullopt when the check failed.
   const Oracle& oracle() const { return oracle_; }
   const FeatureFn& features() const { return features_; }
-  /// Every configuration measured so far, in order: {"config", "key",
-  /// "check": {"ok", "max_rel_error", "error"?}, "times_ms", "median_ms",
-  /// "min_ms", "mad_ms", "peak_bytes", "cost_s"} (tune's "measured" schema).
-  const nlohmann::json& measured() const { return measured_; }
+  /// Every configuration measured so far, in order (a TuneRecord's `measured`).
+  const std::vector<MeasuredConfiguration>& measured() const { return measured_; }
   /// The checked configurations measured so far as samples.
   GraphSamples samples() const;
 
@@ -71,7 +70,7 @@ class GraphBench {
   std::unique_ptr<DecisionSpace> space_;
   std::unique_ptr<Applier> applier_;
   MachineInfo machine_;
-  nlohmann::json measured_ = nlohmann::json::array();
+  std::vector<MeasuredConfiguration> measured_;
   std::map<std::string, size_t> by_key_;
   Oracle oracle_;
   FeatureFn features_;

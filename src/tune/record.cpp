@@ -1,0 +1,232 @@
+// The decision record's JSON boundary: decisions.json ↔ TuneRecord.
+#include "tailor/tune/record.h"
+
+#include <cmath>
+
+#include "tailor/core/error.h"
+#include "tailor/io/atomic_file.h"
+
+namespace tailor::tune {
+
+namespace {
+
+using json = nlohmann::json;
+
+const json& at(const json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name))
+    throw Error("decision record", std::string("missing field \"") + name + "\"");
+  return j.at(name);
+}
+
+template <class T>
+T field(const json& j, const char* name) {
+  try {
+    return at(j, name).get<T>();
+  } catch (const json::exception& e) {
+    throw Error("decision record", std::string("field \"") + name + "\": " + e.what());
+  }
+}
+
+json optional_number(const std::optional<double>& v) {
+  return v ? json(*v) : json();
+}
+
+}  // namespace
+
+double MeasuredConfiguration::latency_ms(const std::string& statistic) const {
+  return statistic == "min" ? min_ms : median_ms;
+}
+
+void to_json(json& j, const MeasuredConfiguration& m) {
+  json check = {{"ok", m.ok},
+                {"max_rel_error", std::isfinite(m.max_rel_error) ? json(m.max_rel_error) : json()}};
+  if (!m.ok) check["error"] = m.error;
+  j = {{"config", m.config},       {"key", m.key},
+       {"check", check},           {"times_ms", m.times_ms},
+       {"median_ms", m.median_ms}, {"min_ms", m.min_ms},
+       {"mad_ms", m.mad_ms},       {"peak_bytes", m.peak_bytes},
+       {"cost_s", m.cost_s}};
+}
+
+void from_json(const json& j, MeasuredConfiguration& m) {
+  m.config = field<Configuration>(j, "config");
+  m.key = field<std::string>(j, "key");
+  const json& check = at(j, "check");
+  m.ok = field<bool>(check, "ok");
+  const json& e = at(check, "max_rel_error");
+  m.max_rel_error = e.is_null() ? std::numeric_limits<double>::quiet_NaN() : e.get<double>();
+  m.error = m.ok ? "" : field<std::string>(check, "error");
+  m.times_ms = field<std::vector<double>>(j, "times_ms");
+  m.median_ms = field<double>(j, "median_ms");
+  m.min_ms = field<double>(j, "min_ms");
+  m.mad_ms = field<double>(j, "mad_ms");
+  m.peak_bytes = field<int64_t>(j, "peak_bytes");
+  m.cost_s = field<double>(j, "cost_s");
+}
+
+void to_json(json& j, const TuneRecord& r) {
+  json decisions = json::array();
+  for (const auto& x : r.space.decisions)
+    decisions.push_back({{"name", x.name},
+                         {"kind", x.kind},
+                         {"choices", x.choices},
+                         {"default", x.default_choice}});
+  json methods = json::array();
+  for (const MethodTrials& m : r.methods) {
+    json trials = json::array();
+    for (const Trial& t : m.trials) trials.push_back({{"measured", t.measured}, {"key", t.key}});
+    methods.push_back({{"name", m.name}, {"trials", trials}, {"best_key", m.best_key}});
+  }
+  json table = json::array();
+  for (const MethodRow& row : r.table)
+    table.push_back({{"method", row.method},
+                     {"best_ms", row.best_ms},
+                     {"speedup", row.speedup},
+                     {"measurements", row.measurements},
+                     {"tuning_s", row.tuning_s},
+                     {"peak_bytes", row.peak_bytes}});
+  json value_shapes = json::object();
+  for (const auto& [k, v] : r.value_shapes) value_shapes[k] = v;
+  json input_shapes = json::object();
+  for (const auto& [k, v] : r.input_shapes) input_shapes[k] = v;
+  json chosen_decisions = json::object();
+  for (const auto& [k, v] : r.chosen.decisions) chosen_decisions[k] = v;
+  const HarnessOptions& h = r.harness;
+  const GradientOptions& g = r.gradient;
+  j = {{"format", "tailor.tune/1"},
+       {"model", r.model},
+       {"model_nodes", r.model_nodes},
+       {"seed", r.seed},
+       {"measurements", r.measurements},
+       {"threads", r.threads},
+       {"input_shapes", input_shapes},
+       {"value_shapes", value_shapes},
+       {"harness",
+        {{"warmup", h.warmup},
+         {"repeats", h.repeats},
+         {"tolerance", h.tolerance},
+         {"check_inputs", h.check_inputs},
+         {"statistic", h.statistic},
+         {"clock", h.clock},
+         {"paired_rounds", r.paired_rounds},
+         {"paired_top", r.paired_top}}},
+       {"gradient",
+        {{"inner_steps", g.inner_steps},
+         {"logit_lr", g.logit_lr},
+         {"fit_iterations", g.fit_iterations},
+         {"fit_lr", g.fit_lr},
+         {"tau", g.tau},
+         {"prior", g.prior},
+         {"anchor", g.anchor}}},
+       {"space", {{"points", r.space.points()}, {"decisions", decisions}}},
+       {"measured", r.measured},
+       {"methods", methods},
+       {"cost_model",
+        {{"initial", r.cost_model.initial.to_json(feature_names())},
+         {"fitted", r.cost_model.fitted.to_json(feature_names())},
+         {"held_out", r.cost_model.held_out},
+         {"spearman_held_out", optional_number(r.cost_model.spearman_held_out)}}},
+       {"paired",
+        {{"pool", r.paired.pool},
+         {"configs", r.paired.configs},
+         {"rounds", r.paired.rounds},
+         {"latency_ms", r.paired.latency_ms}}},
+       {"table", table},
+       {"chosen",
+        {{"config", r.chosen.config},
+         {"key", r.chosen.key},
+         {"latency_ms", r.chosen.latency_ms},
+         {"decisions", chosen_decisions}}}};
+}
+
+void from_json(const json& j, TuneRecord& r) {
+  r.model = field<std::string>(j, "model");
+  r.model_nodes = field<size_t>(j, "model_nodes");
+  r.seed = field<uint64_t>(j, "seed");
+  r.measurements = field<int>(j, "measurements");
+  r.threads = field<int>(j, "threads");
+  r.input_shapes = field<std::map<std::string, std::vector<int64_t>>>(j, "input_shapes");
+  r.value_shapes = field<ValueShapes>(j, "value_shapes");
+  const json& h = at(j, "harness");
+  r.harness.warmup = field<int>(h, "warmup");
+  r.harness.repeats = field<int>(h, "repeats");
+  r.harness.tolerance = field<double>(h, "tolerance");
+  r.harness.check_inputs = field<int>(h, "check_inputs");
+  r.harness.statistic = field<std::string>(h, "statistic");
+  r.harness.clock = field<std::string>(h, "clock");
+  r.paired_rounds = field<int>(h, "paired_rounds");
+  r.paired_top = field<int>(h, "paired_top");
+  // The gradient method's settings (records before they were recorded used the defaults).
+  r.gradient = GradientOptions{};
+  if (j.contains("gradient")) {
+    const json& g = j.at("gradient");
+    GradientOptions& o = r.gradient;
+    o.inner_steps = g.value("inner_steps", o.inner_steps);
+    o.logit_lr = g.value("logit_lr", o.logit_lr);
+    o.fit_iterations = g.value("fit_iterations", o.fit_iterations);
+    o.fit_lr = g.value("fit_lr", o.fit_lr);
+    o.tau = g.value("tau", o.tau);
+    o.prior = g.value("prior", o.prior);
+    o.anchor = g.value("anchor", o.anchor);
+  }
+  r.space = DecisionSpace{};
+  for (const json& d : at(at(j, "space"), "decisions"))
+    r.space.decisions.push_back({field<std::string>(d, "name"), field<std::string>(d, "kind"),
+                                 field<std::vector<std::string>>(d, "choices"),
+                                 field<int>(d, "default")});
+  r.measured.clear();
+  for (const json& m : at(j, "measured")) r.measured.push_back(m.get<MeasuredConfiguration>());
+  r.methods.clear();
+  for (const json& m : at(j, "methods")) {
+    MethodTrials t{field<std::string>(m, "name"), {}, field<std::string>(m, "best_key")};
+    for (const json& e : at(m, "trials"))
+      t.trials.push_back({field<size_t>(e, "measured"), field<std::string>(e, "key")});
+    r.methods.push_back(std::move(t));
+  }
+  const json& cm = at(j, "cost_model");
+  r.cost_model.initial = CostModel::from_json(at(cm, "initial"), feature_names());
+  r.cost_model.fitted = CostModel::from_json(at(cm, "fitted"), feature_names());
+  r.cost_model.held_out = field<size_t>(cm, "held_out");
+  const json& rho = at(cm, "spearman_held_out");
+  r.cost_model.spearman_held_out =
+      rho.is_null() ? std::nullopt : std::optional<double>(rho.get<double>());
+  const json& p = at(j, "paired");
+  r.paired = {field<std::vector<std::string>>(p, "pool"),
+              field<std::vector<Configuration>>(p, "configs"),
+              field<std::vector<std::vector<double>>>(p, "rounds"),
+              field<std::vector<double>>(p, "latency_ms")};
+  r.table.clear();
+  for (const json& t : at(j, "table"))
+    r.table.push_back({field<std::string>(t, "method"), field<double>(t, "best_ms"),
+                       field<double>(t, "speedup"), field<int>(t, "measurements"),
+                       field<double>(t, "tuning_s"), field<int64_t>(t, "peak_bytes")});
+  const json& c = at(j, "chosen");
+  r.chosen = {field<Configuration>(c, "config"), field<std::string>(c, "key"),
+              field<double>(c, "latency_ms"),
+              field<std::map<std::string, std::string>>(c, "decisions")};
+  try {
+    r.space.validate(r.chosen.config);
+  } catch (const Error& e) {
+    throw Error("decision record", "chosen configuration: " + e.message());
+  }
+}
+
+TuneRecord read_record(const std::string& path) {
+  try {
+    const json j = json::parse(read_file(path));
+    if (!j.is_object() || j.value("format", "") != "tailor.tune/1")
+      throw Error(path, "not a tailor tune decision record (format tailor.tune/1)");
+    return j.get<TuneRecord>();
+  } catch (const json::exception& e) {
+    throw Error(path, std::string("bad JSON: ") + e.what());
+  } catch (const Error& e) {
+    if (e.source() == path) throw;
+    throw Error(path, (e.source().empty() ? "" : e.source() + ": ") + e.message());
+  }
+}
+
+void write_record(const std::string& path, const TuneRecord& record) {
+  write_file_atomic(path, json(record).dump(1));
+}
+
+}  // namespace tailor::tune
