@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -18,18 +19,24 @@ namespace {
 // Max over the in-image part of the window of output (oy, ox).
 float window_max_avx2(const Pool2dParams& p, const float* xp, int64_t oy, int64_t ox) {
   const int64_t y0 = oy * p.stride_h - p.pad_top, x0 = ox * p.stride_w - p.pad_left;
+  // The taps inside the image, ky in [ky0, ky1) and kx in [kx0, kx1), so the
+  // loops carry no bounds checks; the max is branch-free (a select) and a NaN
+  // is remembered apart.
+  const int64_t ky0 = y0 < 0 ? (-y0 + p.dil_h - 1) / p.dil_h : 0;
+  const int64_t ky1 = std::min(p.kh, (p.h - y0 + p.dil_h - 1) / p.dil_h);
+  const int64_t kx0 = x0 < 0 ? (-x0 + p.dil_w - 1) / p.dil_w : 0;
+  const int64_t kx1 = std::min(p.kw, (p.w - x0 + p.dil_w - 1) / p.dil_w);
   float m = -std::numeric_limits<float>::infinity();
-  for (int64_t ky = 0; ky < p.kh; ++ky) {
-    const int64_t iy = y0 + ky * p.dil_h;
-    if (iy < 0 || iy >= p.h) continue;
-    for (int64_t kx = 0; kx < p.kw; ++kx) {
-      const int64_t ix = x0 + kx * p.dil_w;
-      if (ix < 0 || ix >= p.w) continue;
-      const float v = xp[iy * p.w + ix];
-      if (v > m || std::isnan(v)) m = v;
+  bool nan = false;
+  for (int64_t ky = ky0; ky < ky1; ++ky) {
+    const float* row = xp + (y0 + ky * p.dil_h) * p.w + x0;
+    for (int64_t kx = kx0; kx < kx1; ++kx) {
+      const float v = row[kx * p.dil_w];
+      nan |= std::isnan(v);
+      m = v > m ? v : m;
     }
   }
-  return m;
+  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
 // 2×2 windows, stride 2, no pads: outputs [ox, ox + 8) of row oy from two
