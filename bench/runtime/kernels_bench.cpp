@@ -1,8 +1,12 @@
-// CPU kernel throughput: the measured sgemm peak (OpenBLAS, large square, 1
-// and 2 threads) and GFLOP/s of our conv paths on representative layers of
-// the PP-OCRv4 recogniser (48×320 input) and detector (640×640), and of an
-// ISNet-like dilated 3×3 conv. Counter "FLOPS" is 2·MACs per second; divide
-// a conv's by the sgemm figure at the same thread count for its share of peak.
+// CPU kernel throughput, mirroring src/runtime/kernels. BM_Kernel_<family>
+// runs one kernel of the registry per instruction set (isa 0 = the scalar
+// reference, 1 = the AVX2 table) on one thread and the same data, so the
+// reference/optimised ratio of each family comes from one run. The operator
+// benchmarks measure the default (active) kernels: the sgemm peak (OpenBLAS,
+// large square, 1 and 2 threads) and GFLOP/s of the conv paths on
+// representative layers of the PP-OCRv4 recogniser (48×320 input) and
+// detector (640×640), and of an ISNet-like dilated 3×3 conv. Counter "FLOPS" is 2·MACs per second;
+// divide a conv's by the sgemm figure at the same thread count for its share of peak.
 // "FLOPS_per_cpu" divides by the process CPU time instead of wall time: the
 // throughput per busy core, which stays meaningful on a loaded machine where
 // wall time includes waiting for a core. Threads are set per benchmark by
@@ -19,7 +23,10 @@
 #include "tailor/core/rng.h"
 #include "tailor/linalg/blas.h"
 #include "tailor/runtime/kernels/conv.h"
+#include "tailor/runtime/kernels/gemm.h"
+#include "tailor/runtime/kernels/lstm.h"
 #include "tailor/runtime/kernels/pool.h"
+#include "tailor/runtime/kernels/registry.h"
 #include "tailor/runtime/kernels/resize.h"
 
 namespace {
@@ -140,5 +147,272 @@ void BM_MaxPool2x2(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(y.size() * sizeof(float)));
 }
 BENCHMARK(BM_MaxPool2x2)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
+
+// ---- Operators on the active kernels, 1 and 2 threads (also built against
+// the code before the registry to compare: same API, same shapes).
+
+void BM_Op_Matmul(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  const std::vector<int64_t> as = {256, 512}, bs = {512, 256};
+  const auto a = random_values(256 * 512, 1), b = random_values(512 * 256, 2);
+  std::vector<float> y(256 * 256);
+  for (auto _ : state) {
+    matmul(a.data(), as, b.data(), bs, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["FLOPS"] =
+      benchmark::Counter(2.0 * 256 * 512 * 256, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Op_Matmul)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
+
+// apply_activation over 256K floats: range(1) 0 = sigmoid, 1 = tanh, 2 = hard_swish.
+void BM_Op_Activation(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  const Activation acts[] = {Activation::sigmoid(), Activation::tanh(), Activation::hard_swish()};
+  const int64_t n = 1 << 18;
+  const auto x = random_values(n, 1);
+  std::vector<float> y(static_cast<size_t>(n));
+  for (auto _ : state) {
+    apply_activation(acts[state.range(1)], x.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_Op_Activation)
+    ->ArgsProduct({{1, 2}, {0, 1, 2}})
+    ->ArgNames({"threads", "act"})
+    ->UseRealTime();
+
+void BM_Op_Softmax(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  const int64_t rows = 256, axis = 1000;
+  const auto x = random_values(rows * axis, 1);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    softmax(x.data(), y.data(), rows, axis, 1);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * rows * axis);
+}
+BENCHMARK(BM_Op_Softmax)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
+
+void BM_Op_BatchNorm(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  const int64_t c = 64, spatial = 6400;
+  const auto x = random_values(c * spatial, 1), scale = random_values(c, 2);
+  const auto bias = random_values(c, 3), mean = random_values(c, 4);
+  std::vector<float> var(static_cast<size_t>(c), 1.5f), y(x.size());
+  for (auto _ : state) {
+    batch_norm(1, c, spatial, x.data(), scale.data(), bias.data(), mean.data(), var.data(), 1e-5f,
+               y.data(), Activation::relu());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * c * spatial);
+}
+BENCHMARK(BM_Op_BatchNorm)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
+
+// LSTM, 32 steps, batch 1, input 64, hidden 128, bidirectional.
+void BM_Op_Lstm(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  LstmParams p;
+  p.seq_len = 32, p.batch = 1, p.input_size = 64, p.hidden_size = 128;
+  p.direction = LstmDirection::bidirectional;
+  const int64_t h4 = 4 * p.hidden_size;
+  const auto x = random_values(p.seq_len * p.input_size, 1);
+  const auto w = random_values(2 * h4 * p.input_size, 2);
+  const auto r = random_values(2 * h4 * p.hidden_size, 3), b = random_values(4 * h4, 4);
+  std::vector<float> y(static_cast<size_t>(p.seq_len * 2 * p.hidden_size));
+  for (auto _ : state) {
+    lstm(p, x.data(), w.data(), r.data(), b.data(), nullptr, nullptr, y.data(), nullptr, nullptr);
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+BENCHMARK(BM_Op_Lstm)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
+
+// ConvTranspose 2×2 stride 2, 64 → 32 channels, 40² → 80² (a decoder upsampling).
+void BM_Op_ConvTranspose(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  ConvTranspose2dParams p;
+  p.c_in = 64, p.c_out = 32, p.h = p.w = 40, p.kh = p.kw = 2, p.stride_h = p.stride_w = 2;
+  const auto x = random_values(p.c_in * p.h * p.w, 1);
+  const auto w = random_values(p.c_in * p.c_out * 4, 2), bias = random_values(p.c_out, 3);
+  std::vector<float> y(static_cast<size_t>(p.c_out * p.out_h() * p.out_w()));
+  for (auto _ : state) {
+    conv_transpose2d(p, x.data(), w.data(), bias.data(), y.data(), Activation::relu());
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+BENCHMARK(BM_Op_ConvTranspose)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
+
+// ---- One kernel per family, reference (isa 0) versus AVX2 (isa 1), 1 thread.
+
+// The table of isa argument `arg` (skips the benchmark when not available).
+const KernelTable* table_of(benchmark::State& state, int64_t arg) {
+  const Isa isa = arg == 0 ? Isa::ref : Isa::avx2;
+  if (!isa_available(isa)) {
+    state.SkipWithError("instruction set not available");
+    return nullptr;
+  }
+  set_num_threads(1);
+  state.SetLabel(isa_name(isa));
+  return &kernel_table(isa);
+}
+
+void BM_Kernel_Gemm(benchmark::State& state) {
+  const KernelTable* t = table_of(state, state.range(0));
+  if (!t) return;
+  const int64_t n = 256;
+  const auto a = random_values(n * n, 1), b = random_values(n * n, 2);
+  std::vector<float> c(static_cast<size_t>(n * n));
+  for (auto _ : state) {
+    t->gemm(false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["FLOPS"] =
+      benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Kernel_Gemm)->Arg(0)->Arg(1)->ArgName("isa")->UseRealTime();
+
+// conv_gemm: 3×3 32→32 on 40×40, pads 1; conv_dw: 5×5 depthwise 64 on 40×40.
+void conv_kernel_bench(benchmark::State& state, bool depthwise) {
+  const KernelTable* t = table_of(state, state.range(0));
+  if (!t) return;
+  Conv2dParams p;
+  p.c_in = p.c_out = depthwise ? 64 : 32;
+  p.h = p.w = 40;
+  p.kh = p.kw = depthwise ? 5 : 3;
+  p.groups = depthwise ? 64 : 1;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = p.kh / 2;
+  const auto x = random_values(p.c_in * p.h * p.w, 1);
+  const auto w = random_values(p.c_out * (p.c_in / p.groups) * p.kh * p.kw, 2);
+  const auto bias = random_values(p.c_out, 3);
+  std::vector<float> y(static_cast<size_t>(p.c_out * p.out_h() * p.out_w()));
+  const F32ConvFn fn = depthwise ? t->conv_dw : t->conv_gemm;
+  for (auto _ : state) {
+    fn(p, x.data(), w.data(), bias.data(), y.data(), Activation::relu());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["FLOPS"] =
+      benchmark::Counter(2.0 * p.c_out * p.out_h() * p.out_w() * (p.c_in / p.groups) * p.kh * p.kw,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+void BM_Kernel_ConvGemm(benchmark::State& state) {
+  conv_kernel_bench(state, false);
+}
+void BM_Kernel_ConvDw(benchmark::State& state) {
+  conv_kernel_bench(state, true);
+}
+BENCHMARK(BM_Kernel_ConvGemm)->Arg(0)->Arg(1)->ArgName("isa")->UseRealTime();
+BENCHMARK(BM_Kernel_ConvDw)->Arg(0)->Arg(1)->ArgName("isa")->UseRealTime();
+
+// bias_act over 64K floats per activation kind (range(1): 0 relu, 1 sigmoid,
+// 2 tanh, 3 hard_swish); exp over 64K floats.
+void BM_Kernel_BiasAct(benchmark::State& state) {
+  const KernelTable* t = table_of(state, state.range(0));
+  if (!t) return;
+  const Activation acts[] = {Activation::relu(), Activation::sigmoid(), Activation::tanh(),
+                             Activation::hard_swish()};
+  const Activation act = acts[state.range(1)];
+  const int64_t n = 1 << 16;
+  const auto x = random_values(n, 1);
+  std::vector<float> y(static_cast<size_t>(n));
+  for (auto _ : state) {
+    t->bias_act(act, 0.25f, x.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_Kernel_BiasAct)
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3}})
+    ->ArgNames({"isa", "act"})
+    ->UseRealTime();
+
+void BM_Kernel_Exp(benchmark::State& state) {
+  const KernelTable* t = table_of(state, state.range(0));
+  if (!t) return;
+  const int64_t n = 1 << 16;
+  const auto x = random_values(n, 1);
+  std::vector<float> y(static_cast<size_t>(n));
+  for (auto _ : state) {
+    t->exp(x.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_Kernel_Exp)->Arg(0)->Arg(1)->ArgName("isa")->UseRealTime();
+
+// BatchNormalization + relu on [1, 64, 40·40]; softmax over 64 rows of 1000.
+void BM_Kernel_BatchNorm(benchmark::State& state) {
+  const KernelTable* t = table_of(state, state.range(0));
+  if (!t) return;
+  const int64_t c = 64, spatial = 1600;
+  const auto x = random_values(c * spatial, 1), scale = random_values(c, 2);
+  const auto bias = random_values(c, 3), mean = random_values(c, 4);
+  std::vector<float> var(static_cast<size_t>(c), 1.5f), y(x.size());
+  for (auto _ : state) {
+    t->batch_norm(1, c, spatial, x.data(), scale.data(), bias.data(), mean.data(), var.data(),
+                  1e-5f, y.data(), Activation::relu());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * c * spatial);
+}
+BENCHMARK(BM_Kernel_BatchNorm)->Arg(0)->Arg(1)->ArgName("isa")->UseRealTime();
+
+void BM_Kernel_Softmax(benchmark::State& state) {
+  const KernelTable* t = table_of(state, state.range(0));
+  if (!t) return;
+  const int64_t rows = 64, axis = 1000;
+  const auto x = random_values(rows * axis, 1);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    t->softmax(x.data(), y.data(), rows, axis, 1);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * rows * axis);
+}
+BENCHMARK(BM_Kernel_Softmax)->Arg(0)->Arg(1)->ArgName("isa")->UseRealTime();
+
+// MaxPool on 32 channels of 128²: range(1) 0 = 2×2 stride 2 (vector path),
+// 1 = 3×3 stride 2 pads 1.
+void BM_Kernel_MaxPool(benchmark::State& state) {
+  const KernelTable* t = table_of(state, state.range(0));
+  if (!t) return;
+  Pool2dParams p;
+  p.c = 32, p.h = p.w = 128;
+  p.kh = p.kw = state.range(1) == 0 ? 2 : 3;
+  p.stride_h = p.stride_w = 2;
+  if (state.range(1) == 1) p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const auto x = random_values(p.c * p.h * p.w, 1);
+  std::vector<float> y(static_cast<size_t>(p.c * p.out_h() * p.out_w()));
+  for (auto _ : state) {
+    t->max_pool(p, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(y.size() * sizeof(float)));
+}
+BENCHMARK(BM_Kernel_MaxPool)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgNames({"isa", "window"})
+    ->UseRealTime();
+
+// Resize 32 channels 64² → 128², range(1) 0 = nearest, 1 = linear (half_pixel).
+void BM_Kernel_Resize(benchmark::State& state) {
+  const KernelTable* t = table_of(state, state.range(0));
+  if (!t) return;
+  ResizeParams p;
+  p.c = 32, p.in_h = p.in_w = 64, p.out_h = p.out_w = 128;
+  p.mode = state.range(1) == 0 ? ResizeMode::nearest : ResizeMode::linear;
+  const auto x = random_values(p.c * p.in_h * p.in_w, 1);
+  std::vector<float> y(static_cast<size_t>(p.c * p.out_h * p.out_w));
+  for (auto _ : state) {
+    t->resize(p, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(y.size() * sizeof(float)));
+}
+BENCHMARK(BM_Kernel_Resize)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgNames({"isa", "mode"})
+    ->UseRealTime();
 
 }  // namespace

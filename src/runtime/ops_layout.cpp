@@ -2,15 +2,15 @@
 // layout pass (src/graph/passes/layout.cpp). X [n, h, w, c_in], W [c_out, kh,
 // kw, c_in/group] (OHWI), B [c_out], Y [n, out_h, out_w, c_out], with the
 // FusedConv activation epilogue. Paths: 1×1 stride-1 unpadded convs are one
-// sgemm over all pixels (no im2col); depthwise convs run a direct loop whose
+// gemm over all pixels (no im2col); depthwise convs run a direct loop whose
 // inner loop runs over contiguous channels (vectorised by the compiler);
 // other group-1 convs gather NHWC patches (im2col, rows = output pixels) and
-// run one sgemm. Other groupings are refused at load time.
+// run one gemm (the registry's gemm kernel). Other groupings are refused at
+// load time.
 #include <algorithm>
 #include <cstring>
 
 #include "op_util.h"
-#include "tailor/linalg/blas.h"
 #include "tailor/runtime/fused.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
@@ -68,12 +68,13 @@ class ConvNhwcKernel final : public Kernel {
                              p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 &&
                              p.pad_right == 0;
       if (pointwise) {
-        linalg::sgemm(false, true, pixels, p.c_out, kk, 1.f, px, kk, pw, kk, 0.f, py, p.c_out);
+        k::active_kernels().gemm(false, true, pixels, p.c_out, kk, 1.f, px, kk, pw, kk, 0.f, py,
+                                 p.c_out);
       } else {
         Tensor cols = ctx.alloc(DType::f32, {pixels, kk});
         im2col_nhwc(p, px, cols.mutable_data<float>());
-        linalg::sgemm(false, true, pixels, p.c_out, kk, 1.f, cols.data<float>(), kk, pw, kk, 0.f,
-                      py, p.c_out);
+        k::active_kernels().gemm(false, true, pixels, p.c_out, kk, 1.f, cols.data<float>(), kk, pw,
+                                 kk, 0.f, py, p.c_out);
       }
     }
     epilogue(pb, p.c_out, pixels, py);

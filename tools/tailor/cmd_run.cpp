@@ -186,6 +186,8 @@ void add_run(CLI::App& app) {
           "(after 1 warm-up of {:.3f} ms), {} threads, OpenMP wait policy {}\n",
           median, sorted.front(), sorted.back(), n, first_ms, runtime::kernels::num_threads(),
           std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default");
+      std::cout << "kernels " << runtime::kernels::describe(runtime::kernels::active_kernels())
+                << "\n";
     } else {
       std::cout << fmt::format("latency: {:.3f} ms (one cold run; --time N for a median)\n",
                                first_ms);

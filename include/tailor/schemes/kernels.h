@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "tailor/core/cpu.h"
+
 namespace tailor::schemes::kernels {
 
 /// Y[batch, out] = X[batch, in]·Ŵᵀ for Ŵ[o, j] = q(o·in + j)·f16(scales[o·G + j/group]),
@@ -70,8 +72,9 @@ void q3_f32_gemm_avx2(const PackedGemmArgs& args);
 void q2_f32_gemm_avx2(const PackedGemmArgs& args);
 void s24_f32_gemm_avx2(const Sparse24GemmArgs& args);
 
-/// Instruction sets a kernel table exists for.
-enum class Isa { ref, avx2 };
+/// Instruction sets a kernel table exists for (tailor/core/cpu.h, shared with
+/// the runtime kernels' registry).
+using tailor::Isa;
 
 /// One kernel per weight format for one instruction set.
 struct GemmKernels {
@@ -86,11 +89,14 @@ struct GemmKernels {
   PackedGemmFn packed(int bits) const;
 };
 
-/// Whether `isa` was compiled in and this CPU runs it.
+/// Whether `isa` was compiled in and this CPU runs it (cpu_features(): AVX2,
+/// FMA and F16C for Isa::avx2).
 bool isa_available(Isa isa);
 /// The kernels of `isa`; throws tailor::Error when it is not available.
 const GemmKernels& gemm_kernels(Isa isa);
-/// The fastest available kernels (AVX2 where available, else the references).
+/// The kernels the schemes use: those TAILOR_KERNELS forces (forced_isa();
+/// tailor::Error when not available), else the fastest available (AVX2
+/// where available, else the references). Chosen on the first call.
 const GemmKernels& best_gemm_kernels();
 
 }  // namespace tailor::schemes::kernels

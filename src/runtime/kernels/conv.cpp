@@ -1,15 +1,13 @@
-// Conv: parameter checks and the path choice (depthwise direct, 1×1 as
-// OpenBLAS sgemm, everything else the implicit-im2col AVX2 GEMM).
+// Conv operator: parameter checks and the path choice among the registry's
+// kernels (depthwise, 1×1 as blocks of the gemm kernel, everything else the
+// conv GEMM kernel).
 #include <algorithm>
 #include <string>
-#include <vector>
 
-#include "runtime/kernels/conv_internal.h"
-#include "runtime/kernels/epilogue.h"
-#include "runtime/kernels/gemm_blocked.h"
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
-#include "tailor/linalg/blas.h"
 #include "tailor/runtime/kernels/conv.h"
+#include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
 
@@ -20,6 +18,11 @@ std::string dims(const Conv2dParams& p) {
          ", " + std::to_string(p.w) + "], kernel " + std::to_string(p.kh) + "×" +
          std::to_string(p.kw) + ", c_out " + std::to_string(p.c_out) + ", groups " +
          std::to_string(p.groups);
+}
+
+// groups == c_in == c_out: one filter per channel.
+bool is_depthwise(const Conv2dParams& p) {
+  return p.groups > 1 && p.groups == p.c_in && p.groups == p.c_out;
 }
 
 bool is_pointwise(const Conv2dParams& p) {
@@ -67,52 +70,38 @@ void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* 
             const Activation& act, float* /*scratch*/) {
   validate(p);
   check(p.column_block >= 0, "", "Conv column_block must be >= 0");
-  if (detail::is_depthwise(p)) {
-    detail::conv2d_depthwise_avx2(p, x, w, bias, y, act);
+  const KernelTable& kt = active_kernels();
+  if (is_depthwise(p)) {
+    kt.conv_dw(p, x, w, bias, y, act);
     return;
   }
+  if (!is_pointwise(p)) {
+    kt.conv_gemm(p, x, w, bias, y, act);
+    return;
+  }
+  // 1×1, stride 1, unpadded: y_g = W_g·x_g per image and group, x used as the
+  // [cig, h·w] matrix itself. Work items (image, group, block of output
+  // pixels), a partition fixed by the shape; one serial gemm per item, then
+  // the epilogue while the block is in cache.
   const int64_t ohw = p.out_h() * p.out_w();
   const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
-  const int64_t k = cig * p.kh * p.kw;
-  const bool pointwise = is_pointwise(p);
-  // Work items: (image, group, block of output pixels), a partition fixed by
-  // the shape. Pointwise: one serial OpenBLAS sgemm on x itself, then the
-  // epilogue while the block is in cache. Otherwise the implicit-im2col AVX2
-  // GEMM with the weights packed once here and the epilogue fused.
   const int64_t bn =
       p.column_block > 0 ? std::min(p.column_block, ohw) : detail::block_columns(ohw);
   const int64_t blocks = (ohw + bn - 1) / bn;
   const int64_t items = p.n * p.groups * blocks;
-  std::vector<float> packed;
-  if (!pointwise) {
-    packed.resize(static_cast<size_t>(detail::packed_weights_size(p)));
-    detail::pack_weights(p, w, packed.data());
-  }
-  const int64_t packed_group = packed.size() / static_cast<size_t>(p.groups);
-  // Concurrent sgemm calls need a serial OpenBLAS (see gemm_blocked.h).
-  const bool parallel = !pointwise || detail::blas_is_serial();
-#pragma omp parallel if (parallel && items > 1)
-  {
-    std::vector<float> panel(pointwise ? 0 : static_cast<size_t>(16 * k));
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
-      const int64_t b = item / (blocks * p.groups);
-      const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
-      const float* xg = x + (b * p.c_in + g * cig) * p.h * p.w;
-      float* yg = y + (b * p.c_out + g * cog) * ohw;
-      const float* bg = bias ? bias + g * cog : nullptr;
-      if (!pointwise) {
-        detail::conv_block_avx2(p, xg, packed.data() + g * packed_group, bg, act, j0, nb, yg,
-                                panel.data());
-        continue;
-      }
-      linalg::sgemm(false, false, cog, nb, k, 1.f, w + g * cog * k, k, xg + j0, ohw, 0.f, yg + j0,
-                    ohw);
-      for (int64_t o = 0; o < cog; ++o) {
-        float* yr = yg + o * ohw + j0;
-        detail::bias_activation_span(act, bg ? bg[o] : 0.f, yr, yr, nb);
-      }
+  // Concurrent gemm calls need a serial OpenBLAS (see gemm_partition.h).
+#pragma omp parallel for schedule(static) if (detail::blas_is_serial() && items > 1)
+  for (int64_t item = 0; item < items; ++item) {
+    const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
+    const int64_t b = item / (blocks * p.groups);
+    const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
+    const float* xg = x + (b * p.c_in + g * cig) * ohw;
+    float* yg = y + (b * p.c_out + g * cog) * ohw;
+    kt.gemm(false, false, cog, nb, cig, 1.f, w + g * cog * cig, cig, xg + j0, ohw, 0.f, yg + j0,
+            ohw);
+    for (int64_t o = 0; o < cog; ++o) {
+      float* yr = yg + o * ohw + j0;
+      kt.bias_act(act, bias ? bias[g * cog + o] : 0.f, yr, yr, nb);
     }
   }
 }

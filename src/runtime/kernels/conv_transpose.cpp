@@ -1,15 +1,14 @@
-// ConvTranspose 2-D: columns = Wᵀ·X by sgemm, then col2im scatters every
-// column entry to its output pixel (Dumoulin & Visin, "A guide to convolution
-// arithmetic for deep learning", 2016, §4: the transpose of im2col + GEMM).
+// ConvTranspose 2-D operator: columns = Wᵀ·X by the registry's gemm kernel, then col2im scatters
+// every column entry to its output pixel (Dumoulin & Visin, "A guide to convolution arithmetic for
+// deep learning", 2016, §4: the transpose of im2col + GEMM).
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "runtime/kernels/epilogue.h"
-#include "runtime/kernels/gemm_blocked.h"
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
-#include "tailor/linalg/blas.h"
 #include "tailor/runtime/kernels/conv.h"
+#include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
 
@@ -39,6 +38,8 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
   const int64_t oh = p.out_h(), ow = p.out_w(), ohw = oh * ow, hw = p.h * p.w;
   const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
   const int64_t rows = cog * p.kh * p.kw;  // rows of the column matrix per group
+  const KernelTable& kt = active_kernels();
+  const F32GemmFn gemm_fn = kt.gemm;
   std::vector<float> owned;
   if (scratch == nullptr) {
     owned.resize(static_cast<size_t>(conv_transpose2d_scratch_size(p)));
@@ -48,7 +49,8 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
     for (int64_t g = 0; g < p.groups; ++g) {
       const float* xg = x + (b * p.c_in + g * cig) * hw;
       const float* wg = w + g * cig * rows;  // [cig, rows]
-      detail::sgemm_blocked(true, false, rows, hw, cig, 1.f, wg, rows, xg, hw, 0.f, scratch, hw);
+      detail::gemm_blocked(gemm_fn, true, false, rows, hw, cig, 1.f, wg, rows, xg, hw, 0.f, scratch,
+                           hw);
       float* yg = y + (b * p.c_out + g * cog) * ohw;
 #pragma omp parallel for schedule(static) if (cog * ohw > 16384)
       for (int64_t co = 0; co < cog; ++co) {
@@ -67,7 +69,7 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
             }
           }
         }
-        detail::bias_activation_span(act, 0.f, yc, yc, ohw);
+        kt.bias_act(act, 0.f, yc, yc, ohw);
       }
     }
   }

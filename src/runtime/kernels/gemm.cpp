@@ -1,13 +1,12 @@
-// MatMul (numpy broadcasting) and Gemm on OpenBLAS sgemm.
+// MatMul (numpy broadcasting) and Gemm operators over the registry's gemm
+// kernel, in fixed blocks (gemm_partition.h).
 #include "tailor/runtime/kernels/gemm.h"
 
 #include <algorithm>
 #include <string>
 
-#include "runtime/kernels/epilogue.h"
-#include "runtime/kernels/gemm_blocked.h"
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
-#include "tailor/linalg/blas.h"
 
 namespace tailor::runtime::kernels {
 
@@ -70,6 +69,7 @@ std::vector<int64_t> matmul_output_shape(std::span<const int64_t> a_shape,
 void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
             std::span<const int64_t> b_shape, float* y) {
   const MatmulPlan p = plan_matmul(a_shape, b_shape);
+  const F32GemmFn gemm_fn = active_kernels().gemm;
   int64_t batches = 1, a_batches = 1, b_batches = 1;
   for (size_t i = 0; i < p.batch.size(); ++i) {
     batches *= p.batch[i];
@@ -79,7 +79,8 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
   if (batches == 0 || p.m == 0 || p.n == 0) return;
   if (b_batches == 1 && a_batches == batches) {
     // b is one matrix: all rows of a in one product.
-    detail::sgemm_blocked(false, false, batches * p.m, p.n, p.k, 1.f, a, p.k, b, p.n, 0.f, y, p.n);
+    detail::gemm_blocked(gemm_fn, false, false, batches * p.m, p.n, p.k, 1.f, a, p.k, b, p.n, 0.f,
+                         y, p.n);
     return;
   }
   // Row-major strides (in matrices) of each operand's batch dims; 0 where broadcast.
@@ -100,8 +101,8 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
       ia += idx * sa[i];
       ib += idx * sb[i];
     }
-    detail::sgemm_blocked(false, false, p.m, p.n, p.k, 1.f, a + ia * p.m * p.k, p.k,
-                          b + ib * p.k * p.n, p.n, 0.f, y + t * p.m * p.n, p.n);
+    detail::gemm_blocked(gemm_fn, false, false, p.m, p.n, p.k, 1.f, a + ia * p.m * p.k, p.k,
+                         b + ib * p.k * p.n, p.n, 0.f, y + t * p.m * p.n, p.n);
   }
 }
 
@@ -109,6 +110,7 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
           std::span<const int64_t> c_shape, float* y, const Activation& act) {
   check(p.m >= 0 && p.n >= 0 && p.k >= 0, "", "Gemm sizes must be non-negative");
   if (p.m == 0 || p.n == 0) return;
+  const F32GemmFn gemm_fn = active_kernels().gemm;
   float beta = 0.f;
   if (c != nullptr && p.beta != 0.f) {
     // Unidirectional broadcast of C to [m, n]: dims aligned from the right.
@@ -129,8 +131,8 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
     }
     beta = p.beta;
   }
-  detail::sgemm_blocked(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, a, p.trans_a ? p.m : p.k, b,
-                        p.trans_b ? p.k : p.n, beta, y, p.n);
+  detail::gemm_blocked(gemm_fn, p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, a,
+                       p.trans_a ? p.m : p.k, b, p.trans_b ? p.k : p.n, beta, y, p.n);
   if (act.kind != ActivationKind::none) apply_activation(act, y, y, p.m * p.n);
 }
 

@@ -1,16 +1,17 @@
 // LSTM (ONNX, layout 0, gates i o f c, activations σ/tanh/tanh): the input
-// projections of all steps in one sgemm, then per step one sgemm with the
-// recurrence weights and the vectorised gate update.
+// projections of all steps in one blocked gemm, then per step one gemm call
+// with the recurrence weights and the gate update by the activation kernels
+// (all from the registry).
 #include "tailor/runtime/kernels/lstm.h"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "runtime/kernels/gemm_blocked.h"
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
-#include "tailor/linalg/blas.h"
 #include "tailor/runtime/kernels/elementwise.h"
+#include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
 
@@ -27,6 +28,8 @@ void lstm(const LstmParams& p, const float* x, const float* w, const float* r, c
             std::to_string(p.batch) + ", input_size " + std::to_string(p.input_size) +
             ", hidden_size " + std::to_string(p.hidden_size));
   const int64_t hs = p.hidden_size, g4 = 4 * hs, nb = p.batch, dirs = p.num_directions();
+  const KernelTable& kt = active_kernels();
+  const F32GemmFn gemm_fn = kt.gemm;
   std::vector<float> owned;
   if (scratch == nullptr) {
     owned.resize(static_cast<size_t>(lstm_scratch_size(p)));
@@ -41,8 +44,8 @@ void lstm(const LstmParams& p, const float* x, const float* w, const float* r, c
     const float* wd = w + d * g4 * p.input_size;
     const float* rd = r + d * g4 * hs;
     // xw = X·Wᵀ + Wb + Rb for every step.
-    detail::sgemm_blocked(false, true, p.seq_len * nb, g4, p.input_size, 1.f, x, p.input_size, wd,
-                          p.input_size, 0.f, xw, g4);
+    detail::gemm_blocked(gemm_fn, false, true, p.seq_len * nb, g4, p.input_size, 1.f, x,
+                         p.input_size, wd, p.input_size, 0.f, xw, g4);
     if (b != nullptr) {
       const float* wb = b + d * 2 * g4;
       const float* rb = wb + g4;
@@ -64,15 +67,15 @@ void lstm(const LstmParams& p, const float* x, const float* w, const float* r, c
     for (int64_t step = 0; step < p.seq_len; ++step) {
       const int64_t t = reverse ? p.seq_len - 1 - step : step;
       std::copy(xw + t * nb * g4, xw + (t + 1) * nb * g4, gates);
-      linalg::sgemm(false, true, nb, g4, hs, 1.f, h, hs, rd, hs, 1.f, gates, g4);
+      gemm_fn(false, true, nb, g4, hs, 1.f, h, hs, rd, hs, 1.f, gates, g4);
       for (int64_t bi = 0; bi < nb; ++bi) {
         float* gt = gates + bi * g4;  // i, o, f, c blocks of H
-        sigmoid(gt, gt, 3 * hs);
-        kernels::tanh(gt + 3 * hs, gt + 3 * hs, hs);
+        kt.bias_act(Activation::sigmoid(), 0.f, gt, gt, 3 * hs);
+        kt.bias_act(Activation::tanh(), 0.f, gt + 3 * hs, gt + 3 * hs, hs);
         float* cb = c + bi * hs;
         float* hb = h + bi * hs;
         for (int64_t j = 0; j < hs; ++j) cb[j] = gt[2 * hs + j] * cb[j] + gt[j] * gt[3 * hs + j];
-        kernels::tanh(cb, hb, hs);
+        kt.bias_act(Activation::tanh(), 0.f, cb, hb, hs);
         for (int64_t j = 0; j < hs; ++j) hb[j] *= gt[hs + j];
       }
       if (y) std::copy(h, h + nb * hs, y + ((t * dirs + d) * nb) * hs);

@@ -1,5 +1,6 @@
-// The one place that decides which kernel runs: kernels never test CPU
-// features themselves.
+// The one place that decides which scheme kernel runs: kernels never test
+// CPU features themselves (the query is tailor::cpu_features(), shared with
+// the runtime kernels' registry).
 #include <fmt/format.h>
 
 #include "tailor/core/error.h"
@@ -43,8 +44,7 @@ bool isa_available(Isa isa) {
       return true;
     case Isa::avx2:
       // The AVX2 kernels also use FMA and F16C (every x86-64-v3 CPU has both).
-      return kAvx2Built && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return kAvx2Built && cpu_features().avx2 && cpu_features().fma && cpu_features().f16c;
   }
   return false;
 }
@@ -57,7 +57,10 @@ const GemmKernels& gemm_kernels(Isa isa) {
 }
 
 const GemmKernels& best_gemm_kernels() {
-  static const GemmKernels& best = isa_available(Isa::avx2) ? kAvx2 : kRef;
+  static const GemmKernels& best = []() -> const GemmKernels& {
+    if (const auto forced = forced_isa()) return gemm_kernels(*forced);
+    return isa_available(Isa::avx2) ? kAvx2 : kRef;
+  }();
   return best;
 }
 

@@ -23,7 +23,8 @@ struct Conv2dParams {
   /// item of the implicit GEMM and of the 1×1 sgemm path covers; 0 takes the
   /// kernel's default block (a function of out_h·out_w only). Smaller blocks
   /// keep the input panel in cache and give threads more items. Not used by
-  /// the depthwise path. Results are equal up to the summation order.
+  /// the depthwise path nor the reference. Results are equal up to the
+  /// summation order.
   int64_t column_block = 0;
 
   /// ⌊(h + pad_top + pad_bottom − dil_h·(kh − 1) − 1) / stride_h⌋ + 1.
@@ -53,14 +54,14 @@ void validate(const Conv2dParams& p);
 /// the kernel allocates). Kept so callers can pass an arena.
 int64_t conv2d_scratch_size(const Conv2dParams& p);
 
-/// Convolution y = act(conv(x, w) + bias) (bias may be null). Paths: groups ==
-/// c_in == c_out runs the direct depthwise AVX2 kernel; 1×1, stride 1, no
-/// pads is OpenBLAS sgemm on x directly; everything else an implicit-im2col
-/// GEMM (AVX2/FMA 6×16 micro-kernel gathering input pixels straight from the
-/// image, no column matrix). Work is split into fixed blocks of ≤ 512 output
-/// pixels shared by the OpenMP threads, bias and activation applied per block
-/// while it is in cache. `scratch` is unused (see conv2d_scratch_size).
-/// Throws tailor::Error on invalid parameters.
+/// Convolution y = act(conv(x, w) + bias) (bias may be null), by the kernels
+/// of active_kernels() (registry.h): groups == c_in == c_out runs conv_dw
+/// (f32_conv_dw_2x32_avx2); 1×1, stride 1, no pads runs the gemm kernel on x
+/// directly (f32_gemm_openblas) then bias_act, in fixed blocks of
+/// column_block (default ≤ 512) output pixels shared by the OpenMP threads;
+/// everything else conv_gemm (f32_conv_gemm_6x16_avx2, the implicit-im2col
+/// GEMM). With TAILOR_KERNELS=ref every path is f32_conv_ref. `scratch` is
+/// unused (see conv2d_scratch_size). Throws tailor::Error on invalid parameters.
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
             const Activation& act = {}, float* scratch = nullptr);
 
@@ -97,8 +98,9 @@ void validate(const ConvTranspose2dParams& p);
 /// Floats of scratch conv_transpose2d needs: (c_out/groups)·kh·kw·h·w.
 int64_t conv_transpose2d_scratch_size(const ConvTranspose2dParams& p);
 
-/// y = act(conv_transpose(x, w) + bias) by sgemm (Wᵀ·X into columns) and
-/// col2im. `scratch`: conv_transpose2d_scratch_size(p) floats or null.
+/// y = act(conv_transpose(x, w) + bias) by the registry's gemm kernel (Wᵀ·X
+/// into columns), col2im and its bias_act kernel. `scratch`: conv_transpose2d_scratch_size(p)
+/// floats or null.
 void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const float* w,
                       const float* bias, float* y, const Activation& act = {},
                       float* scratch = nullptr);

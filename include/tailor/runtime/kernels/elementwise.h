@@ -51,7 +51,9 @@ struct Activation {
   static Activation tanh() { return {ActivationKind::tanh, 0.f, 0.f}; }
 };
 
-/// y[i] = act(x[i]) for i < n; y may equal x (in place). AVX2/FMA.
+/// y[i] = act(x[i]) for i < n; y may equal x (in place). By the bias_act
+/// kernel of active_kernels() (registry.h) in fixed chunks of 16384 elements
+/// over the OpenMP threads. NaN in, NaN out.
 void apply_activation(const Activation& act, const float* x, float* y, int64_t n);
 
 /// y[c·spatial + i] = act(x[c·spatial + i] + bias[c]) for c < channels: the
@@ -59,10 +61,11 @@ void apply_activation(const Activation& act, const float* x, float* y, int64_t n
 void bias_activation(const Activation& act, const float* bias, int64_t channels, int64_t spatial,
                      const float* x, float* y);
 
-/// Vectorised exp, sigmoid and tanh over n floats (in place allowed): Cephes
-/// single-precision polynomials (Moshier), within ~2 ulp of the correctly
-/// rounded result over the finite range; exp saturates to 0 / +inf outside
-/// [−87.3, 88.7].
+/// exp, sigmoid and tanh over n floats (in place allowed), by the registry's
+/// exp and bias_act kernels: on AVX2 Cephes single-precision polynomials
+/// (Moshier), within ~2 ulp of the correctly rounded result over the finite
+/// range, exp saturating to 0 / +inf outside [−87.3, 88.7]; the references
+/// use std::exp / std::tanh. NaN in, NaN out.
 void exp(const float* x, float* y, int64_t n);
 void sigmoid(const float* x, float* y, int64_t n);
 void tanh(const float* x, float* y, int64_t n);

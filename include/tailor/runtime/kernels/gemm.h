@@ -1,5 +1,5 @@
 // MatMul (numpy broadcasting of batch dims) and Gemm, ONNX semantics, on
-// OpenBLAS cblas_sgemm.
+// the gemm kernel of active_kernels() (registry.h: OpenBLAS or the reference).
 #pragma once
 
 #include <cstdint>

@@ -26,9 +26,11 @@ struct Pool2dParams {
 /// strides, dilations; pads ≥ 0 and smaller than the kernel; output not empty).
 void validate(const Pool2dParams& p);
 
-/// MaxPool: max over the window's in-image elements (padding never wins).
-/// 2×2 stride-2 unpadded windows run vectorised (vmaxps), where a NaN in a
-/// window may be dropped rather than propagated.
+/// MaxPool: max over the window's in-image elements (padding never wins), by
+/// the max_pool kernel of active_kernels(). f32_maxpool_avx2 runs 2×2
+/// stride-2 unpadded windows vectorised (vmaxps), where a NaN in a window may
+/// be dropped rather than propagated (as onnxruntime); elsewhere, and in
+/// f32_maxpool_ref, a NaN in the window gives NaN.
 void max_pool2d(const Pool2dParams& p, const float* x, float* y);
 
 /// AveragePool: mean over the window. count_include_pad = false divides by the

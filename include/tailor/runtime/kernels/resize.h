@@ -38,7 +38,8 @@ struct ResizeParams {
 /// Throws tailor::Error unless all sizes are positive.
 void validate(const ResizeParams& p);
 
-/// Nearest: y = x at the mode's source index per axis. Linear: separable
+/// By the resize kernel of active_kernels() (registry.h). Nearest: y = x at
+/// the mode's source index per axis. Linear (f32_resize_avx2): separable
 /// interpolation, x first (AVX2 gathers) then y, each source row interpolated
 /// once per plane; rounding differs from a four-product sum by ~1 ulp.
 /// Throws tailor::Error unless validate passes.

@@ -1,4 +1,5 @@
-// Direct depthwise convolution (groups == c_in == c_out), AVX2/FMA.
+// f32_conv_dw_2x32_avx2: direct depthwise convolution (groups == c_in ==
+// c_out), AVX2/FMA, parallel over (image, channel) planes.
 //
 // Each (image, channel) plane is first copied into a zero-padded buffer split
 // into stride_w phase planes (column j of the padded row goes to phase
@@ -7,16 +8,17 @@
 // phase (kx·dil_w) mod s, row oy·stride_h + ky·dil_h, index ox + (kx·dil_w) / s.
 // Outputs are accumulated in registers 32 columns at a time, taps in row-major
 // order starting from the bias; the scalar tail uses the same fma order.
+#if defined(__AVX2__) && defined(__FMA__)
+
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "runtime/kernels/conv_internal.h"
-#include "runtime/kernels/epilogue.h"
+#include "tailor/runtime/kernels/registry.h"
 
-namespace tailor::runtime::kernels::detail {
+namespace tailor::runtime::kernels {
 
 namespace {
 
@@ -124,7 +126,7 @@ void dw_row_pair(const float* base, int64_t step, const int64_t* off, int64_t ta
 
 }  // namespace
 
-void conv2d_depthwise_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                            float* y, const Activation& act) {
   const int64_t oh = p.out_h(), ow = p.out_w(), taps = p.kh * p.kw;
   Geometry g;
@@ -161,9 +163,11 @@ void conv2d_depthwise_avx2(const Conv2dParams& p, const float* x, const float* w
       if (oy < oh) {
         dw_row(buf.data() + oy * row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
       }
-      if (act.kind != ActivationKind::none) bias_activation_span(act, 0.f, yp, yp, oh * ow);
+      if (act.kind != ActivationKind::none) f32_bias_act_avx2(act, 0.f, yp, yp, oh * ow);
     }
   }
 }
 
-}  // namespace tailor::runtime::kernels::detail
+}  // namespace tailor::runtime::kernels
+
+#endif  // __AVX2__ && __FMA__

@@ -1,7 +1,11 @@
-// AVX2/FMA helpers shared by the kernels: Cephes exp/tanh on 8 lanes and the
-// scalar versions with the same polynomials (for loop tails), so a value's
-// result does not depend on whether it fell in a vector or a tail.
+// Cephes exp/sigmoid/tanh on 8 AVX2/FMA lanes and the one-lane versions with
+// the same polynomials (for loop tails), so a value's result does not depend
+// on whether it fell in a vector or a tail. Shared by the AVX2 kernels only.
+// NaN in, NaN out (vminps/vmaxps return their second operand when either is
+// NaN, so the clamps put x second).
 #pragma once
+
+#if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
 
@@ -24,8 +28,8 @@ constexpr float kP0 = 1.9875691500E-4f, kP1 = 1.3981999507E-3f, kP2 = 8.33345190
 inline __m256 exp8(__m256 x) {
   const __m256 lo_mask = _mm256_cmp_ps(x, _mm256_set1_ps(kExpLo), _CMP_LT_OQ);
   const __m256 hi_mask = _mm256_cmp_ps(x, _mm256_set1_ps(kExpHi), _CMP_GT_OQ);
-  x = _mm256_min_ps(x, _mm256_set1_ps(kExpHi));
-  x = _mm256_max_ps(x, _mm256_set1_ps(kExpLo));
+  x = _mm256_min_ps(_mm256_set1_ps(kExpHi), x);
+  x = _mm256_max_ps(_mm256_set1_ps(kExpLo), x);
   __m256 fx = _mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f));
   fx = _mm256_floor_ps(fx);
   x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(kLn2Hi), x);
@@ -122,3 +126,5 @@ inline float tanh1(float x) {
 }
 
 }  // namespace tailor::runtime::kernels::detail
+
+#endif  // __AVX2__ && __FMA__

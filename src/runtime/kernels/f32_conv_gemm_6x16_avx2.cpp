@@ -1,19 +1,24 @@
-// Implicit-im2col GEMM for convolutions, AVX2/FMA: the weights are packed in
-// panels of 6 output channels, the input pixels are gathered straight from
-// the image into panels of 16 output pixels (no im2col matrix), and a 6×16
-// register-tiled micro-kernel (12 accumulators; Goto & van de Geijn, "Anatomy
-// of high-performance matrix multiplication", TOMS 34(3), 2008) runs the full
-// reduction for each tile. Each output element sums its K products in
-// ascending k order whatever the threads, so results are reproducible.
+// f32_conv_gemm_6x16_avx2: convolution as an implicit-im2col GEMM, AVX2/FMA.
+// The weights are packed in panels of 6 output channels, the input pixels
+// are gathered straight from the image into panels of 16 output pixels (no
+// im2col matrix), and a 6×16 register-tiled micro-kernel (12 accumulators;
+// Goto & van de Geijn, "Anatomy of high-performance matrix multiplication",
+// TOMS 34(3), 2008) runs the full reduction for each tile. Work items are
+// (image, group, block of output pixels), a partition fixed by the shape;
+// bias and activation are applied per block while it is in cache. Each output
+// element sums its K products in ascending k order whatever the threads, so
+// results are reproducible.
+#if defined(__AVX2__) && defined(__FMA__)
+
 #include <immintrin.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "runtime/kernels/conv_internal.h"
-#include "runtime/kernels/epilogue.h"
+#include "runtime/kernels/gemm_partition.h"
+#include "tailor/runtime/kernels/registry.h"
 
-namespace tailor::runtime::kernels::detail {
+namespace tailor::runtime::kernels {
 
 namespace {
 
@@ -137,13 +142,14 @@ void pack_b16(const Conv2dParams& p, const float* x, int64_t cig, int64_t j, int
   }
 }
 
-}  // namespace
-
+// Floats of the packed weights: groups · ⌈cog/6⌉·6 · K.
 int64_t packed_weights_size(const Conv2dParams& p) {
   const int64_t cog = p.c_out / p.groups, k = p.c_in / p.groups * p.kh * p.kw;
   return p.groups * ((cog + kMr - 1) / kMr) * kMr * k;
 }
 
+// Packs w [c_out, K] (K = c_in/groups·kh·kw) per group into panels of 6
+// output channels, k-major: ap[g][panel][k][r] (rows past cog zero).
 void pack_weights(const Conv2dParams& p, const float* w, float* ap) {
   const int64_t cog = p.c_out / p.groups, k = p.c_in / p.groups * p.kh * p.kw;
   const int64_t panels = (cog + kMr - 1) / kMr;
@@ -161,8 +167,12 @@ void pack_weights(const Conv2dParams& p, const float* w, float* ap) {
   }
 }
 
-void conv_block_avx2(const Conv2dParams& p, const float* xg, const float* ag, const float* bias,
-                     const Activation& act, int64_t j0, int64_t nb, float* yg, float* bp) {
+// Output pixels [j0, j0 + nb) of all of one group's cog channels of one
+// image: yg[o, j] = act(Σ_k W[o, k]·im2col(xg)[k, j] + bias[o]), k ascending
+// (in chunks of 256). `ag` is that group's packed weights, `bias` that
+// group's bias or null, `bp` a per-thread buffer of 16·K floats.
+void conv_block(const Conv2dParams& p, const float* xg, const float* ag, const float* bias,
+                const Activation& act, int64_t j0, int64_t nb, float* yg, float* bp) {
   const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
   const int64_t k = cig * p.kh * p.kw, ohw = p.out_h() * p.out_w();
   const int64_t panels = (cog + kMr - 1) / kMr;
@@ -183,9 +193,40 @@ void conv_block_avx2(const Conv2dParams& p, const float* xg, const float* ag, co
       }
     }
     for (int64_t o = 0; o < cog; ++o) {
-      bias_activation_span(act, bias ? bias[o] : 0.f, acc.data() + o * kNr, yg + o * ohw + j, cols);
+      f32_bias_act_avx2(act, bias ? bias[o] : 0.f, acc.data() + o * kNr, yg + o * ohw + j, cols);
     }
   }
 }
 
-}  // namespace tailor::runtime::kernels::detail
+}  // namespace
+
+void f32_conv_gemm_6x16_avx2(const Conv2dParams& p, const float* x, const float* w,
+                             const float* bias, float* y, const Activation& act) {
+  const int64_t ohw = p.out_h() * p.out_w();
+  const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
+  const int64_t k = cig * p.kh * p.kw;
+  const int64_t bn =
+      p.column_block > 0 ? std::min(p.column_block, ohw) : detail::block_columns(ohw);
+  const int64_t blocks = (ohw + bn - 1) / bn;
+  const int64_t items = p.n * p.groups * blocks;
+  std::vector<float> packed(static_cast<size_t>(packed_weights_size(p)));
+  pack_weights(p, w, packed.data());
+  const int64_t packed_group = static_cast<int64_t>(packed.size()) / p.groups;
+#pragma omp parallel if (items > 1)
+  {
+    std::vector<float> panel(static_cast<size_t>(kNr * k));
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
+      const int64_t b = item / (blocks * p.groups);
+      const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
+      conv_block(p, x + (b * p.c_in + g * cig) * p.h * p.w, packed.data() + g * packed_group,
+                 bias ? bias + g * cog : nullptr, act, j0, nb, y + (b * p.c_out + g * cog) * ohw,
+                 panel.data());
+    }
+  }
+}
+
+}  // namespace tailor::runtime::kernels
+
+#endif  // __AVX2__ && __FMA__

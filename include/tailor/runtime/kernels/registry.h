@@ -1,0 +1,128 @@
+// The runtime's micro-kernels and the one place that picks them for the CPU
+// (XNNPACK's habit, as src/schemes/kernels does for the compressed GEMMs).
+// Names say datatype, operation, tile and instruction set:
+// f32_conv_gemm_6x16_avx2 is the f32 convolution as an implicit GEMM with
+// 6×16 register tiles on AVX2/FMA; `_ref` is the scalar reference of an
+// operation, straightforward loops after the ONNX operator definition that
+// share no code with the optimised kernels (tests/runtime/kernels compares
+// them). The operator functions of conv.h, gemm.h, pool.h, resize.h,
+// elementwise.h and lstm.h validate their parameters and call the kernels of
+// active_kernels(); kernels take validated parameters and throw nothing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tailor/core/cpu.h"
+#include "tailor/runtime/kernels/conv.h"
+#include "tailor/runtime/kernels/elementwise.h"
+#include "tailor/runtime/kernels/pool.h"
+#include "tailor/runtime/kernels/resize.h"
+
+namespace tailor::runtime::kernels {
+
+using tailor::Isa;
+
+/// C = alpha·op(A)·op(B) + beta·C, row-major, cblas_sgemm's contract: op(A)
+/// [m, k] (A stored [k, m] with leading dimension lda when trans_a, else
+/// [m, k]), op(B) [k, n] (B stored [n, k] when trans_b), C [m, n] with
+/// leading dimension ldc; beta = 0 ignores C's input (NaN included). One
+/// call on the calling thread.
+using F32GemmFn = void (*)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                           const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                           float* c, int64_t ldc);
+/// y = act(conv(x, w) + bias), the whole convolution (shapes in Conv2dParams;
+/// bias [c_out] or null); parameters already validated.
+using F32ConvFn = void (*)(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                           float* y, const Activation& act);
+/// y[i] = act(x[i] + bias) for i < n, on the calling thread; in place allowed.
+using F32BiasActFn = void (*)(const Activation& act, float bias, const float* x, float* y,
+                              int64_t n);
+/// y[i] = f(x[i]) for i < n; in place allowed.
+using F32UnaryFn = void (*)(const float* x, float* y, int64_t n);
+/// BatchNormalization (inference) then act, as kernels::batch_norm.
+using F32BatchNormFn = void (*)(int64_t n, int64_t channels, int64_t spatial, const float* x,
+                                const float* scale, const float* bias, const float* mean,
+                                const float* var, float epsilon, float* y, const Activation& act);
+/// Softmax over the middle axis of [outer, axis, inner], as kernels::softmax.
+using F32SoftmaxFn = void (*)(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner);
+/// MaxPool, as kernels::max_pool2d (parameters validated).
+using F32PoolFn = void (*)(const Pool2dParams& p, const float* x, float* y);
+/// Resize, as kernels::resize2d (parameters validated).
+using F32ResizeFn = void (*)(const ResizeParams& p, const float* x, float* y);
+
+// Scalar references (src/runtime/kernels/*_ref.cpp), serial. f32_conv_ref
+// serves every conv path; f32_bias_act_ref and f32_exp_ref use std::exp and
+// std::tanh; f32_softmax_ref sums in double; f32_maxpool_ref propagates NaN.
+void f32_gemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                  int64_t ldc);
+void f32_conv_ref(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                  float* y, const Activation& act);
+void f32_bias_act_ref(const Activation& act, float bias, const float* x, float* y, int64_t n);
+void f32_exp_ref(const float* x, float* y, int64_t n);
+void f32_batchnorm_ref(int64_t n, int64_t channels, int64_t spatial, const float* x,
+                       const float* scale, const float* bias, const float* mean, const float* var,
+                       float epsilon, float* y, const Activation& act);
+void f32_softmax_ref(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner);
+void f32_maxpool_ref(const Pool2dParams& p, const float* x, float* y);
+void f32_resize_ref(const ResizeParams& p, const float* x, float* y);
+
+// Optimised kernels (built when the compiler targets AVX2 and FMA, e.g.
+// -march=x86-64-v3; f32_gemm_openblas always). Parallel ones split fixed,
+// shape-determined work partitions over OpenMP threads, so results do not
+// depend on the thread count.
+/// One serial OpenBLAS cblas_sgemm call.
+void f32_gemm_openblas(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc);
+/// Implicit-im2col GEMM, 6 output channels × 16 output pixels per register
+/// tile, weights packed once per call, epilogue fused; any groups, pads,
+/// strides, dilations; honours Conv2dParams::column_block.
+void f32_conv_gemm_6x16_avx2(const Conv2dParams& p, const float* x, const float* w,
+                             const float* bias, float* y, const Activation& act);
+/// Direct depthwise conv (groups == c_in == c_out): 2 output rows × 32
+/// columns in registers, from a zero-padded, stride-phase-split plane copy.
+void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                           float* y, const Activation& act);
+/// Bias + activation 8 lanes at a time (Cephes exp/tanh polynomials, ~2 ulp).
+void f32_bias_act_avx2(const Activation& act, float bias, const float* x, float* y, int64_t n);
+void f32_exp_avx2(const float* x, float* y, int64_t n);
+void f32_batchnorm_avx2(int64_t n, int64_t channels, int64_t spatial, const float* x,
+                        const float* scale, const float* bias, const float* mean, const float* var,
+                        float epsilon, float* y, const Activation& act);
+void f32_softmax_avx2(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner);
+/// 2×2 stride-2 unpadded windows 8 outputs per vmaxps (a NaN there may be
+/// dropped, as vmaxps and onnxruntime do); other windows scalar, NaN kept.
+void f32_maxpool_avx2(const Pool2dParams& p, const float* x, float* y);
+/// Nearest by index tables; linear separably, x by AVX2 gathers then y.
+void f32_resize_avx2(const ResizeParams& p, const float* x, float* y);
+
+/// One kernel per operation for one instruction set.
+struct KernelTable {
+  Isa isa;
+  F32GemmFn gemm;         ///< MatMul, Gemm, LSTM, ConvTranspose, 1×1 Conv
+  F32ConvFn conv_gemm;    ///< Conv, neither depthwise nor 1×1 stride-1 unpadded
+  F32ConvFn conv_dw;      ///< depthwise Conv
+  F32BiasActFn bias_act;  ///< activations and conv/gemm epilogues
+  F32UnaryFn exp;         ///< Exp
+  F32BatchNormFn batch_norm;
+  F32SoftmaxFn softmax;
+  F32PoolFn max_pool;
+  F32ResizeFn resize;
+};
+
+/// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
+/// AVX2 and FMA for Isa::avx2).
+bool isa_available(Isa isa);
+/// The table of `isa`; throws tailor::Error when it is not available.
+const KernelTable& kernel_table(Isa isa);
+/// The table the operators use: the one TAILOR_KERNELS forces (forced_isa(),
+/// tailor::Error when that one is not available), else the fastest available.
+/// Chosen on the first call.
+const KernelTable& active_kernels();
+/// One line naming the table's kernels per operation, e.g.
+/// "avx2: gemm=f32_gemm_openblas conv_gemm=f32_conv_gemm_6x16_avx2 ...".
+std::string describe(const KernelTable& table);
+
+}  // namespace tailor::runtime::kernels

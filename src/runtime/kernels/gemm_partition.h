@@ -1,0 +1,36 @@
+// Fixed work partitions of the GEMM-based operators: a product split into
+// blocks that OpenMP threads share, each block one serial call of the gemm
+// kernel. The partition depends only on the shape, never on the thread
+// count, so neither do the results.
+#pragma once
+
+#include <cstdint>
+
+#include "tailor/runtime/kernels/registry.h"
+
+namespace tailor::runtime::kernels::detail {
+
+/// Output columns per block for a product with n columns: about n/4 (so two
+/// to four threads balance), a multiple of 16, within [64, 512] (large
+/// blocks amortise OpenBLAS's packing; an im2col block of K·512 floats still
+/// streams well from L2). A function of n only, never of the thread count.
+inline int64_t block_columns(int64_t n) {
+  const int64_t quarter = ((n + 3) / 4 + 15) / 16 * 16;
+  return quarter < 64 ? 64 : (quarter > 512 ? 512 : quarter);
+}
+/// Rows per block when a product is split by rows.
+constexpr int64_t kBlockM = 64;
+
+/// True when OpenBLAS runs single-threaded (set_num_threads makes it so), so
+/// that concurrent gemm calls from OpenMP threads neither oversubscribe nor race.
+bool blas_is_serial();
+
+/// C = alpha·op(A)·op(B) + beta·C by `gemm` (F32GemmFn's contract), split by
+/// columns in block_columns(n) blocks when that gives several, else by rows
+/// in kBlockM blocks, over OpenMP threads when blas_is_serial() and not
+/// already in a parallel region; otherwise one call.
+void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                  float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                  float* c, int64_t ldc);
+
+}  // namespace tailor::runtime::kernels::detail

@@ -1,0 +1,114 @@
+// The one place that decides which runtime kernel runs on this CPU: kernels
+// never test CPU features themselves (the query is tailor::cpu_features()).
+#include "tailor/runtime/kernels/registry.h"
+
+#include <string>
+
+#include "tailor/core/error.h"
+
+namespace tailor::runtime::kernels {
+namespace {
+
+constexpr KernelTable kRef{Isa::ref,         f32_gemm_ref,  f32_conv_ref,      f32_conv_ref,
+                           f32_bias_act_ref, f32_exp_ref,   f32_batchnorm_ref, f32_softmax_ref,
+                           f32_maxpool_ref,  f32_resize_ref};
+
+#if defined(__AVX2__) && defined(__FMA__)
+constexpr KernelTable kAvx2{
+    Isa::avx2,         f32_gemm_openblas, f32_conv_gemm_6x16_avx2, f32_conv_dw_2x32_avx2,
+    f32_bias_act_avx2, f32_exp_avx2,      f32_batchnorm_avx2,      f32_softmax_avx2,
+    f32_maxpool_avx2,  f32_resize_avx2};
+constexpr bool kAvx2Built = true;
+#else
+constexpr KernelTable kAvx2 = kRef;
+constexpr bool kAvx2Built = false;
+#endif
+
+// Kernel names for describe(), matched by function pointer.
+struct Named {
+  const void* fn;
+  const char* name;
+};
+
+const Named kNames[] = {
+    {reinterpret_cast<const void*>(&f32_gemm_ref), "f32_gemm_ref"},
+    {reinterpret_cast<const void*>(&f32_conv_ref), "f32_conv_ref"},
+    {reinterpret_cast<const void*>(&f32_bias_act_ref), "f32_bias_act_ref"},
+    {reinterpret_cast<const void*>(&f32_exp_ref), "f32_exp_ref"},
+    {reinterpret_cast<const void*>(&f32_batchnorm_ref), "f32_batchnorm_ref"},
+    {reinterpret_cast<const void*>(&f32_softmax_ref), "f32_softmax_ref"},
+    {reinterpret_cast<const void*>(&f32_maxpool_ref), "f32_maxpool_ref"},
+    {reinterpret_cast<const void*>(&f32_resize_ref), "f32_resize_ref"},
+    {reinterpret_cast<const void*>(&f32_gemm_openblas), "f32_gemm_openblas"},
+#if defined(__AVX2__) && defined(__FMA__)
+    {reinterpret_cast<const void*>(&f32_conv_gemm_6x16_avx2), "f32_conv_gemm_6x16_avx2"},
+    {reinterpret_cast<const void*>(&f32_conv_dw_2x32_avx2), "f32_conv_dw_2x32_avx2"},
+    {reinterpret_cast<const void*>(&f32_bias_act_avx2), "f32_bias_act_avx2"},
+    {reinterpret_cast<const void*>(&f32_exp_avx2), "f32_exp_avx2"},
+    {reinterpret_cast<const void*>(&f32_batchnorm_avx2), "f32_batchnorm_avx2"},
+    {reinterpret_cast<const void*>(&f32_softmax_avx2), "f32_softmax_avx2"},
+    {reinterpret_cast<const void*>(&f32_maxpool_avx2), "f32_maxpool_avx2"},
+    {reinterpret_cast<const void*>(&f32_resize_avx2), "f32_resize_avx2"},
+#endif
+};
+
+template <class Fn>
+const char* name_of(Fn fn) {
+  for (const Named& n : kNames) {
+    if (n.fn == reinterpret_cast<const void*>(fn)) return n.name;
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool isa_available(Isa isa) {
+  switch (isa) {
+    case Isa::ref:
+      return true;
+    case Isa::avx2:
+      return kAvx2Built && cpu_features().avx2 && cpu_features().fma;
+  }
+  return false;
+}
+
+const KernelTable& kernel_table(Isa isa) {
+  check(isa_available(isa), "kernels",
+        std::string(isa_name(isa)) +
+            " runtime kernels are not built in or not supported by this CPU (CPU has: " +
+            tailor::describe(cpu_features()) + ")");
+  return isa == Isa::avx2 ? kAvx2 : kRef;
+}
+
+const KernelTable& active_kernels() {
+  static const KernelTable& active = [&]() -> const KernelTable& {
+    if (const auto forced = forced_isa()) return kernel_table(*forced);
+    return isa_available(Isa::avx2) ? kAvx2 : kRef;
+  }();
+  return active;
+}
+
+std::string describe(const KernelTable& t) {
+  std::string s = isa_name(t.isa);
+  s += ": gemm=";
+  s += name_of(t.gemm);
+  s += " conv_gemm=";
+  s += name_of(t.conv_gemm);
+  s += " conv_dw=";
+  s += name_of(t.conv_dw);
+  s += " bias_act=";
+  s += name_of(t.bias_act);
+  s += " exp=";
+  s += name_of(t.exp);
+  s += " batch_norm=";
+  s += name_of(t.batch_norm);
+  s += " softmax=";
+  s += name_of(t.softmax);
+  s += " max_pool=";
+  s += name_of(t.max_pool);
+  s += " resize=";
+  s += name_of(t.resize);
+  return s;
+}
+
+}  // namespace tailor::runtime::kernels

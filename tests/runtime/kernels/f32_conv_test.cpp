@@ -1,0 +1,160 @@
+// f32_conv_gemm_6x16_avx2, f32_conv_dw_2x32_avx2 and the 1×1 path (gemm +
+// bias_act kernels) against f32_conv_ref on shapes that hit every tail: odd
+// sizes, channel counts not multiples of the 6-row tile, pixel counts not
+// multiples of 16 or 32, asymmetric pads, strides 1–3, dilations, groups,
+// column blocks, each activation. Tolerance: the reference sums in double;
+// an f32 sum of K = c_in/groups·kh·kw products plus the bias is within
+// (K + 1)·ε·Σ|terms| (γ bound), Σ|terms| obtained by running the reference
+// on |x|, |w|, |bias|; activations are 1.5-Lipschitz at most (hard_swish) and
+// add their own error: Cephes sigmoid/tanh ≤ 8ε relative (f32_activation_test),
+// and hard_sigmoid/hard_swish round α·v + β once (fma) or twice (reference),
+// ≤ ε·|v| apart, times |v| for hard_swish, |v| ≤ Σ|terms|:
+// tol = 1.5·(K + 1)·ε·Σ|terms| + 8ε·|y| + ε·Σ|terms|·max(1, Σ|terms|) + 2⁻¹²⁶.
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/kernels/kernel_compare.h"
+#include "tailor/runtime/kernels/conv.h"
+
+namespace tailor::runtime::kernels::testing {
+namespace {
+
+struct ConvCase {
+  int64_t n, c_in, h, w, c_out, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, column_block;
+};
+
+std::string label(const ConvCase& c) {
+  return "conv n" + std::to_string(c.n) + " c" + std::to_string(c.c_in) + "→" +
+         std::to_string(c.c_out) + " " + std::to_string(c.h) + "×" + std::to_string(c.w) + " k" +
+         std::to_string(c.kh) + "×" + std::to_string(c.kw) + " s" + std::to_string(c.sh) + "," +
+         std::to_string(c.sw) + " pads " + std::to_string(c.pt) + "," + std::to_string(c.pl) + "," +
+         std::to_string(c.pb) + "," + std::to_string(c.pr) + " d" + std::to_string(c.dh) + "," +
+         std::to_string(c.dw) + " g" + std::to_string(c.groups) + " cb" +
+         std::to_string(c.column_block);
+}
+
+Conv2dParams params(const ConvCase& c) {
+  Conv2dParams p;
+  p.n = c.n, p.c_in = c.c_in, p.h = c.h, p.w = c.w, p.c_out = c.c_out, p.kh = c.kh, p.kw = c.kw;
+  p.stride_h = c.sh, p.stride_w = c.sw, p.pad_top = c.pt, p.pad_left = c.pl;
+  p.pad_bottom = c.pb, p.pad_right = c.pr, p.dil_h = c.dh, p.dil_w = c.dw, p.groups = c.groups;
+  p.column_block = c.column_block;
+  return p;
+}
+
+const Activation kActs[] = {
+    Activation::none(),           Activation::relu(),       Activation::clip(-0.5f, 0.5f),
+    Activation::hard_sigmoid(),   Activation::hard_swish(), Activation::sigmoid(),
+    Activation::leaky_relu(0.1f), Activation::tanh()};
+
+class F32Conv : public KernelVsRef {
+ protected:
+  // Runs `fn` (or the conv2d operator when null) against f32_conv_ref.
+  void check(const ConvCase& c, F32ConvFn fn, const Activation& act, bool with_bias,
+             uint64_t seed) {
+    const Conv2dParams p = params(c);
+    validate(p);
+    const int64_t wn = p.c_out * (p.c_in / p.groups) * p.kh * p.kw;
+    const auto x = uniform(p.n * p.c_in * p.h * p.w, seed);
+    const auto w = uniform(wn, seed + 1);
+    const auto bias = uniform(p.c_out, seed + 2);
+    const float* bp = with_bias ? bias.data() : nullptr;
+    const size_t ny = static_cast<size_t>(p.n * p.c_out * p.out_h() * p.out_w());
+    std::vector<float> want(ny), got(ny, -99.f), mag(ny);
+    ref().conv_gemm(p, x.data(), w.data(), bp, want.data(), act);
+    if (fn) {
+      fn(p, x.data(), w.data(), bp, got.data(), act);
+    } else {
+      conv2d(p, x.data(), w.data(), bp, got.data(), act);
+    }
+    auto abs_of = [](std::vector<float> v) {
+      for (float& e : v) e = std::fabs(e);
+      return v;
+    };
+    const auto ax = abs_of(x), aw = abs_of(w), ab = abs_of(bias);
+    ref().conv_gemm(p, ax.data(), aw.data(), with_bias ? ab.data() : nullptr, mag.data(), {});
+    const double k = static_cast<double>(p.c_in / p.groups * p.kh * p.kw) + 1;
+    std::vector<double> tol(ny);
+    for (size_t i = 0; i < ny; ++i) {
+      const double m = mag[i];
+      tol[i] = 1.5 * k * kEps * m + 8 * kEps * std::fabs(want[i]) + kEps * m * std::max(1.0, m) +
+               0x1p-126;
+    }
+    expect_within(got, want, tol,
+                  label(c) + " act " + std::to_string(static_cast<int>(act.kind)) +
+                      (with_bias ? " bias" : ""));
+  }
+};
+
+const ConvCase kGemmCases[] = {
+    // n, c_in, h, w, c_out, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, column_block
+    {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+    {2, 4, 11, 13, 7, 3, 3, 2, 2, 1, 0, 2, 1, 1, 1, 1, 0},
+    {1, 6, 17, 19, 13, 5, 3, 1, 3, 2, 1, 0, 2, 2, 1, 1, 0},
+    {1, 8, 20, 33, 12, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 2, 0},
+    {1, 6, 9, 40, 9, 3, 3, 1, 1, 0, 1, 0, 1, 1, 1, 3, 0},
+    {1, 1, 5, 5, 1, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1, 0},
+    {1, 300, 5, 6, 7, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1, 1, 0},  // K = 900: several 256-chunks
+    {1, 5, 24, 24, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 48},
+    {1, 5, 24, 24, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 7},
+    {1, 4, 6, 70, 6, 1, 7, 1, 1, 0, 3, 0, 3, 1, 1, 1, 0},
+    {1, 4, 8, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1, 0},  // 2×2 stride 2
+    {1, 6, 9, 9, 4, 1, 1, 2, 2, 1, 1, 0, 0, 1, 1, 2, 0},  // 1×1 strided, padded
+};
+
+const ConvCase kDwCases[] = {
+    {1, 3, 7, 9, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 0},
+    {2, 5, 40, 37, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, 0},
+    {1, 4, 33, 70, 4, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 4, 0},
+    {1, 2, 12, 80, 2, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 2, 0},
+    {1, 3, 15, 45, 3, 3, 3, 1, 3, 0, 2, 1, 0, 2, 2, 3, 0},
+    {1, 2, 8, 9, 2, 3, 1, 3, 1, 1, 0, 2, 0, 1, 1, 2, 0},
+    {1, 2, 3, 3, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 2, 0},  // one output pixel
+};
+
+const ConvCase kPointwiseCases[] = {
+    {1, 7, 5, 9, 11, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},
+    {2, 12, 20, 21, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 3, 0},
+    {1, 16, 30, 30, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 100},
+};
+
+TEST_F(F32Conv, Gemm6x16MatchesReference) {
+  uint64_t seed = 100;
+  for (const ConvCase& c : kGemmCases) {
+    for (const Activation& act : kActs) check(c, opt().conv_gemm, act, true, seed += 3);
+    check(c, opt().conv_gemm, Activation::none(), false, seed += 3);
+  }
+}
+
+TEST_F(F32Conv, Depthwise2x32MatchesReference) {
+  uint64_t seed = 200;
+  for (const ConvCase& c : kDwCases) {
+    for (const Activation& act : kActs) check(c, opt().conv_dw, act, true, seed += 3);
+    check(c, opt().conv_dw, Activation::none(), false, seed += 3);
+  }
+}
+
+TEST_F(F32Conv, PointwiseOperatorMatchesReference) {
+  // 1×1 stride-1 unpadded convs run the gemm and bias_act kernels of the
+  // active table inside conv2d; the default table is the AVX2 one here.
+  ASSERT_EQ(&active_kernels(), forced_isa() ? &kernel_table(*forced_isa()) : &opt());
+  uint64_t seed = 300;
+  for (const ConvCase& c : kPointwiseCases) {
+    for (const Activation& act : kActs) check(c, nullptr, act, true, seed += 3);
+  }
+}
+
+TEST_F(F32Conv, ReferenceByHand) {
+  // 1 channel 3×3, w = [[1, 0, −1]] ×3 rows, pads 1, bias 0.5 (as tests/runtime/conv_test.cpp):
+  // y[1][1] = Σ rows (x[r][0] − x[r][2]) + 0.5 = 3·(−2) + 0.5 = −5.5; y[0][0] = −(2 + 5) + 0.5.
+  const ConvCase c{1, 1, 3, 3, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w = {1, 0, -1, 1, 0, -1, 1, 0, -1};
+  const float bias = 0.5f;
+  std::vector<float> y(9);
+  f32_conv_ref(params(c), x.data(), w.data(), &bias, y.data(), {});
+  EXPECT_EQ(y,
+            (std::vector<float>{-6.5f, -3.5f, 7.5f, -14.5f, -5.5f, 15.5f, -12.5f, -3.5f, 13.5f}));
+}
+
+}  // namespace
+}  // namespace tailor::runtime::kernels::testing
