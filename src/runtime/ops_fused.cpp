@@ -1,5 +1,5 @@
-// Fused ops of the "ai.tailor" domain that the graph fusion pass
-// (src/graph/passes/fusion.cpp) emits: FusedMatMul (kernels with
+// Fused ops of the "ai.tailor" domain that the graph fusion pass emits
+// (src/graph/passes/fuse_*.h; contracts in tailor/graph/fused_ops.h): FusedMatMul (kernels with
 // a bias + activation epilogue; FusedConv and FusedGemm are registered in ops_nn.cpp),
 // LayerNormalization, Softmax (one axis) and FusedElementwise (a small program of elementwise steps
 // run in one pass over the output). Each computes what the unfused ONNX nodes compute, with the
@@ -393,25 +393,40 @@ class FusedElementwiseKernel final : public Kernel {
   int64_t n_in_ = 0, regs_ = 0;
 };
 
+/// The kernels' epilogue for a fused op's activation.
+k::ActivationKind kernel_activation(graph::FusedActivation a) {
+  switch (a) {
+    case graph::FusedActivation::none:
+      return k::ActivationKind::none;
+    case graph::FusedActivation::relu:
+      return k::ActivationKind::relu;
+    case graph::FusedActivation::clip:
+      return k::ActivationKind::clip;
+    case graph::FusedActivation::hard_sigmoid:
+      return k::ActivationKind::hard_sigmoid;
+    case graph::FusedActivation::hard_swish:
+      return k::ActivationKind::hard_swish;
+    case graph::FusedActivation::sigmoid:
+      return k::ActivationKind::sigmoid;
+    case graph::FusedActivation::leaky_relu:
+      return k::ActivationKind::leaky_relu;
+    case graph::FusedActivation::tanh:
+      return k::ActivationKind::tanh;
+  }
+  return k::ActivationKind::none;
+}
+
 }  // namespace
 
 kernels::Activation activation_from_node(const graph::Node& node, const char* alpha,
                                          const char* beta) {
-  // The FusedConv contract (graph/passes/fuse_conv.h): `activation`, `alpha`, `beta`.
+  // The contract of tailor/graph/fused_ops.h: `activation` names a row of
+  // graph::kFusedActivations, `alpha` and `beta` (or FusedGemm's names) its parameters.
   const std::string name = node.attr_string("activation", "none");
-  const float a = node.attr_float(alpha, 0.f), b = node.attr_float(beta, 0.f);
-  static const std::pair<const char*, k::ActivationKind> kinds[] = {
-      {"none", k::ActivationKind::none},
-      {"relu", k::ActivationKind::relu},
-      {"clip", k::ActivationKind::clip},
-      {"hard_sigmoid", k::ActivationKind::hard_sigmoid},
-      {"hard_swish", k::ActivationKind::hard_swish},
-      {"sigmoid", k::ActivationKind::sigmoid},
-      {"leaky_relu", k::ActivationKind::leaky_relu},
-      {"tanh", k::ActivationKind::tanh}};
-  for (const auto& [n, kind] : kinds)
-    if (name == n) return k::Activation{kind, a, b};
-  throw Error(node.label(), "activation '" + name + "' is unknown");
+  const graph::FusedActivationInfo* info = graph::fused_activation_named(name);
+  if (!info) throw Error(node.label(), "activation '" + name + "' is unknown");
+  return k::Activation{kernel_activation(info->kind), node.attr_float(alpha, 0.f),
+                       node.attr_float(beta, 0.f)};
 }
 
 void register_fused_ops() {

@@ -69,23 +69,8 @@ class ConvKernel final : public Kernel {
         // Tuning attribute (not ONNX): Conv2dParams::column_block.
         column_block_(init.node.attr_int("column_block", 0)) {
     if (column_block_ < 0) init.fail("column_block must be >= 0");
-    // FusedConv (ai.tailor, graph/passes/fuse_conv.h): the activation of the epilogue.
-    const std::string act = init.node.attr_string("activation", "none");
-    const float alpha = init.node.attr_float("alpha", 0.0f),
-                beta = init.node.attr_float("beta", 0.0f);
-    static const std::pair<const char*, k::ActivationKind> kinds[] = {
-        {"none", k::ActivationKind::none},
-        {"relu", k::ActivationKind::relu},
-        {"clip", k::ActivationKind::clip},
-        {"hard_sigmoid", k::ActivationKind::hard_sigmoid},
-        {"hard_swish", k::ActivationKind::hard_swish},
-        {"sigmoid", k::ActivationKind::sigmoid},
-        {"leaky_relu", k::ActivationKind::leaky_relu},
-        {"tanh", k::ActivationKind::tanh}};
-    bool found = false;
-    for (const auto& [name, kind] : kinds)
-      if (act == name) act_ = k::Activation{kind, alpha, beta}, found = true;
-    if (!found) init.fail("activation '" + act + "' is unknown");
+    // FusedConv (ai.tailor, contract in tailor/graph/fused_ops.h): the epilogue's activation.
+    act_ = activation_from_node(init.node);
   }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();

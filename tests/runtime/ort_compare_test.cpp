@@ -23,9 +23,10 @@
 #include "op_test_util.h"
 #include "tailor/core/rng.h"
 #include "tailor/graph/onnx.h"
-#include "tailor/graph/passes/fuse_conv.h"
+#include "tailor/graph/passes.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
+#include "tailor/runtime/pass_options.h"
 #include "tailor/tasks/image.h"
 #include "tailor/tasks/ocr.h"
 #include "test_util.h"
@@ -66,10 +67,10 @@ void expect_close(const Tensor& ours, const Tensor& ref, const std::string& what
 /// Runs `model` in tailor and in onnxruntime on `inputs`; compares every output.
 void compare(const std::string& model, const std::vector<std::pair<std::string, Tensor>>& inputs,
              const std::string& label) {
-  // As imported, and with the Conv epilogue fusion `tailor run` applies.
+  // As imported, and after the passes `tailor run` applies (--passes all).
   graph::Model plain = graph::import_onnx(model);
-  graph::Model fused = plain;
-  graph::fuse_conv_epilogues(fused);
+  graph::Model fused =
+      graph::run_passes(plain, graph::parse_pass_list("all"), runtime::default_pass_options());
   std::map<std::string, Tensor> feeds(inputs.begin(), inputs.end());
   const auto ref = run_ort(model, inputs);
   for (graph::Model* m : {&plain, &fused}) {

@@ -1,12 +1,10 @@
 // The "ai.tailor" ops the fusion and layout passes emit and the runtime runs
 // (src/runtime/ops_fused.cpp, ops_layout.cpp). Attribute contracts:
 //
-// - FusedConv(X, W, [B]) (defined in tailor/graph/passes/fuse_conv.h): ONNX
-//   Conv attributes plus `activation` (string: "none", "relu", "clip",
-//   "hard_sigmoid", "hard_swish", "sigmoid", "leaky_relu", "tanh") and floats
-//   `alpha`, `beta` (Clip min/max, HardSigmoid and HardSwish alpha/beta,
-//   LeakyRelu alpha). Y = act(Conv(X, W) + B). "The activation" below means
-//   these three attributes.
+// - FusedConv(X, W, [B]) (emitted by src/graph/passes/fuse_conv_bias_activation.h):
+//   ONNX Conv attributes plus `activation` (string: a name of kFusedActivations
+//   below) and floats `alpha`, `beta` (its parameters, as that table says).
+//   Y = act(Conv(X, W) + B). "The activation" below means these three attributes.
 // - FusedGemm(A, B, [C]): ONNX Gemm attributes (its own alpha, beta) plus
 //   `activation` with `activation_alpha`, `activation_beta`.
 // - FusedMatMul(A, B, [bias]): Y = act(MatMul(A, B) + bias), bias [n] over
@@ -25,6 +23,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <string_view>
 
 namespace tailor::graph {
 
@@ -57,6 +57,71 @@ enum class ElementwiseOp : int64_t {
   pow,
   count
 };
+
+/// The activation a fused op applies to its result (FusedConv, FusedGemm,
+/// FusedMatMul, ConvNhwc). The runtime maps it to its kernels' epilogue
+/// (src/runtime/ops_fused.cpp, activation_from_node).
+enum class FusedActivation : uint8_t {
+  none,          ///< x
+  relu,          ///< max(0, x)
+  clip,          ///< min(max(x, alpha), beta)
+  hard_sigmoid,  ///< max(0, min(1, alpha·x + beta))
+  hard_swish,    ///< x·max(0, min(1, alpha·x + beta)), alpha 1/6, beta 1/2
+  sigmoid,       ///< 1 / (1 + exp(−x))
+  leaky_relu,    ///< x ≥ 0 ? x : alpha·x
+  tanh,          ///< tanh(x)
+};
+
+/// One row of the activation table: the `activation` attribute value, the
+/// ONNX op (default domain) the fusion pass absorbs into it, and where its
+/// two parameters come from.
+struct FusedActivationInfo {
+  FusedActivation kind;
+  /// The value of the fused node's `activation` attribute.
+  std::string_view name;
+  /// The ONNX op it replaces ("" for none).
+  std::string_view onnx_op;
+  /// The ONNX op's attribute read into alpha ("": alpha is always
+  /// `alpha_default`), and its ONNX default.
+  std::string_view alpha_attribute;
+  float alpha_default;
+  /// The same for beta.
+  std::string_view beta_attribute;
+  float beta_default;
+};
+
+/// Every activation a fused op can carry. Parameters as the ONNX operators
+/// define them (onnx/docs/Operators.md): HardSigmoid alpha 0.2, beta 0.5;
+/// LeakyRelu alpha 0.01; HardSwish is HardSigmoid with alpha 1/6, beta 1/2;
+/// Clip's bounds are attributes `min`, `max` before opset 11 and inputs 1, 2
+/// from opset 11 (absent: −∞, +∞), which the fusion pass reads itself.
+inline constexpr FusedActivationInfo kFusedActivations[] = {
+    {FusedActivation::none, "none", "", "", 0.f, "", 0.f},
+    {FusedActivation::relu, "relu", "Relu", "", 0.f, "", 0.f},
+    {FusedActivation::clip, "clip", "Clip", "min", -std::numeric_limits<float>::infinity(), "max",
+     std::numeric_limits<float>::infinity()},
+    {FusedActivation::hard_sigmoid, "hard_sigmoid", "HardSigmoid", "alpha", 0.2f, "beta", 0.5f},
+    {FusedActivation::hard_swish, "hard_swish", "HardSwish", "", 1.f / 6.f, "", 0.5f},
+    {FusedActivation::sigmoid, "sigmoid", "Sigmoid", "", 0.f, "", 0.f},
+    {FusedActivation::leaky_relu, "leaky_relu", "LeakyRelu", "alpha", 0.01f, "", 0.f},
+    {FusedActivation::tanh, "tanh", "Tanh", "", 0.f, "", 0.f},
+};
+
+/// The row whose `name` is `name` (a fused node's `activation` attribute), or
+/// nullptr when there is none.
+constexpr const FusedActivationInfo* fused_activation_named(std::string_view name) {
+  for (const auto& a : kFusedActivations)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+/// The row that absorbs the ONNX op `op_type` (default domain), or nullptr.
+constexpr const FusedActivationInfo* fused_activation_for_op(std::string_view op_type) {
+  if (op_type.empty()) return nullptr;
+  for (const auto& a : kFusedActivations)
+    if (a.onnx_op == op_type) return &a;
+  return nullptr;
+}
 
 /// Limits of a FusedElementwise node.
 inline constexpr size_t kFusedElementwiseMaxInputs = 4;

@@ -136,31 +136,40 @@ struct FusionCandidate {
   std::vector<std::string> nodes;
 };
 
-/// The fusion candidates of `model`'s main graph, in graph order (the ids
-/// `PassOptions::fusion_candidates` selects from). Candidates do not overlap.
+/// The fusion candidates of `model`: the main graph's, in graph order (of
+/// the node each fusion ends at), then each subgraph's likewise, depth first
+/// (the ids `PassOptions::fusion_candidates` selects from). Candidates do not
+/// overlap.
 std::vector<FusionCandidate> fusion_candidates(const Model& model);
 
 /// Fusion into ops of the "ai.tailor" domain the runtime registers
-/// (src/runtime/ops_fused.cpp):
-/// - conv_epilogue: Conv → [Add of a per-channel constant] → [activation] →
-///   ai.tailor.FusedConv (the conv kernel's bias + activation epilogue);
-///   activations Relu, Clip (constant bounds), HardSigmoid, HardSwish,
-///   Sigmoid, LeakyRelu, and the decomposed HardSwish x·Clip(x+3, 0, 6)/6;
-/// - gemm_epilogue: Gemm → activation → ai.tailor.FusedGemm;
-/// - matmul_epilogue: MatMul (constant 2-D B) → [Add of a constant [n]] →
-///   [activation] → ai.tailor.FusedMatMul;
-/// - layer_norm: ReduceMean/Sub/Pow (or Mul)/ReduceMean/Add/Sqrt/Div (or
-///   Mul∘Reciprocal)/Mul/Add over the last axis → ai.tailor.LayerNormalization;
-/// - softmax: Exp/ReduceSum/Div, or ReduceMax/Sub/Exp/ReduceSum/Div, over one
-///   axis → ai.tailor.Softmax;
-/// - elementwise: a connected group (≥ 2 nodes) of f32 elementwise ops
-///   (Add, Sub, Mul, Div, Max, Min, Pow with constant 2 or 0.5, Relu, Sigmoid,
+/// (contracts in tailor/graph/fused_ops.h). One rule per file pair in
+/// src/graph/passes/ (the header draws the pattern):
+/// - conv_epilogue (fuse_conv_bias_activation.h): Conv → [Add of a
+///   per-channel constant] → [activation] → ai.tailor.FusedConv (the conv
+///   kernel's bias + activation epilogue);
+/// - gemm_epilogue (fuse_gemm_activation.h): Gemm → activation →
+///   ai.tailor.FusedGemm;
+/// - matmul_epilogue (fuse_matmul_bias_activation.h): MatMul (constant 2-D B)
+///   → [Add of a constant [n]] → [activation] → ai.tailor.FusedMatMul;
+/// - layer_norm (fuse_layer_norm.h): ReduceMean/Sub/Pow (or Mul)/ReduceMean/
+///   Add/Sqrt/Div (or Mul∘Reciprocal)/[Mul/[Add]] over the last axis →
+///   ai.tailor.LayerNormalization;
+/// - softmax (fuse_softmax.h): Exp/ReduceSum/Div, or
+///   ReduceMax/Sub/Exp/ReduceSum/Div, over one axis → ai.tailor.Softmax;
+/// - elementwise (fuse_elementwise.h): a connected group (2 to 24 nodes) of
+///   f32 elementwise ops (Add, Sub, Mul, Div, Max, Min, Pow, Relu, Sigmoid,
 ///   Tanh, Exp, Log, Sqrt, Reciprocal, Neg, Abs, Clip, HardSigmoid,
 ///   HardSwish, LeakyRelu) whose inner values have no consumer outside the
 ///   group, with one output, at most 4 run-time inputs → one
 ///   ai.tailor.FusedElementwise holding the step program (broadcasting as in
 ///   ONNX, one pass over the output).
-/// Only candidates selected by options.fusion_candidates (default: all).
+/// The activations are the rows of graph::kFusedActivations (Relu, Sigmoid,
+/// Tanh, HardSigmoid, HardSwish, LeakyRelu, Clip with constant bounds) and
+/// the decomposed HardSwish x·Clip(x+3, 0, 6)/6 (epilogue_activation.h).
+/// Rules run in the order fusion.cpp gives (layer_norm and softmax, then the
+/// epilogues, then elementwise groups); a node joins one fusion at most. Only
+/// candidates selected by options.fusion_candidates (default: all).
 /// Preserves graph outputs within float rounding (epilogues compute the same
 /// operations in the same order; the elementwise program does too).
 Model fuse(const Model& model, const PassOptions& options);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <cstring>
 #include "tailor/core/error.h"
@@ -417,6 +418,36 @@ std::optional<std::string> node_key(const Node& n) {
     }
   }
   return k;
+}
+
+}  // namespace tailor::graph::passes
+
+namespace tailor::graph::passes {
+
+std::optional<std::string> other_input(const Node& n, const std::string& v, bool commutative) {
+  if (n.inputs.size() != 2) return std::nullopt;
+  if (n.inputs[0] == v && n.inputs[1] != v) return n.inputs[1];
+  if (commutative && n.inputs[1] == v && n.inputs[0] != v) return n.inputs[0];
+  return std::nullopt;
+}
+
+std::optional<double> scalar_constant(const Graph& g, const std::string& v) {
+  const Tensor* t = constant(g, v);
+  if (!t || t->numel() != 1) return std::nullopt;
+  return uniform_value(*t);
+}
+
+std::optional<std::pair<float, float>> clip_bounds(const Graph& g, const Node& n, int64_t opset) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (opset < 11) return std::make_pair(n.attr_float("min", -inf), n.attr_float("max", inf));
+  std::pair<float, float> b{-inf, inf};
+  for (size_t k = 1; k <= 2; ++k) {
+    if (n.inputs.size() <= k || n.inputs[k].empty()) continue;
+    const auto v = scalar_constant(g, n.inputs[k]);
+    if (!v) return std::nullopt;
+    (k == 1 ? b.first : b.second) = static_cast<float>(*v);
+  }
+  return b;
 }
 
 }  // namespace tailor::graph::passes

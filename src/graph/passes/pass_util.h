@@ -6,7 +6,9 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tailor/graph/graph.h"
@@ -140,4 +142,22 @@ std::string tensor_key(const Tensor& t);
 /// domain, inputs in order, attributes); nullopt for nodes never merged
 /// (subgraph attributes, random generators).
 std::optional<std::string> node_key(const Node& n);
+}  // namespace tailor::graph::passes
+
+namespace tailor::graph::passes {
+/// True for a node of the default ONNX domain with op type `op`.
+inline bool is_op(const Node& n, std::string_view op) {
+  return n.domain.empty() && n.op_type == op;
+}
+/// The other input of the two-input node `n` when one input is `v`: input 1
+/// when input 0 is `v`, and (when `commutative`) input 0 when input 1 is `v`;
+/// nullopt otherwise, and when both inputs are `v`.
+std::optional<std::string> other_input(const Node& n, const std::string& v, bool commutative);
+/// The value of `v` when it is a one-element initializer of `g` (any dtype
+/// uniform_value reads), or nullopt.
+std::optional<double> scalar_constant(const Graph& g, const std::string& v);
+/// The bounds (min, max) of Clip node `n`: attributes `min`, `max` before
+/// opset 11, one-element constant inputs 1 and 2 from opset 11; an absent
+/// bound is ∓∞. nullopt when an input bound is not a one-element constant.
+std::optional<std::pair<float, float>> clip_bounds(const Graph& g, const Node& n, int64_t opset);
 }  // namespace tailor::graph::passes

@@ -17,7 +17,12 @@ const std::vector<PassInfo>& registered_passes() {
   //   the weights first (strength would turn x·2 into x+x, which does not);
   // - cse after simplify, when equal subexpressions look alike;
   // - hoist before fusion, so hoisted nodes can fuse with the enclosing graph's;
-  // - fuse, then layout (which converts fused convs);
+  // - fuse after simplify (BatchNorm and per-channel Mul already in the conv
+  //   weights, so Conv → Add → activation is left for the epilogue) and after
+  //   strength (the LayerNorm rule takes its d · Reciprocal(Sqrt(·)) form as
+  //   well as d / Sqrt(·)); its rules, one per fuse_*.{h,cpp}, run in the
+  //   order fusion.cpp lists with its reasons;
+  // - layout after fuse (it converts fused convs);
   // - dce last, sweeping what the others left unused.
   static const std::vector<PassInfo> passes = {
       {"fold", "constant folding (size-capped), If with a constant condition inlined",
@@ -27,7 +32,8 @@ const std::vector<PassInfo>& registered_passes() {
        &reduce_strength},
       {"cse", "common-subexpression elimination", &eliminate_common_subexpressions},
       {"hoist", "invariant hoisting out of Loop bodies and If branches", &hoist_invariants},
-      {"fuse", "conv/gemm/matmul epilogues, LayerNorm, Softmax, elementwise groups", &fuse},
+      {"fuse", "conv/gemm/matmul epilogues, LayerNorm, Softmax, elementwise groups (fuse_*.h)",
+       &fuse},
       {"layout", "NCHW convs to NHWC (ai.tailor.ConvNhwc), inverse transposes cancelled",
        &convert_layout_nhwc},
       {"dce", "dead-code elimination (nodes, initializers)", &eliminate_dead_code},
