@@ -63,12 +63,13 @@ class Inference {
     return it == info_.end() ? nullptr : &it->second;
   }
 
-  /// Every value with a known dtype or shape, as a ValueType.
-  std::unordered_map<std::string, ValueType> types() const {
+  /// Every value with a known dtype or shape, as a ValueType (moved out: the
+  /// shapes are left empty).
+  std::unordered_map<std::string, ValueType> take_types() {
     std::unordered_map<std::string, ValueType> out;
     out.reserve(info_.size());
-    for (const auto& [name, i] : info_)
-      if (i.dtype || i.shape) out.emplace(name, ValueType{i.dtype, i.shape});
+    for (auto& [name, i] : info_)
+      if (i.dtype || i.shape) out.emplace(name, ValueType{i.dtype, std::move(i.shape)});
     return out;
   }
 
@@ -83,7 +84,7 @@ class Inference {
 std::unordered_map<std::string, ValueType> infer_types(const Graph& g, int64_t opset) {
   Inference inf(g, opset);
   inf.run();
-  return inf.types();
+  return inf.take_types();
 }
 
 bool has_shape_rule(const std::string& domain, const std::string& op_type) {

@@ -20,13 +20,13 @@ std::optional<std::vector<Dim>> value_of_tensor(const Tensor& t) {
   return v;
 }
 
-Dim bcast_dim(const Dim& a, const Dim& b, const std::string& who) {
+Dim bcast_dim(const Dim& a, const Dim& b, Who who) {
   if (a.is_known() && a.value == 1) return b;
   if (b.is_known() && b.value == 1) return a;
   if (a == b) return a;
   if (a.is_known() && b.is_known())
-    throw Error(who, "dims " + std::to_string(a.value) + " and " + std::to_string(b.value) +
-                         " do not broadcast");
+    throw Error(who.label(), "dims " + std::to_string(a.value) + " and " + std::to_string(b.value) +
+                                 " do not broadcast");
   if (a.is_known()) return a;
   if (b.is_known()) return b;
   return Dim::unknown();
@@ -85,7 +85,7 @@ std::optional<std::vector<int64_t>> numbers(const Info* i) {
   return out;
 }
 
-std::optional<SymShape> bcast(const std::vector<const Info*>& ins, const std::string& who) {
+std::optional<SymShape> bcast(const std::vector<const Info*>& ins, Who who) {
   SymShape out;
   for (const Info* i : ins) {
     if (!i || !i->shape) return std::nullopt;
@@ -97,9 +97,9 @@ std::optional<SymShape> bcast(const std::vector<const Info*>& ins, const std::st
   return out;
 }
 
-int64_t norm_axis(int64_t a, int64_t r, const std::string& who) {
+int64_t norm_axis(int64_t a, int64_t r, Who who) {
   if (a < -r || a >= std::max<int64_t>(r, 1))
-    throw Error(who, "axis " + std::to_string(a) + " out of range");
+    throw Error(who.label(), "axis " + std::to_string(a) + " out of range");
   return a < 0 ? a + r : a;
 }
 

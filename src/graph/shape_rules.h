@@ -26,6 +26,13 @@ struct Info {
   Tensor constant;
 };
 
+/// The node an error names; its label ("Conv 'conv1'") is built only when
+/// an error is thrown.
+struct Who {
+  const Node& node;
+  std::string label() const { return node.label(); }
+};
+
 /// Tracked values hold at most this many elements.
 inline constexpr int64_t kMaxTracked = 64;
 /// Elements of tracked values are Dims too: a number (any int64, -1
@@ -53,9 +60,9 @@ SymShape dims_of(const std::vector<Dim>& elems);
 std::optional<std::vector<int64_t>> numbers(const Info* i);
 /// Multidirectional (numpy) broadcast of the inputs' shapes; nullopt when one
 /// is unknown. Throws Error(who) when two known dims differ and neither is 1.
-std::optional<SymShape> bcast(const std::vector<const Info*>& ins, const std::string& who);
+std::optional<SymShape> bcast(const std::vector<const Info*>& ins, Who who);
 /// Axis `a` normalised to [0, r); throws Error(who) when out of range.
-int64_t norm_axis(int64_t a, int64_t r, const std::string& who);
+int64_t norm_axis(int64_t a, int64_t r, Who who);
 /// Product of dims [a, b) of `s`: a number when all are known, the dim itself
 /// when the range holds one dim, else unknown.
 Dim product(const SymShape& s, int64_t a, int64_t b);
@@ -70,8 +77,8 @@ class NodeContext {
       : node(n), opset(opset), known_(known) {}
   /// What is known of input i; nullptr when it is absent, omitted or unknown.
   const Info* in(size_t i) const;
-  /// The node's label for messages ("Conv 'conv1'").
-  std::string who() const { return node.label(); }
+  /// The node, for messages.
+  Who who() const { return Who{node}; }
   /// Dtype and shape of input i (value and constant dropped), optionally
   /// with another dtype; an empty Info (but `dt`) when input i is unknown.
   Info same(size_t i, std::optional<DType> dt = std::nullopt) const;
@@ -119,7 +126,7 @@ Dim window_out(const Dim& in, int64_t k, int64_t s, int64_t d, int64_t pb, int64
 /// The shared nn shapes (shape_rules_nn.cpp), used by tailor's fused ops too.
 /// MatMul of a [..., m, k] and b [..., k, n] (batch dims broadcast); nullopt
 /// when either is unknown or of rank < 2.
-std::optional<SymShape> matmul_shape(const Info* a, const Info* b, const std::string& who);
+std::optional<SymShape> matmul_shape(const Info* a, const Info* b, Who who);
 /// Gemm of node inputs 0 and 1 (attributes transA, transB): [m, n]; unknown
 /// dims when an input shape is unknown.
 SymShape gemm_shape(const NodeContext& c);
@@ -130,7 +137,7 @@ SymShape gemm_shape(const NodeContext& c);
 /// dims are unknown). Throws Error(who) when an attribute's length does not
 /// match the spatial rank.
 SymShape window_shape(const Node& n, const SymShape& xs, Dim channels,
-                      const std::vector<int64_t>& ks, bool transposed, const std::string& who);
+                      const std::vector<int64_t>& ks, bool transposed, Who who);
 /// The kernel's spatial size: attribute kernel_shape, else dims 2.. of the
 /// weight `w` when its rank is `rank`.
 std::vector<int64_t> kernel_of(const Node& n, const Info* w, size_t rank);

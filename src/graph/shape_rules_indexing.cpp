@@ -79,7 +79,7 @@ int64_t slice_count(int64_t& b, int64_t e, int64_t st, int64_t dim) {
 }
 
 std::vector<Info> slice(const NodeContext& c) {
-  const std::string who = c.who();
+  const Who who = c.who();
   const Info* x = c.in(0);
   Info o;
   if (x) o.dtype = x->dtype;
@@ -96,12 +96,12 @@ std::vector<Info> slice(const NodeContext& c) {
     for (size_t i = 0; i < count; ++i) a.axes->push_back(static_cast<int64_t>(i));
   if (!a.steps || a.steps->empty()) a.steps = std::vector<int64_t>(count, 1);
   if (a.axes->size() != count || a.ends->size() != count || a.steps->size() != count)
-    throw Error(who, "starts, ends, axes and steps differ in length");
+    throw Error(who.label(), "starts, ends, axes and steps differ in length");
   std::vector<std::pair<int64_t, int64_t>> ranges;  // for the value
   for (size_t i = 0; i < count; ++i) {
     Dim& d = s[static_cast<size_t>(norm_axis((*a.axes)[i], r, who))];
     const int64_t st = (*a.steps)[i];
-    if (st == 0) throw Error(who, "step is 0");  // it divided by zero (SIGFPE)
+    if (st == 0) throw Error(who.label(), "step is 0");  // it divided by zero (SIGFPE)
     int64_t b = (*a.starts)[i];
     const int64_t e = (*a.ends)[i];
     if (!d.is_known()) {
@@ -120,7 +120,7 @@ std::vector<Info> slice(const NodeContext& c) {
 }
 
 std::vector<Info> concat(const NodeContext& c) {
-  const std::string who = c.who();
+  const Who who = c.who();
   Info o;
   std::vector<const Info*> ins;
   for (size_t i = 0; i < c.node.inputs.size(); ++i) ins.push_back(c.in(i));
@@ -139,7 +139,8 @@ std::vector<Info> concat(const NodeContext& c) {
       o.shape = s;
       return {o};
     }
-    if (static_cast<int64_t>(i->shape->size()) != r) throw Error(who, "inputs differ in rank");
+    if (static_cast<int64_t>(i->shape->size()) != r)
+      throw Error(who.label(), "inputs differ in rank");
     const Dim& d = (*i->shape)[static_cast<size_t>(axis)];
     if (d.is_known())
       total += d.value;
@@ -208,7 +209,7 @@ std::vector<Info> tile(const NodeContext& c) {
   }
   for (size_t d = 0; d < reps->size(); ++d) {
     Dim& x = (*o.shape)[d];
-    if ((*reps)[d] < 0) throw Error(c.who(), "repeats must be non-negative");
+    if ((*reps)[d] < 0) throw Error(c.who().label(), "repeats must be non-negative");
     if (x.is_known())
       x = Dim::known(x.value * (*reps)[d]);
     else if ((*reps)[d] != 1)

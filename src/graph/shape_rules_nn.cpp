@@ -7,7 +7,7 @@
 
 namespace tailor::graph::shape_rules {
 
-std::optional<SymShape> matmul_shape(const Info* a, const Info* b, const std::string& who) {
+std::optional<SymShape> matmul_shape(const Info* a, const Info* b, Who who) {
   if (!a || !b || !a->shape || !b->shape || a->shape->size() < 2 || b->shape->size() < 2)
     return std::nullopt;
   Info ba{std::nullopt, SymShape(a->shape->begin(), a->shape->end() - 2), std::nullopt, {}};
@@ -53,7 +53,7 @@ Dim transposed_out(const Node& n, const Dim& in, size_t d, size_t sd, int64_t k,
 }  // namespace
 
 SymShape window_shape(const Node& n, const SymShape& xs, Dim channels,
-                      const std::vector<int64_t>& ks, bool transposed, const std::string& who) {
+                      const std::vector<int64_t>& ks, bool transposed, Who who) {
   const size_t sd = xs.size() - 2;
   SymShape s{xs[0], std::move(channels)};
   if (ks.size() != sd) {
@@ -65,7 +65,7 @@ SymShape window_shape(const Node& n, const SymShape& xs, Dim channels,
   const auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
   const std::string ap = n.attr_string("auto_pad", "NOTSET");
   if (st.size() != sd || dil.size() != sd || pads.size() != 2 * sd)
-    throw Error(who, "strides, dilations or pads do not match the spatial rank");
+    throw Error(who.label(), "strides, dilations or pads do not match the spatial rank");
   for (size_t d = 0; d < sd; ++d) {
     const Dim& in = xs[2 + d];
     if (transposed) {

@@ -81,7 +81,7 @@ std::vector<Info> transpose(const NodeContext& c) {
     std::vector<int64_t> perm = c.node.attr_ints("perm", {});
     if (perm.empty())
       for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(r - 1 - i));
-    if (perm.size() != r) throw Error(c.who(), "perm length differs from the input rank");
+    if (perm.size() != r) throw Error(c.who().label(), "perm length differs from the input rank");
     SymShape s;
     for (int64_t p : perm) s.push_back((*x->shape).at(static_cast<size_t>(p)));
     o.shape = s;
@@ -89,7 +89,7 @@ std::vector<Info> transpose(const NodeContext& c) {
   return {o};
 }
 
-SymShape unsqueezed(const SymShape& s, const std::vector<int64_t>& axes, const std::string& who) {
+SymShape unsqueezed(const SymShape& s, const std::vector<int64_t>& axes, Who who) {
   const int64_t r = static_cast<int64_t>(s.size() + axes.size());
   std::vector<bool> ins(static_cast<size_t>(r), false);
   for (int64_t a : axes) ins[static_cast<size_t>(norm_axis(a, r, who))] = true;
@@ -101,8 +101,7 @@ SymShape unsqueezed(const SymShape& s, const std::vector<int64_t>& axes, const s
 }
 
 /// The squeezed shape; nullopt when `axes` is empty and a dim that might be 1 is unknown.
-std::optional<SymShape> squeezed(const SymShape& s, const std::vector<int64_t>& axes,
-                                 const std::string& who) {
+std::optional<SymShape> squeezed(const SymShape& s, const std::vector<int64_t>& axes, Who who) {
   const int64_t r = static_cast<int64_t>(s.size());
   std::vector<bool> drop(static_cast<size_t>(r), false);
   if (axes.empty()) {
@@ -239,7 +238,7 @@ std::vector<Info> range(const NodeContext& c) {
     else
       return {o};
   }
-  if (v[2] == 0) throw Error(c.who(), "delta is 0");
+  if (v[2] == 0) throw Error(c.who().label(), "delta is 0");
   const double count = std::ceil((v[1] - v[0]) / v[2]);
   if (std::isnan(count) || count >= 0x1p63) return {o};  // the runtime refuses it
   o.shape = SymShape{Dim::known(count > 0 ? static_cast<int64_t>(count) : 0)};
