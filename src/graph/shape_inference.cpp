@@ -45,8 +45,10 @@ class Inference {
 
   void run() {
     info_.reserve(g_.types.size() + g_.initializers.size() + g_.nodes.size());
-    for (const auto& [name, t] : g_.types) info_[name] = Info{t.dtype, t.shape, std::nullopt, {}};
-    for (const auto& [name, t] : g_.initializers) info_[name] = shape_rules::info_of_tensor(t);
+    for (const auto& [name, t] : g_.initializers)
+      info_.emplace(name, shape_rules::info_of_tensor(t));
+    for (const auto& [name, t] : g_.types)  // an initializer's tensor wins
+      info_.try_emplace(name, Info{t.dtype, t.shape, std::nullopt, {}});
     for (const Node& n : g_.nodes) {
       const shape_rules::Rule rule = shape_rules::find_rule(n.domain, n.op_type);
       if (!rule) continue;
@@ -63,13 +65,17 @@ class Inference {
     return it == info_.end() ? nullptr : &it->second;
   }
 
-  /// Every value with a known dtype or shape, as a ValueType (moved out: the
-  /// shapes are left empty).
+  /// Every value with a known dtype or shape, as a ValueType (moved out:
+  /// nothing is left known).
   std::unordered_map<std::string, ValueType> take_types() {
     std::unordered_map<std::string, ValueType> out;
     out.reserve(info_.size());
-    for (auto& [name, i] : info_)
-      if (i.dtype || i.shape) out.emplace(name, ValueType{i.dtype, std::move(i.shape)});
+    while (!info_.empty()) {
+      auto node = info_.extract(info_.begin());
+      Info& i = node.mapped();
+      if (i.dtype || i.shape)
+        out.emplace(std::move(node.key()), ValueType{i.dtype, std::move(i.shape)});
+    }
     return out;
   }
 

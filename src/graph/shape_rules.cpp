@@ -14,7 +14,8 @@ std::optional<std::vector<Dim>> value_of_tensor(const Tensor& t) {
       t.numel() > kMaxTracked)
     return std::nullopt;
   std::vector<Dim> v;
-  const Tensor c = t.to(DType::i64);
+  v.reserve(static_cast<size_t>(t.numel()));
+  const Tensor c = t.dtype() == DType::i64 ? t.contiguous() : t.to(DType::i64);
   const int64_t* p = c.data<int64_t>();
   for (int64_t i = 0; i < t.numel(); ++i) v.push_back(Dim{p[i], {}});
   return v;

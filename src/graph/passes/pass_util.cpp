@@ -128,11 +128,14 @@ std::optional<double> uniform_value(const Tensor& t) {
 }
 
 std::unordered_map<std::string, ValueInfo> infer_value_info(const Graph& g, int64_t opset) {
+  std::unordered_map<std::string, ValueType> types = infer_types(g, opset);
   std::unordered_map<std::string, ValueInfo> info;
-  for (const auto& [name, t] : infer_types(g, opset)) {
-    ValueInfo& vi = info[name];
-    vi.dtype = t.dtype;
-    if (t.shape) vi.rank = t.shape->size();
+  info.reserve(types.size());
+  while (!types.empty()) {
+    auto node = types.extract(types.begin());
+    const ValueType& t = node.mapped();
+    info.emplace(std::move(node.key()),
+                 ValueInfo{t.dtype, t.shape ? std::optional(t.shape->size()) : std::nullopt});
   }
   return info;
 }
