@@ -65,18 +65,14 @@ class Inference {
     return it == info_.end() ? nullptr : &it->second;
   }
 
-  /// Every value with a known dtype or shape, as a ValueType (moved out:
+  /// Hands every value with a known dtype or shape to `sink` (moved out:
   /// nothing is left known).
-  std::unordered_map<std::string, ValueType> take_types() {
-    std::unordered_map<std::string, ValueType> out;
-    out.reserve(info_.size());
+  void drain(const TypeSink& sink) {
     while (!info_.empty()) {
       auto node = info_.extract(info_.begin());
       Info& i = node.mapped();
-      if (i.dtype || i.shape)
-        out.emplace(std::move(node.key()), ValueType{i.dtype, std::move(i.shape)});
+      if (i.dtype || i.shape) sink(std::move(node.key()), ValueType{i.dtype, std::move(i.shape)});
     }
-    return out;
   }
 
  private:
@@ -87,10 +83,18 @@ class Inference {
 
 }  // namespace
 
-std::unordered_map<std::string, ValueType> infer_types(const Graph& g, int64_t opset) {
+void for_each_inferred_type(const Graph& g, int64_t opset, const TypeSink& sink) {
   Inference inf(g, opset);
   inf.run();
-  return inf.take_types();
+  inf.drain(sink);
+}
+
+std::unordered_map<std::string, ValueType> infer_types(const Graph& g, int64_t opset) {
+  std::unordered_map<std::string, ValueType> out;
+  for_each_inferred_type(g, opset, [&](std::string&& name, ValueType&& t) {
+    out.emplace(std::move(name), std::move(t));
+  });
+  return out;
 }
 
 bool has_shape_rule(const std::string& domain, const std::string& op_type) {

@@ -5,6 +5,7 @@
 // looked up by (domain, op_type).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -40,6 +41,13 @@ void infer_shapes(Model& model);
 /// which nothing is known are absent. Throws Error naming the node for an
 /// inconsistent graph, as infer_shapes does.
 std::unordered_map<std::string, ValueType> infer_types(const Graph& g, int64_t opset);
+
+/// Receives one value's name and type (both movable) from for_each_inferred_type.
+using TypeSink = std::function<void(std::string&& name, ValueType&& type)>;
+/// infer_types without building its map: hands each known value to `sink`
+/// once, in no particular order (for views that keep less, as the passes'
+/// dtype/rank map does).
+void for_each_inferred_type(const Graph& g, int64_t opset, const TypeSink& sink);
 
 /// True when shape inference has a rule for op `op_type` of `domain` ("" for
 /// the default ONNX domain, "ai.tailor" for tailor's ops); the outputs of ops

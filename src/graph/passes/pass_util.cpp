@@ -128,15 +128,12 @@ std::optional<double> uniform_value(const Tensor& t) {
 }
 
 std::unordered_map<std::string, ValueInfo> infer_value_info(const Graph& g, int64_t opset) {
-  std::unordered_map<std::string, ValueType> types = infer_types(g, opset);
   std::unordered_map<std::string, ValueInfo> info;
-  info.reserve(types.size());
-  while (!types.empty()) {
-    auto node = types.extract(types.begin());
-    const ValueType& t = node.mapped();
-    info.emplace(std::move(node.key()),
+  info.reserve(g.types.size() + g.initializers.size() + g.nodes.size());
+  for_each_inferred_type(g, opset, [&](std::string&& name, ValueType&& t) {
+    info.emplace(std::move(name),
                  ValueInfo{t.dtype, t.shape ? std::optional(t.shape->size()) : std::nullopt});
-  }
+  });
   return info;
 }
 
