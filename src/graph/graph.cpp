@@ -192,4 +192,36 @@ std::string Graph::node_label(size_t i) const {
   return n.op_type + " node #" + std::to_string(i);
 }
 
+namespace {
+void collect_free(const Graph& g, std::set<std::string>& out) {
+  std::set<std::string> defined(g.inputs.begin(), g.inputs.end());
+  for (const auto& [name, t] : g.initializers) defined.insert(name);
+  auto use = [&](const std::string& v) {
+    if (!v.empty() && !defined.count(v)) out.insert(v);
+  };
+  for (const auto& n : g.nodes) {
+    for (const auto& in : n.inputs) use(in);
+    for (const auto& v : subgraph_free_names(n)) use(v);
+    for (const auto& o : n.outputs) defined.insert(o);
+  }
+  for (const auto& o : g.outputs) use(o);
+}
+}  // namespace
+
+std::set<std::string> free_names(const Graph& g) {
+  std::set<std::string> out;
+  collect_free(g, out);
+  return out;
+}
+
+std::set<std::string> subgraph_free_names(const Node& n) {
+  std::set<std::string> out;
+  for (const auto& [an, a] : n.attributes) {
+    if (a.kind == Attribute::Kind::g && a.g) collect_free(*a.g, out);
+    for (const auto& sub : a.graphs)
+      if (sub) collect_free(*sub, out);
+  }
+  return out;
+}
+
 }  // namespace tailor::graph

@@ -40,30 +40,6 @@ const Tensor* Frame::lookup(const std::string& name) const {
   return nullptr;
 }
 
-namespace {
-
-/// Names a graph (and its subgraphs) read from enclosing scopes.
-void free_names(const graph::Graph& g, std::set<std::string>& out) {
-  std::set<std::string> defined(g.inputs.begin(), g.inputs.end());
-  for (const auto& [name, t] : g.initializers) defined.insert(name);
-  auto use = [&](const std::string& v) {
-    if (!v.empty() && !defined.count(v)) out.insert(v);
-  };
-  for (const auto& n : g.nodes) {
-    for (const auto& in : n.inputs) use(in);
-    for (const auto& [an, a] : n.attributes) {
-      std::set<std::string> inner;
-      if (a.kind == graph::Attribute::Kind::g) free_names(*a.g, inner);
-      for (const auto& sub : a.graphs) free_names(*sub, inner);
-      for (const auto& v : inner) use(v);
-    }
-    for (const auto& o : n.outputs) defined.insert(o);
-  }
-  for (const auto& o : g.outputs) use(o);
-}
-
-}  // namespace
-
 std::shared_ptr<Plan> compile_plan(const graph::Graph& g, int64_t opset,
                                    const std::string& source) {
   auto plan = std::make_shared<Plan>();
@@ -105,12 +81,7 @@ std::shared_ptr<Plan> compile_plan(const graph::Graph& g, int64_t opset,
       }
       step.inputs.push_back(slot(in));
     }
-    std::set<std::string> sub_free;
-    for (const auto& [an, a] : n.attributes) {
-      if (a.kind == graph::Attribute::Kind::g) free_names(*a.g, sub_free);
-      for (const auto& sub : a.graphs) free_names(*sub, sub_free);
-    }
-    for (const auto& v : sub_free) {
+    for (const auto& v : graph::subgraph_free_names(n)) {
       if (!defined.count(v)) {
         plan->outer_slots.push_back(slot(v));
         defined.insert(v);

@@ -349,288 +349,318 @@ void pad(OpContext& ctx, const std::string& mode, const std::vector<int64_t>& pa
   ctx.outputs[0] = std::move(out);
 }
 
+std::unique_ptr<Kernel> identity_kernel(const KernelInit&) {
+  return make_kernel([](OpContext& ctx) {
+    ctx.outputs[0] = ctx.in(0);
+    if (ctx.outputs.size() > 1) {  // Dropout's mask: all true in inference
+      Tensor m = ctx.alloc(DType::boolean, ctx.in(0).shape());
+      std::memset(m.mutable_raw(), 1, m.nbytes());
+      ctx.outputs[1] = std::move(m);
+    }
+  });
+}
+
+std::unique_ptr<Kernel> cast_kernel(const KernelInit& init) {
+  const int64_t to = init.node.attr_int("to", 0);
+  // ONNX TensorProto.DataType numbers.
+  static const std::pair<int64_t, DType> map[] = {
+      {1, DType::f32},  {2, DType::u8},   {3, DType::i8},   {4, DType::u16},
+      {5, DType::i16},  {6, DType::i32},  {7, DType::i64},  {9, DType::boolean},
+      {10, DType::f16}, {11, DType::f64}, {16, DType::bf16}};
+  std::optional<DType> dt;
+  for (const auto& [k, v] : map)
+    if (k == to) dt = v;
+  if (!dt) init.fail("cast to ONNX data type " + std::to_string(to) + " is unsupported");
+  const DType target = *dt;
+  return make_kernel([target](OpContext& ctx) {
+    const Tensor& x = ctx.in(0);
+    if (x.dtype() == target) {
+      ctx.outputs[0] = x;
+      return;
+    }
+    const Tensor xc = x.contiguous();
+    Tensor out = ctx.alloc(target, x.shape());
+    convert_elements(xc.raw(), x.dtype(), out.mutable_raw(), target,
+                     static_cast<size_t>(x.numel()));
+    ctx.outputs[0] = std::move(out);
+  });
+}
+
+std::unique_ptr<Kernel> shape_kernel(const KernelInit& init) {
+  const int64_t start = init.node.attr_int("start", 0);
+  const bool has_end = init.node.find("end") != nullptr;
+  const int64_t end = init.node.attr_int("end", 0);
+  return make_kernel([=](OpContext& ctx) {
+    const Shape& s = ctx.in(0).shape();
+    const int64_t r = static_cast<int64_t>(s.size());
+    int64_t a = start < 0 ? start + r : start, b = has_end ? (end < 0 ? end + r : end) : r;
+    a = std::clamp<int64_t>(a, 0, r);
+    b = std::clamp<int64_t>(b, 0, r);
+    ctx.outputs[0] =
+        int64_tensor(ctx, std::vector<int64_t>(s.begin() + a, s.begin() + std::max(a, b)));
+  });
+}
+
+std::unique_ptr<Kernel> size_kernel(const KernelInit&) {
+  return make_kernel([](OpContext& ctx) {
+    Tensor t = ctx.alloc(DType::i64, {});
+    *t.mutable_data<int64_t>() = ctx.in(0).numel();
+    ctx.outputs[0] = std::move(t);
+  });
+}
+
+std::unique_ptr<Kernel> reshape_kernel(const KernelInit& init) {
+  const bool allowzero = init.node.attr_int("allowzero", 0) != 0;
+  if (init.opset < 5) init.fail("Reshape-1 (shape attribute) is unsupported");
+  return make_kernel([allowzero](OpContext& ctx) {
+    const Tensor& x = ctx.in(0);
+    const Shape target =
+        reshape_target(ctx, x.shape(), int_values(ctx, ctx.in(1), "shape"), allowzero);
+    ctx.outputs[0] = view_as(x, target);
+  });
+}
+
+std::unique_ptr<Kernel> flatten_kernel(const KernelInit& init) {
+  const int64_t axis_attr = init.node.attr_int("axis", 1);
+  return make_kernel([axis_attr](OpContext& ctx) {
+    const Tensor& x = ctx.in(0);
+    const int64_t r = static_cast<int64_t>(x.rank());
+    const int64_t axis = axis_attr < 0 ? axis_attr + r : axis_attr;
+    if (axis < 0 || axis > r) ctx.fail("axis out of range");
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<size_t>(d));
+    ctx.outputs[0] = view_as(x, {outer, outer == 0 ? 0 : x.numel() / outer});
+  });
+}
+
+std::unique_ptr<Kernel> squeeze_kernel(const KernelInit& init) {
+  const bool from_input = init.opset >= 13;
+  const std::vector<int64_t> attr = init.node.attr_ints("axes", {});
+  return make_kernel([=](OpContext& ctx) {
+    const Tensor& x = ctx.in(0);
+    const int64_t r = static_cast<int64_t>(x.rank());
+    std::vector<int64_t> axes = axes_of(ctx, attr, from_input, 1);
+    std::vector<bool> drop(static_cast<size_t>(r), false);
+    if (axes.empty()) {
+      for (int64_t d = 0; d < r; ++d)
+        drop[static_cast<size_t>(d)] = x.dim(static_cast<size_t>(d)) == 1;
+    }
+    for (int64_t a : axes) {
+      const int64_t n = normalize_axis(ctx, a, r);
+      if (x.dim(static_cast<size_t>(n)) != 1)
+        ctx.fail("cannot squeeze axis " + std::to_string(n) + " of size " +
+                 std::to_string(x.dim(static_cast<size_t>(n))));
+      drop[static_cast<size_t>(n)] = true;
+    }
+    Shape s;
+    for (int64_t d = 0; d < r; ++d)
+      if (!drop[static_cast<size_t>(d)]) s.push_back(x.dim(static_cast<size_t>(d)));
+    ctx.outputs[0] = view_as(x, s);
+  });
+}
+
+std::unique_ptr<Kernel> unsqueeze_kernel(const KernelInit& init) {
+  const bool from_input = init.opset >= 13;
+  const std::vector<int64_t> attr = init.node.attr_ints("axes", {});
+  return make_kernel([=](OpContext& ctx) {
+    const Tensor& x = ctx.in(0);
+    std::vector<int64_t> axes = axes_of(ctx, attr, from_input, 1);
+    const int64_t r = static_cast<int64_t>(x.rank() + axes.size());
+    std::vector<bool> ins(static_cast<size_t>(r), false);
+    for (int64_t a : axes) {
+      const int64_t n = normalize_axis(ctx, a, r);
+      if (ins[static_cast<size_t>(n)]) ctx.fail("axis repeated");
+      ins[static_cast<size_t>(n)] = true;
+    }
+    Shape s;
+    size_t k = 0;
+    for (int64_t d = 0; d < r; ++d) s.push_back(ins[static_cast<size_t>(d)] ? 1 : x.dim(k++));
+    ctx.outputs[0] = view_as(x, s);
+  });
+}
+
+std::unique_ptr<Kernel> transpose_kernel(const KernelInit& init) {
+  const std::vector<int64_t> perm = init.node.attr_ints("perm", {});
+  return make_kernel([perm](OpContext& ctx) { transpose(ctx, perm); });
+}
+
+std::unique_ptr<Kernel> concat_kernel(const KernelInit& init) {
+  if (!init.node.find("axis")) init.fail("attribute 'axis' is required");
+  const int64_t axis = init.node.attr_int("axis", 0);
+  return make_kernel([axis](OpContext& ctx) { concat(ctx, axis); });
+}
+
+std::unique_ptr<Kernel> split_kernel(const KernelInit& init) {
+  const int64_t axis_attr = init.node.attr_int("axis", 0);
+  const bool from_input = init.opset >= 13;
+  const std::vector<int64_t> split_attr = init.node.attr_ints("split", {});
+  return make_kernel([=](OpContext& ctx) {
+    const Tensor& x = ctx.in(0);
+    const int64_t r = static_cast<int64_t>(x.rank());
+    const int64_t axis = normalize_axis(ctx, axis_attr, r);
+    std::vector<int64_t> split =
+        from_input ? (ctx.has(1) ? int_values(ctx, ctx.in(1), "split") : std::vector<int64_t>{})
+                   : split_attr;
+    const int64_t n = static_cast<int64_t>(ctx.outputs.size());
+    const int64_t dim = x.dim(static_cast<size_t>(axis));
+    if (split.empty()) {
+      const int64_t part = (dim + n - 1) / n;
+      for (int64_t i = 0; i < n; ++i) split.push_back(std::min(part, dim - part * i));
+    }
+    if (static_cast<int64_t>(split.size()) != n)
+      ctx.fail("split has " + std::to_string(split.size()) + " parts for " + std::to_string(n) +
+               " outputs");
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      // A negative part was sliced as [at, at + part) with the end wrapped
+      // from the back: silently wrong outputs.
+      const int64_t part = split[static_cast<size_t>(i)];
+      if (part < 0 || part > dim - at)
+        ctx.fail("split part " + std::to_string(i) + " is " + std::to_string(part) +
+                 ", the axis has " + std::to_string(dim - at) + " left of " + std::to_string(dim));
+      OpContext sub{ctx.node, ctx.opset, {&x}, {Tensor()}, ctx.arena, ctx.frame};
+      slice_impl(sub, {at}, {at + split[static_cast<size_t>(i)]}, {axis}, {1});
+      at += split[static_cast<size_t>(i)];
+      ctx.outputs[static_cast<size_t>(i)] = std::move(sub.outputs[0]);
+    }
+    if (at != dim)
+      ctx.fail("split sizes sum to " + std::to_string(at) + ", axis has " + std::to_string(dim));
+  });
+}
+
+std::unique_ptr<Kernel> slice_kernel(const KernelInit& init) {
+  const bool from_input = init.opset >= 10;
+  const auto starts = init.node.attr_ints("starts", {});
+  const auto ends = init.node.attr_ints("ends", {});
+  const auto axes = init.node.attr_ints("axes", {});
+  return make_kernel([=](OpContext& ctx) {
+    if (!from_input) return slice_impl(ctx, starts, ends, axes, {});
+    auto opt = [&](size_t i, const char* what) {
+      return ctx.has(i) ? int_values(ctx, ctx.in(i), what) : std::vector<int64_t>{};
+    };
+    slice_impl(ctx, opt(1, "starts"), opt(2, "ends"), opt(3, "axes"), opt(4, "steps"));
+  });
+}
+
+std::unique_ptr<Kernel> gather_kernel(const KernelInit& init) {
+  const int64_t axis = init.node.attr_int("axis", 0);
+  return make_kernel([axis](OpContext& ctx) { gather(ctx, axis); });
+}
+
+std::unique_ptr<Kernel> constant_kernel(const KernelInit& init) {
+  Tensor t = tensor_from_constant(init);
+  return make_kernel([t](OpContext& ctx) { ctx.outputs[0] = t; });
+}
+
+std::unique_ptr<Kernel> constant_of_shape_kernel(const KernelInit& init) {
+  Tensor value = Tensor::zeros(DType::f32, {1});
+  if (const auto* a = init.node.find("value")) {
+    if (a->kind != graph::Attribute::Kind::t || a->t.numel() != 1)
+      init.fail("attribute 'value' must be a one-element tensor");
+    value = a->t.contiguous();
+  }
+  return make_kernel([value](OpContext& ctx) {
+    Shape s = int_values(ctx, ctx.in(0), "shape");
+    for (int64_t d : s)
+      if (d < 0) ctx.fail("negative dimension in shape");
+    Tensor out = ctx.alloc(value.dtype(), s);
+    const size_t es = dtype_size(value.dtype());
+    for (int64_t i = 0; i < out.numel(); ++i)
+      std::memcpy(out.mutable_raw() + static_cast<size_t>(i) * es, value.raw(), es);
+    ctx.outputs[0] = std::move(out);
+  });
+}
+
+std::unique_ptr<Kernel> expand_kernel(const KernelInit&) {
+  return make_kernel([](OpContext& ctx) {
+    const Tensor& x = ctx.in(0);
+    const Shape shape = broadcast_shapes(ctx, x.shape(), int_values(ctx, ctx.in(1), "shape"));
+    const Tensor xc = x.contiguous();
+    std::vector<int64_t> st(shape.size(), 0);
+    const size_t off = shape.size() - x.rank();
+    for (size_t d = 0; d < x.rank(); ++d) st[d + off] = x.dim(d) == 1 ? 0 : xc.strides()[d];
+    Tensor out = ctx.alloc(x.dtype(), shape);
+    strided_copy(xc.raw(), out.mutable_raw(), shape, st, dtype_size(x.dtype()));
+    ctx.outputs[0] = std::move(out);
+  });
+}
+
+std::unique_ptr<Kernel> tile_kernel(const KernelInit&) {
+  return make_kernel([](OpContext& ctx) {
+    const Tensor& x = ctx.in(0);
+    const std::vector<int64_t> rep = int_values(ctx, ctx.in(1), "repeats");
+    if (rep.size() != x.rank()) ctx.fail("repeats has the wrong length for the input rank");
+    // View x as [r0, d0, r1, d1, ...] with stride 0 on the repeat dims.
+    const Tensor xc = x.contiguous();
+    Shape big, shape;
+    std::vector<int64_t> st;
+    for (size_t d = 0; d < x.rank(); ++d) {
+      if (rep[d] < 0) ctx.fail("negative repeat");
+      big.push_back(rep[d]);
+      big.push_back(x.dim(d));
+      st.push_back(0);
+      st.push_back(xc.strides()[d]);
+    }
+    shape_numel(big);  // throws before a product rep · dim can overflow
+    for (size_t d = 0; d < x.rank(); ++d) shape.push_back(rep[d] * x.dim(d));
+    Tensor out = ctx.alloc(x.dtype(), shape);
+    strided_copy(xc.raw(), out.mutable_raw(), big, st, dtype_size(x.dtype()));
+    ctx.outputs[0] = std::move(out);
+  });
+}
+
+std::unique_ptr<Kernel> range_kernel(const KernelInit&) {
+  return make_kernel([](OpContext& ctx) {
+    const Tensor& s = ctx.in(0);
+    dispatch_numeric(ctx, s.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T start = ctx.in(0).contiguous().template data<T>()[0];
+      const T limit = ctx.in(1).contiguous().template data<T>()[0];
+      const T delta = ctx.in(2).contiguous().template data<T>()[0];
+      if (delta == 0) ctx.fail("delta is 0");
+      const double n = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
+                                 static_cast<double>(delta));
+      // n is NaN or ±inf for an infinite limit, start or delta; a double
+      // outside int64 has no int64 (the cast would be undefined).
+      if (std::isnan(n) || n >= 0x1p63)
+        ctx.fail("element count " + std::to_string(n) + " is not a finite int64");
+      const int64_t count = n <= 0 ? 0 : static_cast<int64_t>(n);
+      Tensor out = ctx.alloc(s.dtype(), {count});
+      T* o = out.template mutable_data<T>();
+      for (int64_t i = 0; i < count; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+      ctx.outputs[0] = std::move(out);
+    });
+  });
+}
+
+std::unique_ptr<Kernel> pad_kernel(const KernelInit& init) {
+  const std::string mode = init.node.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    init.fail("mode '" + mode + "' is unsupported (constant, reflect, edge)");
+  const bool from_inputs = init.opset >= 11;
+  const auto pads = init.node.attr_ints("pads", {});
+  const float value = init.node.attr_float("value", 0.0f);
+  return make_kernel([=](OpContext& ctx) { pad(ctx, mode, pads, value, from_inputs); });
+}
+
+/// The shape ops' kernels, one factory each.
+const std::pair<const char*, std::unique_ptr<Kernel> (*)(const KernelInit&)> kShapeKernels[] = {
+    {"Identity", identity_kernel},   {"Dropout", identity_kernel},
+    {"Cast", cast_kernel},           {"Shape", shape_kernel},
+    {"Size", size_kernel},           {"Reshape", reshape_kernel},
+    {"Flatten", flatten_kernel},     {"Squeeze", squeeze_kernel},
+    {"Unsqueeze", unsqueeze_kernel}, {"Transpose", transpose_kernel},
+    {"Concat", concat_kernel},       {"Split", split_kernel},
+    {"Slice", slice_kernel},         {"Gather", gather_kernel},
+    {"Constant", constant_kernel},   {"ConstantOfShape", constant_of_shape_kernel},
+    {"Expand", expand_kernel},       {"Tile", tile_kernel},
+    {"Range", range_kernel},         {"Pad", pad_kernel},
+};
+
 }  // namespace
 
 void register_shape_ops() {
-  auto identity = [](const KernelInit&) {
-    return make_kernel([](OpContext& ctx) {
-      ctx.outputs[0] = ctx.in(0);
-      if (ctx.outputs.size() > 1) {  // Dropout's mask: all true in inference
-        Tensor m = ctx.alloc(DType::boolean, ctx.in(0).shape());
-        std::memset(m.mutable_raw(), 1, m.nbytes());
-        ctx.outputs[1] = std::move(m);
-      }
-    });
-  };
-  register_op("", "Identity", identity);
-  register_op("", "Dropout", identity);
-  register_op("", "Cast", [](const KernelInit& init) {
-    const int64_t to = init.node.attr_int("to", 0);
-    // ONNX TensorProto.DataType numbers.
-    static const std::pair<int64_t, DType> map[] = {
-        {1, DType::f32},  {2, DType::u8},   {3, DType::i8},   {4, DType::u16},
-        {5, DType::i16},  {6, DType::i32},  {7, DType::i64},  {9, DType::boolean},
-        {10, DType::f16}, {11, DType::f64}, {16, DType::bf16}};
-    std::optional<DType> dt;
-    for (const auto& [k, v] : map)
-      if (k == to) dt = v;
-    if (!dt) init.fail("cast to ONNX data type " + std::to_string(to) + " is unsupported");
-    const DType target = *dt;
-    return make_kernel([target](OpContext& ctx) {
-      const Tensor& x = ctx.in(0);
-      if (x.dtype() == target) {
-        ctx.outputs[0] = x;
-        return;
-      }
-      const Tensor xc = x.contiguous();
-      Tensor out = ctx.alloc(target, x.shape());
-      convert_elements(xc.raw(), x.dtype(), out.mutable_raw(), target,
-                       static_cast<size_t>(x.numel()));
-      ctx.outputs[0] = std::move(out);
-    });
-  });
-  register_op("", "Shape", [](const KernelInit& init) {
-    const int64_t start = init.node.attr_int("start", 0);
-    const bool has_end = init.node.find("end") != nullptr;
-    const int64_t end = init.node.attr_int("end", 0);
-    return make_kernel([=](OpContext& ctx) {
-      const Shape& s = ctx.in(0).shape();
-      const int64_t r = static_cast<int64_t>(s.size());
-      int64_t a = start < 0 ? start + r : start, b = has_end ? (end < 0 ? end + r : end) : r;
-      a = std::clamp<int64_t>(a, 0, r);
-      b = std::clamp<int64_t>(b, 0, r);
-      ctx.outputs[0] =
-          int64_tensor(ctx, std::vector<int64_t>(s.begin() + a, s.begin() + std::max(a, b)));
-    });
-  });
-  register_op("", "Size", [](const KernelInit&) {
-    return make_kernel([](OpContext& ctx) {
-      Tensor t = ctx.alloc(DType::i64, {});
-      *t.mutable_data<int64_t>() = ctx.in(0).numel();
-      ctx.outputs[0] = std::move(t);
-    });
-  });
-  register_op("", "Reshape", [](const KernelInit& init) {
-    const bool allowzero = init.node.attr_int("allowzero", 0) != 0;
-    if (init.opset < 5) init.fail("Reshape-1 (shape attribute) is unsupported");
-    return make_kernel([allowzero](OpContext& ctx) {
-      const Tensor& x = ctx.in(0);
-      const Shape target =
-          reshape_target(ctx, x.shape(), int_values(ctx, ctx.in(1), "shape"), allowzero);
-      ctx.outputs[0] = view_as(x, target);
-    });
-  });
-  register_op("", "Flatten", [](const KernelInit& init) {
-    const int64_t axis_attr = init.node.attr_int("axis", 1);
-    return make_kernel([axis_attr](OpContext& ctx) {
-      const Tensor& x = ctx.in(0);
-      const int64_t r = static_cast<int64_t>(x.rank());
-      const int64_t axis = axis_attr < 0 ? axis_attr + r : axis_attr;
-      if (axis < 0 || axis > r) ctx.fail("axis out of range");
-      int64_t outer = 1;
-      for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<size_t>(d));
-      ctx.outputs[0] = view_as(x, {outer, outer == 0 ? 0 : x.numel() / outer});
-    });
-  });
-  register_op("", "Squeeze", [](const KernelInit& init) {
-    const bool from_input = init.opset >= 13;
-    const std::vector<int64_t> attr = init.node.attr_ints("axes", {});
-    return make_kernel([=](OpContext& ctx) {
-      const Tensor& x = ctx.in(0);
-      const int64_t r = static_cast<int64_t>(x.rank());
-      std::vector<int64_t> axes = axes_of(ctx, attr, from_input, 1);
-      std::vector<bool> drop(static_cast<size_t>(r), false);
-      if (axes.empty()) {
-        for (int64_t d = 0; d < r; ++d)
-          drop[static_cast<size_t>(d)] = x.dim(static_cast<size_t>(d)) == 1;
-      }
-      for (int64_t a : axes) {
-        const int64_t n = normalize_axis(ctx, a, r);
-        if (x.dim(static_cast<size_t>(n)) != 1)
-          ctx.fail("cannot squeeze axis " + std::to_string(n) + " of size " +
-                   std::to_string(x.dim(static_cast<size_t>(n))));
-        drop[static_cast<size_t>(n)] = true;
-      }
-      Shape s;
-      for (int64_t d = 0; d < r; ++d)
-        if (!drop[static_cast<size_t>(d)]) s.push_back(x.dim(static_cast<size_t>(d)));
-      ctx.outputs[0] = view_as(x, s);
-    });
-  });
-  register_op("", "Unsqueeze", [](const KernelInit& init) {
-    const bool from_input = init.opset >= 13;
-    const std::vector<int64_t> attr = init.node.attr_ints("axes", {});
-    return make_kernel([=](OpContext& ctx) {
-      const Tensor& x = ctx.in(0);
-      std::vector<int64_t> axes = axes_of(ctx, attr, from_input, 1);
-      const int64_t r = static_cast<int64_t>(x.rank() + axes.size());
-      std::vector<bool> ins(static_cast<size_t>(r), false);
-      for (int64_t a : axes) {
-        const int64_t n = normalize_axis(ctx, a, r);
-        if (ins[static_cast<size_t>(n)]) ctx.fail("axis repeated");
-        ins[static_cast<size_t>(n)] = true;
-      }
-      Shape s;
-      size_t k = 0;
-      for (int64_t d = 0; d < r; ++d) s.push_back(ins[static_cast<size_t>(d)] ? 1 : x.dim(k++));
-      ctx.outputs[0] = view_as(x, s);
-    });
-  });
-  register_op("", "Transpose", [](const KernelInit& init) {
-    const std::vector<int64_t> perm = init.node.attr_ints("perm", {});
-    return make_kernel([perm](OpContext& ctx) { transpose(ctx, perm); });
-  });
-  register_op("", "Concat", [](const KernelInit& init) {
-    if (!init.node.find("axis")) init.fail("attribute 'axis' is required");
-    const int64_t axis = init.node.attr_int("axis", 0);
-    return make_kernel([axis](OpContext& ctx) { concat(ctx, axis); });
-  });
-  register_op("", "Split", [](const KernelInit& init) {
-    const int64_t axis_attr = init.node.attr_int("axis", 0);
-    const bool from_input = init.opset >= 13;
-    const std::vector<int64_t> split_attr = init.node.attr_ints("split", {});
-    return make_kernel([=](OpContext& ctx) {
-      const Tensor& x = ctx.in(0);
-      const int64_t r = static_cast<int64_t>(x.rank());
-      const int64_t axis = normalize_axis(ctx, axis_attr, r);
-      std::vector<int64_t> split =
-          from_input ? (ctx.has(1) ? int_values(ctx, ctx.in(1), "split") : std::vector<int64_t>{})
-                     : split_attr;
-      const int64_t n = static_cast<int64_t>(ctx.outputs.size());
-      const int64_t dim = x.dim(static_cast<size_t>(axis));
-      if (split.empty()) {
-        const int64_t part = (dim + n - 1) / n;
-        for (int64_t i = 0; i < n; ++i) split.push_back(std::min(part, dim - part * i));
-      }
-      if (static_cast<int64_t>(split.size()) != n)
-        ctx.fail("split has " + std::to_string(split.size()) + " parts for " + std::to_string(n) +
-                 " outputs");
-      int64_t at = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        // A negative part was sliced as [at, at + part) with the end wrapped
-        // from the back: silently wrong outputs.
-        const int64_t part = split[static_cast<size_t>(i)];
-        if (part < 0 || part > dim - at)
-          ctx.fail("split part " + std::to_string(i) + " is " + std::to_string(part) +
-                   ", the axis has " + std::to_string(dim - at) + " left of " +
-                   std::to_string(dim));
-        OpContext sub{ctx.node, ctx.opset, {&x}, {Tensor()}, ctx.arena, ctx.frame};
-        slice_impl(sub, {at}, {at + split[static_cast<size_t>(i)]}, {axis}, {1});
-        at += split[static_cast<size_t>(i)];
-        ctx.outputs[static_cast<size_t>(i)] = std::move(sub.outputs[0]);
-      }
-      if (at != dim)
-        ctx.fail("split sizes sum to " + std::to_string(at) + ", axis has " + std::to_string(dim));
-    });
-  });
-  register_op("", "Slice", [](const KernelInit& init) {
-    const bool from_input = init.opset >= 10;
-    const auto starts = init.node.attr_ints("starts", {});
-    const auto ends = init.node.attr_ints("ends", {});
-    const auto axes = init.node.attr_ints("axes", {});
-    return make_kernel([=](OpContext& ctx) {
-      if (!from_input) return slice_impl(ctx, starts, ends, axes, {});
-      auto opt = [&](size_t i, const char* what) {
-        return ctx.has(i) ? int_values(ctx, ctx.in(i), what) : std::vector<int64_t>{};
-      };
-      slice_impl(ctx, opt(1, "starts"), opt(2, "ends"), opt(3, "axes"), opt(4, "steps"));
-    });
-  });
-  register_op("", "Gather", [](const KernelInit& init) {
-    const int64_t axis = init.node.attr_int("axis", 0);
-    return make_kernel([axis](OpContext& ctx) { gather(ctx, axis); });
-  });
-  register_op("", "Constant", [](const KernelInit& init) {
-    Tensor t = tensor_from_constant(init);
-    return make_kernel([t](OpContext& ctx) { ctx.outputs[0] = t; });
-  });
-  register_op("", "ConstantOfShape", [](const KernelInit& init) {
-    Tensor value = Tensor::zeros(DType::f32, {1});
-    if (const auto* a = init.node.find("value")) {
-      if (a->kind != graph::Attribute::Kind::t || a->t.numel() != 1)
-        init.fail("attribute 'value' must be a one-element tensor");
-      value = a->t.contiguous();
-    }
-    return make_kernel([value](OpContext& ctx) {
-      Shape s = int_values(ctx, ctx.in(0), "shape");
-      for (int64_t d : s)
-        if (d < 0) ctx.fail("negative dimension in shape");
-      Tensor out = ctx.alloc(value.dtype(), s);
-      const size_t es = dtype_size(value.dtype());
-      for (int64_t i = 0; i < out.numel(); ++i)
-        std::memcpy(out.mutable_raw() + static_cast<size_t>(i) * es, value.raw(), es);
-      ctx.outputs[0] = std::move(out);
-    });
-  });
-  register_op("", "Expand", [](const KernelInit&) {
-    return make_kernel([](OpContext& ctx) {
-      const Tensor& x = ctx.in(0);
-      const Shape shape = broadcast_shapes(ctx, x.shape(), int_values(ctx, ctx.in(1), "shape"));
-      const Tensor xc = x.contiguous();
-      std::vector<int64_t> st(shape.size(), 0);
-      const size_t off = shape.size() - x.rank();
-      for (size_t d = 0; d < x.rank(); ++d) st[d + off] = x.dim(d) == 1 ? 0 : xc.strides()[d];
-      Tensor out = ctx.alloc(x.dtype(), shape);
-      strided_copy(xc.raw(), out.mutable_raw(), shape, st, dtype_size(x.dtype()));
-      ctx.outputs[0] = std::move(out);
-    });
-  });
-  register_op("", "Tile", [](const KernelInit&) {
-    return make_kernel([](OpContext& ctx) {
-      const Tensor& x = ctx.in(0);
-      const std::vector<int64_t> rep = int_values(ctx, ctx.in(1), "repeats");
-      if (rep.size() != x.rank()) ctx.fail("repeats has the wrong length for the input rank");
-      // View x as [r0, d0, r1, d1, ...] with stride 0 on the repeat dims.
-      const Tensor xc = x.contiguous();
-      Shape big, shape;
-      std::vector<int64_t> st;
-      for (size_t d = 0; d < x.rank(); ++d) {
-        if (rep[d] < 0) ctx.fail("negative repeat");
-        big.push_back(rep[d]);
-        big.push_back(x.dim(d));
-        st.push_back(0);
-        st.push_back(xc.strides()[d]);
-      }
-      shape_numel(big);  // throws before a product rep · dim can overflow
-      for (size_t d = 0; d < x.rank(); ++d) shape.push_back(rep[d] * x.dim(d));
-      Tensor out = ctx.alloc(x.dtype(), shape);
-      strided_copy(xc.raw(), out.mutable_raw(), big, st, dtype_size(x.dtype()));
-      ctx.outputs[0] = std::move(out);
-    });
-  });
-  register_op("", "Range", [](const KernelInit&) {
-    return make_kernel([](OpContext& ctx) {
-      const Tensor& s = ctx.in(0);
-      dispatch_numeric(ctx, s.dtype(), [&](auto zero) {
-        using T = decltype(zero);
-        const T start = ctx.in(0).contiguous().template data<T>()[0];
-        const T limit = ctx.in(1).contiguous().template data<T>()[0];
-        const T delta = ctx.in(2).contiguous().template data<T>()[0];
-        if (delta == 0) ctx.fail("delta is 0");
-        const double n = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
-                                   static_cast<double>(delta));
-        // n is NaN or ±inf for an infinite limit, start or delta; a double
-        // outside int64 has no int64 (the cast would be undefined).
-        if (std::isnan(n) || n >= 0x1p63)
-          ctx.fail("element count " + std::to_string(n) + " is not a finite int64");
-        const int64_t count = n <= 0 ? 0 : static_cast<int64_t>(n);
-        Tensor out = ctx.alloc(s.dtype(), {count});
-        T* o = out.template mutable_data<T>();
-        for (int64_t i = 0; i < count; ++i)
-          o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
-        ctx.outputs[0] = std::move(out);
-      });
-    });
-  });
-  register_op("", "Pad", [](const KernelInit& init) {
-    const std::string mode = init.node.attr_string("mode", "constant");
-    if (mode != "constant" && mode != "reflect" && mode != "edge")
-      init.fail("mode '" + mode + "' is unsupported (constant, reflect, edge)");
-    const bool from_inputs = init.opset >= 11;
-    const auto pads = init.node.attr_ints("pads", {});
-    const float value = init.node.attr_float("value", 0.0f);
-    return make_kernel([=](OpContext& ctx) { pad(ctx, mode, pads, value, from_inputs); });
-  });
+  for (const auto& [op, factory] : kShapeKernels) register_op("", op, factory);
 }
 
 }  // namespace tailor::runtime

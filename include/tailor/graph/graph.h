@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,18 @@ class Graph {
   /// Label of node `i` for messages: "Op 'name'" or "Op #i" when unnamed.
   std::string node_label(size_t i) const;
 };
+
+/// Names graph `g` reads from enclosing scopes (its free names): node
+/// inputs, graph outputs and, recursively, what its subgraphs read, less the
+/// names `g` defines before the read (its inputs, initializers and the outputs
+/// of earlier nodes). For a main graph in topological order this is empty; for
+/// an If branch or Loop body it is the outer values the node implicitly reads.
+std::set<std::string> free_names(const Graph& g);
+
+/// The union of free_names over the subgraph attributes of `n`: the values of
+/// the enclosing graph that `n` reads implicitly. Empty for nodes without
+/// subgraphs.
+std::set<std::string> subgraph_free_names(const Node& n);
 
 /// A model: the main graph with its opset versions and provenance.
 struct Model {

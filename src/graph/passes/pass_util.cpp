@@ -5,8 +5,8 @@
 #include <cstring>
 #include <limits>
 
-#include <cstring>
 #include "tailor/core/error.h"
+#include "tailor/graph/shape_inference.h"
 
 namespace tailor::graph::passes {
 
@@ -31,34 +31,6 @@ bool has_subgraph(const Node& n) {
   return false;
 }
 
-namespace {
-void collect_free(const Graph& g, std::set<std::string>& out) {
-  std::set<std::string> defined(g.inputs.begin(), g.inputs.end());
-  for (const auto& [name, t] : g.initializers) defined.insert(name);
-  auto use = [&](const std::string& v) {
-    if (!v.empty() && !defined.count(v)) out.insert(v);
-  };
-  for (const auto& n : g.nodes) {
-    for (const auto& in : n.inputs) use(in);
-    for (const auto& [an, a] : n.attributes) {
-      std::set<std::string> inner;
-      if (a.kind == Attribute::Kind::g && a.g) collect_free(*a.g, inner);
-      for (const auto& sub : a.graphs)
-        if (sub) collect_free(*sub, inner);
-      for (const auto& v : inner) use(v);
-    }
-    for (const auto& o : n.outputs) defined.insert(o);
-  }
-  for (const auto& o : g.outputs) use(o);
-}
-}  // namespace
-
-std::set<std::string> free_names(const Graph& g) {
-  std::set<std::string> out;
-  collect_free(g, out);
-  return out;
-}
-
 std::optional<size_t> Uses::sole_reader(const std::string& v) const {
   if (graph_outputs.count(v)) return std::nullopt;
   auto it = readers.find(v);
@@ -73,16 +45,9 @@ Uses compute_uses(const Graph& g) {
     std::set<std::string> seen;
     for (const auto& in : n.inputs)
       if (!in.empty() && seen.insert(in).second) u.readers[in].push_back(i);
-    if (has_subgraph(n)) {
-      for (const auto& [an, a] : n.attributes) {
-        std::set<std::string> inner;
-        if (a.kind == Attribute::Kind::g && a.g) collect_free(*a.g, inner);
-        for (const auto& sub : a.graphs)
-          if (sub) collect_free(*sub, inner);
-        for (const auto& v : inner)
-          if (seen.insert(v).second) u.readers[v].push_back(i);
-      }
-    }
+    if (has_subgraph(n))
+      for (const auto& v : subgraph_free_names(n))
+        if (seen.insert(v).second) u.readers[v].push_back(i);
   }
   u.graph_outputs.insert(g.outputs.begin(), g.outputs.end());
   return u;
@@ -163,110 +128,13 @@ std::optional<double> uniform_value(const Tensor& t) {
   return v[0];
 }
 
-namespace {
-bool is_unary_same_type(const std::string& op) {
-  static const std::set<std::string> s = {
-      "Relu",       "Sigmoid",  "Tanh",     "Exp",     "Log",         "Sqrt",
-      "Reciprocal", "Neg",      "Abs",      "Clip",    "HardSigmoid", "HardSwish",
-      "LeakyRelu",  "Elu",      "Softplus", "Erf",     "Floor",       "Ceil",
-      "Round",      "Identity", "Dropout",  "Softmax", "LogSoftmax",  "BatchNormalization",
-      "Sin",        "Cos"};
-  return s.count(op) > 0;
-}
-bool is_binary_broadcast(const std::string& op) {
-  static const std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Pow",
-                                          "Max", "Min", "Mod", "Sum", "Mean"};
-  return s.count(op) > 0;
-}
-}  // namespace
-
-std::unordered_map<std::string, ValueInfo> infer_value_info(
-    const Graph& g, int64_t opset, const std::unordered_map<std::string, ValueInfo>* outer) {
+std::unordered_map<std::string, ValueInfo> infer_value_info(const Graph& g, int64_t opset) {
   std::unordered_map<std::string, ValueInfo> info;
-  if (outer) info = *outer;
-  for (const auto& [name, vt] : g.types) {
-    ValueInfo vi;
-    vi.dtype = vt.dtype;
-    if (vt.shape) vi.rank = vt.shape->size();
-    info[name] = vi;
-  }
-  for (const auto& [name, t] : g.initializers) info[name] = ValueInfo{t.dtype(), t.rank()};
-  auto get = [&](const std::string& v) -> ValueInfo {
-    auto it = info.find(v);
-    return it == info.end() ? ValueInfo{} : it->second;
-  };
-  for (const Node& n : g.nodes) {
-    if (n.outputs.empty() || !n.domain.empty()) {
-      // ai.tailor fused ops keep input 0's dtype/rank.
-      if (n.domain == "ai.tailor" && !n.inputs.empty() && !n.outputs.empty()) {
-        ValueInfo vi = get(n.inputs[0]);
-        if (!info.count(n.outputs[0]) || !info[n.outputs[0]].dtype) info[n.outputs[0]] = vi;
-      }
-      continue;
-    }
-    const std::string& op = n.op_type;
-    ValueInfo out;
-    const ValueInfo a = n.inputs.empty() ? ValueInfo{} : get(n.inputs[0]);
-    if (is_unary_same_type(op)) {
-      out = a;
-    } else if (is_binary_broadcast(op)) {
-      out.dtype = a.dtype;
-      std::optional<size_t> r = a.rank;
-      for (size_t i = 1; i < n.inputs.size(); ++i) {
-        const ValueInfo b = get(n.inputs[i]);
-        if (r && b.rank)
-          r = std::max(*r, *b.rank);
-        else
-          r.reset();
-      }
-      out.rank = r;
-    } else if (op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool" ||
-               op == "GlobalAveragePool" || op == "Resize" || op == "Upsample" ||
-               op == "Transpose") {
-      out = a;
-    } else if (op == "Gemm") {
-      out = ValueInfo{a.dtype, 2};
-    } else if (op == "MatMul") {
-      const ValueInfo b = n.inputs.size() > 1 ? get(n.inputs[1]) : ValueInfo{};
-      out.dtype = a.dtype;
-      if (a.rank && b.rank && *a.rank >= 2 && *b.rank >= 2) out.rank = std::max(*a.rank, *b.rank);
-    } else if (op == "Shape") {
-      out = ValueInfo{DType::i64, 1};
-    } else if (op == "Size") {
-      out = ValueInfo{DType::i64, 0};
-    } else if (op == "Cast") {
-      static const std::map<int64_t, DType> onnx_types = {
-          {1, DType::f32}, {2, DType::u8},      {3, DType::i8},   {5, DType::i16}, {6, DType::i32},
-          {7, DType::i64}, {9, DType::boolean}, {10, DType::f16}, {11, DType::f64}};
-      auto it = onnx_types.find(n.attr_int("to", 0));
-      if (it != onnx_types.end()) out.dtype = it->second;
-      out.rank = a.rank;
-    } else if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
-               op == "GreaterOrEqual" || op == "And" || op == "Or" || op == "Xor" || op == "Not") {
-      out.dtype = DType::boolean;
-    } else if (op == "Concat" || op == "Slice" || op == "Expand" || op == "Tile" || op == "Pad") {
-      out = a;
-      if (op == "Expand") out.rank.reset();
-    } else if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" ||
-               op == "Gather") {
-      out.dtype = a.dtype;
-      if (op == "Flatten") out.rank = 2;
-    } else if (op.rfind("Reduce", 0) == 0) {
-      out.dtype = a.dtype;
-      if (n.attr_int("keepdims", 1) != 0) out.rank = a.rank;
-    } else if (op == "LSTM") {
-      out.dtype = a.dtype;
-    }
-    (void)opset;
-    for (size_t o = 0; o < n.outputs.size(); ++o) {
-      if (n.outputs[o].empty()) continue;
-      ValueInfo& dst = info[n.outputs[o]];
-      if (o == 0 || op == "Split") {
-        if (!dst.dtype) dst.dtype = out.dtype;
-        if (!dst.rank) dst.rank = out.rank;
-      }
-    }
-  }
+  info.reserve(g.types.size() + g.initializers.size() + g.nodes.size());
+  for_each_inferred_type(g, opset, [&](std::string&& name, ValueType&& t) {
+    info.emplace(std::move(name),
+                 ValueInfo{t.dtype, t.shape ? std::optional(t.shape->size()) : std::nullopt});
+  });
   return info;
 }
 

@@ -1,5 +1,5 @@
 // Helpers shared by the graph passes: copies, use counts, renaming, constants,
-// a light dtype/rank inference, fresh names.
+// a dtype/rank view of the shape inference, fresh names.
 #pragma once
 
 #include <map>
@@ -32,9 +32,6 @@ void for_each_subgraph(Graph& g, F&& fn) {
 
 /// True when the node holds a subgraph attribute.
 bool has_subgraph(const Node& n);
-
-/// Names a graph (and its subgraphs) reads from enclosing scopes.
-std::set<std::string> free_names(const Graph& g);
 
 /// Uses of the values of one graph: node inputs, reads by subgraphs of a node
 /// (implicit inputs) and graph outputs.
@@ -69,15 +66,15 @@ const Tensor* constant(const Graph& g, const std::string& v);
 /// equal (converted to double), or nullopt.
 std::optional<double> uniform_value(const Tensor& t);
 
-/// Element type and rank of values, from recorded types, initializers and
-/// rules for common ops (unknown: absent from the map).
+/// Element type and rank of a value: a view of the graph's one inference
+/// (infer_types in tailor/graph/shape_inference.h); no rules of its own.
 struct ValueInfo {
   std::optional<DType> dtype;
   std::optional<size_t> rank;
 };
-std::unordered_map<std::string, ValueInfo> infer_value_info(
-    const Graph& g, int64_t opset,
-    const std::unordered_map<std::string, ValueInfo>* outer = nullptr);
+/// Element type and rank of every value of `g` whose type infer_types knows
+/// (unknown: absent from the map).
+std::unordered_map<std::string, ValueInfo> infer_value_info(const Graph& g, int64_t opset);
 
 /// The rank of value `v` in `info` (infer_value_info), or nullopt when unknown.
 inline std::optional<size_t> rank_of(const std::unordered_map<std::string, ValueInfo>& info,

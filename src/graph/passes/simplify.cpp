@@ -20,7 +20,7 @@ class Simplifier {
     for (int round = 0; round < 100000; ++round) {
       uses_ = compute_uses(g_);
       prod_ = producers(g_);
-      info_ = infer_value_info(g_, opset_);
+      info_.reset();  // inferred again when a rewrite first asks (most rounds never do)
       bool changed = false;
       for (size_t i = 0; i < g_.nodes.size() && !changed; ++i) changed = rewrite(i);
       if (!changed) break;
@@ -30,8 +30,12 @@ class Simplifier {
   }
 
  private:
-  std::optional<size_t> rank_of(const std::string& v) const { return passes::rank_of(info_, v); }
-  std::optional<DType> dtype_of(const std::string& v) const { return passes::dtype_of(info_, v); }
+  const std::unordered_map<std::string, ValueInfo>& info() const {
+    if (!info_) info_ = infer_value_info(g_, opset_);
+    return *info_;
+  }
+  std::optional<size_t> rank_of(const std::string& v) const { return passes::rank_of(info(), v); }
+  std::optional<DType> dtype_of(const std::string& v) const { return passes::dtype_of(info(), v); }
   /// A one-element constant that broadcasting against x cannot enlarge x.
   std::optional<double> neutral_scalar(const std::string& c, const std::string& x) const {
     const Tensor* t = constant(g_, c);
@@ -299,7 +303,7 @@ class Simplifier {
   bool rounded_scales_;
   Uses uses_;
   std::unordered_map<std::string, size_t> prod_;
-  std::unordered_map<std::string, ValueInfo> info_;
+  mutable std::optional<std::unordered_map<std::string, ValueInfo>> info_;
 };
 
 }  // namespace

@@ -1,0 +1,114 @@
+// Shape rules of tailor's own ops (domain ai.tailor; contracts in
+// tailor/graph/fused_ops.h and src/runtime/ops_compressed.cpp):
+// - FusedConv, FusedGemm, FusedMatMul: as Conv, Gemm, MatMul (the epilogue
+//   keeps the shape);
+// - LayerNormalization, Softmax: the input's type;
+// - FusedElementwise: the inputs' broadcast shape, input 0's dtype;
+// - ConvNhwc: X [n, h, w, c_in], W [c_out, kh, kw, c_in/group] → [n, oh, ow, c_out];
+// - CompressedLinear: X [..., in] → f32 [..., out];
+// - CompressedConv: X [N, C, H, W] → f32 [N, out, OH, OW] (kernel_shape attribute);
+//   out is the encoded weight's output channels.
+#include "shape_rules.h"
+#include "tailor/schemes/scheme.h"
+
+namespace tailor::graph::shape_rules {
+namespace {
+
+std::vector<Info> fused_conv(const NodeContext& c) {
+  const Info* x = c.in(0);
+  const Info* w = c.in(1);
+  Info o;
+  if (x) o.dtype = x->dtype;
+  if (!x || !x->shape || x->shape->size() < 3) return {o};
+  const Dim channels = w && w->shape ? (*w->shape)[0] : Dim::unknown();
+  o.shape = window_shape(c.node, *x->shape, channels, kernel_of(c.node, w, x->shape->size()), false,
+                         c.who());
+  return {o};
+}
+
+std::vector<Info> fused_gemm(const NodeContext& c) {
+  Info o = c.same(0);
+  o.shape = gemm_shape(c);
+  return {o};
+}
+
+std::vector<Info> fused_matmul(const NodeContext& c) {
+  Info o = c.same(0);
+  o.shape = matmul_shape(c.in(0), c.in(1), c.who());
+  return {o};
+}
+
+std::vector<Info> fused_elementwise(const NodeContext& c) {
+  std::vector<const Info*> ins;
+  for (size_t i = 0; i < c.node.inputs.size(); ++i) ins.push_back(c.in(i));
+  Info o = c.same(0);
+  o.shape = bcast(ins, c.who());
+  return {o};
+}
+
+std::vector<Info> conv_nhwc(const NodeContext& c) {
+  const Info* x = c.in(0);
+  const Info* w = c.in(1);
+  Info o = c.same(0);
+  o.shape.reset();
+  if (!x || !x->shape || x->shape->size() != 4) return {o};
+  const SymShape& xs = *x->shape;
+  std::vector<int64_t> ks = c.node.attr_ints("kernel_shape", {});
+  Dim channels = Dim::unknown();
+  if (w && w->shape && w->shape->size() == 4) {
+    const SymShape& ws = *w->shape;
+    channels = ws[0];
+    if (ks.empty() && ws[1].is_known() && ws[2].is_known()) ks = {ws[1].value, ws[2].value};
+  }
+  const SymShape nchw =
+      window_shape(c.node, SymShape{xs[0], xs[3], xs[1], xs[2]}, channels, ks, false, c.who());
+  o.shape = SymShape{nchw[0], nchw[2], nchw[3], nchw[1]};
+  return {o};
+}
+
+const schemes::Encoded* encoded_weight(const Node& n) {
+  const Attribute* a = n.find("weight");
+  return a && a->kind == Attribute::Kind::encoded ? a->encoded.get() : nullptr;
+}
+
+std::vector<Info> compressed_linear(const NodeContext& c) {
+  Info o = c.same(0, DType::f32);
+  if (o.shape && !o.shape->empty()) {
+    const schemes::Encoded* w = encoded_weight(c.node);
+    o.shape->back() = w ? Dim::known(w->out()) : Dim::unknown();
+  }
+  return {o};
+}
+
+std::vector<Info> compressed_conv(const NodeContext& c) {
+  const Info* x = c.in(0);
+  Info o = c.same(0, DType::f32);
+  if (!x || !x->shape || x->shape->size() < 3) {
+    o.shape.reset();
+    return {o};
+  }
+  const schemes::Encoded* w = encoded_weight(c.node);
+  o.shape = window_shape(c.node, *x->shape, w ? Dim::known(w->out()) : Dim::unknown(),
+                         c.node.attr_ints("kernel_shape", {}), false, c.who());
+  return {o};
+}
+
+const RuleEntry kTailorRules[] = {
+    {"ai.tailor", "FusedConv", fused_conv},
+    {"ai.tailor", "FusedGemm", fused_gemm},
+    {"ai.tailor", "FusedMatMul", fused_matmul},
+    {"ai.tailor", "LayerNormalization", same_as_input},
+    {"ai.tailor", "Softmax", same_as_input},
+    {"ai.tailor", "FusedElementwise", fused_elementwise},
+    {"ai.tailor", "ConvNhwc", conv_nhwc},
+    {"ai.tailor", "CompressedLinear", compressed_linear},
+    {"ai.tailor", "CompressedConv", compressed_conv},
+};
+
+}  // namespace
+
+std::span<const RuleEntry> tailor_rules() {
+  return kTailorRules;
+}
+
+}  // namespace tailor::graph::shape_rules
