@@ -4,8 +4,8 @@
 #include <limits>
 #include <set>
 
-#include "onnx_types.h"
 #include "tailor/core/error.h"
+#include "tailor/core/onnx_dtype.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/onnx.h"
 #include "tailor/schemes/scheme.h"

@@ -1,97 +1,148 @@
-// ONNX ModelProto → graph IR.
+// ONNX file → graph IR: one pass over the ModelProto, every tensor decoded
+// once (onnx_tensor.h), permissive about opsets and domains (read_onnx), strict
+// where the graph is to be run (import_onnx).
 #include <onnx/onnx_pb.h>
 
-#include <cstring>
+#include <filesystem>
 #include <functional>
-#include <limits>
 #include <set>
+#include <span>
 #include <unordered_map>
+#include <unordered_set>
 
-#include "onnx_types.h"
+#include "onnx_tensor.h"
+#include "onnx_wire.h"
 #include "tailor/core/error.h"
+#include "tailor/core/onnx_dtype.h"
 #include "tailor/io/onnx.h"
-#include "tailor/io/onnx_reader.h"
 
-namespace tailor::graph {
+namespace tailor {
 namespace {
 
-/// Read-only bytes inside a ModelProto's raw_data, kept alive with the proto.
-class ProtoStorage final : public Storage {
+using io_detail::quote_name;
+namespace fs = std::filesystem;
+
+/// Payloads smaller than this stay inline in the mapped mode.
+constexpr size_t kMappedMinBytes = 4096;
+
+std::string normalise_domain(const std::string& d) {
+  return d == "ai.onnx" ? "" : d;
+}
+
+/// The Constant attributes that carry its value.
+bool is_constant_value(const std::string& name) {
+  static const char* const kinds[] = {"value",         "value_float", "value_floats",
+                                      "value_int",     "value_ints",  "value_string",
+                                      "value_strings", "sparse_value"};
+  for (const char* k : kinds)
+    if (name == k) return true;
+  return false;
+}
+
+class Reader {
  public:
-  ProtoStorage(std::shared_ptr<const onnx::ModelProto> owner, const std::byte* p, size_t n)
-      : owner_(std::move(owner)), p_(p), n_(n) {}
-  const std::byte* data() const override { return p_; }
-  std::byte* mutable_data() override { return nullptr; }
-  size_t size() const override { return n_; }
+  Reader(std::string path, bool mapped) : path_(std::move(path)), mapped_(mapped) {}
 
- private:
-  std::shared_ptr<const onnx::ModelProto> owner_;
-  const std::byte* p_;
-  size_t n_;
-};
+  graph::Model read() {
+    const std::shared_ptr<Storage> file = Storage::map_file(path_);
+    auto proto = std::make_shared<onnx::ModelProto>();
+    if (mapped_) {
+      // The structure without the large payloads (each now external data
+      // pointing into this file), parsed; the payloads stay in the mapping.
+      std::string structure;
+      try {
+        structure =
+            detail::strip_onnx_payloads(std::span<const std::byte>(file->data(), file->size()),
+                                        fs::path(path_).filename().string(), kMappedMinBytes);
+      } catch (const Error& e) {
+        fail(std::string(e.what()));
+      }
+      if (structure.size() >= (size_t{1} << 31))
+        fail("the model's structure without its weight payloads is " +
+             std::to_string(structure.size()) + " bytes; protobuf reads at most 2 GiB");
+      if (!proto->ParseFromString(structure))
+        fail("not a valid ONNX model (protobuf parse failed)");
+    } else {
+      if (file->size() >= (size_t{1} << 31))
+        fail("file is " + std::to_string(file->size()) +
+             " bytes; a protobuf ONNX model must be under 2 GiB (larger models keep their "
+             "weights in external data files)");
+      if (!proto->ParseFromArray(file->data(), static_cast<int>(file->size())))
+        fail("not a valid ONNX model (protobuf parse failed)");
+    }
+    if (!proto->has_graph()) fail("not a valid ONNX model (no graph)");
+    decoder_.emplace(path_, proto, mapped_ ? file : std::shared_ptr<Storage>());
 
-class Importer {
- public:
-  Importer(const ModelFile& file, std::shared_ptr<const onnx::ModelProto> proto)
-      : file_(file), proto_(std::move(proto)) {}
-
-  Model run() {
-    Model m;
-    m.source = file_.path;
-    m.proto = proto_;
-    m.ir_version = proto_->ir_version();
-    m.producer_name = proto_->producer_name();
-    m.producer_version = proto_->producer_version();
-    bool have_default = false;
-    for (const auto& op : proto_->opset_import()) {
+    graph::Model m;
+    m.source = path_;
+    m.format = "onnx";
+    m.proto = proto;
+    m.ir_version = proto->ir_version();
+    m.producer_name = proto->producer_name();
+    m.producer_version = proto->producer_version();
+    m.metadata["ir_version"] = std::to_string(proto->ir_version());
+    if (!proto->producer_name().empty()) m.metadata["producer_name"] = proto->producer_name();
+    if (!proto->producer_version().empty())
+      m.metadata["producer_version"] = proto->producer_version();
+    for (const auto& op : proto->opset_import()) {
       const std::string d = normalise_domain(op.domain());
       if (d.empty()) {
         m.opset = op.version();
-        have_default = true;
+        m.metadata["opset"] = std::to_string(op.version());
       } else {
         m.other_opsets[d] = op.version();
       }
     }
-    if (!have_default) fail("no opset import for the default ONNX domain");
-    if (m.opset < 9 || m.opset > 17)
-      fail("opset " + std::to_string(m.opset) + " of the default domain is unsupported (9–17)");
-    read_graph(proto_->graph(), m.graph);
+    read_graph(proto->graph(), m.graph);
     return m;
   }
 
  private:
-  [[noreturn]] void fail(const std::string& message) const { throw Error(file_.path, message); }
+  [[noreturn]] void fail(const std::string& message) const { throw Error(path_, message); }
 
-  static std::string normalise_domain(const std::string& d) { return d == "ai.onnx" ? "" : d; }
-
-  ValueType read_type(const onnx::ValueInfoProto& vi) {
-    ValueType t;
+  graph::ValueType read_type(const onnx::ValueInfoProto& vi) {
+    graph::ValueType t;
     if (!vi.has_type() || !vi.type().has_tensor_type()) return t;
     const auto& tt = vi.type().tensor_type();
     if (tt.elem_type() != 0) t.dtype = dtype_of_onnx(tt.elem_type());
     if (tt.has_shape()) {
-      SymShape s;
+      graph::SymShape s;
       for (const auto& d : tt.shape().dim()) {
         if (d.has_dim_value())
-          s.push_back(Dim::known(d.dim_value()));
+          s.push_back(graph::Dim::known(d.dim_value()));
         else if (d.has_dim_param() && !d.dim_param().empty())
-          s.push_back(Dim::named(d.dim_param()));
+          s.push_back(graph::Dim::named(d.dim_param()));
         else
-          s.push_back(Dim::unknown());
+          s.push_back(graph::Dim::unknown());
       }
       t.shape = std::move(s);
     }
     return t;
   }
 
-  void read_graph(const onnx::GraphProto& gp, Graph& g) {
+  void read_graph(const onnx::GraphProto& gp, graph::Graph& g) {
     g.name = gp.name();
+    if (gp.sparse_initializer_size() > 0)
+      fail("sparse initializer " + quote_name(gp.sparse_initializer(0).values().name()) +
+           " is unsupported");
+    // Weight names (initializers and Constant outputs) are unique per graph.
+    std::unordered_set<std::string> weights;
+    auto claim = [&](const std::string& name) {
+      if (name.empty()) fail("a weight in graph " + quote_name(gp.name()) + " has an empty name");
+      if (!weights.insert(name).second)
+        fail("weight name " + quote_name(name) + " is defined twice in graph " +
+             quote_name(gp.name()));
+    };
     for (const auto& t : gp.initializer()) {
-      if (t.name().empty()) fail("an initializer of graph '" + gp.name() + "' has no name");
-      if (g.initializers.count(t.name()))
-        fail("initializer '" + t.name() + "' is defined twice in graph '" + gp.name() + "'");
-      g.add_initializer(t.name(), read_tensor(t, t.name()));
+      claim(t.name());
+      g.add_initializer(t.name(), decoder_->decode(t, t.name()));
     }
+    for (const auto& np : gp.node())
+      if (np.op_type() == "Constant" && normalise_domain(np.domain()).empty()) {
+        if (np.output_size() < 1 || np.output(0).empty())
+          fail("Constant node " + quote_name(np.name()) + " has no output name");
+        claim(np.output(0));
+      }
     for (const auto& vi : gp.input()) {
       if (g.initializers.count(vi.name())) continue;  // an initializer listed as input (IR < 4)
       g.inputs.push_back(vi.name());
@@ -112,7 +163,7 @@ class Importer {
   /// taking the earliest ready node in file order, so an ordered graph keeps
   /// its order. Values defined outside the graph (inputs, initializers, outer
   /// scope) are ready from the start. A cycle is an Error naming a node on it.
-  void sort_topologically(Graph& g) {
+  void sort_topologically(graph::Graph& g) {
     const size_t n = g.nodes.size();
     std::unordered_map<std::string, size_t> producer;
     for (size_t i = 0; i < n; ++i)
@@ -142,7 +193,7 @@ class Importer {
     std::set<size_t> ready;
     for (size_t i = 0; i < n; ++i)
       if (pending[i] == 0) ready.insert(i);
-    std::vector<Node> out;
+    std::vector<graph::Node> out;
     out.reserve(n);
     while (!ready.empty()) {
       const size_t i = *ready.begin();
@@ -159,41 +210,58 @@ class Importer {
   }
 
   /// Names the subgraphs of `node` read (they may come from this graph).
-  static std::set<std::string> subgraph_reads(const Node& node) {
+  static std::set<std::string> subgraph_reads(const graph::Node& node) {
     std::set<std::string> out;
-    std::function<void(const Graph&)> walk = [&](const Graph& sub) {
-      for (const Node& n : sub.nodes) {
+    std::function<void(const graph::Graph&)> walk = [&](const graph::Graph& sub) {
+      for (const graph::Node& n : sub.nodes) {
         out.insert(n.inputs.begin(), n.inputs.end());
         for (const auto& [k, a] : n.attributes) {
-          if (a.kind == Attribute::Kind::g) walk(*a.g);
+          if (a.kind == graph::Attribute::Kind::g) walk(*a.g);
           for (const auto& s : a.graphs) walk(*s);
         }
       }
       out.insert(sub.outputs.begin(), sub.outputs.end());
     };
     for (const auto& [k, a] : node.attributes) {
-      if (a.kind == Attribute::Kind::g) walk(*a.g);
+      if (a.kind == graph::Attribute::Kind::g) walk(*a.g);
       for (const auto& s : a.graphs) walk(*s);
     }
     return out;
   }
 
-  Node read_node(const onnx::NodeProto& np) {
-    Node n;
+  graph::Node read_node(const onnx::NodeProto& np) {
+    graph::Node n;
     n.name = np.name();
     n.op_type = np.op_type();
     n.domain = normalise_domain(np.domain());
-    if (!n.domain.empty() && n.domain != "ai.tailor")
-      fail(n.label() + " is in domain '" + n.domain +
-           "'; only the default ONNX domain and ai.tailor are supported");
     n.inputs.assign(np.input().begin(), np.input().end());
     n.outputs.assign(np.output().begin(), np.output().end());
+    if (n.op_type == "Constant" && n.domain.empty()) check_constant(np);
     for (const auto& ap : np.attribute()) n.attributes.emplace_back(ap.name(), read_attr(ap, n));
     return n;
   }
 
-  Attribute read_attr(const onnx::AttributeProto& ap, const Node& n) {
+  /// A Constant has exactly one value attribute, not a sparse one.
+  void check_constant(const onnx::NodeProto& np) {
+    const std::string& out = np.output(0);
+    const onnx::AttributeProto* value = nullptr;
+    for (const auto& a : np.attribute()) {
+      if (!is_constant_value(a.name())) continue;
+      if (value)
+        fail("Constant " + quote_name(out) + " has two value attributes (" + value->name() + ", " +
+             a.name() + ")");
+      value = &a;
+    }
+    if (!value) fail("Constant " + quote_name(out) + " has no value attribute");
+    if (value->name() == "sparse_value")
+      fail("Constant " + quote_name(out) + ": sparse_value is unsupported");
+    if (value->name() == "value" && !value->has_t())
+      fail("Constant " + quote_name(out) + ": attribute 'value' holds no tensor");
+  }
+
+  graph::Attribute read_attr(const onnx::AttributeProto& ap, const graph::Node& n) {
     using AP = onnx::AttributeProto;
+    using graph::Attribute;
     switch (ap.type()) {
       case AP::FLOAT:
         return Attribute::of_float(ap.f());
@@ -201,10 +269,15 @@ class Importer {
         return Attribute::of_int(ap.i());
       case AP::STRING:
         return Attribute::of_string(ap.s());
-      case AP::TENSOR:
-        return Attribute::of_tensor(read_tensor(ap.t(), n.outputs.empty() ? n.name : n.outputs[0]));
+      case AP::TENSOR: {
+        // A STRING tensor (a label table) is no weight: kept as its strings.
+        if (ap.t().data_type() == onnx::TensorProto::STRING)
+          return Attribute::of_strings({ap.t().string_data().begin(), ap.t().string_data().end()});
+        return Attribute::of_tensor(
+            decoder_->decode(ap.t(), n.outputs.empty() ? n.name : n.outputs[0]));
+      }
       case AP::GRAPH: {
-        auto g = std::make_shared<Graph>();
+        auto g = std::make_shared<graph::Graph>();
         read_graph(ap.g(), *g);
         return Attribute::of_graph(std::move(g));
       }
@@ -218,7 +291,7 @@ class Importer {
         Attribute a;
         a.kind = Attribute::Kind::graphs;
         for (const auto& gp : ap.graphs()) {
-          auto g = std::make_shared<Graph>();
+          auto g = std::make_shared<graph::Graph>();
           read_graph(gp, *g);
           a.graphs.push_back(std::move(g));
         }
@@ -230,88 +303,55 @@ class Importer {
     }
   }
 
-  Tensor read_tensor(const onnx::TensorProto& tp, const std::string& name) {
-    const std::string who = "tensor '" + name + "'";
-    const std::optional<DType> dt = dtype_of_onnx(tp.data_type());
-    if (!dt) fail(who + " has unsupported ONNX data type " + std::to_string(tp.data_type()));
-    Shape shape(tp.dims().begin(), tp.dims().end());
-    const int64_t numel = attribute_errors(file_.path, [&] { return shape_numel(shape); });
-    const size_t bytes = static_cast<size_t>(numel) * dtype_size(*dt);
-    if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-      const Weight* w = file_.find(name);
-      if (!w || w->tensor.shape() != shape || w->tensor.dtype() != *dt)
-        fail(who + " has external data the model file did not load under that name");
-      return w->tensor;
-    }
-    if (tp.has_raw_data()) {
-      const std::string& raw = tp.raw_data();
-      if (raw.size() != bytes)
-        fail(who + ": raw_data holds " + std::to_string(raw.size()) + " bytes, shape " +
-             shape_to_string(shape) + " needs " + std::to_string(bytes));
-      const auto* p = reinterpret_cast<const std::byte*>(raw.data());
-      if (bytes > 0 && reinterpret_cast<uintptr_t>(p) % dtype_size(*dt) == 0) {
-        auto storage = std::make_shared<ProtoStorage>(proto_, p, bytes);
-        return Tensor::view(std::move(storage), 0, *dt, std::move(shape));
-      }
-      Tensor t = Tensor::zeros(*dt, std::move(shape));
-      if (bytes) std::memcpy(t.mutable_raw(), p, bytes);
-      return t;
-    }
-    Tensor t = Tensor::zeros(*dt, std::move(shape));
-    if (numel == 0) return t;
-    std::byte* dst = t.mutable_raw();
-    auto need = [&](int have, const char* field) {
-      if (have != numel)
-        fail(who + ": " + field + " holds " + std::to_string(have) + " values, shape " +
-             shape_to_string(t.shape()) + " needs " + std::to_string(numel));
-    };
-    switch (*dt) {
-      case DType::f32:
-        need(tp.float_data_size(), "float_data");
-        std::memcpy(dst, tp.float_data().data(), bytes);
-        break;
-      case DType::f64:
-        need(tp.double_data_size(), "double_data");
-        std::memcpy(dst, tp.double_data().data(), bytes);
-        break;
-      case DType::i64:
-        need(tp.int64_data_size(), "int64_data");
-        std::memcpy(dst, tp.int64_data().data(), bytes);
-        break;
-      case DType::i32:
-        need(tp.int32_data_size(), "int32_data");
-        std::memcpy(dst, tp.int32_data().data(), bytes);
-        break;
-      default: {
-        need(tp.int32_data_size(), "int32_data");
-        const size_t es = dtype_size(*dt);
-        for (int64_t i = 0; i < numel; ++i) {
-          const int32_t v = tp.int32_data(static_cast<int>(i));
-          if (es == 1) {
-            dst[i] = static_cast<std::byte>(static_cast<uint8_t>(v));
-          } else {
-            const uint16_t u = static_cast<uint16_t>(v);
-            std::memcpy(dst + 2 * i, &u, 2);
-          }
-        }
-      }
-    }
-    return t;
-  }
-
-  const ModelFile& file_;
-  std::shared_ptr<const onnx::ModelProto> proto_;
+  std::string path_;
+  bool mapped_ = false;
+  std::optional<io_detail::OnnxTensorDecoder> decoder_;
 };
+
+graph::Model read(const std::string& path, bool mapped) {
+  return attribute_errors(path, [&] { return Reader(path, mapped).read(); });
+}
+
+/// Throws for a node outside the default and ai.tailor domains, in `g` or its subgraphs.
+void check_domains(const graph::Graph& g, const std::string& path) {
+  for (const graph::Node& n : g.nodes) {
+    if (!n.domain.empty() && n.domain != "ai.tailor")
+      throw Error(path, n.label() + " is in domain '" + n.domain +
+                            "'; only the default ONNX domain and ai.tailor are supported");
+    for (const auto& [k, a] : n.attributes) {
+      if (a.kind == graph::Attribute::Kind::g) check_domains(*a.g, path);
+      for (const auto& s : a.graphs) check_domains(*s, path);
+    }
+  }
+}
 
 }  // namespace
 
-Model import_onnx(const ModelFile& file) {
-  if (file.format != "onnx" || !file.onnx) throw Error(file.path, "not an ONNX model");
-  return Importer(file, file.onnx).run();
+graph::Model read_onnx(const std::string& path) {
+  return read(path, false);
 }
+
+graph::Model read_onnx_mapped(const std::string& path) {
+  return read(path, true);
+}
+
+void check_onnx_support(const graph::Model& model) {
+  const std::string& path = model.source;
+  if (model.format == "onnx" && !model.metadata.count("opset"))
+    throw Error(path, "no opset import for the default ONNX domain");
+  if (model.opset < 9 || model.opset > 17)
+    throw Error(path, "opset " + std::to_string(model.opset) +
+                          " of the default domain is unsupported (9–17)");
+  check_domains(model.graph, path);
+}
+
+namespace graph {
 
 Model import_onnx(const std::string& path) {
-  return import_onnx(read_onnx(path));
+  Model m = read_onnx(path);
+  check_onnx_support(m);
+  return m;
 }
 
-}  // namespace tailor::graph
+}  // namespace graph
+}  // namespace tailor

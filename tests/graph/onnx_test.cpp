@@ -7,7 +7,6 @@
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
 #include "tailor/io/onnx.h"
-#include "tailor/io/onnx_reader.h"
 #include "test_util.h"
 
 namespace tailor::testing {
@@ -65,9 +64,9 @@ TEST(GraphOnnx, ImportKeepsNodesNamesOrderAndSymbolicDims) {
   const std::string path = rec_path();
   if (path.empty())
     GTEST_SKIP() << "models/ch_PP-OCRv4_rec_infer.onnx not fetched (scripts/fetch-models.sh)";
-  const ModelFile file = read_onnx(path);
-  const graph::Model m = graph::import_onnx(file);
-  const onnx::GraphProto& gp = file.onnx->graph();
+  const graph::Model m = graph::import_onnx(path);
+  ASSERT_NE(m.proto, nullptr);
+  const onnx::GraphProto& gp = m.proto->graph();
   EXPECT_EQ(m.opset, 9);
   ASSERT_EQ(m.graph.nodes.size(), static_cast<size_t>(gp.node_size()));
   for (int i = 0; i < gp.node_size(); ++i) {
@@ -86,11 +85,10 @@ TEST(GraphOnnx, ImportKeepsNodesNamesOrderAndSymbolicDims) {
 TEST(GraphOnnx, ConstantsViewTheModelProtoWithoutCopying) {
   const std::string path = rec_path();
   if (path.empty()) GTEST_SKIP() << "models/ch_PP-OCRv4_rec_infer.onnx not fetched";
-  const ModelFile file = read_onnx(path);
-  const graph::Model m = graph::import_onnx(file);
+  const graph::Model m = graph::import_onnx(path);
   // Every Constant tensor with raw_data aligned for its type points into the proto's string.
   size_t viewed = 0, total = 0;
-  const onnx::GraphProto& gp = file.onnx->graph();
+  const onnx::GraphProto& gp = m.proto->graph();
   for (int i = 0; i < gp.node_size(); ++i) {
     const auto& np = gp.node(i);
     if (np.op_type() != "Constant") continue;

@@ -12,7 +12,7 @@
 #include "format.h"
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
-#include "tailor/io/onnx.h"
+#include "tailor/io/load_model.h"
 #include "tailor/tune/tune.h"
 
 namespace tailor::cli {
@@ -73,7 +73,7 @@ void add_tune(CLI::App& app) {
       const nlohmann::json record = tune::read_record(replay_path);
       const std::string model_path = path.empty() ? record.value("model", "") : path;
       if (model_path.empty()) throw Error("--replay", "the record names no model; give MODEL");
-      const graph::Model model = graph::import_onnx(model_path);
+      const graph::Model model = load_runnable_model(model_path);
       const tune::Configuration c = tune::replay(model, record);
       const tune::Configuration recorded = tune::chosen_from_record(record);
       std::cout << fmt::format("replay: chosen configuration {} (record: {})\n",
@@ -115,7 +115,7 @@ void add_tune(CLI::App& app) {
         throw Error(cost_model_path, std::string("bad JSON: ") + e.what());
       }
     }
-    const graph::Model model = graph::import_onnx(path);
+    const graph::Model model = load_runnable_model(path);
     const auto t0 = std::chrono::steady_clock::now();
     const nlohmann::json record = tune::tune_model(model, o);
     const double secs =
