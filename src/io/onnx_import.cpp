@@ -259,10 +259,27 @@ class Reader {
       fail("Constant " + quote_name(out) + ": attribute 'value' holds no tensor");
   }
 
+  /// The kind of an attribute written without `type` (files before IR 3 and
+  /// hand-built protos): the one payload field it sets.
+  static onnx::AttributeProto::AttributeType kind_of_untyped(const onnx::AttributeProto& ap) {
+    using AP = onnx::AttributeProto;
+    if (ap.has_t()) return AP::TENSOR;
+    if (ap.has_g()) return AP::GRAPH;
+    if (ap.has_sparse_tensor()) return AP::SPARSE_TENSOR;
+    if (ap.floats_size() > 0) return AP::FLOATS;
+    if (ap.ints_size() > 0) return AP::INTS;
+    if (ap.strings_size() > 0) return AP::STRINGS;
+    if (ap.graphs_size() > 0) return AP::GRAPHS;
+    if (ap.has_s()) return AP::STRING;
+    if (ap.has_f()) return AP::FLOAT;
+    if (ap.has_i()) return AP::INT;
+    return AP::UNDEFINED;
+  }
+
   graph::Attribute read_attr(const onnx::AttributeProto& ap, const graph::Node& n) {
     using AP = onnx::AttributeProto;
     using graph::Attribute;
-    switch (ap.type()) {
+    switch (ap.type() != AP::UNDEFINED ? ap.type() : kind_of_untyped(ap)) {
       case AP::FLOAT:
         return Attribute::of_float(ap.f());
       case AP::INT:

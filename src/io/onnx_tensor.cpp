@@ -23,19 +23,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Read-only bytes inside a ModelProto's raw_data, kept alive with the proto.
-class ProtoStorage final : public Storage {
+/// A tensor's raw_data bytes, moved out of the ModelProto (the string's heap
+/// buffer changes owner; nothing is copied), owned and writable.
+class StringStorage final : public Storage {
  public:
-  ProtoStorage(std::shared_ptr<const onnx::ModelProto> owner, const std::byte* p, size_t n)
-      : owner_(std::move(owner)), p_(p), n_(n) {}
-  const std::byte* data() const override { return p_; }
-  std::byte* mutable_data() override { return nullptr; }
-  size_t size() const override { return n_; }
+  explicit StringStorage(std::string bytes) : bytes_(std::move(bytes)) {}
+  const std::byte* data() const override {
+    return reinterpret_cast<const std::byte*>(bytes_.data());
+  }
+  std::byte* mutable_data() override { return reinterpret_cast<std::byte*>(bytes_.data()); }
+  size_t size() const override { return bytes_.size(); }
 
  private:
-  std::shared_ptr<const onnx::ModelProto> owner_;
-  const std::byte* p_;
-  size_t n_;
+  std::string bytes_;
 };
 
 }  // namespace
@@ -101,12 +101,14 @@ Tensor OnnxTensorDecoder::decode(const onnx::TensorProto& tp, const std::string&
     if (raw.size() != bytes)
       fail(who + ": raw_data holds " + std::to_string(raw.size()) + " bytes, " + what + " needs " +
            std::to_string(bytes));
-    const auto* p = reinterpret_cast<const std::byte*>(raw.data());
-    if (bytes > 0 && reinterpret_cast<uintptr_t>(p) % es == 0)
-      return Tensor::view(std::make_shared<ProtoStorage>(proto_, p, bytes), 0, *dt,
-                          std::move(shape));
+    // The bytes move out of the proto this decoder's reader owns (decoded
+    // once, held once); a buffer misaligned for the type is copied.
+    auto storage = std::make_shared<StringStorage>(
+        std::move(*const_cast<onnx::TensorProto&>(tp).mutable_raw_data()));
+    if (bytes > 0 && reinterpret_cast<uintptr_t>(storage->data()) % es == 0)
+      return Tensor::view(std::move(storage), 0, *dt, std::move(shape));
     Tensor t = Tensor::zeros(*dt, std::move(shape));
-    if (bytes) std::memcpy(t.mutable_raw(), p, bytes);
+    if (bytes) std::memcpy(t.mutable_raw(), storage->data(), bytes);
     return t;
   }
   return from_typed(tp, who, *dt, std::move(shape), typed, what);

@@ -22,9 +22,10 @@ std::string quote_name(const std::string& s);
 
 /// Decodes the TensorProtos of one ONNX file.
 ///
-/// Data from `raw_data` (little-endian: a read-only view of the ModelProto's
-/// string when aligned for the type, which keeps the proto alive; a copy
-/// otherwise), the typed fields (float_data; int32_data for
+/// Data from `raw_data` (little-endian: the string's buffer moved out of the
+/// ModelProto, which the reader owns, into the tensor's storage, so the bytes
+/// are neither copied nor held twice; copied only when misaligned for the
+/// type; the proto's raw_data is left empty), the typed fields (float_data; int32_data for
 /// i32/i16/i8/u16/u8/bool and the bit patterns of f16/bf16; int64_data;
 /// double_data; copied), or external data files (`location`, `offset`,
 /// `length`; mapped once per file and viewed, a misaligned range copied),

@@ -29,8 +29,9 @@ namespace tailor {
 /// Constant) is kept as a `strings` attribute; it is no weight.
 ///
 /// Tensors (initializers and tensor attributes such as Constant values):
-/// raw_data (little-endian) is viewed in the ModelProto without copying when
-/// aligned for its type (Model::proto keeps it alive), else copied; the typed
+/// raw_data (little-endian) moves from the ModelProto into the tensor's
+/// storage without copying (Model::proto's raw_data fields are left empty;
+/// copied only when misaligned for the type); the typed
 /// fields (float_data; int32_data for i32/i16/i8/u16/u8/bool and the bit
 /// patterns of f16/bf16; int64_data; double_data) are copied; external data
 /// files (`location`, `offset`, `length`), which must resolve inside the
