@@ -1,4 +1,4 @@
-// libFuzzer target: read_gguf on arbitrary bytes must give a ModelFile or a
+// libFuzzer target: read_gguf on arbitrary bytes must give a graph::Model or a
 // tailor::Error; crashes, sanitizer reports and hangs are bugs.
 #include <cstddef>
 #include <cstdint>

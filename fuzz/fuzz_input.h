@@ -11,7 +11,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "tailor/io/model.h"
+#include "tailor/graph/graph.h"
+#include "tailor/graph/weights.h"
 
 namespace tailor::fuzz {
 
@@ -30,11 +31,11 @@ inline std::string input_file(const uint8_t* data, size_t size) {
   return path;
 }
 
-/// Reads every byte of every weight and converts small ones to f32, so a view
-/// reaching past its storage faults under AddressSanitizer.
-inline void touch_weights(const ModelFile& m) {
+/// Reads every byte of every weight (graph::weights of `m`) and converts small
+/// ones to f32, so a view reaching past its storage faults under AddressSanitizer.
+inline void touch_weights(const graph::Model& m) {
   unsigned sum = 0;
-  for (const Weight& w : m.weights) {
+  for (const graph::WeightView& w : graph::weights(m)) {
     const std::byte* p = w.tensor.raw();
     for (size_t i = 0; i < w.tensor.nbytes(); ++i) sum += static_cast<unsigned>(p[i]);
     if (w.tensor.numel() <= 4096) sum += static_cast<unsigned>(w.tensor.to_f32_vector().size());

@@ -11,7 +11,8 @@
 #include <string>
 
 #include "tailor/core/error.h"
-#include "tailor/io/onnx_reader.h"
+#include "tailor/graph/weights.h"
+#include "tailor/io/onnx.h"
 
 namespace {
 
@@ -61,9 +62,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = model_path();
   write_file(path, data, size);
   try {
-    const tailor::ModelFile m = tailor::read_onnx(path);
+    const tailor::graph::Model m = tailor::read_onnx(path);
     // Touch every weight's data and [out, in] view so bad views surface here.
-    for (const tailor::Weight& w : m.weights) {
+    for (const tailor::graph::WeightView& w : tailor::graph::weights(m)) {
       if (w.tensor.numel() > 0) (void)w.tensor.to_f32_vector();
       if (w.layout != tailor::WeightLayout::none) (void)w.out_in();
     }

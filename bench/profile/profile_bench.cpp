@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tailor/core/rng.h"
-#include "tailor/io/model.h"
+#include "tailor/io/load_model.h"
 #include "tailor/profile/profiler.h"
 
 namespace {
@@ -21,19 +21,19 @@ using tailor::ProfileOptions;
 const std::vector<std::string> kFast = {"dense",  "int8",    "int4",       "int3",
                                         "int4-g", "ternary", "sparse-2:4", "lowrank"};
 
-const tailor::Weight& synthetic(int64_t out, int64_t in) {
-  static const tailor::Weight w = [&] {
+const tailor::graph::WeightView& synthetic(int64_t out, int64_t in) {
+  static const tailor::graph::WeightView w = [&] {
     tailor::Rng rng(1);
     std::vector<float> v(static_cast<size_t>(out * in));
     for (float& x : v) x = static_cast<float>(0.02 * rng.normal());
-    return tailor::Weight{"synthetic", tailor::Tensor::from_f32({out, in}, v),
-                          tailor::WeightLayout::out_in};
+    return tailor::graph::WeightView{"synthetic", tailor::Tensor::from_f32({out, in}, v),
+                                     tailor::WeightLayout::out_in};
   }();
   return w;
 }
 
 void BM_ProfileLayer4096(benchmark::State& state) {
-  const tailor::Weight& w = synthetic(4096, 4096);
+  const tailor::graph::WeightView& w = synthetic(4096, 4096);
   ProfileOptions o;
   o.schemes = kFast;
   for (auto _ : state) benchmark::DoNotOptimize(tailor::profile_layer(w, o));
@@ -47,7 +47,7 @@ void BM_ProfileRecogniser(benchmark::State& state, bool whole_catalog) {
     state.SkipWithError("models/ch_PP-OCRv4_rec_infer.onnx absent: run scripts/fetch-models.sh");
     return;
   }
-  const tailor::ModelFile model = tailor::load_model(path);
+  const tailor::graph::Model model = tailor::load_model(path);
   ProfileOptions o;
   if (!whole_catalog) o.schemes = kFast;
   size_t layers = 0;

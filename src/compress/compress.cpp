@@ -13,8 +13,8 @@
 #include "compress/verify.h"
 #include "tailor/compress/llama_onnx.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
-#include "tailor/io/model.h"
+#include "tailor/io/load_model.h"
+#include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/llm/calib.h"
 #include "tailor/llm/kld.h"
@@ -104,7 +104,7 @@ std::string regex_escape(const std::string& s) {
   return r;
 }
 
-bool is_llama_candidate(const ModelFile& mf) {
+bool is_llama_candidate(const graph::Model& mf) {
   return mf.format != "onnx";
 }
 
@@ -113,12 +113,12 @@ std::string percent(double part, double whole) {
 }
 
 /// weights.safetensors: planned factors, dense planned layers and every other weight.
-void write_weights(const std::string& path, const ModelFile& mf, const plan::Plan& plan,
+void write_weights(const std::string& path, const graph::Model& mf, const plan::Plan& plan,
                    const std::vector<EncodedLayer>& layers) {
   std::vector<NamedTensor> tensors;
   std::map<std::string, const EncodedLayer*> encoded;
   for (const EncodedLayer& l : layers) encoded[l.name] = &l;
-  for (const Weight& w : mf.weights) {
+  for (const graph::WeightView& w : graph::weights(mf)) {
     if (auto it = encoded.find(w.name); it != encoded.end()) {
       for (const schemes::Factor& f : it->second->encoded->factors())
         tensors.push_back({w.name + "." + f.name, f.tensor});
@@ -131,7 +131,7 @@ void write_weights(const std::string& path, const ModelFile& mf, const plan::Pla
   }
   write_safetensors(
       path, tensors,
-      {{"format", "tailor-compressed"}, {"model", mf.path}, {"plan", plan::plan_to_json(plan)}});
+      {{"format", "tailor-compressed"}, {"model", mf.source}, {"plan", plan::plan_to_json(plan)}});
 }
 
 }  // namespace
@@ -169,7 +169,7 @@ CompressResult compress_model(const CompressOptions& o) {
 
   // 1. load
   begin("load", o.model);
-  const ModelFile mf = load_model(o.model);
+  const graph::Model mf = load_model(o.model);
   std::optional<llm::LlamaModel> llama;
   if (is_llama_candidate(mf)) {
     llama = llm::LlamaModel::load(o.model);
@@ -180,7 +180,7 @@ CompressResult compress_model(const CompressOptions& o) {
   std::string out_dir = o.out_dir;
   if (out_dir.empty()) out_dir = fs::path(o.model).filename().stem().string() + ".tailor";
   refuse_foreign(fs::absolute(out_dir).lexically_normal());  // before any work
-  done("load", fmt::format("{} ({}), {} weights", o.model, r.kind, mf.weights.size()));
+  done("load", fmt::format("{} ({}), {} weights", o.model, r.kind, graph::weights(mf).size()));
 
   // 1b. calibration statistics of a llama checkpoint: per Linear, the
   // per-input-channel mean x² over sequences sampled from the model itself
@@ -267,7 +267,8 @@ CompressResult compress_model(const CompressOptions& o) {
          fmt::format("{} linears replaced (Encoded matmul); standard ONNX graph verified",
                      layers.size()));
   } else {
-    original = graph::import_onnx(mf);
+    check_onnx_support(mf);  // the runtime runs both graphs
+    original = mf;
     standard = rewrite_standard(*original, layers, &r.rewrites);
     tailor_graph = rewrite_tailor(*original, layers);
     done("rewrite",

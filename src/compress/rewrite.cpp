@@ -290,14 +290,17 @@ void check_layer(const GraphEditor& ed, const EncodedLayer& layer) {
 
 }  // namespace
 
-std::vector<EncodedLayer> encode_plan(const ModelFile& model, const plan::Plan& plan,
+std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Plan& plan,
                                       const schemes::SchemeParams& defaults, uint64_t seed,
                                       int threads) {
+  const std::vector<graph::WeightView> weights = graph::weights(model);
   std::vector<size_t> planned;
+  std::vector<const graph::WeightView*> found(plan.choices.size());
   for (size_t i = 0; i < plan.choices.size(); ++i) {
     const plan::PlanChoice& c = plan.choices[i];
-    const Weight* w = model.find(c.layer);
-    if (!w) throw Error(c.layer, "the plan names a weight " + model.path + " does not hold");
+    found[i] = graph::find_weight(weights, c.layer);
+    if (!found[i])
+      throw Error(c.layer, "the plan names a weight " + model.source + " does not hold");
     if (c.label != "dense") planned.push_back(i);
   }
   std::vector<EncodedLayer> out(planned.size());
@@ -309,7 +312,7 @@ std::vector<EncodedLayer> encode_plan(const ModelFile& model, const plan::Plan& 
       try {
         const size_t i = planned[k];
         const plan::PlanChoice& c = plan.choices[i];
-        const Weight& w = *model.find(c.layer);
+        const graph::WeightView& w = *found[i];
         attribute_errors(c.layer, [&] {
           schemes::SchemeParams p = defaults;
           p.svd.seed = Rng(seed).split(i).next_u64();

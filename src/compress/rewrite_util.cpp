@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "graph/onnx_types.h"
 #include "tailor/core/error.h"
+#include "tailor/core/onnx_dtype.h"
 
 namespace tailor::compress::detail {
 namespace {
@@ -190,7 +190,7 @@ Tensor to_stored(const Tensor& out_in, WeightLayout layout, const Shape& stored_
 }
 
 int64_t onnx_type_code(DType dtype) {
-  return graph::onnx_of_dtype(dtype);
+  return onnx_of_dtype(dtype);
 }
 
 }  // namespace tailor::compress::detail

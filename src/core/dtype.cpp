@@ -1,5 +1,7 @@
 #include "tailor/core/dtype.h"
 
+#include "tailor/core/onnx_dtype.h"
+
 #include <array>
 #include <bit>
 #include <cmath>
@@ -55,6 +57,56 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   for (auto& [d, n] : kNames)
     if (n == name) return d;
   return std::nullopt;
+}
+
+namespace {
+/// ONNX TensorProto.DataType (onnx.proto): code = index, its name, and the
+/// DType tailor reads it as (nullopt: none). Includes the types newer than
+/// the libonnx tailor is built against, for messages.
+struct OnnxType {
+  std::string_view name;
+  std::optional<DType> dtype;
+};
+constexpr std::array<OnnxType, 24> kOnnxTypes{{{"UNDEFINED", std::nullopt},
+                                               {"FLOAT", DType::f32},
+                                               {"UINT8", DType::u8},
+                                               {"INT8", DType::i8},
+                                               {"UINT16", DType::u16},
+                                               {"INT16", DType::i16},
+                                               {"INT32", DType::i32},
+                                               {"INT64", DType::i64},
+                                               {"STRING", std::nullopt},
+                                               {"BOOL", DType::boolean},
+                                               {"FLOAT16", DType::f16},
+                                               {"DOUBLE", DType::f64},
+                                               {"UINT32", std::nullopt},
+                                               {"UINT64", std::nullopt},
+                                               {"COMPLEX64", std::nullopt},
+                                               {"COMPLEX128", std::nullopt},
+                                               {"BFLOAT16", DType::bf16},
+                                               {"FLOAT8E4M3FN", std::nullopt},
+                                               {"FLOAT8E4M3FNUZ", std::nullopt},
+                                               {"FLOAT8E5M2", std::nullopt},
+                                               {"FLOAT8E5M2FNUZ", std::nullopt},
+                                               {"UINT4", std::nullopt},
+                                               {"INT4", std::nullopt},
+                                               {"FLOAT4E2M1", std::nullopt}}};
+}  // namespace
+
+std::optional<DType> dtype_of_onnx(int64_t code) {
+  if (code < 0 || code >= static_cast<int64_t>(kOnnxTypes.size())) return std::nullopt;
+  return kOnnxTypes[static_cast<size_t>(code)].dtype;
+}
+
+int onnx_of_dtype(DType t) {
+  for (size_t i = 0; i < kOnnxTypes.size(); ++i)
+    if (kOnnxTypes[i].dtype == t) return static_cast<int>(i);
+  return 0;
+}
+
+std::string_view onnx_type_name(int64_t code) {
+  if (code < 0 || code >= static_cast<int64_t>(kOnnxTypes.size())) return "unknown";
+  return kOnnxTypes[static_cast<size_t>(code)].name;
 }
 
 bool is_floating(DType t) {

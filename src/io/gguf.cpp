@@ -244,13 +244,13 @@ TensorInfo read_tensor_info(ByteCursor& c) {
 }  // namespace
 
 // Every Error leaving the reader names the file (see attribute_errors).
-static ModelFile read_gguf_unattributed(const std::string& path);
+static graph::Model read_gguf_unattributed(const std::string& path);
 
-ModelFile read_gguf(const std::string& path) {
+graph::Model read_gguf(const std::string& path) {
   return attribute_errors(path, [&] { return read_gguf_unattributed(path); });
 }
 
-static ModelFile read_gguf_unattributed(const std::string& path) {
+static graph::Model read_gguf_unattributed(const std::string& path) {
   const std::shared_ptr<Storage> storage = Storage::map_file(path);
   const size_t size = storage->size();
   ByteCursor c(storage->data(), size, path);
@@ -275,9 +275,10 @@ static ModelFile read_gguf_unattributed(const std::string& path) {
                           " cannot fit in the file (each takes at least " + std::to_string(kMinKv) +
                           " bytes, " + std::to_string(c.remaining()) + " remain)");
 
-  ModelFile model;
-  model.path = path;
+  graph::Model model;
+  model.source = path;
   model.format = "gguf";
+  model.weight_convention = graph::WeightConvention::out_in;
   uint64_t alignment = kDefaultAlignment;
   std::unordered_set<std::string> keys;
   for (uint64_t i = 0; i < kv_count; ++i) {
@@ -352,15 +353,11 @@ static ModelFile read_gguf_unattributed(const std::string& path) {
                             std::to_string(a.offset) + " and " + std::to_string(b.offset) + ")");
   }
 
-  model.weights.reserve(infos.size());
   for (TensorInfo& t : infos) {
-    Weight w;
     // A view of the mapping; copied when the data is not aligned for the dtype
     // (possible only with general.alignment 1 or 2).
-    w.tensor = Tensor::view(storage, static_cast<size_t>(t.begin), t.dtype, t.shape).contiguous();
-    w.layout = t.shape.size() >= 2 ? WeightLayout::out_in : WeightLayout::none;
-    w.name = std::move(t.name);
-    model.weights.push_back(std::move(w));
+    model.graph.add_initializer(
+        t.name, Tensor::view(storage, static_cast<size_t>(t.begin), t.dtype, t.shape).contiguous());
   }
   return model;
 }

@@ -140,13 +140,13 @@ Tensor rope_pairs_to_halves(const Tensor& w, int32_t n_heads, int32_t hd) {
 }  // namespace
 
 // Every Error leaving the reader names the file (see attribute_errors).
-static ModelFile read_llama2c_unattributed(const std::string& path, LlamaConfig* config);
+static graph::Model read_llama2c_unattributed(const std::string& path, LlamaConfig* config);
 
-ModelFile read_llama2c(const std::string& path, LlamaConfig* config) {
+graph::Model read_llama2c(const std::string& path, LlamaConfig* config) {
   return attribute_errors(path, [&] { return read_llama2c_unattributed(path, config); });
 }
 
-static ModelFile read_llama2c_unattributed(const std::string& path, LlamaConfig* config) {
+static graph::Model read_llama2c_unattributed(const std::string& path, LlamaConfig* config) {
   const std::shared_ptr<Storage> storage = Storage::map_file(path);
   const LlamaConfig cfg = parse_header(path, *storage);
   const FileLayout l = layout_of(cfg, path);
@@ -156,9 +156,10 @@ static ModelFile read_llama2c_unattributed(const std::string& path, LlamaConfig*
                           (cfg.shared_classifier ? "shared" : "separate") + " classifier), found " +
                           std::to_string(storage->size()));
 
-  ModelFile m;
-  m.path = path;
+  graph::Model m;
+  m.source = path;
   m.format = "llama2c";
+  m.weight_convention = graph::WeightConvention::out_in;
   const int64_t dim = cfg.dim, hidden = cfg.hidden_dim;
   const int64_t kv_dim = static_cast<int64_t>(cfg.head_dim()) * cfg.n_kv_heads;
   // The header is 28 bytes and everything after it f32, so every view is
@@ -166,11 +167,7 @@ static ModelFile read_llama2c_unattributed(const std::string& path, LlamaConfig*
   auto add = [&](std::string name, const Section& s, int64_t index, Shape shape) {
     const int64_t numel = shape_numel(shape);
     const size_t offset = static_cast<size_t>(s.offset) + static_cast<size_t>(index * numel) * 4;
-    Weight w;
-    w.name = std::move(name);
-    w.layout = shape.size() >= 2 ? WeightLayout::out_in : WeightLayout::none;
-    w.tensor = Tensor::view(storage, offset, DType::f32, std::move(shape));
-    m.weights.push_back(std::move(w));
+    m.graph.add_initializer(name, Tensor::view(storage, offset, DType::f32, std::move(shape)));
   };
   add("model.embed_tokens.weight", l.embed, 0, {cfg.vocab_size, dim});
   for (int32_t i = 0; i < cfg.n_layers; ++i) {
@@ -212,7 +209,7 @@ void convert_llama2c_to_hf(const std::string& checkpoint, const std::string& out
 static void convert_llama2c_to_hf_unattributed(const std::string& checkpoint,
                                                const std::string& out_dir) {
   LlamaConfig cfg;
-  const ModelFile m = read_llama2c(checkpoint, &cfg);
+  const graph::Model m = read_llama2c(checkpoint, &cfg);
   namespace fs = std::filesystem;
   if (out_dir.empty()) throw Error("(empty path)", "no output folder given");
   // Both files are written into a staging folder beside out_dir and moved in
@@ -238,15 +235,15 @@ static void convert_llama2c_to_hf_unattributed(const std::string& checkpoint,
   } cleanup{staging};
 
   std::vector<NamedTensor> tensors;
-  tensors.reserve(m.weights.size());
+  tensors.reserve(m.graph.initializer_order.size());
   const std::string q_suffix = "self_attn.q_proj.weight", k_suffix = "self_attn.k_proj.weight";
-  for (const Weight& w : m.weights) {
-    Tensor t = w.tensor;
-    if (w.name.ends_with(q_suffix))
+  for (const std::string& name : m.graph.initializer_order) {
+    Tensor t = m.graph.initializers.at(name);
+    if (name.ends_with(q_suffix))
       t = rope_pairs_to_halves(t, cfg.n_heads, cfg.head_dim());
-    else if (w.name.ends_with(k_suffix))
+    else if (name.ends_with(k_suffix))
       t = rope_pairs_to_halves(t, cfg.n_kv_heads, cfg.head_dim());
-    tensors.push_back({w.name, std::move(t)});
+    tensors.push_back({name, std::move(t)});
   }
   // With a shared classifier there is no lm_head.weight: HF ties it to
   // model.embed_tokens.weight (tie_word_embeddings).

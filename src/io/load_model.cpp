@@ -1,20 +1,25 @@
 // Chooses a reader by the file's leading bytes and extension.
+#include "tailor/io/load_model.h"
+
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tailor/core/error.h"
 #include "tailor/io/gguf.h"
 #include "tailor/io/llama2c.h"
-#include "tailor/io/model.h"
-#include "tailor/io/onnx_reader.h"
+#include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
 
 namespace tailor {
 
 namespace {
 
-ModelFile load(const std::string& path, bool mapped) {
-  namespace fs = std::filesystem;
+namespace fs = std::filesystem;
+
+graph::Model read_any(const std::string& path, bool mapped) {
   if (path.empty()) throw Error("(empty path)", "no model file given");
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -56,14 +61,56 @@ ModelFile load(const std::string& path, bool mapped) {
               "unrecognised model format (expected ONNX, safetensors, GGUF or a llama2.c .bin)");
 }
 
+graph::Model load(const std::string& path, bool mapped) {
+  graph::Model m = read_any(path, mapped);
+  // ---- The llama dispatch point ------------------------------------------
+  // A llama checkpoint (is_llama_checkpoint: llama2.c, GGUF with
+  // general.architecture "llama", an HF folder of LlamaForCausalLM) is to be
+  // turned here into the decoder graph with KV cache by the llama graph
+  // builder (`llama_graph(...)`, issue 12), so that every caller of
+  // load_model gets a graph it can run. Until that builder is wired in, such
+  // a checkpoint loads weights-only, like any other format without a graph.
+  return m;
+}
+
 }  // namespace
 
-ModelFile load_model(const std::string& path) {
+graph::Model load_model(const std::string& path) {
   return load(path, false);
 }
 
-ModelFile load_model_mapped(const std::string& path) {
+graph::Model load_model_mapped(const std::string& path) {
   return load(path, true);
+}
+
+graph::Model load_runnable_model(const std::string& path) {
+  graph::Model m = load_model(path);
+  if (m.graph.nodes.empty())
+    throw Error(path, "has no graph to run (a weights-only " + m.format + " model)");
+  if (m.format == "onnx") check_onnx_support(m);
+  return m;
+}
+
+bool is_llama_checkpoint(const graph::Model& model) {
+  if (model.format == "llama2c") return true;
+  if (model.format == "gguf") {
+    const auto it = model.metadata.find("general.architecture");
+    return it != model.metadata.end() && it->second == "llama";
+  }
+  if (model.format != "safetensors") return false;
+  // An HF folder: config.json beside model.safetensors names the architecture.
+  const fs::path config = fs::path(model.source).parent_path() / "config.json";
+  std::ifstream in(config, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("architectures") ||
+      !j["architectures"].is_array())
+    return false;
+  for (const auto& a : j["architectures"])
+    if (a.is_string() && a.get<std::string>() == "LlamaForCausalLM") return true;
+  return false;
 }
 
 }  // namespace tailor

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tailor/core/error.h"
+#include "tailor/core/onnx_dtype.h"
 
 namespace tailor::detail {
 namespace {
@@ -179,10 +180,10 @@ class Walker {
       fields.push_back(f);
       pos = f.end;
     }
-    // TensorProto.DataType: FLOAT = 1, DOUBLE = 11.
+    // A packed float_data / double_data is the little-endian values, as raw_data.
     std::optional<size_t> moved = raw;
-    if (!moved && data_type == 1) moved = packed_float;
-    if (!moved && data_type == 11) moved = packed_double;
+    if (!moved && data_type == onnx_of_dtype(DType::f32)) moved = packed_float;
+    if (!moved && data_type == onnx_of_dtype(DType::f64)) moved = packed_double;
     if (external || payloads != 1 || !moved ||
         fields[*moved].end - fields[*moved].payload < min_bytes_) {
       std::string out;

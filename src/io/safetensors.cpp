@@ -41,11 +41,6 @@ struct Entry {
   uint64_t begin, end;
 };
 
-WeightLayout layout_for(const Tensor& t) {
-  if (!is_floating(t.dtype()) || t.rank() < 2) return WeightLayout::none;
-  return t.rank() >= 3 ? WeightLayout::conv : WeightLayout::out_in;
-}
-
 Entry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& v,
                   uint64_t data_size) {
   auto bad = [&](const std::string& what) { return Error(path, "tensor '" + name + "': " + what); };
@@ -126,13 +121,13 @@ std::vector<std::string> scan_header(const std::string& path, std::string_view t
 }  // namespace
 
 // Every Error leaving the reader names the file (see attribute_errors).
-static ModelFile read_safetensors_unattributed(const std::string& path);
+static graph::Model read_safetensors_unattributed(const std::string& path);
 
-ModelFile read_safetensors(const std::string& path) {
+graph::Model read_safetensors(const std::string& path) {
   return attribute_errors(path, [&] { return read_safetensors_unattributed(path); });
 }
 
-static ModelFile read_safetensors_unattributed(const std::string& path) {
+static graph::Model read_safetensors_unattributed(const std::string& path) {
   auto storage = Storage::map_file(path);
   const uint64_t file_size = storage->size();
   if (file_size < 8)
@@ -166,9 +161,10 @@ static ModelFile read_safetensors_unattributed(const std::string& path) {
     if (k != "__metadata__") order.push_back(k);
   }
 
-  ModelFile m;
-  m.path = path;
+  graph::Model m;
+  m.source = path;
   m.format = "safetensors";
+  m.weight_convention = graph::WeightConvention::pytorch;
   const uint64_t data_start = 8 + n;
   const uint64_t data_size = file_size - data_start;
   if (header.contains("__metadata__")) {
@@ -210,11 +206,7 @@ static ModelFile read_safetensors_unattributed(const std::string& path) {
     const Entry* e = &entry;
     Tensor t = Tensor::view(storage, data_start + e->begin, e->dtype, e->shape);
     if (!t.is_aligned()) t = t.clone();
-    Weight w;
-    w.name = e->name;
-    w.layout = layout_for(t);
-    w.tensor = std::move(t);
-    m.weights.push_back(std::move(w));
+    m.graph.add_initializer(e->name, std::move(t));
   }
   return m;
 }

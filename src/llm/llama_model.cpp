@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tailor/core/error.h"
+#include "tailor/io/load_model.h"
 #include "tailor/llm/llama.h"
 #include "tailor/schemes/registry.h"
 
@@ -49,29 +50,34 @@ std::string layer_name(const NameScheme& n, int i, const std::string& suffix) {
   return n.layer_prefix + std::to_string(i) + suffix;
 }
 
-const Weight& require(const ModelFile& file, const std::string& name, const Shape& shape) {
-  const Weight* w = file.find(name);
-  check(w != nullptr, file.path, "llama tensor '" + name + "' is missing");
-  check(is_floating(w->tensor.dtype()) && w->tensor.dtype() != DType::f64, file.path,
-        "llama tensor '" + name + "' has dtype " + std::string(dtype_name(w->tensor.dtype())) +
+/// The initializer `name` of a weights-only model, or nullptr.
+const Tensor* find(const graph::Model& file, const std::string& name) {
+  const auto it = file.graph.initializers.find(name);
+  return it == file.graph.initializers.end() ? nullptr : &it->second;
+}
+
+const Tensor& require(const graph::Model& file, const std::string& name, const Shape& shape) {
+  const Tensor* w = find(file, name);
+  check(w != nullptr, file.source, "llama tensor '" + name + "' is missing");
+  check(is_floating(w->dtype()) && w->dtype() != DType::f64, file.source,
+        "llama tensor '" + name + "' has dtype " + std::string(dtype_name(w->dtype())) +
             ", expected f32, f16 or bf16");
-  check(w->tensor.shape() == shape, file.path,
-        "llama tensor '" + name + "' has shape " + shape_to_string(w->tensor.shape()) +
-            ", expected " + shape_to_string(shape));
+  check(w->shape() == shape, file.source,
+        "llama tensor '" + name + "' has shape " + shape_to_string(w->shape()) + ", expected " +
+            shape_to_string(shape));
   return *w;
 }
 
 // The weight as a contiguous f32 [out, in] tensor: the stored view when it
 // already is one (zero-copy), a converted copy otherwise.
-Tensor matrix(const ModelFile& file, const std::string& name, int64_t out, int64_t in) {
-  const Weight& w = require(file, name, {out, in});
-  const Tensor& t = w.tensor;
+Tensor matrix(const graph::Model& file, const std::string& name, int64_t out, int64_t in) {
+  const Tensor& t = require(file, name, {out, in});
   if (t.dtype() == DType::f32 && t.is_contiguous() && t.is_aligned()) return t;
   return t.to(DType::f32);
 }
 
-std::vector<float> vector_of(const ModelFile& file, const std::string& name, int64_t n) {
-  return require(file, name, {n}).tensor.to_f32_vector();
+std::vector<float> vector_of(const graph::Model& file, const std::string& name, int64_t n) {
+  return require(file, name, {n}).to_f32_vector();
 }
 
 void validate(const LlamaConfig& c, const std::string& source) {
@@ -91,31 +97,31 @@ void validate(const LlamaConfig& c, const std::string& source) {
         "rope_theta must be finite and positive");
 }
 
-int64_t parse_int(const ModelFile& file, const std::string& key, const std::string& text) {
+int64_t parse_int(const graph::Model& file, const std::string& key, const std::string& text) {
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  check(errno == 0 && end != text.c_str() && *end == '\0' && v > 0 && v <= INT32_MAX, file.path,
+  check(errno == 0 && end != text.c_str() && *end == '\0' && v > 0 && v <= INT32_MAX, file.source,
         "metadata '" + key + "' = '" + text + "' is not a positive 32-bit integer");
   return v;
 }
 
-double parse_float(const ModelFile& file, const std::string& key, const std::string& text) {
+double parse_float(const graph::Model& file, const std::string& key, const std::string& text) {
   errno = 0;
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  check(errno == 0 && end != text.c_str() && *end == '\0' && std::isfinite(v), file.path,
+  check(errno == 0 && end != text.c_str() && *end == '\0' && std::isfinite(v), file.source,
         "metadata '" + key + "' = '" + text + "' is not a finite number");
   return v;
 }
 
-const std::string& meta(const ModelFile& file, const std::string& key) {
+const std::string& meta(const graph::Model& file, const std::string& key) {
   auto it = file.metadata.find(key);
-  check(it != file.metadata.end(), file.path, "metadata '" + key + "' is missing");
+  check(it != file.metadata.end(), file.source, "metadata '" + key + "' is missing");
   return it->second;
 }
 
-LlamaConfig config_from_llama2c(const ModelFile& file) {
+LlamaConfig config_from_llama2c(const graph::Model& file) {
   LlamaConfig c;
   c.dim = parse_int(file, "dim", meta(file, "dim"));
   c.hidden_dim = parse_int(file, "hidden_dim", meta(file, "hidden_dim"));
@@ -128,9 +134,9 @@ LlamaConfig config_from_llama2c(const ModelFile& file) {
   return c;  // llama2.c fixes eps 1e-5 and theta 10000 (the defaults)
 }
 
-LlamaConfig config_from_gguf(const ModelFile& file) {
+LlamaConfig config_from_gguf(const graph::Model& file) {
   auto it = file.metadata.find("general.architecture");
-  check(it != file.metadata.end() && it->second == "llama", file.path,
+  check(it != file.metadata.end() && it->second == "llama", file.source,
         "GGUF general.architecture is '" +
             (it == file.metadata.end() ? std::string("(missing)") : it->second) +
             "', expected 'llama'");
@@ -152,18 +158,18 @@ LlamaConfig config_from_gguf(const ModelFile& file) {
   if (file.metadata.count("llama.rope.freq_base"))
     c.rope_theta = static_cast<float>(
         parse_float(file, "llama.rope.freq_base", meta(file, "llama.rope.freq_base")));
-  const Weight* embed = file.find(kGgufNames.embed);
-  check(embed != nullptr && embed->tensor.rank() == 2, file.path,
+  const Tensor* embed = find(file, kGgufNames.embed);
+  check(embed != nullptr && embed->rank() == 2, file.source,
         "llama tensor 'token_embd.weight' is missing or not a matrix");
-  c.vocab_size = static_cast<int32_t>(embed->tensor.dim(0));
-  c.shared_classifier = file.find(kGgufNames.classifier) == nullptr;
+  c.vocab_size = static_cast<int32_t>(embed->dim(0));
+  c.shared_classifier = find(file, kGgufNames.classifier) == nullptr;
   if (file.metadata.count("llama.rope.dimension_count") && c.n_heads > 0 && c.dim % c.n_heads == 0)
-    check(get_int("llama.rope.dimension_count") == c.dim / c.n_heads, file.path,
+    check(get_int("llama.rope.dimension_count") == c.dim / c.n_heads, file.source,
           "llama.rope.dimension_count differs from head_dim (partial rotary is not supported)");
   return c;
 }
 
-LlamaConfig config_from_hf(const ModelFile& file, const std::string& config_path) {
+LlamaConfig config_from_hf(const graph::Model& file, const std::string& config_path) {
   std::ifstream in(config_path, std::ios::binary);
   check(static_cast<bool>(in), config_path, "cannot open the HF config (config.json)");
   std::stringstream ss;
@@ -209,7 +215,7 @@ LlamaConfig config_from_hf(const ModelFile& file, const std::string& config_path
     tied = j["tie_word_embeddings"].get<bool>();
   }
   // A checkpoint with lm_head.weight uses it even when the config says tied.
-  c.shared_classifier = tied && file.find(kHfNames.classifier) == nullptr;
+  c.shared_classifier = tied && find(file, kHfNames.classifier) == nullptr;
   return c;
 }
 
@@ -222,11 +228,11 @@ std::shared_ptr<const Linear>& LlamaModel::slot(const std::pair<int, int>& at) {
   return *slots[at.second];
 }
 
-LlamaModel LlamaModel::from_weights(const ModelFile& file, const LlamaConfig& config,
+LlamaModel LlamaModel::from_weights(const graph::Model& file, const LlamaConfig& config,
                                     RopePairing pairing) {
-  return attribute_errors(file.path, [&] {
-    validate(config, file.path);
-    const NameScheme& names = file.find(kGgufNames.embed) ? kGgufNames : kHfNames;
+  return attribute_errors(file.source, [&] {
+    validate(config, file.source);
+    const NameScheme& names = find(file, kGgufNames.embed) ? kGgufNames : kHfNames;
     LlamaModel m;
     m.config_ = config;
     m.pairing_ = pairing;
@@ -262,7 +268,7 @@ LlamaModel LlamaModel::from_weights(const ModelFile& file, const LlamaConfig& co
 
 LlamaModel LlamaModel::load(const std::string& path) {
   return attribute_errors(path, [&] {
-    const ModelFile file = load_model(path);
+    const graph::Model file = load_model(path);
     if (file.format == "llama2c")
       return from_weights(file, config_from_llama2c(file), RopePairing::interleaved);
     if (file.format == "gguf")

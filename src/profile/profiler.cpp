@@ -284,8 +284,8 @@ double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<cons
   return den > 0 ? std::sqrt(num / den) : 0.0;
 }
 
-LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, uint64_t index,
-                           std::span<const float> importance) {
+LayerProfile profile_layer(const graph::WeightView& weight, const ProfileOptions& options,
+                           uint64_t index, std::span<const float> importance) {
   if (weight.layout == WeightLayout::none)
     throw Error(weight.name, "no [out, in] view: not a layer to profile");
   const Tensor m = weight.out_in();     // [out, in] f32, a copy of this layer only
@@ -331,14 +331,14 @@ LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, 
   });
 }
 
-bool is_profiled(const Weight& weight, const ProfileOptions& options) {
+bool is_profiled(const graph::WeightView& weight, const ProfileOptions& options) {
   if (weight.layout == WeightLayout::none || weight.tensor.numel() < options.min_params)
     return false;
   if (options.layer_regex.empty()) return true;
   return std::regex_search(weight.name, std::regex(options.layer_regex, std::regex::ECMAScript));
 }
 
-ModelProfile profile_model(const ModelFile& model, const ProfileOptions& options) {
+ModelProfile profile_model(const graph::Model& model, const ProfileOptions& options) {
   try {
     std::regex check(options.layer_regex, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
@@ -350,9 +350,10 @@ ModelProfile profile_model(const ModelFile& model, const ProfileOptions& options
     if (item != "lowrank" && item != "int4-g") schemes::parse_scheme(item, options.scheme_defaults);
 
   ModelProfile profile;
-  profile.model = model.path;
-  std::vector<const Weight*> layers;
-  for (const Weight& w : model.weights) {
+  profile.model = model.source;
+  const std::vector<graph::WeightView> weights = graph::weights(model);
+  std::vector<const graph::WeightView*> layers;
+  for (const graph::WeightView& w : weights) {
     const int64_t bytes = 4 * w.tensor.numel();
     profile.dense_bytes += bytes;
     if (is_profiled(w, options))
@@ -363,19 +364,20 @@ ModelProfile profile_model(const ModelFile& model, const ProfileOptions& options
 
   std::vector<std::vector<float>> importance(layers.size());
   if (!options.calib.empty()) {
-    const ModelFile calib = read_safetensors(options.calib);
+    const graph::Model calib = read_safetensors(options.calib);
     for (size_t i = 0; i < layers.size(); ++i) {
-      const Weight& w = *layers[i];
-      const Weight* c = calib.find(w.name);
+      const graph::WeightView& w = *layers[i];
+      const auto it = calib.graph.initializers.find(w.name);
       const int64_t in = w.out_in_shape()[1];
-      if (!c) throw Error(options.calib, fmt::format("no calibration vector for layer {}", w.name));
-      if (c->tensor.dtype() != DType::f32 || c->tensor.shape() != Shape{in})
+      if (it == calib.graph.initializers.end())
+        throw Error(options.calib, fmt::format("no calibration vector for layer {}", w.name));
+      const Tensor& c = it->second;
+      if (c.dtype() != DType::f32 || c.shape() != Shape{in})
         throw Error(options.calib,
                     fmt::format("layer {}: expected an f32 vector of length {} (its inputs), found "
                                 "{} {}",
-                                w.name, in, dtype_name(c->tensor.dtype()),
-                                shape_to_string(c->tensor.shape())));
-      importance[i] = c->tensor.to_f32_vector();
+                                w.name, in, dtype_name(c.dtype()), shape_to_string(c.shape())));
+      importance[i] = c.to_f32_vector();
       for (float v : importance[i])
         if (!std::isfinite(v) || v < 0)
           throw Error(options.calib, fmt::format("layer {}: mean x² must be finite and >= 0, "

@@ -9,8 +9,8 @@
 
 #include "ort/ort_runner.h"
 #include "tailor/compress/compress.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/llm/calib.h"
 #include "tailor/llm/kld.h"
@@ -51,9 +51,9 @@ TEST(Compress, ClassifierEndToEnd) {
   EXPECT_LE(r.plan.total_bytes, dense * 50 / 100);
   // weights.safetensors holds exactly the plan's bytes (f16 scales, packed codes,
   // factors, fixed weights as stored) plus its JSON header.
-  const ModelFile st = read_safetensors(dir.file("out/weights.safetensors"));
+  const graph::Model st = read_safetensors(dir.file("out/weights.safetensors"));
   int64_t data = 0;
-  for (const Weight& w : st.weights) data += static_cast<int64_t>(w.tensor.nbytes());
+  for (const auto& [name, t] : st.graph.initializers) data += static_cast<int64_t>(t.nbytes());
   EXPECT_EQ(st.metadata.at("format"), "tailor-compressed");
   EXPECT_EQ(plan::read_plan(dir.file("out/plan.json")).total_bytes, r.plan.total_bytes);
   EXPECT_LT(data, dense * 51 / 100);

@@ -13,9 +13,9 @@
 
 #include "ort/ort_runner.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/llama2c.h"
 #include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/schemes/registry.h"
 #include "test_util.h"

@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "io/analysed.h"
 #include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
-#include "tailor/io/model.h"
+#include "tailor/io/load_model.h"
 #include "test_util.h"
 
 namespace tailor {
@@ -165,10 +166,11 @@ GgufSpec valid_spec() {
   return s;
 }
 
-ModelFile read_bytes(const TempDir& dir, const std::string& bytes, const std::string& name) {
+testing::Analysed read_bytes(const TempDir& dir, const std::string& bytes,
+                             const std::string& name) {
   const std::string path = dir.file(name);
   write_bytes(path, bytes);
-  return read_gguf(path);
+  return testing::analysed(read_gguf(path));
 }
 
 // Reads `bytes` expecting an Error whose what() is one line naming the file
@@ -182,7 +184,7 @@ void expect_error(const std::string& bytes, const std::string& needle) {
 
 TEST(Gguf, ReadsV3MetadataAndTensors) {
   TempDir dir;
-  const ModelFile m = read_bytes(dir, valid_spec().build(), "ok.gguf");
+  const testing::Analysed m = read_bytes(dir, valid_spec().build(), "ok.gguf");
   EXPECT_EQ(m.format, "gguf");
   EXPECT_EQ(m.metadata.at("general.name"), "tiny");
   EXPECT_EQ(m.metadata.at("tiny.count"), "7");
@@ -193,7 +195,7 @@ TEST(Gguf, ReadsV3MetadataAndTensors) {
   ASSERT_EQ(m.weights.size(), 3u);
 
   // ne = [3, 2] is a row-major [2, 3] matrix: row r holds data[3r .. 3r+2].
-  const Weight& w = m.weights[0];
+  const graph::WeightView& w = m.weights[0];
   EXPECT_EQ(w.name, "w");
   EXPECT_EQ(w.tensor.dtype(), DType::f32);
   EXPECT_EQ(w.tensor.shape(), (Shape{2, 3}));
@@ -202,13 +204,13 @@ TEST(Gguf, ReadsV3MetadataAndTensors) {
   EXPECT_TRUE(w.tensor.is_mapped());  // zero-copy view of the file
   EXPECT_EQ(w.tensor.to_f32_vector(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
 
-  const Weight& h = m.weights[1];
+  const graph::WeightView& h = m.weights[1];
   EXPECT_EQ(h.tensor.dtype(), DType::f16);
   EXPECT_EQ(h.tensor.shape(), (Shape{4}));
   EXPECT_EQ(h.layout, WeightLayout::none);
   EXPECT_EQ(h.tensor.to_f32_vector(), (std::vector<float>{0.5f, -2.0f, 1024.0f, 0.0f}));
 
-  const Weight& b = m.weights[2];
+  const graph::WeightView& b = m.weights[2];
   EXPECT_EQ(b.tensor.dtype(), DType::bf16);
   EXPECT_EQ(b.tensor.shape(), (Shape{2, 2}));
   EXPECT_EQ(b.tensor.to_f32_vector(), (std::vector<float>{1.5f, -3.0f, 0.25f, 8.0f}));
@@ -220,7 +222,7 @@ TEST(Gguf, ReadsV2AndThroughLoadModel) {
   TempDir dir;
   const std::string path = dir.file("v2.gguf");
   write_bytes(path, s.build());
-  const ModelFile m = load_model(path);
+  const testing::Analysed m = testing::analysed(load_model(path));
   EXPECT_EQ(m.format, "gguf");
   ASSERT_EQ(m.weights.size(), 3u);
   EXPECT_EQ(m.weights[0].tensor.to_f32_vector(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
@@ -232,7 +234,7 @@ TEST(Gguf, RankThreeTensorShapeIsReversed) {
   for (int i = 0; i < 24; ++i) v[i] = static_cast<float>(i);
   s.tensors = {{"t", {4, 3, 2}, 0, 0, f32_bytes(v)}};
   TempDir dir;
-  const ModelFile m = read_bytes(dir, s.build(), "r3.gguf");
+  const testing::Analysed m = read_bytes(dir, s.build(), "r3.gguf");
   EXPECT_EQ(m.weights[0].tensor.shape(), (Shape{2, 3, 4}));
   EXPECT_EQ(m.weights[0].out_in_shape(), (Shape{2, 12}));
   EXPECT_EQ(m.weights[0].tensor.to_f32_vector(), v);
@@ -254,7 +256,7 @@ TEST(Gguf, HonoursGeneralAlignment) {
     const std::string bytes = s.build(&start);
     ASSERT_EQ(start % 64, 0u);
     TempDir dir;
-    const ModelFile m = read_bytes(dir, bytes, "a64.gguf");
+    const testing::Analysed m = read_bytes(dir, bytes, "a64.gguf");
     EXPECT_EQ(m.metadata.at("general.alignment"), "64");
     EXPECT_EQ(m.weights[0].tensor.offset(), start);
     EXPECT_EQ(m.weights[1].tensor.offset(), start + 64);
@@ -280,7 +282,7 @@ TEST(Gguf, MisalignedDataIsCopied) {
     size_t start = 0;
     const std::string bytes = s.build(&start);
     TempDir dir;
-    const ModelFile m = read_bytes(dir, bytes, "a1.gguf");
+    const testing::Analysed m = read_bytes(dir, bytes, "a1.gguf");
     EXPECT_EQ(m.weights[0].tensor.to_f32_vector(), (std::vector<float>{7.5f, -1.0f}));
     EXPECT_TRUE(m.weights[0].tensor.is_aligned());
     EXPECT_EQ(m.weights[0].tensor.is_mapped(), start % 4 == 0) << "data start " << start;
@@ -293,7 +295,7 @@ TEST(Gguf, EmptyModelAndZeroSizedTensor) {
   GgufSpec s;
   s.tensors = {{"empty", {0, 4}, 0, 0, ""}};
   TempDir dir;
-  const ModelFile m = read_bytes(dir, s.build(), "z.gguf");
+  const testing::Analysed m = read_bytes(dir, s.build(), "z.gguf");
   ASSERT_EQ(m.weights.size(), 1u);
   EXPECT_EQ(m.weights[0].tensor.shape(), (Shape{4, 0}));
   EXPECT_EQ(m.weights[0].tensor.numel(), 0);

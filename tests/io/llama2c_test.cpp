@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "io/analysed.h"
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
-#include "tailor/io/model.h"
+#include "tailor/io/load_model.h"
 #include "tailor/io/safetensors.h"
 #include "test_util.h"
 
@@ -60,7 +61,7 @@ using testing::expect_error_naming;
 
 TEST(Llama2c, ReadsStories260KConfig) {
   LlamaConfig c;
-  const ModelFile m = read_llama2c(kStories, &c);
+  const testing::Analysed m = testing::analysed(read_llama2c(kStories, &c));
   EXPECT_EQ(m.format, "llama2c");
   EXPECT_EQ(c.dim, 64);
   EXPECT_EQ(c.hidden_dim, 172);
@@ -79,7 +80,7 @@ TEST(Llama2c, ReadsStories260KConfig) {
 }
 
 TEST(Llama2c, ExposesHfNamedWeightsInLayerOrder) {
-  const ModelFile m = read_llama2c(kStories);
+  const testing::Analysed m = testing::analysed(read_llama2c(kStories));
   // 1 embedding + 5 layers × (2 norms + 7 projections) + final norm; tied, so no lm_head.
   ASSERT_EQ(m.weights.size(), 47u);
   EXPECT_EQ(m.find("lm_head.weight"), nullptr);
@@ -95,7 +96,7 @@ TEST(Llama2c, ExposesHfNamedWeightsInLayerOrder) {
 
   int matrices = 0, norms = 0;
   int64_t total = 0;
-  for (const Weight& w : m.weights) {
+  for (const graph::WeightView& w : m.weights) {
     EXPECT_EQ(w.tensor.dtype(), DType::f32);
     EXPECT_TRUE(w.tensor.is_mapped()) << w.name;  // zero-copy
     total += w.tensor.numel();
@@ -123,7 +124,7 @@ TEST(Llama2c, ExposesHfNamedWeightsInLayerOrder) {
 }
 
 TEST(Llama2c, ValuesMatchTheRawFile) {
-  const ModelFile m = read_llama2c(kStories);
+  const testing::Analysed m = testing::analysed(read_llama2c(kStories));
   auto value = [&](const std::string& name, size_t i) {
     return m.find(name)->tensor.to_f32_vector().at(i);
   };
@@ -165,11 +166,11 @@ TEST(Llama2c, SeparateClassifierComesAfterTheRopeTables) {
   const std::string path = dir.file("sep.bin");
   write_bytes(path, small_checkpoint(-10, 1176));
   LlamaConfig c;
-  const ModelFile m = read_llama2c(path, &c);
+  const testing::Analysed m = testing::analysed(read_llama2c(path, &c));
   EXPECT_FALSE(c.shared_classifier);
   EXPECT_EQ(c.vocab_size, 10);
   ASSERT_EQ(m.weights.size(), 1u + 2 * 9 + 1 + 1);
-  const Weight& head = m.weights.back();
+  const graph::WeightView& head = m.weights.back();
   EXPECT_EQ(head.name, "lm_head.weight");
   EXPECT_EQ(head.tensor.shape(), (Shape{10, 8}));
   const std::vector<float> v = head.tensor.to_f32_vector();
@@ -182,7 +183,7 @@ TEST(Llama2c, SeparateClassifierComesAfterTheRopeTables) {
   EXPECT_EQ(m.find("model.norm.weight")->tensor.to_f32_vector().front(), 1072.0f);
 
   write_bytes(path, small_checkpoint(10, 1096));
-  const ModelFile shared = read_llama2c(path);
+  const testing::Analysed shared = testing::analysed(read_llama2c(path));
   EXPECT_EQ(shared.find("lm_head.weight"), nullptr);
   EXPECT_EQ(shared.weights.size(), 20u);
 }
@@ -344,19 +345,19 @@ TEST(Llama2cConvert, PermutesQueryAndKeyRowsToRotateHalf) {
   TempDir dir;
   const std::string out = dir.file("hf");
   convert_llama2c_to_hf(kStories, out);
-  const ModelFile st = read_safetensors(out + "/model.safetensors");
+  const testing::Analysed st = testing::analysed(read_safetensors(out + "/model.safetensors"));
   EXPECT_EQ(st.weights.size(), 47u);  // tied: no lm_head.weight
   EXPECT_EQ(st.find("lm_head.weight"), nullptr);
   EXPECT_EQ(st.metadata.at("format"), "pt");
   EXPECT_EQ(st.metadata.at("source"), "llama2.c");
-  for (const Weight& w : st.weights) EXPECT_EQ(w.tensor.dtype(), DType::f32) << w.name;
+  for (const graph::WeightView& w : st.weights) EXPECT_EQ(w.tensor.dtype(), DType::f32) << w.name;
 
   // Layer 3's wq [64, 64] from the raw file: head h (size 8) rows h·8 .. h·8+7
   // hold the pairs (0,1) (2,3) (4,5) (6,7). In HF order the first of each pair
   // goes to the first half of the head and the second to the second half:
   // new row h·8 + j = old row h·8 + 2j, new row h·8 + 4 + j = old row h·8 + 2j + 1.
   const std::vector<float> wq = raw_floats(kWq + 3 * 4096, 4096);
-  const Weight* q = st.find("model.layers.3.self_attn.q_proj.weight");
+  const graph::WeightView* q = st.find("model.layers.3.self_attn.q_proj.weight");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->tensor.shape(), (Shape{64, 64}));
   const std::vector<float> hq = q->tensor.to_f32_vector();
@@ -398,7 +399,8 @@ TEST(Llama2cConvert, SeparateClassifierIsWritten) {
   const auto config = nlohmann::json::parse(read_file(dir.file("hf/config.json")));
   EXPECT_EQ(config["tie_word_embeddings"], false);
   EXPECT_EQ(config["vocab_size"], 10);
-  const ModelFile st = read_safetensors(dir.file("hf/model.safetensors"));
+  const testing::Analysed st =
+      testing::analysed(read_safetensors(dir.file("hf/model.safetensors")));
   ASSERT_NE(st.find("lm_head.weight"), nullptr);
   EXPECT_EQ(st.find("lm_head.weight")->tensor.to_f32_vector().front(), 1096.0f);
   // q_proj of layer 0 holds floats 96..159 as [8, 8]; head 0 rows 0..3 come

@@ -10,8 +10,9 @@
 #include <fstream>
 #include <vector>
 
+#include "io/analysed.h"
 #include "tailor/core/error.h"
-#include "tailor/io/onnx_reader.h"
+#include "tailor/io/onnx.h"
 #include "tailor/profile/model_profile.h"
 #include "tailor/profile/profiler.h"
 #include "test_util.h"
@@ -91,10 +92,10 @@ std::string without_timings(const ModelProfile& p) {
 }
 
 /// Same names, order, layouts, dtypes, shapes and bytes.
-void expect_same_weights(const ModelFile& a, const ModelFile& b) {
+void expect_same_weights(const testing::Analysed& a, const testing::Analysed& b) {
   ASSERT_EQ(a.weights.size(), b.weights.size());
   for (size_t i = 0; i < a.weights.size(); ++i) {
-    const Weight &x = a.weights[i], &y = b.weights[i];
+    const graph::WeightView &x = a.weights[i], &y = b.weights[i];
     EXPECT_EQ(x.name, y.name);
     EXPECT_EQ(x.layout, y.layout) << x.name;
     EXPECT_EQ(x.tensor.dtype(), y.tensor.dtype()) << x.name;
@@ -110,13 +111,20 @@ TEST(OnnxMapped, SameWeightsAsTheParserLargePayloadsMapped) {
   std::string bytes;
   ASSERT_TRUE(sample_model().SerializeToString(&bytes));
   const std::string path = save(dir, bytes, "sample.onnx");
-  const ModelFile parsed = read_onnx(path), mapped = read_onnx_mapped(path);
+  const testing::Analysed parsed = testing::analysed(read_onnx(path)),
+                          mapped = testing::analysed(read_onnx_mapped(path));
   expect_same_weights(parsed, mapped);
   ASSERT_EQ(mapped.weights.size(), 4u);
   EXPECT_TRUE(mapped.find("mm")->tensor.is_mapped());
   EXPECT_TRUE(mapped.find("gemm")->tensor.is_mapped());  // packed float_data
   EXPECT_TRUE(mapped.find("const")->tensor.is_mapped());
-  EXPECT_FALSE(mapped.find("bias")->tensor.is_mapped());  // under 4096 bytes: inline
+  // The large payloads view the file's mapping; "bias" (under 4096 bytes) stays
+  // inline, in the parsed structure.
+  const std::shared_ptr<Storage>& file = mapped.find("mm")->tensor.storage();
+  EXPECT_EQ(mapped.find("gemm")->tensor.storage(), file);
+  EXPECT_EQ(mapped.find("const")->tensor.storage(), file);
+  EXPECT_NE(mapped.find("bias")->tensor.storage(), file);
+  EXPECT_EQ(file->size(), bytes.size());
   EXPECT_EQ(mapped.find("mm")->layout, WeightLayout::in_out);
   EXPECT_EQ(mapped.find("gemm")->layout, WeightLayout::in_out);
   // The view is the payload's bytes in the file: raw_data of "mm" is its f32 values.
@@ -133,18 +141,19 @@ TEST(OnnxMapped, RecogniserGivesTheParsedPathsProfileBitForBit) {
   const std::string rec = testing::model_path("ch_PP-OCRv4_rec_infer.onnx");
   if (!std::filesystem::exists(rec))
     FAIL() << rec << " absent: run scripts/fetch-models.sh (make test does)";
-  const ModelFile parsed = read_onnx(rec), mapped = read_onnx_mapped(rec);
+  const testing::Analysed parsed = testing::analysed(read_onnx(rec)),
+                          mapped = testing::analysed(read_onnx_mapped(rec));
   expect_same_weights(parsed, mapped);
   ProfileOptions o;
   o.schemes = {"int8", "int4-g64", "sparse-2:4", "ternary"};
   o.threads = 2;
-  const ModelProfile a = profile_model(parsed, o), b = profile_model(mapped, o);
+  const ModelProfile a = profile_model(parsed.model, o), b = profile_model(mapped.model, o);
   EXPECT_EQ(without_timings(a), without_timings(b));
   // Low-rank (randomized SVDs, seeded) on a few layers too.
   o.schemes = {"lowrank"};
   o.layer_regex = "conv|fc|linear";
   o.min_params = 20000;
-  const ModelProfile c = profile_model(parsed, o), d = profile_model(mapped, o);
+  const ModelProfile c = profile_model(parsed.model, o), d = profile_model(mapped.model, o);
   EXPECT_FALSE(c.layers.empty());
   EXPECT_EQ(without_timings(c), without_timings(d));
 }

@@ -1,6 +1,6 @@
 // Tests of the ONNX reader: small models built in code, a malformed-input
 // corpus, the PP-OCR models and the CLI.
-#include "tailor/io/onnx_reader.h"
+#include "tailor/io/onnx.h"
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -11,7 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "io/analysed.h"
 #include "tailor/core/error.h"
+#include "tailor/graph/weights.h"
+#include "tailor/io/load_model.h"
 #include "test_util.h"
 
 namespace tailor {
@@ -84,6 +87,10 @@ std::vector<float> iota(size_t n) {
   return v;
 }
 
+testing::Analysed read(const std::string& path) {
+  return testing::analysed(read_onnx(path));
+}
+
 /// read_onnx must throw a one-line Error naming the file and containing `needle`.
 void expect_error(const std::string& path, const std::string& needle) {
   testing::expect_error_naming([&] { read_onnx(path); }, path, needle);
@@ -95,15 +102,16 @@ TEST(OnnxReader, InitializerRawData) {
   TempDir dir;
   onnx::ModelProto m = new_model();
   fill_raw(m.mutable_graph()->add_initializer(), "w", {2, 3}, {1, 2, 3, 4, 5, 6});
-  const ModelFile f = read_onnx(save(dir, m));
+  const testing::Analysed f = read(save(dir, m));
   EXPECT_EQ(f.format, "onnx");
   EXPECT_EQ(f.metadata.at("ir_version"), "8");
   EXPECT_EQ(f.metadata.at("opset"), "13");
   EXPECT_EQ(f.metadata.at("producer_name"), "tailor-test");
-  ASSERT_NE(f.onnx, nullptr);
-  EXPECT_EQ(f.onnx->graph().initializer_size(), 1);
+  ASSERT_NE(f.model.proto, nullptr);
+  EXPECT_EQ(f.model.proto->graph().initializer_size(), 1);
+  EXPECT_TRUE(f.model.graph.nodes.empty());
   ASSERT_EQ(f.weights.size(), 1u);
-  const Weight& w = f.weights[0];
+  const graph::WeightView& w = f.weights[0];
   EXPECT_EQ(w.name, "w");
   EXPECT_EQ(w.tensor.dtype(), DType::f32);
   EXPECT_EQ(w.tensor.shape(), (Shape{2, 3}));
@@ -135,7 +143,7 @@ TEST(OnnxReader, InitializerTypedFields) {
   set_dims(b, {2});
   b->add_int32_data(1);
   b->add_int32_data(0);
-  const ModelFile mf = read_onnx(save(dir, m));
+  const testing::Analysed mf = read(save(dir, m));
   ASSERT_EQ(mf.weights.size(), 4u);
   EXPECT_EQ(mf.find("f")->tensor.to_f32_vector(), (std::vector<float>{0.5f, -1.0f, 2.0f}));
   EXPECT_EQ(mf.find("f")->layout, WeightLayout::none);
@@ -169,8 +177,8 @@ TEST(OnnxReader, HalfAndByteTypesFromInt32Data) {
   q->set_data_type(TP::INT8);
   set_dims(q, {3});
   for (int x : {-128, 0, 127}) q->add_int32_data(x);
-  const ModelFile f = read_onnx(save(dir, m));
-  const Weight& hw = *f.find("h");
+  const testing::Analysed f = read(save(dir, m));
+  const graph::WeightView& hw = *f.find("h");
   EXPECT_EQ(hw.tensor.dtype(), DType::f16);
   EXPECT_EQ(hw.tensor.to_f32_vector(), (std::vector<float>{1.0f, -2.0f, 0.5f, 65504.0f}));
   EXPECT_EQ(hw.layout, WeightLayout::none);  // no consumer
@@ -193,7 +201,7 @@ TEST(OnnxReader, ConstantNodes) {
   is->add_ints(4);
   is->add_ints(5);
   add_attr(add_node(g, "Constant", {}, {"c_string"}), "value_string")->set_s("label");
-  const ModelFile f = read_onnx(save(dir, m));
+  const testing::Analysed f = read(save(dir, m));
   ASSERT_EQ(f.weights.size(), 5u);  // the string constant is not a weight
   EXPECT_EQ(f.weights[0].name, "c_tensor");
   EXPECT_EQ(f.weights[0].tensor.to_f32_vector(), (std::vector<float>{1, 2, 3, 4}));
@@ -225,11 +233,11 @@ TEST(OnnxReader, IfSubgraphConstants) {
   onnx::AttributeProto* else_a = add_attr(node, "else_branch");
   else_a->set_type(onnx::AttributeProto::GRAPH);
   add_constant(else_a->mutable_g(), "w", {1}, {9});
-  const ModelFile f = read_onnx(save(dir, m));
+  const testing::Analysed f = read(save(dir, m));
   ASSERT_EQ(f.weights.size(), 5u);
   EXPECT_EQ(f.find("w")->tensor.to_f32_vector(), (std::vector<float>{1, 2, 3, 4}));
   EXPECT_EQ(f.find("w")->layout, WeightLayout::none);  // the main graph's w has no consumer
-  const Weight* then_w = f.find("if0/then_branch/w");
+  const graph::WeightView* then_w = f.find("if0/then_branch/w");
   ASSERT_NE(then_w, nullptr);
   EXPECT_EQ(then_w->tensor.to_f32_vector(), (std::vector<float>{5, 6, 7, 8}));
   EXPECT_EQ(then_w->layout, WeightLayout::in_out);
@@ -259,7 +267,7 @@ TEST(OnnxReader, NestedAndRepeatedSubgraphNames) {
   onnx::GraphProto* branch = add_attr(inner_if, "else_branch")->mutable_g();
   add_constant(branch, "w", {2, 1, 1, 1}, {3, 4});
   add_node(branch, "Conv", {"x", "w"}, {"o2"});
-  const ModelFile f = read_onnx(save(dir, m));
+  const testing::Analysed f = read(save(dir, m));
   ASSERT_EQ(f.weights.size(), 4u);
   EXPECT_EQ(f.weights[0].name, "w");
   EXPECT_EQ(f.weights[1].name, "dup/then_branch/w");
@@ -291,7 +299,7 @@ TEST(OnnxReader, ExternalData) {
     e->set_key(k);
     e->set_value(v);
   }
-  const ModelFile f = read_onnx(save(dir, m));
+  const testing::Analysed f = read(save(dir, m));
   ASSERT_EQ(f.weights.size(), 1u);
   EXPECT_TRUE(f.weights[0].tensor.is_mapped());
   EXPECT_EQ(f.weights[0].tensor.to_f32_vector(), vals);
@@ -305,8 +313,8 @@ TEST(OnnxReader, MatMulWeightIsInOut) {
   // Stored [K=2, N=3]: B[k][n] = 3k + n.
   add_constant(m.mutable_graph(), "B", {2, 3}, iota(6));
   add_node(m.mutable_graph(), "MatMul", {"x", "B"}, {"y"});
-  const ModelFile f = read_onnx(save(dir, m));
-  const Weight& w = *f.find("B");
+  const testing::Analysed f = read(save(dir, m));
+  const graph::WeightView& w = *f.find("B");
   EXPECT_EQ(w.layout, WeightLayout::in_out);
   EXPECT_EQ(w.out_in_shape(), (Shape{3, 2}));
   const Tensor v = w.out_in();
@@ -324,7 +332,7 @@ TEST(OnnxReader, GemmFollowsTransB) {
   fill_raw(g->add_initializer(), "bias", {4}, iota(4));
   add_attr(add_node(g, "Gemm", {"x", "Bt", "bias"}, {"y"}), "transB")->set_i(1);
   add_attr(add_node(g, "Gemm", {"x", "B"}, {"z"}), "transB")->set_i(0);
-  const ModelFile f = read_onnx(save(dir, m));
+  const testing::Analysed f = read(save(dir, m));
   EXPECT_EQ(f.find("Bt")->layout, WeightLayout::out_in);
   EXPECT_EQ(f.find("Bt")->out_in_shape(), (Shape{4, 2}));
   EXPECT_EQ(f.find("Bt")->out_in().to_f32_vector(), iota(8));
@@ -346,8 +354,8 @@ TEST(OnnxReader, ConvKernels) {
   // A rank-3 MatMul operand (batched) keeps the default.
   add_constant(g, "B3", {2, 2, 2}, iota(8));
   add_node(g, "MatMul", {"z", "B3"}, {"u"});
-  const ModelFile f = read_onnx(save(dir, m));
-  const Weight& k = *f.find("K");
+  const testing::Analysed f = read(save(dir, m));
+  const graph::WeightView& k = *f.find("K");
   EXPECT_EQ(k.layout, WeightLayout::conv);
   EXPECT_EQ(k.out_in_shape(), (Shape{4, 12}));
   EXPECT_EQ(k.out_in().to_f32_vector(), iota(48));  // a reshape, no transpose
@@ -369,7 +377,7 @@ TEST(OnnxReader, EmbeddingTablesHaveAViewAndBroadcastBiasesNone) {
   // detector) is no matrix, whatever its rank.
   add_constant(g, "bias", {1, 24, 1, 1}, iota(24));
   add_node(g, "Add", {"x", "bias"}, {"y"});
-  const ModelFile f = read_onnx(save(dir, m));
+  const testing::Analysed f = read(save(dir, m));
   EXPECT_EQ(f.find("E")->layout, WeightLayout::out_in);
   EXPECT_EQ(f.find("E")->out_in_shape(), (Shape{3, 2}));
   EXPECT_EQ(f.find("bias")->layout, WeightLayout::none);
@@ -518,7 +526,7 @@ TEST(OnnxReaderMalformed, ExternalDataRange) {
                "external data length is 4 bytes, shape [2] f32 needs 8");
   expect_error(external_model(dir, "w.bin", "-1"), "not a non-negative integer");
   expect_error(external_model(dir, "missing.bin"), "external data file 'missing.bin' not found");
-  EXPECT_EQ(read_onnx(external_model(dir, "w.bin", "0")).weights[0].tensor.numel(), 2);
+  EXPECT_EQ(read(external_model(dir, "w.bin", "0")).weights[0].tensor.numel(), 2);
 }
 
 // ---- real models ----------------------------------------------------------
@@ -527,10 +535,10 @@ TEST(OnnxReaderReal, Recognizer) {
   const std::string path = testing::model_path(kRec);
   if (!std::filesystem::exists(path))
     FAIL() << path << " absent: run scripts/fetch-models.sh (make test does)";
-  const ModelFile f = read_onnx(path);
+  const testing::Analysed f = read(path);
   int64_t numel = 0, floating = 0;
   int conv = 0, in_out = 0;
-  for (const Weight& w : f.weights) {
+  for (const graph::WeightView& w : f.weights) {
     numel += w.tensor.numel();
     if (is_floating(w.tensor.dtype())) floating += w.tensor.numel();
     conv += w.layout == WeightLayout::conv;
@@ -539,9 +547,9 @@ TEST(OnnxReaderReal, Recognizer) {
   EXPECT_EQ(f.weights.size(), 325u);
   EXPECT_EQ(numel, 2690312);
   EXPECT_EQ(floating, 2690296);
-  EXPECT_EQ(conv, 38);                           // one kernel per Conv node
-  EXPECT_EQ(in_out, 9);                          // the MatMuls with a constant B
-  const Weight* head = f.find("linear_85.w_0");  // CTC head, stored [120, 6625]
+  EXPECT_EQ(conv, 38);                                      // one kernel per Conv node
+  EXPECT_EQ(in_out, 9);                                     // the MatMuls with a constant B
+  const graph::WeightView* head = f.find("linear_85.w_0");  // CTC head, stored [120, 6625]
   ASSERT_NE(head, nullptr);
   EXPECT_EQ(head->layout, WeightLayout::in_out);
   EXPECT_EQ(head->out_in_shape(), (Shape{6625, 120}));
@@ -560,9 +568,9 @@ TEST(OnnxReaderReal, DetectorAndClassifier) {
     const std::string path = testing::model_path(e.name);
     if (!std::filesystem::exists(path))
       FAIL() << path << " absent: run scripts/fetch-models.sh (make test does)";
-    const ModelFile f = read_onnx(path);
+    const testing::Analysed f = read(path);
     int conv = 0, conv_t = 0, in_out = 0;
-    for (const Weight& w : f.weights) {
+    for (const graph::WeightView& w : f.weights) {
       conv += w.layout == WeightLayout::conv;
       conv_t += w.layout == WeightLayout::conv_transpose;
       in_out += w.layout == WeightLayout::in_out;
@@ -586,7 +594,7 @@ TEST(OnnxReaderLoadModel, OnnxExtensionWinsOverSafetensorsSniff) {
   char head[9] = {};
   in.read(head, 9);
   ASSERT_EQ(head[8], '{');
-  const ModelFile f = load_model(path);
+  const testing::Analysed f = testing::analysed(load_model(path));
   EXPECT_EQ(f.format, "onnx");
   ASSERT_EQ(f.weights.size(), 1u);
 }

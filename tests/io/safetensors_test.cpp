@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "io/analysed.h"
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
 #include "test_util.h"
@@ -67,12 +68,12 @@ TEST(Safetensors, RoundTripKeepsValuesMetadataAndLayout) {
   auto ts = expected_tensors();
   ts.push_back({"conv", Tensor::zeros(DType::f32, {4, 2, 3, 3})});
   write_safetensors(p, ts, kMetadata);
-  const ModelFile m = read_safetensors(p);
+  const testing::Analysed m = testing::analysed(read_safetensors(p));
   EXPECT_EQ(m.format, "safetensors");
   EXPECT_EQ(m.metadata, kMetadata);
   ASSERT_EQ(m.weights.size(), ts.size());
   for (const auto& t : ts) {
-    const Weight* w = m.find(t.name);
+    const graph::WeightView* w = m.find(t.name);
     ASSERT_NE(w, nullptr) << t.name;
     EXPECT_EQ(w->tensor.dtype(), t.tensor.dtype());
     EXPECT_EQ(w->tensor.shape(), t.tensor.shape());
@@ -93,7 +94,7 @@ TEST(Safetensors, WritesTransposedViewsInLogicalOrder) {
   const std::string p = dir.file("t.safetensors");
   Tensor t = Tensor::from_f32({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6}).transpose(0, 1);
   write_safetensors(p, {{"t", t}});
-  const ModelFile m = read_safetensors(p);
+  const testing::Analysed m = testing::analysed(read_safetensors(p));
   EXPECT_EQ(m.weights.at(0).tensor.shape(), (Shape{3, 2}));
   EXPECT_EQ(m.weights.at(0).tensor.to_f32_vector(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
 }
@@ -111,10 +112,10 @@ TEST(Safetensors, FileWrittenByAnIndependentWriterReadsRight) {
   TempDir dir;
   const std::string p = dir.file("py.safetensors");
   ASSERT_EQ(run_python("write", p), 0);
-  const ModelFile m = read_safetensors(p);
+  const testing::Analysed m = testing::analysed(read_safetensors(p));
   EXPECT_EQ(m.metadata, kMetadata);
   for (const auto& t : expected_tensors()) {
-    const Weight* w = m.find(t.name);
+    const graph::WeightView* w = m.find(t.name);
     ASSERT_NE(w, nullptr) << t.name;
     EXPECT_EQ(w->tensor.shape(), t.tensor.shape());
     // The python writer packs without alignment: misaligned tensors are copied.

@@ -76,15 +76,15 @@ TEST(LlamaCalib, MeanOverTokensOfSeveralSequences) {
 TEST(LlamaCalib, WritesTheProfileCalibrationFormat) {
   testing::TempDir dir;
   write_calibration(dir.file("c.safetensors"), {{"a", {1.0f, 2.0f}}, {"b", {3.0f}}});
-  const ModelFile f = read_safetensors(dir.file("c.safetensors"));
-  ASSERT_EQ(f.weights.size(), 2u);
-  ASSERT_NE(f.find("a"), nullptr);
-  const Tensor& a = f.find("a")->tensor;
+  const graph::Model f = read_safetensors(dir.file("c.safetensors"));
+  ASSERT_EQ(f.graph.initializers.size(), 2u);
+  ASSERT_EQ(f.graph.initializers.count("a"), 1u);
+  const Tensor& a = f.graph.initializers.at("a");
   ASSERT_EQ(a.dtype(), DType::f32);
   ASSERT_EQ(a.numel(), 2);
   EXPECT_EQ(a.data<float>()[0], 1.0f);
   EXPECT_EQ(a.data<float>()[1], 2.0f);
-  EXPECT_EQ(f.find("b")->tensor.data<float>()[0], 3.0f);
+  EXPECT_EQ(f.graph.initializers.at("b").data<float>()[0], 3.0f);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
 #include "tailor/io/llama2c.h"
+#include "tailor/io/load_model.h"
 #include "tailor/io/npy.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/schemes/registry.h"
@@ -210,18 +211,18 @@ std::vector<float> llama_cpp_permute(const std::vector<float>& w, int64_t heads,
 // classifier is untied.
 std::vector<GgufTensor> stories_as_gguf(bool round16, bool separate_output,
                                         const std::string& hf_folder = "") {
-  const ModelFile f = load_model(hf_folder.empty() ? kStories : hf_folder);
+  const graph::Model f = load_model(hf_folder.empty() ? kStories : hf_folder);
   auto get = [&](const std::string& hf, const std::string& gg) {
-    const Weight* w = f.find(hf);
-    EXPECT_NE(w, nullptr) << hf;
-    std::vector<float> v = w->tensor.to_f32_vector();
+    EXPECT_EQ(f.graph.initializers.count(hf), 1u) << hf;
+    const Tensor& w = f.graph.initializers.at(hf);
+    std::vector<float> v = w.to_f32_vector();
     if (!hf_folder.empty() && hf.find("q_proj") != std::string::npos)
       v = llama_cpp_permute(v, 8, 64);
     if (!hf_folder.empty() && hf.find("k_proj") != std::string::npos)
       v = llama_cpp_permute(v, 4, 64);
     if (round16)
       for (float& x : v) x = round_to_f16(x);
-    return GgufTensor{gg, w->tensor.shape(), std::move(v)};
+    return GgufTensor{gg, w.shape(), std::move(v)};
   };
   std::vector<GgufTensor> t;
   t.push_back(get("model.embed_tokens.weight", "token_embd.weight"));

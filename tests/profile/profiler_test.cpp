@@ -32,8 +32,8 @@ Tensor gaussian(Shape shape, uint64_t seed) {
   return Tensor::from_f32(std::move(shape), v);
 }
 
-Weight matrix_weight(const std::string& name, Tensor t) {
-  return Weight{name, std::move(t), WeightLayout::out_in};
+graph::WeightView matrix_weight(const std::string& name, Tensor t) {
+  return graph::WeightView{name, std::move(t), WeightLayout::out_in};
 }
 
 /// W = U·diag(σ)·Vᵀ [out, in] with orthonormal U [out, k], V [in, k], k = σ.size().
@@ -239,7 +239,7 @@ TEST(ProfileLayer, GramPathGivesTheGesddPathsCandidates) {
   std::vector<double> sigma;
   for (int i = 0; i < 64; ++i) sigma.push_back(std::pow(0.93, i));
   for (auto [out, in] : {std::pair<int64_t, int64_t>{64, 144}, {144, 64}}) {
-    const Weight w = matrix_weight("fc", with_spectrum(out, in, sigma, 31));
+    const graph::WeightView w = matrix_weight("fc", with_spectrum(out, in, sigma, 31));
     ProfileOptions o;
     o.schemes = {"lowrank", "tucker", "tt"};
     const LayerProfile ref = profile_layer(w, o);
@@ -311,7 +311,7 @@ TEST(ProfileLayer, Int8ErrorMatchesTheDefinition) {
 
 TEST(ProfileLayer, ConvKernelIsProfiledOnItsOutInView) {
   // [16, 8, 3, 3] viewed [16, 72]; tucker sees the kernel shape (Tucker-2).
-  const Weight conv{"conv.weight", gaussian({16, 8, 3, 3}, 5), WeightLayout::conv};
+  const graph::WeightView conv{"conv.weight", gaussian({16, 8, 3, 3}, 5), WeightLayout::conv};
   ProfileOptions o;
   o.schemes = {"int8", "tucker", "lowrank"};
   const LayerProfile p = profile_layer(conv, o);
@@ -382,7 +382,7 @@ TEST(ProfileModel, FixedAndDenseBytesCountEveryWeightAsF32) {
 
 TEST(ProfileModel, MinParamsAndRegexFilter) {
   TempDir dir;
-  const ModelFile m = read_safetensors(small_model(dir));
+  const graph::Model m = read_safetensors(small_model(dir));
   ProfileOptions o;
   o.schemes = {"int8"};
   o.min_params = 8192;
@@ -403,7 +403,7 @@ TEST(ProfileModel, MinParamsAndRegexFilter) {
 
 TEST(ProfileModel, SameProfileOnOneAndTwoThreads) {
   TempDir dir;
-  const ModelFile m = read_safetensors(small_model(dir));
+  const graph::Model m = read_safetensors(small_model(dir));
   ProfileOptions o;
   o.schemes = {"int8", "int4-g", "ternary", "lowrank", "tucker", "tt"};
   o.min_params = 1;
@@ -421,7 +421,7 @@ TEST(ProfileModel, SameProfileOnOneAndTwoThreads) {
 
 TEST(ProfileModel, CalibrationVectorsAreValidatedAndUsed) {
   TempDir dir;
-  const ModelFile m = read_safetensors(small_model(dir));
+  const graph::Model m = read_safetensors(small_model(dir));
   ProfileOptions o;
   o.schemes = {"int8"};
   o.calib = dir.file("calib.safetensors");

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "tailor/io/atomic_file.h"
-#include "tailor/io/model.h"
+#include "tailor/io/load_model.h"
 #include "tailor/plan/budget.h"
 #include "tailor/plan/plan.h"
 #include "tailor/profile/profiler.h"

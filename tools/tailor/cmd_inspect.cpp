@@ -6,15 +6,17 @@
 
 #include "commands.h"
 #include "format.h"
-#include "tailor/io/model.h"
+#include "tailor/graph/weights.h"
+#include "tailor/io/load_model.h"
 
 namespace tailor::cli {
 namespace {
 
 void run_inspect(const std::string& path, bool json) {
-  const ModelFile m = load_model(path);
+  const graph::Model model = load_model(path);
+  const std::vector<graph::WeightView> weights = graph::weights(model);
   int64_t numel = 0, floating = 0, bytes = 0, matrices = 0;
-  for (const Weight& w : m.weights) {
+  for (const graph::WeightView& w : weights) {
     numel += w.tensor.numel();
     bytes += static_cast<int64_t>(w.tensor.nbytes());
     if (is_floating(w.tensor.dtype())) floating += w.tensor.numel();
@@ -22,10 +24,11 @@ void run_inspect(const std::string& path, bool json) {
   }
   if (json) {
     // Streamed a tensor at a time, so the output never sits whole in memory.
-    std::cout << "{\n  \"model\": " << dump(nlohmann::json(m.path), -1)
-              << ",\n  \"format\": " << dump(nlohmann::json(m.format), -1) << ",\n  \"tensors\": [";
-    for (size_t i = 0; i < m.weights.size(); ++i) {
-      const Weight& w = m.weights[i];
+    std::cout << "{\n  \"model\": " << dump(nlohmann::json(model.source), -1)
+              << ",\n  \"format\": " << dump(nlohmann::json(model.format), -1)
+              << ",\n  \"tensors\": [";
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const graph::WeightView& w = weights[i];
       const Shape v = w.out_in_shape();
       const nlohmann::ordered_json t = {
           {"name", w.name},
@@ -37,7 +40,7 @@ void run_inspect(const std::string& path, bool json) {
           {"bytes", w.tensor.nbytes()}};
       std::cout << (i ? ",\n    " : "\n    ") << dump(t, -1);
     }
-    const nlohmann::ordered_json totals = {{"tensors", m.weights.size()},
+    const nlohmann::ordered_json totals = {{"tensors", weights.size()},
                                            {"matrices", matrices},
                                            {"numel", numel},
                                            {"floating_numel", floating},
@@ -46,13 +49,13 @@ void run_inspect(const std::string& path, bool json) {
     return;
   }
   size_t name_w = 4;
-  for (const Weight& w : m.weights) name_w = std::max(name_w, printable(w.name).size());
+  for (const graph::WeightView& w : weights) name_w = std::max(name_w, printable(w.name).size());
   name_w = std::min<size_t>(name_w, 60);
-  std::cout << fmt::format("{} ({}): {} weight tensor{}\n\n", printable(m.path), m.format,
-                           m.weights.size(), m.weights.size() == 1 ? "" : "s");
+  std::cout << fmt::format("{} ({}): {} weight tensor{}\n\n", printable(model.source), model.format,
+                           weights.size(), weights.size() == 1 ? "" : "s");
   std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<14} {:<15} {:>12} {:>12}\n", "name", name_w,
                            "dtype", "stored shape", "layout", "[out, in]", "params", "bytes");
-  for (const Weight& w : m.weights) {
+  for (const graph::WeightView& w : weights) {
     const Shape v = w.out_in_shape();
     std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<14} {:<15} {:>12} {:>12}\n",
                              printable(w.name), name_w, dtype_name(w.tensor.dtype()),
@@ -63,7 +66,7 @@ void run_inspect(const std::string& path, bool json) {
   std::cout << fmt::format(
       "\ntotal: {} tensors ({} with an [out, in] view), {} parameters ({} floating point), {} "
       "bytes\n",
-      m.weights.size(), matrices, with_commas(numel), with_commas(floating), with_commas(bytes));
+      weights.size(), matrices, with_commas(numel), with_commas(floating), with_commas(bytes));
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 
 #include "commands.h"
 #include "tailor/core/error.h"
-#include "tailor/io/model.h"
+#include "tailor/io/load_model.h"
 #include "tailor/profile/model_profile.h"
 #include "tailor/profile/profile_cache.h"
 #include "tailor/profile/profiler.h"

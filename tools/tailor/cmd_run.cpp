@@ -14,9 +14,9 @@
 #include "commands.h"
 #include "format.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
+#include "tailor/io/load_model.h"
 #include "tailor/io/npy.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
@@ -58,7 +58,10 @@ void add_run(CLI::App& app) {
   static int time_runs = 0, threads = 0;
   static bool profile = false, no_fuse = false;
   static std::string passes = "all";
-  cmd->add_option("MODEL", path, "ONNX model")->required();
+  cmd->add_option("MODEL", path,
+                  "Model: ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin; it must "
+                  "hold a graph")
+      ->required();
   cmd->add_option("-i,--input", inputs, "NAME=FILE.npy, one per model input (repeatable)");
   cmd->add_option("-o,--output", output, "Folder to write every output into as <name>.npy");
   cmd->add_option("--time", time_runs, "Timed runs after one warm-up (median, min, max)")
@@ -84,7 +87,7 @@ void add_run(CLI::App& app) {
       throw Error("--threads", "must be between 0 and " + std::to_string(kMaxRunThreads) +
                                    ", got " + std::to_string(threads));
     if (threads > 0) runtime::kernels::set_num_threads(threads);
-    graph::Model model = graph::import_onnx(path);
+    graph::Model model = load_runnable_model(path);
     if (const int n = graph::promote_f16_to_f32(model); n > 0)
       std::cout << "note: f16 tensors and casts computed in f32 (" << n << " changed)\n";
     std::vector<std::string> pass_names =

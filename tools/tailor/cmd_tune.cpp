@@ -11,8 +11,8 @@
 #include "commands.h"
 #include "format.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/atomic_file.h"
+#include "tailor/io/load_model.h"
 #include "tailor/tune/tune.h"
 
 namespace tailor::cli {
@@ -73,7 +73,7 @@ void add_tune(CLI::App& app) {
       const tune::TuneRecord record = tune::read_record(replay_path);
       const std::string model_path = path.empty() ? record.model : path;
       if (model_path.empty()) throw Error("--replay", "the record names no model; give MODEL");
-      const graph::Model model = graph::import_onnx(model_path);
+      const graph::Model model = load_runnable_model(model_path);
       const tune::Configuration c = tune::replay(model, record);
       const tune::Configuration& recorded = record.chosen.config;
       std::cout << fmt::format("replay: chosen configuration {} (record: {})\n",
@@ -118,7 +118,7 @@ void add_tune(CLI::App& app) {
         throw Error(cost_model_path, e.message());
       }
     }
-    const graph::Model model = graph::import_onnx(path);
+    const graph::Model model = load_runnable_model(path);
     const auto t0 = std::chrono::steady_clock::now();
     const tune::TuneRecord record = tune::tune_model(model, o);
     const double secs =

@@ -12,8 +12,8 @@
 #include "commands.h"
 #include "format.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/atomic_file.h"
+#include "tailor/io/load_model.h"
 #include "tailor/tune/train.h"
 
 namespace tailor::cli {
@@ -136,7 +136,7 @@ void add_tune_train(CLI::App& app) {
     std::vector<tune::GraphSamples> samples;
     json sample_json = json::array();
     for (const auto& path : models) {
-      const graph::Model model = graph::import_onnx(path);
+      const graph::Model model = load_runnable_model(path);
       tune::GraphBench bench(model, path, shapes_for(path, shape_specs), seed, threads, h);
       tune::sample_configurations(bench, measurements, seed);
       samples.push_back(bench.samples());
@@ -182,7 +182,7 @@ void add_tune_train(CLI::App& app) {
       std::cout << fmt::format("{:<40} {:>3} {:>14} {:>14} {:>13} {:>13}\n", "model", "k",
                                "ρ default", "ρ trained", "best default", "best trained");
       for (const auto& path : evaluate) {
-        const graph::Model model = graph::import_onnx(path);
+        const graph::Model model = load_runnable_model(path);
         tune::GraphBench bench(model, path, shapes_for(path, shape_specs), seed, threads, h);
         tune::sample_configurations(bench, measurements, seed + 1000);
         const tune::GraphSamples pool = bench.samples();

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "tailor/graph/graph.h"
-#include "tailor/io/model.h"
+#include "tailor/graph/weights.h"
 #include "tailor/plan/plan.h"
 #include "tailor/schemes/scheme.h"
 
@@ -59,13 +59,13 @@ struct EncodedLayer {
 };
 
 /// Encodes every choice of `plan` whose label is not "dense" from `model`'s
-/// weights: W's [out, in] view (conv kernels in their 4-D shape, so tucker
-/// takes its Tucker-2 form) through schemes::parse_scheme(label, defaults);
-/// layer i's SVDs are seeded Rng(seed).split(i) as the profiler seeds them.
-/// Runs on `threads` workers (0: all cores); the result does not depend on it.
+/// weights (graph::weights, names and layouts as the profile saw them): W's [out, in] view (conv
+/// kernels in their 4-D shape, so tucker takes its Tucker-2 form) through
+/// schemes::parse_scheme(label, defaults); layer i's SVDs are seeded Rng(seed).split(i) as the
+/// profiler seeds them. Runs on `threads` workers (0: all cores); the result does not depend on it.
 /// Throws Error naming the layer when the plan names a weight the model lacks
 /// or a label the catalog does not know.
-std::vector<EncodedLayer> encode_plan(const ModelFile& model, const plan::Plan& plan,
+std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Plan& plan,
                                       const schemes::SchemeParams& defaults, uint64_t seed,
                                       int threads = 0);
 

@@ -161,7 +161,22 @@ std::set<std::string> free_names(const Graph& g);
 /// subgraphs.
 std::set<std::string> subgraph_free_names(const Node& n);
 
-/// A model: the main graph with its opset versions and provenance.
+/// How graph::weights (tailor/graph/weights.h) orients a weight that no node
+/// consumes: the stored convention of the file it came from. Readers of
+/// formats without a graph set it; ONNX needs none (its ops say).
+enum class WeightConvention {
+  /// No [out, in] view: ONNX, and models built in memory.
+  onnx,
+  /// PyTorch state dicts (safetensors, HF folders): floating rank 2 out_in, rank ≥ 3 conv.
+  pytorch,
+  /// llama2.c and GGUF matrices (ggml's ne order reversed): floating rank ≥ 2 out_in.
+  out_in,
+};
+
+/// A model: the main graph with its opset versions and provenance. Every
+/// reader gives one (tailor/io/load_model.h); a format without a graph
+/// (safetensors, GGUF, llama2.c) gives a weights-only model: initializers in
+/// file order and no nodes.
 struct Model {
   Graph graph;
   /// Opset version of the default domain (9–17 accepted on import).
@@ -175,6 +190,15 @@ struct Model {
   std::string source;
   /// The ModelProto the initializers may view (kept alive while they do).
   std::shared_ptr<const onnx::ModelProto> proto;
+  /// The file format read: "onnx", "safetensors", "gguf" or "llama2c"; empty
+  /// for a model built in memory.
+  std::string format;
+  /// Key/value metadata of the file (ONNX "ir_version", "opset",
+  /// "producer_name", "producer_version"; safetensors `__metadata__`; GGUF
+  /// string/number keys; llama2.c header fields).
+  std::map<std::string, std::string> metadata;
+  /// Orientation of the weights no node consumes (see WeightConvention).
+  WeightConvention weight_convention = WeightConvention::onnx;
 };
 
 }  // namespace tailor::graph

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "tailor/io/model.h"
+#include "tailor/graph/graph.h"
 
 namespace tailor {
 
@@ -11,9 +11,11 @@ namespace tailor {
 /// F16 and BF16 tensors become zero-copy views of the mapping (owned copies
 /// where the data is not aligned for the element type, possible only with
 /// general.alignment 1 or 2), with shape reversed from ggml's ne order, so a
-/// matrix with ne = [in, out] is stored [out, in] (layout out_in; rank < 2:
-/// none); weights are in tensor-info order. Metadata keys with string,
-/// integer, float or bool values go to ModelFile::metadata as text (floats in
+/// matrix with ne = [in, out] is stored [out, in]. A weights-only
+/// graph::Model: one initializer per tensor in tensor-info order, no nodes,
+/// weight_convention out_in (graph::weights: rank ≥ 2 out_in, rank < 2
+/// none). Metadata keys with string,
+/// integer, float or bool values go to Model::metadata as text (floats in
 /// shortest round-trip form, bools "true"/"false"); arrays are summarised as
 /// "[array of N]". The data section starts at the first multiple of
 /// general.alignment (uint32, a power of two, default 32) after the tensor
@@ -27,6 +29,6 @@ namespace tailor {
 /// Q4_K (quantized types are not read)"), an offset that is not a multiple of
 /// the alignment or whose data reaches past the end of the file, overlapping
 /// tensors, or a truncated file.
-ModelFile read_gguf(const std::string& path);
+graph::Model read_gguf(const std::string& path);
 
 }  // namespace tailor

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tailor/io/model.h"
+#include "tailor/graph/graph.h"
 
 namespace tailor {
 
@@ -30,8 +30,9 @@ struct LlamaConfig {
 /// means a separate classifier), then f32 arrays token embedding, attention
 /// norms, wq, wk, wv, wo, FFN norms, w1, w2, w3, final norm, two RoPE tables
 /// [seq_len, head_dim/2] (not weights), and the [vocab, dim] classifier when
-/// not shared. Weights are zero-copy f32 views of the mapped file, exposed with
-/// HF names in this order: model.embed_tokens.weight [vocab, dim]; per layer i
+/// not shared. A weights-only graph::Model: initializers (zero-copy f32 views
+/// of the mapped file, no nodes, weight_convention out_in) with HF names in
+/// this order: model.embed_tokens.weight [vocab, dim]; per layer i
 /// model.layers.{i}.input_layernorm.weight [dim],
 /// model.layers.{i}.self_attn.{q,k,v,o}_proj.weight ([dim, dim], [kv_dim, dim]
 /// twice, [dim, dim]; kv_dim = n_kv_heads · head_dim),
@@ -39,7 +40,7 @@ struct LlamaConfig {
 /// model.layers.{i}.mlp.{gate,down,up}_proj.weight (w1 [hidden, dim],
 /// w2 [dim, hidden], w3 [hidden, dim]); model.norm.weight [dim];
 /// lm_head.weight [vocab, dim] only when not shared. Every matrix is [out, in]
-/// (layout out_in; norms none), q_proj and k_proj in llama2.c's
+/// (graph::weights: out_in; norms none), q_proj and k_proj in llama2.c's
 /// interleaved-pair RoPE order (see convert_llama2c_to_hf). Metadata: the
 /// header fields by name (vocab_size positive), "shared_classifier"
 /// ("true"/"false") and "architecture" = "llama"; format "llama2c". `config`,
@@ -48,7 +49,7 @@ struct LlamaConfig {
 /// that is not positive and consistent (dim divisible by n_heads, n_heads by
 /// n_kv_heads, head_dim even, sizes within 64 bits) or a file size that is not
 /// exactly what the header implies (expected and found bytes in the message).
-ModelFile read_llama2c(const std::string& path, LlamaConfig* config = nullptr);
+graph::Model read_llama2c(const std::string& path, LlamaConfig* config = nullptr);
 
 /// Writes a llama2.c checkpoint as a Hugging Face folder: `out_dir/config.json`
 /// (LlamaForCausalLM: sizes from the header, rms_norm_eps 1e-5, rope_theta

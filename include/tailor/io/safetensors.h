@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tailor/core/tensor.h"
-#include "tailor/io/model.h"
+#include "tailor/graph/graph.h"
 
 namespace tailor {
 
@@ -20,11 +20,13 @@ namespace tailor {
 /// U8 BOOL), shape × dtype size equal to the byte span, offsets within the data,
 /// tensors neither overlapping nor leaving gaps (the whole buffer indexed, as
 /// the format requires), names unique, `__metadata__` string to string.
-/// Weights come in the header's order. Layout (PyTorch convention):
-/// rank-2 floating tensors out_in, rank ≥ 3 floating tensors (conv kernels
-/// [out, in/groups, k...]) conv, others none.
+/// Gives a weights-only graph::Model (format "safetensors", source = path,
+/// metadata = `__metadata__`): one initializer per tensor in the header's
+/// order, no nodes, weight_convention pytorch (graph::weights: rank-2 floating
+/// tensors out_in, rank ≥ 3 floating tensors — conv kernels [out, in/groups,
+/// k...] — conv, others none).
 /// Throws Error naming the file and the problem.
-ModelFile read_safetensors(const std::string& path);
+graph::Model read_safetensors(const std::string& path);
 
 /// A tensor to write, with its name.
 struct NamedTensor {

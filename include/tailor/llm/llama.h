@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "tailor/core/tensor.h"
+#include "tailor/graph/graph.h"
 #include "tailor/io/llama2c.h"
-#include "tailor/io/model.h"
 #include "tailor/schemes/scheme.h"
 
 namespace tailor::llm {
@@ -100,7 +100,7 @@ class LlamaModel {
   /// Builds the model from weights already read. `file` holds weights named
   /// as in HF (llama2.c's reader) or as in llama.cpp (GGUF); `config` gives
   /// the sizes; `pairing` how q/k rows pair for RoPE.
-  static LlamaModel from_weights(const ModelFile& file, const LlamaConfig& config,
+  static LlamaModel from_weights(const graph::Model& file, const LlamaConfig& config,
                                  RopePairing pairing);
 
   const LlamaConfig& config() const { return config_; }

@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tailor/io/model.h"
+#include "tailor/graph/graph.h"
+#include "tailor/graph/weights.h"
 #include "tailor/profile/model_profile.h"
 #include "tailor/schemes/scheme.h"
 
@@ -85,14 +86,15 @@ double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<cons
 /// weight for layout none, an unknown scheme label, or a wrong `importance` length.
 /// A file-mapped weight's pages are released (madvise) once it is copied to
 /// f32; a later read faults them back in unchanged.
-LayerProfile profile_layer(const Weight& weight, const ProfileOptions& options, uint64_t index = 0,
-                           std::span<const float> importance = {});
+LayerProfile profile_layer(const graph::WeightView& weight, const ProfileOptions& options,
+                           uint64_t index = 0, std::span<const float> importance = {});
 
 /// Whether `weight` is a layer to plan under `options`: an [out, in] view
 /// (layout ≠ none), numel ≥ min_params, and a name the layer regex matches.
-bool is_profiled(const Weight& weight, const ProfileOptions& options);
+bool is_profiled(const graph::WeightView& weight, const ProfileOptions& options);
 
-/// Profiles a model: layers (is_profiled) in file order, on options.threads
+/// Profiles a model: its weights (graph::weights, which orients them from the
+/// graph) that is_profiled accepts, in graph::weights order, on options.threads
 /// workers; the output is the same whatever the thread count. Memory: each
 /// worker holds one layer's f32 [out, in] copy and its candidates' factors;
 /// a file-mapped weight (safetensors, GGUF, llama2.c, ONNX external data) is
@@ -110,6 +112,6 @@ bool is_profiled(const Weight& weight, const ProfileOptions& options);
 /// Throws Error for a bad regex or scheme list, and (naming the
 /// calibration file and the layer) for a missing, non-f32 or wrong-length
 /// calibration vector.
-ModelProfile profile_model(const ModelFile& model, const ProfileOptions& options);
+ModelProfile profile_model(const graph::Model& model, const ProfileOptions& options);
 
 }  // namespace tailor

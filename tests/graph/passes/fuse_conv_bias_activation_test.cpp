@@ -8,7 +8,7 @@
 
 #include "pass_test_util.h"
 #include "tailor/graph/fused_ops.h"
-#include "tailor/graph/onnx.h"
+#include "tailor/io/onnx.h"
 #include "test_util.h"
 
 namespace tailor::testing {

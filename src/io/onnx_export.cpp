@@ -4,10 +4,10 @@
 #include <limits>
 #include <set>
 
-#include "onnx_types.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
+#include "tailor/core/onnx_dtype.h"
 #include "tailor/io/atomic_file.h"
+#include "tailor/io/onnx.h"
 #include "tailor/schemes/scheme.h"
 
 namespace tailor::graph {
