@@ -13,18 +13,33 @@ Tensor Arena::alloc(DType dtype, const Shape& shape) {
   const size_t bytes = shape_bytes(shape, dtype);
   if (bytes == 0) return Tensor::zeros(dtype, shape);
   std::shared_ptr<Storage>* best = nullptr;
+  std::shared_ptr<Storage>* small = nullptr;  // the largest free buffer too small
   size_t live = 0;
   for (auto& b : buffers_) {
     if (b.use_count() > 1) {
       live += b->size();
       continue;
     }
-    if (b->size() >= bytes && (!best || b->size() < (*best)->size())) best = &b;
+    if (b->size() >= bytes) {
+      if (!best || b->size() < (*best)->size()) best = &b;
+    } else if (!small || b->size() > (*small)->size()) {
+      small = &b;
+    }
   }
   if (!best) {
-    buffers_.push_back(Storage::allocate((bytes + 63) / 64 * 64));
-    pooled_ += buffers_.back()->size();
-    best = &buffers_.back();
+    // A free buffer too small is replaced by the new one, so the pool holds
+    // at most as many buffers as were ever in use at once, even when tensors
+    // kept across runs (a decoder's KV cache) grow every run.
+    std::shared_ptr<Storage> fresh = Storage::allocate((bytes + 63) / 64 * 64);
+    pooled_ += fresh->size();
+    if (small) {
+      pooled_ -= (*small)->size();
+      *small = std::move(fresh);
+      best = small;
+    } else {
+      buffers_.push_back(std::move(fresh));
+      best = &buffers_.back();
+    }
   }
   live += (*best)->size();
   peak_live_ = std::max(peak_live_, live);

@@ -2,6 +2,7 @@
 // divergence of a compressed copy against the original.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -9,8 +10,10 @@
 
 #include "commands.h"
 #include "format.h"
+#include "tailor/compress/rewrite.h"
 #include "tailor/core/error.h"
 #include "tailor/io/llama2c.h"
+#include "tailor/io/llama_graph.h"
 #include "tailor/llm/kld.h"
 #include "tailor/llm/llama.h"
 #include "tailor/plan/plan.h"
@@ -34,6 +37,15 @@ std::string find_tokenizer(const std::string& model_path, const std::string& giv
                               std::to_string(vocab) + ".bin or tokenizer.bin); give --tokenizer");
 }
 
+/// Bytes of the checkpoint's weights in `g` (initializers but the llama
+/// builder's constants), as f32.
+uint64_t weight_bytes(const graph::Model& g) {
+  uint64_t total = 0;
+  for (const auto& [name, t] : g.graph.initializers)
+    if (name.rfind(kLlamaConstantPrefix, 0) != 0) total += t.nbytes();
+  return total;
+}
+
 }  // namespace
 
 void add_generate(CLI::App& app) {
@@ -49,15 +61,18 @@ void add_generate(CLI::App& app) {
       "--tokenizer", tokenizer,
       "llama2.c tokenizer .bin (default: tok{vocab}.bin or tokenizer.bin beside MODEL)");
   cmd->callback([] {
-    const llm::LlamaModel model = llm::LlamaModel::load(path);
-    const int32_t vocab = model.config().vocab_size;
+    const graph::Model model = load_llama_graph(path);
+    const llm::DecoderSignature sig = llm::decoder_signature(model);
+    const auto vocab = static_cast<int32_t>(sig.vocab);
     const Llama2cTokenizer tok =
         Llama2cTokenizer::load(find_tokenizer(path, tokenizer, vocab), vocab);
     const std::vector<int32_t> ids = tok.encode(prompt, true, false);
-    const int32_t room = model.config().seq_len + 1 - static_cast<int32_t>(ids.size());
+    const int64_t room =
+        sig.context > 0 ? sig.context + 1 - static_cast<int64_t>(ids.size()) : int64_t{tokens};
     check(room >= 1, "--prompt", "the prompt fills the context length");
     const std::vector<int32_t> out =
-        llm::generate_greedy(model, ids, std::min(tokens, room), /*stop_token=*/2);
+        llm::generate_greedy(model, ids, static_cast<int32_t>(std::min<int64_t>(tokens, room)),
+                             /*stop_token=*/2);
     std::string text;
     int32_t prev = ids.back();
     for (size_t i = 1; i < ids.size(); ++i) text += tok.decode(ids[i - 1], ids[i]);
@@ -96,23 +111,35 @@ void add_kld(CLI::App& app) {
   cmd->add_flag("--json", json, "Print the result as JSON");
   cmd->callback([] {
     check(!scheme.empty() || !plan_path.empty(), "kld", "give --scheme or --plan");
-    const llm::LlamaModel original = llm::LlamaModel::load(path);
-    llm::LlamaModel compressed = original;  // shares the weights until replaced
-    std::map<std::string, std::string> labels;
+    const ModelFile file = load_model(path);
+    const LlamaCheckpoint ck = llama_checkpoint(file);
+    const graph::Model original = llama_graph(ck.weights, ck.config, ck.pairing, path);
+    plan::Plan plan;
     if (!plan_path.empty()) {
-      for (const plan::PlanChoice& c : plan::read_plan(plan_path).choices)
-        labels[c.layer] = c.label;
+      plan = plan::read_plan(plan_path);
     } else {
-      const std::vector<std::string> names = compressed.linear_names();
+      const std::vector<std::string> names = llm::linear_weights(original);
       for (size_t i = 0; i + 1 < names.size(); ++i)
-        labels[names[i]] = scheme;  // not the classifier
+        plan.choices.push_back({names[i], scheme});  // not the classifier
     }
-    llm::apply_schemes(compressed, labels);
+    // The plan's layers encoded, then the same graph rewrite compress verifies
+    // with (CompressedLinear nodes on the stored factors).
+    std::vector<compress::EncodedLayer> layers = compress::encode_plan(file, plan, {}, 0x7a11);
+    const std::vector<std::string> linears = llm::linear_weights(original);
+    for (compress::EncodedLayer& l : layers) {
+      check(std::find(linears.begin(), linears.end(), l.name) != linears.end(), l.name,
+            "not a linear layer of the llama model");
+      l.stored_dtype = DType::f32;  // the graph holds every weight as f32
+    }
+    const graph::Model compressed = compress::rewrite_tailor(original, layers);
     const auto t0 = std::chrono::steady_clock::now();
     const llm::CompareResult r = llm::compare_models(original, compressed, options);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const uint64_t b0 = original.bytes(), b1 = compressed.bytes();
+    const uint64_t b0 = weight_bytes(original);
+    uint64_t b1 = b0;
+    for (const compress::EncodedLayer& l : layers)
+      b1 = b1 - original.graph.initializers.at(l.name).nbytes() + l.encoded->bytes();
     if (json) {
       nlohmann::ordered_json j = {{"model", path},
                                   {"bytes_original", b0},
