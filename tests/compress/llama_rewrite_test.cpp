@@ -64,6 +64,11 @@ std::map<std::string, Tensor> first_step(const graph::Model& m, const std::vecto
   return in;
 }
 
+/// onnxruntime's feeds.
+std::vector<std::pair<std::string, Tensor>> pairs(const std::map<std::string, Tensor>& in) {
+  return {in.begin(), in.end()};
+}
+
 TEST(LlamaRewrite, StandardFormMatchesTheCompressedLinearForm) {
   const graph::Model m = load_llama_graph(kStories);
   const std::vector<EncodedLayer> layers = encode_labels(m, mixed_plan(m));
@@ -143,17 +148,18 @@ TEST(LlamaRewrite, OnnxRuntimeAgreesWithTailorOnDenseAndCompressedGraphs) {
   graph::write_onnx(comp, dir.file("comp.onnx"));
   for (const auto& [file, model] :
        {std::pair{"dense.onnx", &dense}, std::pair{"comp.onnx", &comp}}) {
-    const auto ort = testing::run_ort(dir.file(file), first_step(*model, kTokens));
+    const auto ort = testing::run_ort(dir.file(file), pairs(first_step(*model, kTokens)));
     ASSERT_EQ(ort.count("logits"), 1u) << file;
     const std::vector<float> y = logits_of(*model, kTokens);
     ASSERT_EQ(ort.at("logits").numel(), static_cast<int64_t>(y.size())) << file;
     EXPECT_LE(max_abs(ort.at("logits").to_f32_vector(), y), 1e-4) << file;
   }
   // A second step fed onnxruntime's presents as pasts: the cache semantics agree.
-  const auto step1 = testing::run_ort(dir.file("dense.onnx"), first_step(dense, {1, 403, 407}));
+  const auto step1 =
+      testing::run_ort(dir.file("dense.onnx"), pairs(first_step(dense, {1, 403, 407})));
   std::map<std::string, Tensor> in{{"input_ids", ids_tensor({261, 378})}};
   for (const auto& c : llm::decoder_signature(dense).cache) in[c.past] = step1.at(c.present);
-  const auto step2 = testing::run_ort(dir.file("dense.onnx"), in);
+  const auto step2 = testing::run_ort(dir.file("dense.onnx"), pairs(in));
   const std::vector<float> whole = logits_of(dense, {1, 403, 407, 261, 378});
   EXPECT_LE(max_abs(std::vector<float>(whole.end() - 2 * 512, whole.end()),
                     step2.at("logits").to_f32_vector()),
@@ -176,7 +182,8 @@ TEST(LlamaRewrite, OnnxRuntimeAgreesOnTheModelOnnxCompressWrites) {
   o.report = false;
   compress::compress_model(o);
   const graph::Model written = graph::import_onnx(dir.file("out/model.onnx"));
-  const auto ort = testing::run_ort(dir.file("out/model.onnx"), first_step(written, kTokens));
+  const auto ort =
+      testing::run_ort(dir.file("out/model.onnx"), pairs(first_step(written, kTokens)));
   runtime::Executor ex(written);
   const Tensor y = ex.run(first_step(written, kTokens)).at("logits");
   ASSERT_EQ(ort.at("logits").shape(), y.shape());
