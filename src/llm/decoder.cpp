@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "llm/fuse_attention.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
 #include "tailor/io/llama_graph.h"
@@ -90,6 +91,7 @@ Decoder::Decoder(const graph::Model& model, const std::vector<std::string>& extr
     if (std::find(m.graph.outputs.begin(), m.graph.outputs.end(), v) == m.graph.outputs.end())
       m.graph.outputs.push_back(v);
   }
+  fuse_attention(m);
   m = graph::run_passes(m, graph::parse_pass_list("all"), runtime::default_pass_options());
   ex_ = std::make_unique<runtime::Executor>(std::move(m));
   reset();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "llm/fuse_attention.h"
 #include "llm/stories.h"
 #include "tailor/compress/rewrite.h"
 #include "tailor/core/error.h"
@@ -14,6 +15,7 @@
 #include "tailor/io/llama2c.h"
 #include "tailor/io/npy.h"
 #include "tailor/llm/llama.h"
+#include "tailor/runtime/executor.h"
 #include "test_util.h"
 
 namespace tailor::llm {
@@ -80,6 +82,22 @@ TEST(Decoder, KvCacheGivesTheLogitsOfTheWholeSequence) {
                      std::vector<float>(whole.begin(), whole.begin() + 512)),
             1e-5);
   EXPECT_EQ(d.outputs().at("present.0.value").shape(), (Shape{1, 4, 1, 8}));
+}
+
+TEST(Decoder, AttentionIsFusedIntoOneNodePerLayer) {
+  graph::Model m = load_llama_graph(kStories);
+  const std::vector<float> standard = [&] {
+    runtime::Executor ex(m);  // the standard graph as it is, no passes
+    std::map<std::string, Tensor> in = empty_pasts(m);
+    in["input_ids"] = testing::ids_tensor(kTokens);
+    return ex.run(in).at("logits").to_f32_vector();
+  }();
+  const size_t before = m.graph.nodes.size();
+  EXPECT_EQ(fuse_attention(m), 5);
+  // Transpose, MatMul, Mul, Add, Softmax, MatMul → Attention, per layer.
+  EXPECT_EQ(m.graph.nodes.size(), before - 5 * 5);
+  EXPECT_EQ(fuse_attention(m), 0);  // nothing left to fuse
+  EXPECT_LE(rel_diff(standard, logits_of(m, kTokens)), 1e-5);
 }
 
 TEST(Decoder, LinearWeightsAreTheGemmOperands) {

@@ -19,6 +19,9 @@
 //   broadcast to the output, step s writes register n+s; an operand r < 0
 //   reads constants[−r−1]), `params` (floats, 2 per step), `constants`
 //   (floats). Y = the last register, of the inputs' broadcast shape.
+// - Attention(Q, K, V, [mask]): Q [b, h, r, d], K and V [b, h, t, d], mask
+//   [r, t]; float `scale`. Y [b, h, r, d] = softmax(Q·Kᵀ·scale + mask)·V, the
+//   softmax over the t keys (llm's fuse_attention emits it for decoder graphs).
 // - ConvNhwc(X, W, [B]): X [n, h, w, c_in], W [c_out, kh, kw, c_in/group]
 //   (OHWI), Y [n, out_h, out_w, c_out]; attributes as FusedConv (2-D only).
 #pragma once
