@@ -17,6 +17,7 @@
 #include "tailor/llm/kld.h"
 #include "tailor/llm/llama.h"
 #include "tailor/plan/plan.h"
+#include "tailor/runtime/executor.h"
 
 namespace tailor::cli {
 namespace {
@@ -53,6 +54,7 @@ void add_generate(CLI::App& app) {
       "generate", "Greedy text continuation from a llama checkpoint (llama2.c, HF folder, GGUF)");
   static std::string path, prompt = "Once upon a time", tokenizer;
   static int tokens = 64;
+  static bool profile = false;
   cmd->add_option("MODEL", path, "llama checkpoint: llama2.c .bin, HF folder or .gguf")->required();
   cmd->add_option("--prompt", prompt, "Text after BOS (default \"Once upon a time\")");
   cmd->add_option("--tokens", tokens, "Tokens to generate (default 64; stops early at EOS)")
@@ -60,6 +62,8 @@ void add_generate(CLI::App& app) {
   cmd->add_option(
       "--tokenizer", tokenizer,
       "llama2.c tokenizer .bin (default: tok{vocab}.bin or tokenizer.bin beside MODEL)");
+  cmd->add_flag("--profile", profile,
+                "Print the decoding speed and the time per op type over the steps (stderr)");
   cmd->callback([] {
     const graph::Model model = load_llama_graph(path);
     const llm::DecoderSignature sig = llm::decoder_signature(model);
@@ -70,9 +74,27 @@ void add_generate(CLI::App& app) {
     const int64_t room =
         sig.context > 0 ? sig.context + 1 - static_cast<int64_t>(ids.size()) : int64_t{tokens};
     check(room >= 1, "--prompt", "the prompt fills the context length");
+    llm::Decoder decoder(model);
+    decoder.executor().set_profiling(profile);
+    const auto t0 = std::chrono::steady_clock::now();
     const std::vector<int32_t> out =
-        llm::generate_greedy(model, ids, static_cast<int32_t>(std::min<int64_t>(tokens, room)),
+        llm::generate_greedy(decoder, ids, static_cast<int32_t>(std::min<int64_t>(tokens, room)),
                              /*stop_token=*/2);
+    if (profile) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const size_t steps = out.size();  // the prompt step, then one per token but the last
+      std::cerr << fmt::format("{} tokens in {} steps, {:.3f} s: {:.1f} tokens/s, {} nodes\n",
+                               out.size(), steps, s, static_cast<double>(out.size()) / s,
+                               decoder.executor().model().graph.nodes.size());
+      std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(
+          decoder.executor().op_profile().begin(), decoder.executor().op_profile().end());
+      std::sort(rows.begin(), rows.end(),
+                [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+      for (const auto& [op, v] : rows)
+        std::cerr << fmt::format("  {:<22} {:>9.3f} ms/step  {:>5} nodes\n", op,
+                                 v.first / static_cast<double>(steps),
+                                 v.second / static_cast<int64_t>(steps));
+    }
     std::string text;
     int32_t prev = ids.back();
     for (size_t i = 1; i < ids.size(); ++i) text += tok.decode(ids[i - 1], ids[i]);

@@ -80,6 +80,9 @@ class Decoder {
   /// Forgets every position (empty caches).
   void reset();
   const DecoderSignature& signature() const { return sig_; }
+  /// The executor running the compiled graph (its op_profile() after
+  /// set_profiling(true), its model() as compiled).
+  runtime::Executor& executor() { return *ex_; }
 
  private:
   DecoderSignature sig_;
