@@ -12,9 +12,9 @@
 
 #include "compress/verify.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/llama_graph.h"
 #include "tailor/io/model.h"
+#include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/llm/calib.h"
 #include "tailor/llm/kld.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "graph/onnx_types.h"
+#include "io/onnx_types.h"
 #include "tailor/core/error.h"
 
 namespace tailor::compress::detail {

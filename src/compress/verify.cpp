@@ -10,9 +10,9 @@
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
 #include "tailor/llm/kld.h"
 #include "tailor/llm/llama.h"
 #include "tailor/runtime/executor.h"

@@ -9,9 +9,9 @@
 
 #include "ort/ort_runner.h"
 #include "tailor/compress/compress.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/llama_graph.h"
 #include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/llm/calib.h"
 #include "tailor/llm/kld.h"

@@ -5,8 +5,8 @@
 
 #include "../runtime/op_test_util.h"
 #include "tailor/core/rng.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/graph/passes/fuse_conv.h"
+#include "tailor/io/onnx.h"
 #include "test_util.h"
 
 namespace tailor::testing {

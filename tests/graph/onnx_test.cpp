@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/graph/verify.h"
+#include "tailor/io/onnx.h"
 #include "tailor/io/onnx_reader.h"
 #include "test_util.h"
 

@@ -4,8 +4,8 @@
 
 #include "../runtime/op_test_util.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/graph/passes/promote_f16.h"
+#include "tailor/io/onnx.h"
 #include "test_util.h"
 
 namespace tailor::testing {

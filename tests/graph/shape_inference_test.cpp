@@ -9,9 +9,9 @@
 #include "../runtime/op_test_util.h"
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/graph/shape_inference.h"
 #include "tailor/graph/verify.h"
+#include "tailor/io/onnx.h"
 #include "test_util.h"
 
 namespace tailor::testing {

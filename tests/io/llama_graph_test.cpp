@@ -13,8 +13,8 @@
 #include "llm/stories.h"
 #include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
 #include "test_util.h"
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "graph/passes/pass_test_util.h"
-#include "tailor/graph/onnx.h"
+#include "tailor/io/onnx.h"
 #include "test_util.h"
 
 namespace tailor::testing {

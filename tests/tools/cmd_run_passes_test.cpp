@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "../graph/passes/showcase.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
 #include "test_util.h"
 
 namespace tailor::testing {

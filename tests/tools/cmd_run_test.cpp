@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "../runtime/op_test_util.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
 #include "test_util.h"
 
 namespace tailor::testing {

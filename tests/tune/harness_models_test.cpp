@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "tailor/graph/onnx.h"
+#include "tailor/io/onnx.h"
 #include "tailor/runtime/pass_options.h"
 #include "tailor/tune/harness.h"
 #include "tailor/tune/space.h"

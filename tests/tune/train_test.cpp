@@ -8,9 +8,9 @@
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/graph/passes.h"
 #include "tailor/io/atomic_file.h"
+#include "tailor/io/onnx.h"
 #include "tailor/runtime/pass_options.h"
 #include "tailor/tune/train.h"
 #include "tailor/tune/tune.h"

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "tailor/graph/onnx.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/tune/tune.h"
 #include "test_util.h"

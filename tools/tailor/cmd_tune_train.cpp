@@ -12,8 +12,8 @@
 #include "commands.h"
 #include "format.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/atomic_file.h"
+#include "tailor/io/onnx.h"
 #include "tailor/tune/train.h"
 
 namespace tailor::cli {

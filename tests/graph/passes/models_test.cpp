@@ -5,7 +5,7 @@
 #include <set>
 
 #include "pass_test_util.h"
-#include "tailor/graph/onnx.h"
+#include "tailor/io/onnx.h"
 #include "tailor/tasks/ocr.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
-// ONNX ↔ graph IR: import a ModelProto (opsets 9–17, default domain) into a
-// Model and export a Model back to an ONNX file
-// (https://github.com/onnx/onnx/blob/main/docs/IR.md).
+// ONNX ↔ graph IR (io depends on graph, never the reverse): import a
+// ModelProto (opsets 9–17, default domain) into a Model and export a Model
+// back to an ONNX file (https://github.com/onnx/onnx/blob/main/docs/IR.md).
 #pragma once
 
 #include <memory>

@@ -9,7 +9,7 @@
 
 #include "onnx_types.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
+#include "tailor/io/onnx.h"
 #include "tailor/io/onnx_reader.h"
 
 namespace tailor::graph {

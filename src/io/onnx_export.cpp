@@ -6,8 +6,8 @@
 
 #include "onnx_types.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/onnx.h"
 #include "tailor/io/atomic_file.h"
+#include "tailor/io/onnx.h"
 #include "tailor/schemes/scheme.h"
 
 namespace tailor::graph {
