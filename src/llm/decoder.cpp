@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "llm/fuse_attention.h"
+#include "llm/decoder_fusions.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
 #include "tailor/io/llama_graph.h"
@@ -92,6 +92,7 @@ Decoder::Decoder(const graph::Model& model, const std::vector<std::string>& extr
       m.graph.outputs.push_back(v);
   }
   fuse_attention(m);
+  fuse_rms_norm(m);
   m = graph::run_passes(m, graph::parse_pass_list("all"), runtime::default_pass_options());
   ex_ = std::make_unique<runtime::Executor>(std::move(m));
   reset();

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "llm/fuse_attention.h"
+#include "llm/decoder_fusions.h"
 #include "llm/stories.h"
 #include "tailor/compress/rewrite.h"
 #include "tailor/core/error.h"
@@ -84,7 +84,7 @@ TEST(Decoder, KvCacheGivesTheLogitsOfTheWholeSequence) {
   EXPECT_EQ(d.outputs().at("present.0.value").shape(), (Shape{1, 4, 1, 8}));
 }
 
-TEST(Decoder, AttentionIsFusedIntoOneNodePerLayer) {
+TEST(Decoder, AttentionAndNormsAreFusedIntoOneNodeEach) {
   graph::Model m = load_llama_graph(kStories);
   const std::vector<float> standard = [&] {
     runtime::Executor ex(m);  // the standard graph as it is, no passes
@@ -97,6 +97,14 @@ TEST(Decoder, AttentionIsFusedIntoOneNodePerLayer) {
   // Transpose, MatMul, Mul, Add, Softmax, MatMul → Attention, per layer.
   EXPECT_EQ(m.graph.nodes.size(), before - 5 * 5);
   EXPECT_EQ(fuse_attention(m), 0);  // nothing left to fuse
+  // Mul, ReduceMean, Add, Sqrt, Div, Mul → RMSNormalization: 2 per layer and the final one.
+  EXPECT_EQ(fuse_rms_norm(m), 11);
+  EXPECT_EQ(m.graph.nodes.size(), before - 5 * 5 - 11 * 5);
+  EXPECT_EQ(fuse_rms_norm(m), 0);
+  runtime::Executor fused(m);  // the ai.tailor nodes alone, no passes
+  std::map<std::string, Tensor> in = empty_pasts(m);
+  in["input_ids"] = testing::ids_tensor(kTokens);
+  EXPECT_LE(rel_diff(standard, fused.run(in).at("logits").to_f32_vector()), 1e-5);
   EXPECT_LE(rel_diff(standard, logits_of(m, kTokens)), 1e-5);
 }
 

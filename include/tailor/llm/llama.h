@@ -56,9 +56,9 @@ std::map<std::string, Tensor> empty_pasts(const graph::Model& model,
 
 /// Runs a decoder graph over a growing token sequence: each forward feeds the
 /// new tokens with the previous step's presents as pasts (the KV cache).
-/// The graph is compiled once, at construction: its attention fused into
-/// ai.tailor Attention nodes (softmax(Q·Kᵀ·scale + mask)·V in one kernel),
-/// then tailor's default pass pipeline.
+/// The graph is compiled once, at construction: its attention and RMSNorms
+/// fused into ai.tailor Attention and RMSNormalization nodes (one kernel each,
+/// src/llm/decoder_fusions.h), then tailor's default pass pipeline.
 class Decoder {
  public:
   /// Compiles `model` (see decoder_signature for what it must look like).

@@ -1,6 +1,6 @@
-// ai.tailor Attention: softmax(Q·Kᵀ·scale + mask)·V in one kernel, for the
-// attention of decoder graphs (llm's fuse_attention emits it); see
-// include/tailor/graph/fused_ops.h for the contract.
+// The ai.tailor ops of decoder graphs (llm/decoder_fusions emits them; the
+// contracts are in include/tailor/graph/fused_ops.h): Attention,
+// softmax(Q·Kᵀ·scale + mask)·V in one kernel, and RMSNormalization.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -76,9 +76,36 @@ class AttentionKernel final : public Kernel {
   std::vector<float> scores_;
 };
 
+/// Y = X / sqrt(mean(X², last axis) + epsilon) · scale, the mean in double.
+void rms_normalization(OpContext& ctx, float eps) {
+  const Tensor x = ctx.in(0).contiguous(), g = ctx.in(1).contiguous();
+  if (x.rank() < 1) ctx.fail("X must have rank ≥ 1");
+  const int64_t n = x.dim(x.rank() - 1), rows = n > 0 ? x.numel() / n : 0;
+  if (g.numel() != n)
+    ctx.fail("scale has " + std::to_string(g.numel()) + " elements, the last axis " +
+             std::to_string(n));
+  const float* xp = f32_ptr(ctx, x, "X");
+  const float* gp = f32_ptr(ctx, g, "scale");
+  Tensor y = ctx.alloc(DType::f32, x.shape());
+  float* yp = y.mutable_data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = xp + r * n;
+    double ss = 0;
+    for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(xr[j]) * xr[j];
+    const auto inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+    for (int64_t j = 0; j < n; ++j) yp[r * n + j] = xr[j] * inv * gp[j];
+  }
+  ctx.outputs[0] = std::move(y);
+}
+
 }  // namespace
 
-void register_attention_ops() {
+void register_decoder_ops() {
+  register_op("ai.tailor", "RMSNormalization", [](const KernelInit& init) {
+    if (init.node.attr_int("axis", -1) != -1) init.fail("only axis -1 is supported");
+    const float eps = init.node.attr_float("epsilon", 1e-5f);
+    return make_kernel([eps](OpContext& ctx) { rms_normalization(ctx, eps); });
+  });
   register_op("ai.tailor", "Attention",
               [](const KernelInit& init) { return std::make_unique<AttentionKernel>(init); });
 }

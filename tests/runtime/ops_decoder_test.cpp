@@ -1,5 +1,6 @@
-// ai.tailor Attention (src/runtime/ops_attention.cpp) against softmax(Q·Kᵀ·s + mask)·V
-// computed here in double, and its refusals.
+// The decoder ops of src/runtime/ops_decoder.cpp against their definitions
+// computed here in double: ai.tailor Attention, softmax(Q·Kᵀ·s + mask)·V, and
+// RMSNormalization; and their refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -78,6 +79,31 @@ TEST(AttentionOp, RejectsMismatchedShapes) {
         OneOp("Attention", {q, k, k, random({3, 4}, rng)}, {}, 17, 1, "ai.tailor").run();
       },
       "Attention", "mask");
+}
+
+TEST(RmsNormalizationOp, MatchesTheDefinitionInDouble) {
+  Rng rng(3);
+  const Tensor x = random({2, 3, 7}, rng), g = random({7}, rng);
+  const float eps = 1e-3f;
+  const Tensor y = OneOp("RMSNormalization", {x, g}, {{"epsilon", graph::Attribute::of_float(eps)}},
+                         17, 1, "ai.tailor")
+                       .run1();
+  ASSERT_EQ(y.shape(), x.shape());
+  for (int64_t r = 0; r < 6; ++r) {
+    double ss = 0;
+    for (int64_t j = 0; j < 7; ++j)
+      ss += double(x.data<float>()[r * 7 + j]) * x.data<float>()[r * 7 + j];
+    const double inv = 1.0 / std::sqrt(ss / 7 + eps);
+    for (int64_t j = 0; j < 7; ++j)
+      EXPECT_NEAR(y.data<float>()[r * 7 + j], x.data<float>()[r * 7 + j] * inv * g.data<float>()[j],
+                  1e-5)
+          << r << " " << j;
+  }
+  testing::expect_error_naming(
+      [&] {
+        OneOp("RMSNormalization", {x, random({6}, rng)}, {}, 17, 1, "ai.tailor").run();
+      },
+      "RMSNormalization", "scale has 6 elements");
 }
 
 }  // namespace

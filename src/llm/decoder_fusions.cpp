@@ -1,5 +1,5 @@
-// Decoder attention as one ai.tailor Attention node (fuse_attention.h).
-#include "llm/fuse_attention.h"
+// Fusions for decoder graphs (decoder_fusions.h).
+#include "llm/decoder_fusions.h"
 
 #include <map>
 #include <optional>
@@ -45,7 +45,64 @@ std::optional<float> scalar(const graph::Graph& g, const std::string& name) {
   return it->second.contiguous().data<float>()[0];
 }
 
+/// g.nodes without `dead`, with `fused` at their positions.
+void splice(graph::Model& model, const std::set<size_t>& dead, std::map<size_t, Node>& fused) {
+  graph::Graph& g = model.graph;
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (auto it = fused.find(i); it != fused.end())
+      nodes.push_back(std::move(it->second));
+    else if (!dead.count(i))
+      nodes.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(nodes);
+  model.other_opsets["ai.tailor"] = 1;
+}
+
 }  // namespace
+
+int fuse_rms_norm(graph::Model& model) {
+  graph::Graph& g = model.graph;
+  const Index ix = index_of(g);
+  std::set<size_t> dead;
+  std::map<size_t, Node> fused;  // at the position of the final Mul
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& out = g.nodes[i];
+    if (out.op_type != "Mul" || !out.domain.empty() || out.inputs.size() != 2) continue;
+    auto gain = g.initializers.find(out.inputs[1]);
+    if (gain == g.initializers.end() || gain->second.rank() != 1) continue;
+    const auto div = single_use_producer(g, ix, out.inputs[0], "Div");
+    if (!div || g.nodes[*div].inputs.size() != 2) continue;
+    const std::string& x = g.nodes[*div].inputs[0];
+    const auto sqrt = single_use_producer(g, ix, g.nodes[*div].inputs[1], "Sqrt");
+    if (!sqrt) continue;
+    const auto add = single_use_producer(g, ix, g.nodes[*sqrt].inputs[0], "Add");
+    if (!add || g.nodes[*add].inputs.size() != 2) continue;
+    const std::optional<float> eps = scalar(g, g.nodes[*add].inputs[1]);
+    if (!eps) continue;
+    const auto mean = single_use_producer(g, ix, g.nodes[*add].inputs[0], "ReduceMean");
+    if (!mean || g.nodes[*mean].inputs.size() != 1 ||
+        g.nodes[*mean].attr_ints("axes", {}) != std::vector<int64_t>{-1} ||
+        g.nodes[*mean].attr_int("keepdims", 1) != 1)
+      continue;
+    const auto sq = single_use_producer(g, ix, g.nodes[*mean].inputs[0], "Mul");
+    if (!sq || g.nodes[*sq].inputs != std::vector<std::string>{x, x}) continue;
+    Node n;
+    n.op_type = "RMSNormalization";
+    n.domain = "ai.tailor";
+    n.name =
+        out.name.empty() ? out.outputs[0] + "/RMSNormalization" : out.name + "/RMSNormalization";
+    n.inputs = {x, out.inputs[1]};
+    n.outputs = out.outputs;
+    n.set("epsilon", graph::Attribute::of_float(*eps));
+    for (size_t d : {*div, *sqrt, *add, *mean, *sq}) dead.insert(d);
+    fused[i] = std::move(n);
+  }
+  if (fused.empty()) return 0;
+  splice(model, dead, fused);
+  return static_cast<int>(fused.size());
+}
 
 int fuse_attention(graph::Model& model) {
   graph::Graph& g = model.graph;
@@ -83,16 +140,7 @@ int fuse_attention(graph::Model& model) {
     fused[i] = std::move(a);
   }
   if (fused.empty()) return 0;
-  std::vector<Node> nodes;
-  nodes.reserve(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (auto it = fused.find(i); it != fused.end())
-      nodes.push_back(std::move(it->second));
-    else if (!dead.count(i))
-      nodes.push_back(std::move(g.nodes[i]));
-  }
-  g.nodes = std::move(nodes);
-  model.other_opsets["ai.tailor"] = 1;
+  splice(model, dead, fused);
   return static_cast<int>(fused.size());
 }
 
