@@ -11,8 +11,8 @@
 #include <set>
 
 #include "compress/verify.h"
-#include "tailor/compress/llama_onnx.h"
 #include "tailor/core/error.h"
+#include "tailor/io/llama_graph.h"
 #include "tailor/io/load_model.h"
 #include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
@@ -108,6 +108,13 @@ bool is_llama_candidate(const graph::Model& mf) {
   return mf.format != "onnx";
 }
 
+/// Tokens sampled per sequence: options.kld_length, within the context.
+int32_t kld_length(const CompressOptions& o, const graph::Model& llama) {
+  const int64_t context = llm::decoder_signature(llama).context;
+  return context > 0 ? static_cast<int32_t>(std::min<int64_t>(o.kld_length, context - 1))
+                     : o.kld_length;
+}
+
 std::string percent(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
 }
@@ -170,9 +177,10 @@ CompressResult compress_model(const CompressOptions& o) {
   // 1. load
   begin("load", o.model);
   const graph::Model mf = load_model(o.model);
-  std::optional<llm::LlamaModel> llama;
+  std::optional<graph::Model> llama;  // the decoder graph of a llama checkpoint
   if (is_llama_candidate(mf)) {
-    llama = llm::LlamaModel::load(o.model);
+    const LlamaCheckpoint ck = llama_checkpoint(mf);  // the file read once
+    llama = llama_graph(ck.weights, ck.config, ck.pairing, o.model);
     r.kind = "llama";
   } else {
     r.kind = "onnx";
@@ -199,7 +207,7 @@ CompressResult compress_model(const CompressOptions& o) {
     llm::CompareOptions co;
     co.seed = o.seed + 2;
     co.sequences = o.kld_sequences;
-    co.length = std::min<int32_t>(o.kld_length, llama->config().seq_len - 1);
+    co.length = kld_length(o, *llama);
     const auto seqs = llm::sample_sequences(*llama, co);
     const auto stats = llm::collect_input_stats(*llama, seqs);
     calib_path =
@@ -222,7 +230,7 @@ CompressResult compress_model(const CompressOptions& o) {
   po.calib = calib_path;
   if (llama) {
     std::string re;
-    for (const std::string& n : llama->linear_names())
+    for (const std::string& n : llm::linear_weights(*llama))
       re += (re.empty() ? "" : "|") + regex_escape(n);
     po.layer_regex = "^(" + re + ")$";
   }
@@ -255,16 +263,17 @@ CompressResult compress_model(const CompressOptions& o) {
 
   // 4. rewrite
   begin("rewrite", "");
-  const std::vector<EncodedLayer> layers =
-      encode_plan(mf, r.plan, po.scheme_defaults, 0x7a11, o.threads);
+  std::vector<EncodedLayer> layers = encode_plan(mf, r.plan, po.scheme_defaults, 0x7a11, o.threads);
   std::optional<graph::Model> standard, tailor_graph, original;
-  std::optional<llm::LlamaModel> llama_c;
   if (llama) {
-    llama_c = *llama;
-    for (const EncodedLayer& l : layers) llama_c->replace_linear(l.name, l.encoded);
-    standard = llama_to_onnx(*llama, layers, &r.rewrites);
+    // The decoder graph holds every linear as an f32 [out, in] initializer
+    // read by Gemm(transB = 1), half-precision checkpoints widened.
+    for (EncodedLayer& l : layers) l.stored_dtype = DType::f32;
+    original = std::move(*llama);
+    standard = rewrite_standard(*original, layers, &r.rewrites);
+    tailor_graph = rewrite_tailor(*original, layers);
     done("rewrite",
-         fmt::format("{} linears replaced (Encoded matmul); standard ONNX graph verified",
+         fmt::format("{} linears: standard ONNX and CompressedLinear decoder graphs verified",
                      layers.size()));
   } else {
     check_onnx_support(mf);  // the runtime runs both graphs
@@ -287,15 +296,15 @@ CompressResult compress_model(const CompressOptions& o) {
 
   // 6. verify
   begin("verify", "");
-  if (llama) {
-    r.verification = verify_llama(*llama, *llama_c, staging.file("model.onnx"), o, r);
+  if (r.kind == "llama") {
+    r.verification = verify_llama(*original, *tailor_graph, staging.file("model.onnx"), o, r);
   } else {
     r.verification = verify_onnx(*original, *tailor_graph, staging.file("model.onnx"), o, r);
   }
   r.verification.predicted_error = r.plan.objective_value;
   {
     std::string msg = fmt::format("{} inputs", r.verification.inputs);
-    if (!llama)
+    if (r.kind != "llama")
       msg += fmt::format(" (original {:.1f} s, compressed {:.1f} s)", r.original_seconds,
                          r.compressed_seconds);
     for (const auto& e : r.verification.outputs)

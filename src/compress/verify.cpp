@@ -13,6 +13,8 @@
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/npy.h"
 #include "tailor/io/onnx.h"
+#include "tailor/llm/kld.h"
+#include "tailor/llm/llama.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/tasks/ocr.h"
 #include "tailor/tasks/saliency.h"
@@ -341,15 +343,17 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
   return v;
 }
 
-report::Verification verify_llama(const llm::LlamaModel& original,
-                                  const llm::LlamaModel& compressed,
+report::Verification verify_llama(const graph::Model& original, const graph::Model& compressed,
                                   const std::string& standard_path, const CompressOptions& o,
                                   CompressResult& result) {
   std::optional<llm::CompareResult>& kld = result.kld;
+  llm::Decoder orig(original), comp(compressed);
   llm::CompareOptions co;
   co.seed = o.seed + 1;
   co.sequences = o.kld_sequences;
-  co.length = std::min<int32_t>(o.kld_length, original.config().seq_len - 1);
+  co.length = o.kld_length;
+  if (const int64_t context = orig.signature().context; context > 0)
+    co.length = static_cast<int32_t>(std::min<int64_t>(co.length, context - 1));
   kld = llm::compare_models(original, compressed, co);
 
   // Logits' relative error and cosine on the first two sampled sequences.
@@ -357,20 +361,19 @@ report::Verification verify_llama(const llm::LlamaModel& original,
   few.sequences = std::min<int32_t>(2, co.sequences);
   ErrorSums sums;
   bool first = true;
-  for (const auto& seq : llm::sample_sequences(original, few)) {
-    llm::LlamaSession a(original), b(compressed);
+  for (const auto& seq : llm::sample_sequences(orig, few)) {
     const std::span<const int32_t> tokens(seq.data(), seq.size() - 1);
-    const std::vector<float> la = a.forward(tokens), lb = b.forward(tokens);
+    orig.reset();
+    comp.reset();
+    const std::vector<float> la = orig.forward(tokens), lb = comp.forward(tokens);
     const Shape shape{static_cast<int64_t>(la.size())};
     sums.add(Tensor::from_f32(shape, la), Tensor::from_f32(shape, lb), "logits");
     if (first && !standard_path.empty()) {
       // The written model.onnx, run by tailor's runtime on the same tokens.
-      Tensor ids = Tensor::zeros(DType::i64, {1, static_cast<int64_t>(tokens.size())});
-      std::copy(tokens.begin(), tokens.end(), ids.mutable_data<int64_t>());
-      runtime::Executor ex(graph::import_onnx(standard_path));
-      const Tensor y = ex.run({{ex.input_names().at(0), ids}}).at(ex.output_names().at(0));
+      llm::Decoder standard(graph::import_onnx(standard_path));
+      const std::vector<float> y = standard.forward(tokens);
       const Tensor want = Tensor::from_f32(shape, lb);
-      result.standard_vs_tailor_max_abs = max_abs_diff(y, want);
+      result.standard_vs_tailor_max_abs = max_abs_diff(Tensor::from_f32(shape, y), want);
       double peak = 0;
       for (float f : lb) peak = std::max(peak, std::abs(double(f)));
       result.standard_vs_tailor_max_rel =

@@ -6,7 +6,6 @@
 
 #include "tailor/compress/compress.h"
 #include "tailor/graph/graph.h"
-#include "tailor/llm/llama.h"
 
 namespace tailor::compress {
 
@@ -21,13 +20,14 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
                                  CompressResult& result);
 
 /// KL divergence and top-1 agreement (llm::compare_models) of `compressed`
-/// against `original`, and the logits' relative error and cosine over the
-/// first two of the same sampled sequences. Also imports and runs the written
-/// `standard_path` (llama_onnx.h) in tailor's runtime on the first of those
-/// sequences and sets result.standard_vs_tailor_max_abs (and _max_rel) to
-/// its difference from `compressed`'s logits. Fills result.kld.
-report::Verification verify_llama(const llm::LlamaModel& original,
-                                  const llm::LlamaModel& compressed,
+/// against `original` (decoder graphs: a llama and its rewrite_tailor form,
+/// both run by tailor's executor with a KV cache), and the logits' relative
+/// error and cosine over the first two of the same sampled sequences. Also
+/// imports the written `standard_path` (rewrite_standard of the same graph),
+/// runs it in tailor's runtime on the first of those sequences and sets
+/// result.standard_vs_tailor_max_abs (and _max_rel) to its difference from
+/// `compressed`'s logits. Fills result.kld.
+report::Verification verify_llama(const graph::Model& original, const graph::Model& compressed,
                                   const std::string& standard_path, const CompressOptions& options,
                                   CompressResult& result);
 

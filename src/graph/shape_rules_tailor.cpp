@@ -2,7 +2,8 @@
 // tailor/graph/fused_ops.h and src/runtime/ops_compressed.cpp):
 // - FusedConv, FusedGemm, FusedMatMul: as Conv, Gemm, MatMul (the epilogue
 //   keeps the shape);
-// - LayerNormalization, Softmax: the input's type;
+// - LayerNormalization, Softmax, RMSNormalization: the input's type;
+// - Attention: Q's type (Y [b, h, r, d] as Q [b, h, r, d]);
 // - FusedElementwise: the inputs' broadcast shape, input 0's dtype;
 // - ConvNhwc: X [n, h, w, c_in], W [c_out, kh, kw, c_in/group] → [n, oh, ow, c_out];
 // - CompressedLinear: X [..., in] → f32 [..., out];
@@ -99,6 +100,8 @@ const RuleEntry kTailorRules[] = {
     {"ai.tailor", "FusedMatMul", fused_matmul},
     {"ai.tailor", "LayerNormalization", same_as_input},
     {"ai.tailor", "Softmax", same_as_input},
+    {"ai.tailor", "Attention", same_as_input},
+    {"ai.tailor", "RMSNormalization", same_as_input},
     {"ai.tailor", "FusedElementwise", fused_elementwise},
     {"ai.tailor", "ConvNhwc", conv_nhwc},
     {"ai.tailor", "CompressedLinear", compressed_linear},

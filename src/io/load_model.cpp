@@ -10,6 +10,7 @@
 #include "tailor/core/error.h"
 #include "tailor/io/gguf.h"
 #include "tailor/io/llama2c.h"
+#include "tailor/io/llama_graph.h"
 #include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
 
@@ -62,15 +63,7 @@ graph::Model read_any(const std::string& path, bool mapped) {
 }
 
 graph::Model load(const std::string& path, bool mapped) {
-  graph::Model m = read_any(path, mapped);
-  // ---- The llama dispatch point ------------------------------------------
-  // A llama checkpoint (is_llama_checkpoint: llama2.c, GGUF with
-  // general.architecture "llama", an HF folder of LlamaForCausalLM) is to be
-  // turned here into the decoder graph with KV cache by the llama graph
-  // builder (`llama_graph(...)`, issue 12), so that every caller of
-  // load_model gets a graph it can run. Until that builder is wired in, such
-  // a checkpoint loads weights-only, like any other format without a graph.
-  return m;
+  return read_any(path, mapped);
 }
 
 }  // namespace
@@ -85,6 +78,12 @@ graph::Model load_model_mapped(const std::string& path) {
 
 graph::Model load_runnable_model(const std::string& path) {
   graph::Model m = load_model(path);
+  // A llama checkpoint runs as its decoder graph with a KV cache (the file's
+  // weights, read once, become its initializers).
+  if (is_llama_checkpoint(m)) {
+    const LlamaCheckpoint ck = llama_checkpoint(m);
+    return llama_graph(ck.weights, ck.config, ck.pairing, path);
+  }
   if (m.graph.nodes.empty())
     throw Error(path, "has no graph to run (a weights-only " + m.format + " model)");
   if (m.format == "onnx") check_onnx_support(m);

@@ -1,59 +1,51 @@
 // Activation statistics of a llama model (include/tailor/llm/calib.h).
 #include "tailor/llm/calib.h"
 
+#include <algorithm>
+
 #include "tailor/core/error.h"
 #include "tailor/io/safetensors.h"
+#include "tailor/llm/llama.h"
 
 namespace tailor::llm {
 
-RecordingLinear::RecordingLinear(std::shared_ptr<const Linear> inner)
-    : inner_(std::move(inner)), sum_sq_(static_cast<size_t>(inner_->in()), 0.0) {}
-
-void RecordingLinear::forward(const float* x, int64_t batch, float* y) const {
-  {
-    const int64_t n_in = in();
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (int64_t b = 0; b < batch; ++b) {
-      const float* row = x + b * n_in;
-      for (int64_t j = 0; j < n_in; ++j)
-        sum_sq_[static_cast<size_t>(j)] += static_cast<double>(row[j]) * row[j];
-    }
-    rows_ += batch;
-  }
-  inner_->forward(x, batch, y);
-}
-
-std::vector<float> RecordingLinear::mean_square() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<float> m(sum_sq_.size(), 0.0f);
-  if (rows_ == 0) return m;
-  for (size_t j = 0; j < m.size(); ++j)
-    m[j] = static_cast<float>(sum_sq_[j] / static_cast<double>(rows_));
-  return m;
-}
-
-int64_t RecordingLinear::rows() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return rows_;
-}
-
 std::map<std::string, std::vector<float>> collect_input_stats(
-    const LlamaModel& model, const std::vector<std::vector<int32_t>>& sequences) {
+    const graph::Model& model, const std::vector<std::vector<int32_t>>& sequences) {
   check(!sequences.empty(), "calibration", "no sequences to collect statistics from");
-  LlamaModel recorded = model;  // copies share the weights
-  std::map<std::string, std::shared_ptr<const RecordingLinear>> recorders;
-  for (const std::string& name : model.linear_names()) {
-    auto rec = std::make_shared<const RecordingLinear>(model.linear_ptr(name));
-    recorded.wrap_linear(name, rec);
-    recorders[name] = rec;
-  }
+  const std::map<std::string, std::string> inputs = linear_inputs(model);
+  std::vector<std::string> activations;
+  for (const auto& [w, x] : inputs)
+    if (std::find(activations.begin(), activations.end(), x) == activations.end())
+      activations.push_back(x);
+  Decoder decoder(model, activations);
+  // Per activation: Σ x_j² over rows (double) and the row count.
+  std::map<std::string, std::pair<std::vector<double>, int64_t>> sums;
   for (const auto& seq : sequences) {
     check(!seq.empty(), "calibration", "empty sequence");
-    LlamaSession session(recorded);
-    session.forward(seq);
+    decoder.reset();
+    decoder.forward(seq);
+    for (const std::string& a : activations) {
+      const Tensor x = decoder.outputs().at(a).contiguous();
+      check(x.dtype() == DType::f32 && x.rank() >= 1, "calibration",
+            "activation '" + a + "' is not an f32 tensor");
+      const int64_t in = x.dim(x.rank() - 1), rows = in > 0 ? x.numel() / in : 0;
+      auto& [sum, n] = sums[a];
+      sum.resize(static_cast<size_t>(in), 0.0);
+      const float* p = x.data<float>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < in; ++j)
+          sum[static_cast<size_t>(j)] += static_cast<double>(p[r * in + j]) * p[r * in + j];
+      n += rows;
+    }
   }
   std::map<std::string, std::vector<float>> stats;
-  for (const auto& [name, rec] : recorders) stats[name] = rec->mean_square();
+  for (const auto& [w, a] : inputs) {
+    const auto& [sum, n] = sums.at(a);
+    std::vector<float> m(sum.size(), 0.0f);
+    for (size_t j = 0; j < m.size() && n > 0; ++j)
+      m[j] = static_cast<float>(sum[j] / static_cast<double>(n));
+    stats[w] = std::move(m);
+  }
   return stats;
 }
 

@@ -30,15 +30,15 @@ double kl_from_log_probs(const std::vector<double>& lp, const std::vector<double
   return std::max(kl, 0.0);  // rounding can leave −1e-17 for equal distributions
 }
 
-void check_options(const LlamaModel& model, const CompareOptions& o) {
+void check_options(const DecoderSignature& sig, const CompareOptions& o) {
   check(o.sequences >= 1, "compare", "sequences must be at least 1");
   check(o.length >= 1, "compare", "length must be at least 1");
   check(std::isfinite(o.temperature) && o.temperature > 0, "compare",
         "temperature must be positive");
-  check(static_cast<int64_t>(o.length) + 1 <= model.config().seq_len, "compare",
+  check(sig.context == 0 || static_cast<int64_t>(o.length) + 1 <= sig.context, "compare",
         "1 + length = " + std::to_string(static_cast<int64_t>(o.length) + 1) +
-            " passes the context length " + std::to_string(model.config().seq_len));
-  check(o.bos_token >= 0 && o.bos_token < model.config().vocab_size, "compare",
+            " passes the context length " + std::to_string(sig.context));
+  check(o.bos_token >= 0 && o.bos_token < sig.vocab, "compare",
         "BOS token " + std::to_string(o.bos_token) + " is outside the vocabulary");
 }
 
@@ -52,18 +52,24 @@ double kl_divergence(std::span<const float> p_logits, std::span<const float> q_l
                            log_softmax(q_logits.data(), q_logits.size()));
 }
 
-std::vector<std::vector<int32_t>> sample_sequences(const LlamaModel& model,
+std::vector<std::vector<int32_t>> sample_sequences(const graph::Model& model,
                                                    const CompareOptions& options) {
-  check_options(model, options);
-  const size_t vocab = static_cast<size_t>(model.config().vocab_size);
+  check_options(decoder_signature(model), options);
+  Decoder d(model);
+  return sample_sequences(d, options);
+}
+
+std::vector<std::vector<int32_t>> sample_sequences(Decoder& model, const CompareOptions& options) {
+  check_options(model.signature(), options);
+  const size_t vocab = static_cast<size_t>(model.signature().vocab);
   const Rng base(options.seed);
   std::vector<std::vector<int32_t>> sequences;
   std::vector<double> weights(vocab);
   for (int32_t s = 0; s < options.sequences; ++s) {
     Rng rng = base.split(static_cast<uint64_t>(s));
-    LlamaSession session(model);
+    model.reset();
     std::vector<int32_t> seq{options.bos_token};
-    std::vector<float> logits = session.forward(seq);
+    std::vector<float> logits = model.forward(seq);
     for (int32_t i = 0; i < options.length; ++i) {
       // Inverse CDF of softmax(logits / T).
       const double m = *std::max_element(logits.begin(), logits.end());
@@ -84,30 +90,34 @@ std::vector<std::vector<int32_t>> sample_sequences(const LlamaModel& model,
         }
       }
       seq.push_back(next);
-      if (i + 1 < options.length) logits = session.forward({&seq.back(), 1});
+      if (i + 1 < options.length) logits = model.forward({&seq.back(), 1});
     }
     sequences.push_back(std::move(seq));
   }
   return sequences;
 }
 
-CompareResult compare_models(const LlamaModel& original, const LlamaModel& compressed,
+CompareResult compare_models(const graph::Model& original, const graph::Model& compressed,
                              const CompareOptions& options) {
-  check(original.config().vocab_size == compressed.config().vocab_size, "compare",
-        "vocabularies differ: " + std::to_string(original.config().vocab_size) + " and " +
-            std::to_string(compressed.config().vocab_size) + " tokens");
-  const std::vector<std::vector<int32_t>> sequences = sample_sequences(original, options);
-  check(static_cast<int64_t>(options.length) + 1 <= compressed.config().seq_len, "compare",
+  const DecoderSignature so = decoder_signature(original), sc = decoder_signature(compressed);
+  check(so.vocab == sc.vocab, "compare",
+        "vocabularies differ: " + std::to_string(so.vocab) + " and " + std::to_string(sc.vocab) +
+            " tokens");
+  check_options(so, options);
+  check(sc.context == 0 || static_cast<int64_t>(options.length) + 1 <= sc.context, "compare",
         "the compressed model's context is shorter than 1 + length");
-  const size_t vocab = static_cast<size_t>(original.config().vocab_size);
+  Decoder dec_o(original), dec_c(compressed);
+  const std::vector<std::vector<int32_t>> sequences = sample_sequences(dec_o, options);
+  const size_t vocab = static_cast<size_t>(so.vocab);
   double sum_kl = 0, sum_kl2 = 0, max_kl = 0, nll_orig = 0, nll_comp = 0;
   int64_t same_top = 0, n = 0;
   std::vector<double> kls;
   for (const std::vector<int32_t>& seq : sequences) {
     const std::span<const int32_t> context(seq.data(), seq.size() - 1);
-    LlamaSession so(original), sc(compressed);
-    const std::vector<float> lo = so.forward(context);
-    const std::vector<float> lc = sc.forward(context);
+    dec_o.reset();
+    dec_c.reset();
+    const std::vector<float> lo = dec_o.forward(context);
+    const std::vector<float> lc = dec_c.forward(context);
     for (size_t t = 0; t < context.size(); ++t) {
       const float* po = lo.data() + t * vocab;
       const float* pc = lc.data() + t * vocab;

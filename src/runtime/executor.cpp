@@ -13,18 +13,33 @@ Tensor Arena::alloc(DType dtype, const Shape& shape) {
   const size_t bytes = shape_bytes(shape, dtype);
   if (bytes == 0) return Tensor::zeros(dtype, shape);
   std::shared_ptr<Storage>* best = nullptr;
+  std::shared_ptr<Storage>* small = nullptr;  // the largest free buffer too small
   size_t live = 0;
   for (auto& b : buffers_) {
     if (b.use_count() > 1) {
       live += b->size();
       continue;
     }
-    if (b->size() >= bytes && (!best || b->size() < (*best)->size())) best = &b;
+    if (b->size() >= bytes) {
+      if (!best || b->size() < (*best)->size()) best = &b;
+    } else if (!small || b->size() > (*small)->size()) {
+      small = &b;
+    }
   }
   if (!best) {
-    buffers_.push_back(Storage::allocate((bytes + 63) / 64 * 64));
-    pooled_ += buffers_.back()->size();
-    best = &buffers_.back();
+    // A free buffer too small is replaced by the new one, so the pool holds
+    // at most as many buffers as were ever in use at once, even when tensors
+    // kept across runs (a decoder's KV cache) grow every run.
+    std::shared_ptr<Storage> fresh = Storage::allocate((bytes + 63) / 64 * 64);
+    pooled_ += fresh->size();
+    if (small) {
+      pooled_ -= (*small)->size();
+      *small = std::move(fresh);
+      best = small;
+    } else {
+      buffers_.push_back(std::move(fresh));
+      best = &buffers_.back();
+    }
   }
   live += (*best)->size();
   peak_live_ = std::max(peak_live_, live);
@@ -148,9 +163,24 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
   }
   for (size_t i = 0; i < plan.input_slots.size() && i < inputs.size(); ++i)
     f.values[static_cast<size_t>(plan.input_slots[i])] = inputs[i];
+  // One pair of argument vectors for every step (no allocation per node).
+  std::vector<const Tensor*> in_buf;
+  std::vector<Tensor> out_buf;
+  // The node's label is built only when its kernel fails.
+  auto run_step = [](const Plan::Step& step, OpContext& ctx) {
+    try {
+      step.kernel->run(ctx);
+    } catch (const Error& e) {
+      if (!e.source().empty()) throw;
+      throw Error(step.node->label(), e.message());
+    } catch (const std::bad_alloc&) {
+      throw Error(step.node->label(), "out of memory");
+    }
+  };
   for (const Plan::Step& step : plan.steps) {
-    OpContext ctx{*step.node, plan.opset, {}, {}, &arena, &f};
-    ctx.inputs.reserve(step.inputs.size());
+    in_buf.clear();
+    out_buf.clear();
+    OpContext ctx{*step.node, plan.opset, std::move(in_buf), std::move(out_buf), &arena, &f};
     for (int s : step.inputs) {
       const Tensor* t = s < 0 ? nullptr : &f.values[static_cast<size_t>(s)];
       if (t && !t->defined())
@@ -161,7 +191,7 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
     ctx.outputs.resize(step.outputs.size());
     if (arena.op_profile) {
       const auto t0 = std::chrono::steady_clock::now();
-      attribute_errors(step.node->label(), [&] { step.kernel->run(ctx); });
+      run_step(step, ctx);
       const double dt =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       auto& [ms, count] = (*arena.op_profile)[step.node->op_type];
@@ -173,7 +203,7 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
         ++node_count;
       }
     } else {
-      attribute_errors(step.node->label(), [&] { step.kernel->run(ctx); });
+      run_step(step, ctx);
     }
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       if (step.outputs[o] < 0) continue;
@@ -181,6 +211,8 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
         throw Error(step.node->label(), "output " + std::to_string(o) + " was not produced");
       f.values[static_cast<size_t>(step.outputs[o])] = std::move(ctx.outputs[o]);
     }
+    in_buf = std::move(ctx.inputs);
+    out_buf = std::move(ctx.outputs);
     for (int s : step.release) f.values[static_cast<size_t>(s)] = Tensor();
   }
   std::vector<Tensor> out;

@@ -27,8 +27,9 @@ void register_reduce_ops();
 void register_control_ops();
 void register_nn_ops();
 void register_compressed_ops();
-void register_fused_ops();   // ops_fused.cpp (ai.tailor fused ops)
-void register_layout_ops();  // ops_layout.cpp (ai.tailor NHWC ops)
+void register_fused_ops();    // ops_fused.cpp (ai.tailor fused ops)
+void register_layout_ops();   // ops_layout.cpp (ai.tailor NHWC ops)
+void register_decoder_ops();  // ops_decoder.cpp (ai.tailor Attention, RMSNormalization)
 
 /// Multidirectional (NumPy) broadcast of shapes (onnx/docs/Broadcasting.md);
 /// throws Error naming the node when dims differ and neither is 1.

@@ -46,6 +46,7 @@ void register_builtin_ops() {
   register_nn_ops();
   register_compressed_ops();
   register_fused_ops();
+  register_decoder_ops();
   register_layout_ops();
 }
 

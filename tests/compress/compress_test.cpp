@@ -9,6 +9,7 @@
 
 #include "ort/ort_runner.h"
 #include "tailor/compress/compress.h"
+#include "tailor/io/llama_graph.h"
 #include "tailor/io/npy.h"
 #include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
@@ -200,8 +201,9 @@ TEST(Compress, Stories260KReportsKlAndTopOne) {
   EXPECT_EQ(r.verification.metric->compressed, r.kld->top1_agreement);
   EXPECT_TRUE(fs::exists(dir.file("out/weights.safetensors")));
   EXPECT_TRUE(fs::exists(dir.file("out/plan.json")));
-  // model.onnx: the llama forward pass with the planned linears (llama_onnx.h),
-  // run by tailor's runtime against the compressed llm forward pass.
+  // model.onnx: the llama decoder graph with the planned linears in standard
+  // ONNX (rewrite_standard), run by tailor's runtime against the
+  // CompressedLinear graph the verification runs.
   ASSERT_TRUE(fs::exists(dir.file("out/model.onnx")));
   EXPECT_EQ(r.rewrites.size(), r.plan.choices.size() -
                                    std::count_if(r.plan.choices.begin(), r.plan.choices.end(),
@@ -234,14 +236,14 @@ TEST(Compress, Stories260KActivationObjective) {
 
   // Independently: same sequences, recorded mean x², int8 decode, and
   // sqrt(Σ d_j (W−Ŵ)²_ij) / sqrt(Σ d_j W²_ij) in double.
-  const llm::LlamaModel m = llm::LlamaModel::load(o.model);
+  const graph::Model m = load_llama_graph(o.model);
   llm::CompareOptions co;
   co.seed = o.seed + 2;
   co.sequences = 2;
   co.length = 16;
   const auto stats = llm::collect_input_stats(m, llm::sample_sequences(m, co));
   const std::string name = "model.layers.1.mlp.down_proj.weight";
-  const Tensor& w = m.dense_weight(name);
+  const Tensor& w = m.graph.initializers.at(name);
   const Tensor w_hat = schemes::parse_scheme("int8").encode(w)->decode().contiguous();
   const std::vector<float>& d = stats.at(name);
   double num = 0, den = 0;

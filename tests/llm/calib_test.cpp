@@ -7,7 +7,9 @@
 #include <cmath>
 
 #include "tailor/core/error.h"
+#include "tailor/io/llama_graph.h"
 #include "tailor/io/safetensors.h"
+#include "tailor/llm/llama.h"
 #include "test_util.h"
 
 namespace tailor::llm {
@@ -17,24 +19,26 @@ const std::string kStories = testing::fixture_path("stories260K.bin");
 
 // Input of layer 0's q/k/v projections for the first token: RMSNorm of the
 // token's embedding row, x_j = e_j / sqrt(mean(e²) + eps) · g_j (llama2.c
-// run.c rmsnorm), computed here in double from the raw weights.
-std::vector<double> first_layer_input(const LlamaModel& m, int32_t token) {
-  const auto e = m.embedding(token);
-  const auto& g = m.layers()[0].attn_norm;
+// run.c rmsnorm), computed here in double from the checkpoint's raw weights.
+std::vector<double> first_layer_input(const LlamaCheckpoint& ck, int32_t token) {
+  const int64_t dim = ck.config.dim;
+  const float* e = ck.weights.at("model.embed_tokens.weight").data<float>() + token * dim;
+  const float* g = ck.weights.at("model.layers.0.input_layernorm.weight").data<float>();
   double ss = 0;
-  for (float v : e) ss += static_cast<double>(v) * v;
-  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(e.size()) +
-                                     static_cast<double>(m.config().rms_norm_eps));
-  std::vector<double> x(e.size());
-  for (size_t j = 0; j < e.size(); ++j) x[j] = e[j] * inv * g[j];
+  for (int64_t j = 0; j < dim; ++j) ss += static_cast<double>(e[j]) * e[j];
+  const double inv =
+      1.0 / std::sqrt(ss / static_cast<double>(dim) + static_cast<double>(ck.config.rms_norm_eps));
+  std::vector<double> x(static_cast<size_t>(dim));
+  for (int64_t j = 0; j < dim; ++j) x[static_cast<size_t>(j)] = e[j] * inv * g[j];
   return x;
 }
 
 TEST(LlamaCalib, OneTokenMeanSquareIsNormedEmbeddingSquared) {
-  const LlamaModel m = LlamaModel::load(kStories);
+  const LlamaCheckpoint ck = read_llama_checkpoint(kStories);
+  const graph::Model m = load_llama_graph(kStories);
   const auto stats = collect_input_stats(m, {{1}});
-  const std::vector<double> x = first_layer_input(m, 1);
-  ASSERT_EQ(stats.size(), m.linear_names().size());
+  const std::vector<double> x = first_layer_input(ck, 1);
+  ASSERT_EQ(stats.size(), linear_weights(m).size());
   for (const char* name :
        {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
         "model.layers.0.self_attn.v_proj.weight"}) {
@@ -44,33 +48,29 @@ TEST(LlamaCalib, OneTokenMeanSquareIsNormedEmbeddingSquared) {
     for (size_t j = 0; j < x.size(); ++j)
       EXPECT_NEAR(d[j], x[j] * x[j], 1e-5 * (x[j] * x[j]) + 1e-7) << name << " channel " << j;
   }
-  // Every Linear got a vector of its input length.
-  for (const std::string& name : m.linear_names())
-    EXPECT_EQ(static_cast<int64_t>(stats.at(name).size()), m.linear(name).in()) << name;
+  // Every linear weight got a vector of its input length ([out, in] weights).
+  for (const std::string& name : linear_weights(m))
+    EXPECT_EQ(static_cast<int64_t>(stats.at(name).size()), m.graph.initializers.at(name).dim(1))
+        << name;
 }
 
 TEST(LlamaCalib, MeanOverTokensOfSeveralSequences) {
-  const LlamaModel m = LlamaModel::load(kStories);
+  const LlamaCheckpoint ck = read_llama_checkpoint(kStories);
+  const graph::Model m = load_llama_graph(kStories);
   // Two one-token sequences (each at position 0): the mean of both tokens' x².
   const auto stats = collect_input_stats(m, {{1}, {7}});
-  const auto a = first_layer_input(m, 1), b = first_layer_input(m, 7);
+  const auto a = first_layer_input(ck, 1), b = first_layer_input(ck, 7);
   const auto& d = stats.at("model.layers.0.self_attn.q_proj.weight");
   for (size_t j = 0; j < a.size(); ++j) {
     const double want = 0.5 * (a[j] * a[j] + b[j] * b[j]);
     EXPECT_NEAR(d[j], want, 1e-5 * want + 1e-7) << j;
   }
-  // The wrapper leaves the model's output alone: logits equal the original's.
-  LlamaModel wrapped = m;
-  wrapped.wrap_linear(
-      "model.layers.0.self_attn.q_proj.weight",
-      std::make_shared<RecordingLinear>(m.linear_ptr("model.layers.0.self_attn.q_proj.weight")));
+  // Exposing the activations as outputs leaves the logits alone.
   const std::vector<int32_t> seq = {1, 403, 407};
-  LlamaSession s1(m), s2(wrapped);
-  EXPECT_EQ(s1.forward(seq), s2.forward(seq));
+  Decoder plain(m), exposed(m, {linear_inputs(m).at("model.layers.0.self_attn.q_proj.weight")});
+  EXPECT_EQ(plain.forward(seq), exposed.forward(seq));
   EXPECT_THROW(collect_input_stats(m, {}), Error);
-  EXPECT_THROW(wrapped.wrap_linear("model.layers.0.self_attn.q_proj.weight",
-                                   m.linear_ptr("model.layers.0.mlp.down_proj.weight")),
-               Error);
+  EXPECT_THROW(collect_input_stats(m, {{1}, {}}), Error);
 }
 
 TEST(LlamaCalib, WritesTheProfileCalibrationFormat) {

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "llm/stories.h"
 #include "tailor/core/error.h"
+#include "tailor/io/llama_graph.h"
 #include "test_util.h"
 
 namespace tailor::llm {
@@ -45,7 +47,7 @@ TEST(KlDivergence, HandComputedDistributions) {
 }
 
 TEST(CompareModels, ModelAgainstItselfHasZeroKl) {
-  const LlamaModel a = LlamaModel::load(kStories), b = LlamaModel::load(kStories);
+  const graph::Model a = load_llama_graph(kStories), b = load_llama_graph(kStories);
   const CompareResult r = compare_models(a, b, {.seed = 3, .sequences = 2, .length = 24});
   EXPECT_EQ(r.positions, 48);
   EXPECT_LE(r.mean_kl, 1e-12);
@@ -57,7 +59,7 @@ TEST(CompareModels, ModelAgainstItselfHasZeroKl) {
 }
 
 TEST(CompareModels, SamplingIsSeededAndTemperatureOne) {
-  const LlamaModel m = LlamaModel::load(kStories);
+  const graph::Model m = load_llama_graph(kStories);
   CompareOptions o{.seed = 11, .sequences = 3, .length = 10};
   const auto s1 = sample_sequences(m, o), s2 = sample_sequences(m, o);
   EXPECT_EQ(s1, s2);
@@ -73,8 +75,7 @@ TEST(CompareModels, SamplingIsSeededAndTemperatureOne) {
   // frequency over 600 draws is within 4 standard errors of the probability.
   o.sequences = 600;
   o.length = 1;
-  LlamaSession session(m);
-  const std::vector<float> logits = session.forward(std::vector<int32_t>{1});
+  const std::vector<float> logits = testing::logits_of(m, {1});
   double z = 0, m0 = *std::max_element(logits.begin(), logits.end());
   for (float l : logits) z += std::exp(l - m0);
   const size_t top =
@@ -86,12 +87,11 @@ TEST(CompareModels, SamplingIsSeededAndTemperatureOne) {
 }
 
 TEST(CompareModels, PerturbedCopyMatchesADirectComputation) {
-  const LlamaModel a = LlamaModel::load(kStories);
-  LlamaModel b = LlamaModel::load(kStories);
+  const graph::Model a = load_llama_graph(kStories);
   std::map<std::string, std::string> labels;
-  for (const std::string& name : b.linear_names())
+  for (const std::string& name : linear_weights(a))
     if (name.find("layers.") != std::string::npos) labels[name] = "int4";
-  apply_schemes(b, labels);
+  const graph::Model b = compress::rewrite_tailor(a, testing::encode_labels(a, labels));
   const CompareOptions o{.seed = 5, .sequences = 3, .length = 20};
   const CompareResult r = compare_models(a, b, o);
 
@@ -100,7 +100,7 @@ TEST(CompareModels, PerturbedCopyMatchesADirectComputation) {
   int same = 0, n = 0;
   std::vector<double> all;
   for (const std::vector<int32_t>& seq : sample_sequences(a, o)) {
-    LlamaSession sa(a), sb(b);
+    Decoder sa(a), sb(b);
     for (size_t t = 0; t + 1 < seq.size(); ++t) {
       const std::vector<float> la = sa.forward({&seq[t], 1}), lb = sb.forward({&seq[t], 1});
       double za = 0, zb = 0;
@@ -143,7 +143,7 @@ TEST(CompareModels, PerturbedCopyMatchesADirectComputation) {
 }
 
 TEST(CompareModels, RejectsBadOptions) {
-  const LlamaModel m = LlamaModel::load(kStories);
+  const graph::Model m = load_llama_graph(kStories);
   expect_error_naming([&] { sample_sequences(m, {.sequences = 0}); }, "compare", "sequences");
   expect_error_naming([&] { sample_sequences(m, {.length = 512}); }, "compare",
                       "context length 512");

@@ -2,6 +2,7 @@
 // divergence of a compressed copy against the original.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -9,11 +10,15 @@
 
 #include "commands.h"
 #include "format.h"
+#include "tailor/compress/rewrite.h"
 #include "tailor/core/error.h"
 #include "tailor/io/llama2c.h"
+#include "tailor/io/llama_graph.h"
+#include "tailor/io/load_model.h"
 #include "tailor/llm/kld.h"
 #include "tailor/llm/llama.h"
 #include "tailor/plan/plan.h"
+#include "tailor/runtime/executor.h"
 
 namespace tailor::cli {
 namespace {
@@ -34,6 +39,15 @@ std::string find_tokenizer(const std::string& model_path, const std::string& giv
                               std::to_string(vocab) + ".bin or tokenizer.bin); give --tokenizer");
 }
 
+/// Bytes of the checkpoint's weights in `g` (initializers but the llama
+/// builder's constants), as f32.
+uint64_t weight_bytes(const graph::Model& g) {
+  uint64_t total = 0;
+  for (const auto& [name, t] : g.graph.initializers)
+    if (name.rfind(kLlamaConstantPrefix, 0) != 0) total += t.nbytes();
+  return total;
+}
+
 }  // namespace
 
 void add_generate(CLI::App& app) {
@@ -41,6 +55,7 @@ void add_generate(CLI::App& app) {
       "generate", "Greedy text continuation from a llama checkpoint (llama2.c, HF folder, GGUF)");
   static std::string path, prompt = "Once upon a time", tokenizer;
   static int tokens = 64;
+  static bool profile = false;
   cmd->add_option("MODEL", path, "llama checkpoint: llama2.c .bin, HF folder or .gguf")->required();
   cmd->add_option("--prompt", prompt, "Text after BOS (default \"Once upon a time\")");
   cmd->add_option("--tokens", tokens, "Tokens to generate (default 64; stops early at EOS)")
@@ -48,16 +63,39 @@ void add_generate(CLI::App& app) {
   cmd->add_option(
       "--tokenizer", tokenizer,
       "llama2.c tokenizer .bin (default: tok{vocab}.bin or tokenizer.bin beside MODEL)");
+  cmd->add_flag("--profile", profile,
+                "Print the decoding speed and the time per op type over the steps (stderr)");
   cmd->callback([] {
-    const llm::LlamaModel model = llm::LlamaModel::load(path);
-    const int32_t vocab = model.config().vocab_size;
+    const graph::Model model = load_llama_graph(path);
+    const llm::DecoderSignature sig = llm::decoder_signature(model);
+    const auto vocab = static_cast<int32_t>(sig.vocab);
     const Llama2cTokenizer tok =
         Llama2cTokenizer::load(find_tokenizer(path, tokenizer, vocab), vocab);
     const std::vector<int32_t> ids = tok.encode(prompt, true, false);
-    const int32_t room = model.config().seq_len + 1 - static_cast<int32_t>(ids.size());
+    const int64_t room =
+        sig.context > 0 ? sig.context + 1 - static_cast<int64_t>(ids.size()) : int64_t{tokens};
     check(room >= 1, "--prompt", "the prompt fills the context length");
+    llm::Decoder decoder(model);
+    decoder.executor().set_profiling(profile);
+    const auto t0 = std::chrono::steady_clock::now();
     const std::vector<int32_t> out =
-        llm::generate_greedy(model, ids, std::min(tokens, room), /*stop_token=*/2);
+        llm::generate_greedy(decoder, ids, static_cast<int32_t>(std::min<int64_t>(tokens, room)),
+                             /*stop_token=*/2);
+    if (profile) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const size_t steps = out.size();  // the prompt step, then one per token but the last
+      std::cerr << fmt::format("{} tokens in {} steps, {:.3f} s: {:.1f} tokens/s, {} nodes\n",
+                               out.size(), steps, s, static_cast<double>(out.size()) / s,
+                               decoder.executor().model().graph.nodes.size());
+      std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(
+          decoder.executor().op_profile().begin(), decoder.executor().op_profile().end());
+      std::sort(rows.begin(), rows.end(),
+                [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+      for (const auto& [op, v] : rows)
+        std::cerr << fmt::format("  {:<22} {:>9.3f} ms/step  {:>5} nodes\n", op,
+                                 v.first / static_cast<double>(steps),
+                                 v.second / static_cast<int64_t>(steps));
+    }
     std::string text;
     int32_t prev = ids.back();
     for (size_t i = 1; i < ids.size(); ++i) text += tok.decode(ids[i - 1], ids[i]);
@@ -96,23 +134,35 @@ void add_kld(CLI::App& app) {
   cmd->add_flag("--json", json, "Print the result as JSON");
   cmd->callback([] {
     check(!scheme.empty() || !plan_path.empty(), "kld", "give --scheme or --plan");
-    const llm::LlamaModel original = llm::LlamaModel::load(path);
-    llm::LlamaModel compressed = original;  // shares the weights until replaced
-    std::map<std::string, std::string> labels;
+    const graph::Model file = load_model(path);
+    const LlamaCheckpoint ck = llama_checkpoint(file);
+    const graph::Model original = llama_graph(ck.weights, ck.config, ck.pairing, path);
+    plan::Plan plan;
     if (!plan_path.empty()) {
-      for (const plan::PlanChoice& c : plan::read_plan(plan_path).choices)
-        labels[c.layer] = c.label;
+      plan = plan::read_plan(plan_path);
     } else {
-      const std::vector<std::string> names = compressed.linear_names();
+      const std::vector<std::string> names = llm::linear_weights(original);
       for (size_t i = 0; i + 1 < names.size(); ++i)
-        labels[names[i]] = scheme;  // not the classifier
+        plan.choices.push_back({names[i], scheme});  // not the classifier
     }
-    llm::apply_schemes(compressed, labels);
+    // The plan's layers encoded, then the same graph rewrite compress verifies
+    // with (CompressedLinear nodes on the stored factors).
+    std::vector<compress::EncodedLayer> layers = compress::encode_plan(file, plan, {}, 0x7a11);
+    const std::vector<std::string> linears = llm::linear_weights(original);
+    for (compress::EncodedLayer& l : layers) {
+      check(std::find(linears.begin(), linears.end(), l.name) != linears.end(), l.name,
+            "not a linear layer of the llama model");
+      l.stored_dtype = DType::f32;  // the graph holds every weight as f32
+    }
+    const graph::Model compressed = compress::rewrite_tailor(original, layers);
     const auto t0 = std::chrono::steady_clock::now();
     const llm::CompareResult r = llm::compare_models(original, compressed, options);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const uint64_t b0 = original.bytes(), b1 = compressed.bytes();
+    const uint64_t b0 = weight_bytes(original);
+    uint64_t b1 = b0;
+    for (const compress::EncodedLayer& l : layers)
+      b1 = b1 - original.graph.initializers.at(l.name).nbytes() + l.encoded->bytes();
     if (json) {
       nlohmann::ordered_json j = {{"model", path},
                                   {"bytes_original", b0},

@@ -18,6 +18,7 @@
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/load_model.h"
 #include "tailor/io/npy.h"
+#include "tailor/llm/llama.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/pass_options.h"
@@ -62,7 +63,10 @@ void add_run(CLI::App& app) {
                   "Model: ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin; it must "
                   "hold a graph")
       ->required();
-  cmd->add_option("-i,--input", inputs, "NAME=FILE.npy, one per model input (repeatable)");
+  cmd->add_option("-i,--input", inputs,
+                  "NAME=FILE.npy, one per model input (repeatable); a KV-cache past the "
+                  "command line omits (past*, f32, one symbolic dim: the past length) is fed "
+                  "empty, e.g. [1, kv_heads, 0, head_dim], as a decoder's first step");
   cmd->add_option("-o,--output", output, "Folder to write every output into as <name>.npy");
   cmd->add_option("--time", time_runs, "Timed runs after one warm-up (median, min, max)")
       ->capture_default_str();
@@ -127,6 +131,7 @@ void add_run(CLI::App& app) {
       if (feeds.count(name)) throw Error("input '" + printable(name) + "'", "given twice");
       feeds[name] = read_npy(spec.substr(eq + 1));
     }
+    for (auto& [name, t] : llm::empty_pasts(ex.model(), feeds)) feeds[name] = std::move(t);
     auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, Tensor> outs = ex.run(feeds);
     const double first_ms =

@@ -2,17 +2,17 @@
 // → report, the whole job on one model. ONNX models are rewritten into a
 // standard ONNX file (rewrite.h) and verified by running the original and
 // the compressed graph (tailor's CompressedLinear/CompressedConv nodes) in
-// tailor's runtime; llama checkpoints (llama2.c, HF folder, GGUF) get the
-// plan applied to their linears, are written as a standard ONNX graph of the
-// llama forward pass (llama_onnx.h) and are verified by KL divergence and
-// top-1 agreement of next-token distributions (llm::compare_models).
+// tailor's runtime; llama checkpoints (llama2.c, HF folder, GGUF) are
+// imported as a decoder graph with a KV cache (io/llama_graph.h), rewritten
+// the same two ways and verified by KL divergence and top-1 agreement of
+// next-token distributions (llm::compare_models, executor runs).
 //
 // Files in the output folder, all staged in a temporary folder beside it and
 // moved into place by one rename at the end (a failure leaves no output
 // folder and no partial file; an existing folder is replaced only on success):
 //   model.onnx          standard ONNX: the rewritten graph of an ONNX model, or
-//                       the llama forward pass with the planned linears
-//                       (llama_onnx.h) for a llama checkpoint
+//                       of the llama decoder graph (io/llama_graph.h, with its
+//                       KV-cache inputs and outputs) for a llama checkpoint
 //   weights.safetensors every planned layer's stored factors as
 //                       `<layer>.<factor>` (q, scale, A, B, core, U0, ...; a
 //                       layer planned dense as `<layer>.w`) and every other

@@ -17,6 +17,12 @@
 //   broadcast to the output, step s writes register n+s; an operand r < 0
 //   reads constants[−r−1]), `params` (floats, 2 per step), `constants`
 //   (floats). Y = the last register, of the inputs' broadcast shape.
+// - Attention(Q, K, V, [mask]): Q [b, h, r, d], K and V [b, h, t, d], mask
+//   [r, t]; float `scale`. Y [b, h, r, d] = softmax(Q·Kᵀ·scale + mask)·V, the
+//   softmax over the t keys (llm/decoder_fusions emits it for decoder graphs).
+// - RMSNormalization(X, scale): `epsilon`, `axis` (-1 only); Y = X /
+//   sqrt(mean(X²) + ε) · scale over the last axis (ONNX opset 23's
+//   RMSNormalization; llm/decoder_fusions emits it).
 // - ConvNhwc(X, W, [B]): X [n, h, w, c_in], W [c_out, kh, kw, c_in/group]
 //   (OHWI), Y [n, out_h, out_w, c_out]; attributes as FusedConv (2-D only).
 #pragma once

@@ -28,8 +28,10 @@ graph::Model load_model(const std::string& path);
 /// viewed in the mapped file, never parsed whole): for `tailor profile`.
 graph::Model load_model_mapped(const std::string& path);
 
-/// load_model for running (`tailor run`, `tailor tune`): the model must have
-/// a graph, and an ONNX one only what the runtime supports
+/// load_model for running (`tailor run`, `tailor tune`): a llama checkpoint
+/// (is_llama_checkpoint) becomes its decoder graph with a KV cache
+/// (llama_graph, tailor/io/llama_graph.h); any other model must have a
+/// graph, and an ONNX one only what the runtime supports
 /// (check_onnx_support). Throws Error naming the file, in one line, for a
 /// weights-only model ("has no graph to run"), and everything load_model and
 /// check_onnx_support throw.

@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "tailor/graph/graph.h"
 #include "tailor/llm/llama.h"
 
 namespace tailor::llm {
@@ -53,16 +54,21 @@ struct CompareResult {
 /// `options.sequences` sequences of 1 + length tokens: BOS, then tokens drawn
 /// from the model's softmax(logits / temperature) one at a time (inverse CDF
 /// with tailor::Rng(seed), one stream per sequence), so a seed gives the same
-/// sequences on every machine. Throws Error (source "compare") for sequences
-/// or length < 1, temperature ≤ 0, or 1 + length > seq_len.
-std::vector<std::vector<int32_t>> sample_sequences(const LlamaModel& model,
+/// sequences on every machine. `model` is a decoder graph (llama.h), run by
+/// the executor one token per step. Throws Error (source "compare") for
+/// sequences or length < 1, temperature ≤ 0, or 1 + length > the context.
+std::vector<std::vector<int32_t>> sample_sequences(const graph::Model& model,
                                                    const CompareOptions& options);
+/// The same on a Decoder already compiled (reset before each sequence).
+std::vector<std::vector<int32_t>> sample_sequences(Decoder& model, const CompareOptions& options);
 
-/// Runs `original` and `compressed` over sample_sequences(original, options)
-/// and returns the statistics above. The models must share the vocabulary.
+/// Runs `original` and `compressed` (decoder graphs, e.g. a llama and its
+/// rewrite with a plan's compressed linears) over
+/// sample_sequences(original, options), each sequence in one step, and
+/// returns the statistics above. The models must share the vocabulary.
 /// Throws Error (source "compare") when the vocabularies differ and as
 /// sample_sequences does.
-CompareResult compare_models(const LlamaModel& original, const LlamaModel& compressed,
+CompareResult compare_models(const graph::Model& original, const graph::Model& compressed,
                              const CompareOptions& options);
 
 }  // namespace tailor::llm

@@ -26,11 +26,13 @@ struct MatmulPlan {
 };
 
 MatmulPlan plan_matmul(std::span<const int64_t> a_shape, std::span<const int64_t> b_shape) {
-  check(!a_shape.empty() && !b_shape.empty(), "",
-        "MatMul operands must have rank ≥ 1, got " + shape_text(a_shape) + " and " +
-            shape_text(b_shape));
-  for (int64_t d : a_shape) check(d >= 0, "", "MatMul: negative dim in " + shape_text(a_shape));
-  for (int64_t d : b_shape) check(d >= 0, "", "MatMul: negative dim in " + shape_text(b_shape));
+  if (a_shape.empty() || b_shape.empty())
+    throw Error("", "MatMul operands must have rank ≥ 1, got " + shape_text(a_shape) + " and " +
+                        shape_text(b_shape));
+  for (int64_t d : a_shape)
+    if (d < 0) throw Error("", "MatMul: negative dim in " + shape_text(a_shape));
+  for (int64_t d : b_shape)
+    if (d < 0) throw Error("", "MatMul: negative dim in " + shape_text(b_shape));
   std::vector<int64_t> a(a_shape.begin(), a_shape.end()), b(b_shape.begin(), b_shape.end());
   if (a.size() == 1) a.insert(a.begin(), 1);
   if (b.size() == 1) b.push_back(1);
@@ -38,8 +40,9 @@ MatmulPlan plan_matmul(std::span<const int64_t> a_shape, std::span<const int64_t
   p.m = a[a.size() - 2];
   p.k = a[a.size() - 1];
   p.n = b[b.size() - 1];
-  check(b[b.size() - 2] == p.k, "",
-        "MatMul inner dimensions differ: " + shape_text(a_shape) + " @ " + shape_text(b_shape));
+  if (b[b.size() - 2] != p.k)  // (messages built only on failure: this runs per call)
+    throw Error(
+        "", "MatMul inner dimensions differ: " + shape_text(a_shape) + " @ " + shape_text(b_shape));
   const size_t ra = a.size() - 2, rb = b.size() - 2, r = std::max(ra, rb);
   p.batch.assign(r, 1);
   p.a_batch.assign(r, 1);
@@ -48,15 +51,34 @@ MatmulPlan plan_matmul(std::span<const int64_t> a_shape, std::span<const int64_t
   for (size_t i = 0; i < rb; ++i) p.b_batch[r - rb + i] = b[i];
   for (size_t i = 0; i < r; ++i) {
     const int64_t da = p.a_batch[i], db = p.b_batch[i];
-    check(
-        da == db || da == 1 || db == 1, "",
-        "MatMul batch dims do not broadcast: " + shape_text(a_shape) + " @ " + shape_text(b_shape));
+    if (da != db && da != 1 && db != 1)
+      throw Error("", "MatMul batch dims do not broadcast: " + shape_text(a_shape) + " @ " +
+                          shape_text(b_shape));
     p.batch[i] = da == 1 ? db : da;
   }
   p.out_shape = p.batch;
   if (a_shape.size() > 1) p.out_shape.push_back(p.m);
   if (b_shape.size() > 1) p.out_shape.push_back(p.n);
   return p;
+}
+
+/// Products up to this many multiply-adds skip BLAS: its per-call cost
+/// (argument checks, packing) passes the arithmetic there, e.g. a decoder
+/// step's attention (2 query rows × head_dim 8 × a few hundred keys).
+constexpr int64_t kSmallMatmulMacs = 16384;
+
+/// y [m, n] = a [m, k] · b [k, n], row-major, one row of y at a time
+/// (the inner loop runs along n, so it vectorizes).
+void small_matmul(const float* a, const float* b, float* y, int64_t m, int64_t k, int64_t n) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* yr = y + i * n;
+    std::fill(yr, yr + n, 0.f);
+    for (int64_t p = 0; p < k; ++p) {
+      const float av = a[i * k + p];
+      const float* br = b + p * n;
+      for (int64_t j = 0; j < n; ++j) yr[j] += av * br[j];
+    }
+  }
 }
 
 }  // namespace
@@ -77,8 +99,11 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
     b_batches *= p.b_batch[i];
   }
   if (batches == 0 || p.m == 0 || p.n == 0) return;
+  const bool small = p.m * p.k * p.n <= kSmallMatmulMacs;
   if (b_batches == 1 && a_batches == batches) {
     // b is one matrix: all rows of a in one product.
+    if (batches * p.m * p.k * p.n <= kSmallMatmulMacs)
+      return small_matmul(a, b, y, batches * p.m, p.k, p.n);
     detail::gemm_blocked(gemm_fn, false, false, batches * p.m, p.n, p.k, 1.f, a, p.k, b, p.n, 0.f,
                          y, p.n);
     return;
@@ -100,6 +125,10 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
       rem /= p.batch[i];
       ia += idx * sa[i];
       ib += idx * sb[i];
+    }
+    if (small) {
+      small_matmul(a + ia * p.m * p.k, b + ib * p.k * p.n, y + t * p.m * p.n, p.m, p.k, p.n);
+      continue;
     }
     detail::gemm_blocked(gemm_fn, false, false, p.m, p.n, p.k, 1.f, a + ia * p.m * p.k, p.k,
                          b + ib * p.k * p.n, p.n, 0.f, y + t * p.m * p.n, p.n);

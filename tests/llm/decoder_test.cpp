@@ -1,0 +1,233 @@
+// Decoder graphs run by the executor with a KV cache (llm/llama.h) on
+// stories260K: greedy text, the cache against whole-sequence runs, compressed
+// linears (CompressedLinear nodes) against their decoded weights, the CLI.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "llm/decoder_fusions.h"
+#include "llm/stories.h"
+#include "tailor/compress/rewrite.h"
+#include "tailor/core/error.h"
+#include "tailor/io/llama2c.h"
+#include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
+#include "tailor/llm/llama.h"
+#include "tailor/runtime/executor.h"
+#include "test_util.h"
+
+namespace tailor::llm {
+namespace {
+
+using testing::encode_labels;
+using testing::expect_error_naming;
+using testing::fixture_path;
+using testing::kStoriesTokens;
+using testing::logits_of;
+using testing::rel_diff;
+using testing::run_cli;
+using testing::TempDir;
+
+const std::string kStories = testing::stories_path();
+const std::string kTok = fixture_path("tok512.bin");
+const std::vector<int32_t>& kTokens = kStoriesTokens;
+// tests/fixtures/README.md, "Known behaviour".
+const std::string kContinuation =
+    ", there was a little girl named Lily. She loved to play outside in the park. One day, she "
+    "saw a big, red ball.";
+
+TEST(Decoder, Stories260KGreedyContinuesAsTheFixtureReadmeSays) {
+  const graph::Model m = load_llama_graph(kStories);
+  const Llama2cTokenizer tok = Llama2cTokenizer::load(kTok, 512);
+  const std::vector<int32_t> prompt = tok.encode("Once upon a time", true, false);
+  ASSERT_EQ(prompt, (std::vector<int32_t>{1, 403, 407, 261, 378}));
+  const std::vector<int32_t> out = generate_greedy(m, prompt, 48, 2);
+  std::string text;
+  int32_t prev = prompt.back();
+  for (int32_t t : out) {
+    text += tok.decode(prev, t);
+    prev = t;
+  }
+  EXPECT_EQ(text.substr(0, kContinuation.size()), kContinuation) << text;
+}
+
+TEST(Decoder, SignatureOfTheLlamaGraph) {
+  const DecoderSignature s = decoder_signature(load_llama_graph(kStories));
+  EXPECT_EQ(s.vocab, 512);
+  EXPECT_EQ(s.context, 512);
+  ASSERT_EQ(s.cache.size(), 10u);
+  EXPECT_EQ(s.cache[3].past, "past_key_values.1.value");
+  EXPECT_EQ(s.cache[3].present, "present.1.value");
+  EXPECT_EQ(s.cache[3].heads, 4);
+  EXPECT_EQ(s.cache[3].head_dim, 8);
+}
+
+TEST(Decoder, KvCacheGivesTheLogitsOfTheWholeSequence) {
+  const graph::Model m = load_llama_graph(kStories);
+  const std::vector<float> whole = logits_of(m, kTokens);
+  Decoder d(m);
+  std::vector<float> pieces = d.forward({kTokens.data(), 9});
+  for (size_t i = 9; i < kTokens.size(); ++i) {
+    const std::vector<float> one = d.forward({&kTokens[i], 1});
+    pieces.insert(pieces.end(), one.begin(), one.end());
+  }
+  EXPECT_EQ(d.pos(), static_cast<int32_t>(kTokens.size()));
+  EXPECT_LE(rel_diff(whole, pieces), 1e-5);
+  // The presents hold every position: [1, kv_heads, T, head_dim].
+  EXPECT_EQ(d.outputs().at("present.4.key").shape(), (Shape{1, 4, 14, 8}));
+  d.reset();
+  EXPECT_LE(rel_diff(d.forward({kTokens.data(), 1}),
+                     std::vector<float>(whole.begin(), whole.begin() + 512)),
+            1e-5);
+  EXPECT_EQ(d.outputs().at("present.0.value").shape(), (Shape{1, 4, 1, 8}));
+}
+
+TEST(Decoder, AttentionAndNormsAreFusedIntoOneNodeEach) {
+  graph::Model m = load_llama_graph(kStories);
+  const std::vector<float> standard = [&] {
+    runtime::Executor ex(m);  // the standard graph as it is, no passes
+    std::map<std::string, Tensor> in = empty_pasts(m);
+    in["input_ids"] = testing::ids_tensor(kTokens);
+    return ex.run(in).at("logits").to_f32_vector();
+  }();
+  const size_t before = m.graph.nodes.size();
+  EXPECT_EQ(fuse_attention(m), 5);
+  // Transpose, MatMul, Mul, Add, Softmax, MatMul → Attention, per layer.
+  EXPECT_EQ(m.graph.nodes.size(), before - 5 * 5);
+  EXPECT_EQ(fuse_attention(m), 0);  // nothing left to fuse
+  // Mul, ReduceMean, Add, Sqrt, Div, Mul → RMSNormalization: 2 per layer and the final one.
+  EXPECT_EQ(fuse_rms_norm(m), 11);
+  EXPECT_EQ(m.graph.nodes.size(), before - 5 * 5 - 11 * 5);
+  EXPECT_EQ(fuse_rms_norm(m), 0);
+  runtime::Executor fused(m);  // the ai.tailor nodes alone, no passes
+  std::map<std::string, Tensor> in = empty_pasts(m);
+  in["input_ids"] = testing::ids_tensor(kTokens);
+  EXPECT_LE(rel_diff(standard, fused.run(in).at("logits").to_f32_vector()), 1e-5);
+  EXPECT_LE(rel_diff(standard, logits_of(m, kTokens)), 1e-5);
+}
+
+TEST(Decoder, LinearWeightsAreTheGemmOperands) {
+  const graph::Model m = load_llama_graph(kStories);
+  const std::vector<std::string> names = linear_weights(m);
+  ASSERT_EQ(names.size(), 5u * 7u + 1u);
+  EXPECT_EQ(names.front(), "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(names.back(), "model.embed_tokens.weight");  // tied classifier
+  const std::map<std::string, std::string> in = linear_inputs(m);
+  EXPECT_EQ(in.at("model.layers.0.self_attn.q_proj.weight"),
+            in.at("model.layers.0.self_attn.v_proj.weight"));  // one RMSNorm feeds q, k, v
+  EXPECT_NE(in.at("model.layers.0.mlp.down_proj.weight"),
+            in.at("model.layers.0.mlp.up_proj.weight"));
+}
+
+TEST(Decoder, CompressedLinearRunsTheEncodedWeight) {
+  const graph::Model original = load_llama_graph(kStories);
+  const std::vector<compress::EncodedLayer> layers =
+      encode_labels(original, {{"model.layers.0.self_attn.q_proj.weight", "int8"},
+                               {"model.layers.2.mlp.down_proj.weight", "int8"},
+                               {"model.layers.3.mlp.up_proj.weight", "lowrank-r16"},
+                               {"model.layers.4.self_attn.k_proj.weight", "int4"}});
+  std::vector<compress::LayerRewrite> log;
+  const graph::Model q = compress::rewrite_tailor(original, layers, &log);
+  ASSERT_EQ(log.size(), 4u);
+  for (const auto& r : log) EXPECT_EQ(r.form, "CompressedLinear") << r.layer;
+  const std::vector<float> lq = logits_of(q, kTokens);
+  // The reference runs the decoded weights as dense matrices.
+  EXPECT_LE(rel_diff(logits_of(testing::with_decoded(original, layers), kTokens), lq), 1e-5);
+  EXPECT_GT(rel_diff(logits_of(original, kTokens), lq), 1e-6);  // the replacement took effect
+  // And step by step through the cache.
+  Decoder d(q);
+  std::vector<float> steps;
+  for (int32_t t : kTokens) {
+    const std::vector<float> one = d.forward({&t, 1});
+    steps.insert(steps.end(), one.begin(), one.end());
+  }
+  EXPECT_LE(rel_diff(lq, steps), 1e-5);
+}
+
+TEST(Decoder, TiedClassifierCanBeCompressed) {
+  const graph::Model m = load_llama_graph(kStories);
+  const std::string name = "model.embed_tokens.weight";
+  const auto layers = encode_labels(m, {{name, "int8"}});
+  const graph::Model c = compress::rewrite_tailor(m, layers);
+  // The lookup and the classifier read the decoded rows.
+  const Tensor decoded = layers[0].encoded->decode().contiguous();
+  EXPECT_EQ(c.graph.initializers.at(name).data<float>()[403 * 64 + 5],
+            decoded.data<float>()[403 * 64 + 5]);
+  EXPECT_LE(rel_diff(logits_of(testing::with_decoded(m, layers), kTokens), logits_of(c, kTokens)),
+            1e-6);
+}
+
+TEST(Decoder, RejectsBadInput) {
+  const graph::Model m = load_llama_graph(kStories);
+  Decoder d(m);
+  expect_error_naming(
+      [&] {
+        d.forward(std::vector<int32_t>{1, 512});
+      },
+      "decoder", "outside the vocabulary");
+  std::vector<int32_t> too_long(513, 1);
+  expect_error_naming([&] { d.forward(too_long); }, "decoder", "context length 512");
+  expect_error_naming([&] { generate_greedy(m, {}, 3); }, "generate", "prompt is empty");
+  graph::Model no_past = m;
+  no_past.graph.inputs.push_back("extra");
+  no_past.source = "g.onnx";
+  expect_error_naming([&] { decoder_signature(no_past); }, "g.onnx", "'extra'");
+  expect_error_naming([&] { Decoder(m, {"no_such_value"}); }, kStories, "no_such_value");
+}
+
+TEST(DecoderCli, GenerateContinuesTheStory) {
+  // The tokenizer is found beside the checkpoint (tok512.bin).
+  const auto r = run_cli("generate '" + kStories + "' --tokens 40");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Once upon a time" + kContinuation), std::string::npos) << r.output;
+  TempDir dir;
+  const auto bad = run_cli("generate '" + kStories + "' --tokenizer '" + dir.file("none") + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find(dir.file("none")), std::string::npos) << bad.output;
+}
+
+TEST(DecoderCli, KldReportsTheCompressedBytes) {
+  const auto r = run_cli("kld '" + kStories + "' --scheme int8 --sequences 2 --length 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  // Per layer, int8 = out·in code bytes + 2·out scale bytes: q and o [64, 64],
+  // k and v [32, 64], gate and up [172, 64], down [64, 172].
+  const uint64_t per_layer_dense = 4 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 172 * 64);
+  const uint64_t per_layer_int8 =
+      2 * (4096 + 128) + 2 * (2048 + 64) + 2 * (11008 + 344) + (11008 + 128);
+  EXPECT_EQ(j["bytes_original"].get<uint64_t>(), 4u * 260032u);
+  EXPECT_EQ(j["bytes_compressed"].get<uint64_t>(),
+            4u * 260032u - 5 * per_layer_dense + 5 * per_layer_int8);
+  EXPECT_EQ(j["positions"].get<int64_t>(), 32);
+  EXPECT_GT(j["mean_kl"].get<double>(), 0.0);
+  EXPECT_LT(j["mean_kl"].get<double>(), 0.05);
+  EXPECT_GT(j["top1_agreement"].get<double>(), 0.5);
+  EXPECT_LE(j["top1_agreement"].get<double>(), 1.0);
+  const auto none = run_cli("kld '" + kStories + "'");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("--scheme or --plan"), std::string::npos) << none.output;
+}
+
+TEST(DecoderCli, RunFeedsEmptyPastsItIsNotGiven) {
+  TempDir dir;
+  const graph::Model m = load_llama_graph(kStories);
+  graph::write_onnx(m, dir.file("m.onnx"));
+  write_npy(dir.file("ids.npy"), testing::ids_tensor(kTokens));
+  const auto r = run_cli("run " + dir.file("m.onnx") + " --input input_ids=" + dir.file("ids.npy") +
+                         " --output " + dir.file("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Tensor y = read_npy(dir.file("out/logits.npy"));
+  ASSERT_EQ(y.shape(), (Shape{1, 14, 512}));
+  EXPECT_LE(rel_diff(logits_of(m, kTokens), y.to_f32_vector()), 1e-5);
+  EXPECT_EQ(read_npy(dir.file("out/present.0.key.npy")).shape(), (Shape{1, 4, 14, 8}));
+  // Ids of another dtype are refused with the input named.
+  write_npy(dir.file("f.npy"), Tensor::from_f32({1, 2}, std::vector<float>{1, 2}));
+  const auto bad = run_cli("run " + dir.file("m.onnx") + " --input input_ids=" + dir.file("f.npy"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("input_ids"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace tailor::llm
