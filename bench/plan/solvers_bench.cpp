@@ -6,7 +6,7 @@
 //   2  2,000 layers × 16 options, bytes and costs uniform and unrelated
 //      (random_problem), budget 30% of the way from fewest to most bytes;
 //   3  the same with 200 layers.
-// Counters: nodes (each solver's unit of work, README), gap_pct (the plan's
+// Counters: nodes (each solver's unit of work, docs/commands.md), gap_pct (the plan's
 // objective above the proven optimum, percent), proven (exact only).
 #include <benchmark/benchmark.h>
 

@@ -90,7 +90,7 @@ def read_onnx(path):
 
 
 def out_in_view(t, layout):
-    """The [out, in] view (README, "Weight orientation")."""
+    """The [out, in] view (docs/formats.md, "Weight orientation")."""
     t = np.asarray(t, dtype=np.float32)
     if layout == "out_in":
         return t.reshape(t.shape[0], -1)

@@ -78,7 +78,7 @@ void add_inspect(CLI::App& app) {
   static bool json = false;
   cmd->add_option("MODEL", path, "ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin")
       ->required();
-  cmd->add_flag("--json", json, "Print JSON (schema in the README)");
+  cmd->add_flag("--json", json, "Print JSON (schema in docs/formats.md)");
   cmd->callback([] { run_inspect(path, json); });
 }
 

@@ -133,7 +133,7 @@ void add_plan(CLI::App& app) {
   cmd->add_option("--threads", args.threads, "Worker threads (default 0: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", args.output,
-                  "Write plan.json (schema in the README; with --solver all, exact's plan)");
+                  "Write plan.json (schema in docs/formats.md; with --solver all, exact's plan)");
   cmd->callback([] { run_plan(args); });
 }
 

@@ -95,7 +95,7 @@ void add_profile(CLI::App& app) {
   static bool cache = false;
   cmd->add_option("MODEL", path, "ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin")
       ->required();
-  cmd->add_option("-o,--output", output, "Profile to write (JSON, schema in the README)")
+  cmd->add_option("-o,--output", output, "Profile to write (JSON, schema in docs/formats.md)")
       ->capture_default_str();
   cmd->add_option("--schemes", scheme_list,
                   "Comma-separated labels (int8, int4-g64, lowrank-r32, ...) or families "

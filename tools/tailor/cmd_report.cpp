@@ -93,7 +93,7 @@ void add_report(CLI::App& app) {
   cmd->add_option("--seed", args.seed, "Without --plan: seed of the search solvers (default 0)")
       ->excludes(plan_opt);
   cmd->add_option("--verify", args.verify,
-                  "verify.json with measured output errors (schema in the README)");
+                  "verify.json with measured output errors (schema in docs/formats.md)");
   cmd->add_option("--time-limit", args.time_limit, "Seconds per solver run (default 30)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", args.threads, "Worker threads (default 0: all cores)")

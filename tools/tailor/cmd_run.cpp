@@ -53,7 +53,9 @@ std::string human_bytes(double b) {
 }  // namespace
 
 void add_run(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Run an ONNX model on .npy inputs with tailor's runtime");
+  auto* cmd = app.add_subcommand("run",
+                                 "Run a model (ONNX, or a llama checkpoint as its decoder graph) "
+                                 "on .npy inputs with tailor's runtime");
   static std::string path, output, tuning;
   static std::vector<std::string> inputs;
   static int time_runs = 0, threads = 0;

@@ -18,7 +18,7 @@
 //                       layer planned dense as `<layer>.w`) and every other
 //                       weight under its own name; `__metadata__`: format
 //                       "tailor-compressed", model, plan (plan.json's text)
-//   plan.json           the plan (README schema)
+//   plan.json           the plan (schema in docs/formats.md)
 //   report.html, report.json  with options.report (report.h), verification included
 #pragma once
 

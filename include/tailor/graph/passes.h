@@ -204,8 +204,8 @@ const std::vector<PassInfo>& registered_passes();
 
 /// Parses "all", "none" or a comma-separated list of pass names into names
 /// in pipeline order. "all" is every pass but layout (it measured slower on
-/// the PP-OCR models, see the README; name it to get it). Throws Error("--passes", ...) naming an
-/// unknown pass and listing the known ones.
+/// the PP-OCR models, see docs/benchmarks.md; name it to get it). Throws Error("--passes", ...)
+/// naming an unknown pass and listing the known ones.
 std::vector<std::string> parse_pass_list(const std::string& spec);
 
 /// The wall-clock time of one pass in run_passes, in milliseconds, and the

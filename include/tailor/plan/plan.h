@@ -1,5 +1,5 @@
 // A plan: one candidate per profiled layer, chosen by a named solver, and its
-// JSON form (plan.json, schema in the README).
+// JSON form (plan.json, schema in docs/formats.md).
 #pragma once
 
 #include <cstdint>

@@ -73,7 +73,7 @@ struct Solution {
   double lower_bound = std::numeric_limits<double>::quiet_NaN();
   /// True when `objective` is proven optimal (up to a relative 1e-12).
   bool proven_optimal = false;
-  /// Work done, in the solver's own unit (README, `tailor plan`): search
+  /// Work done, in the solver's own unit (docs/commands.md, `tailor plan`): search
   /// states for exact, hull segments for greedy, plans sampled for cem and
   /// dado, gradient steps for gumbel.
   int64_t nodes = 0;

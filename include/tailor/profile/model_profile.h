@@ -1,6 +1,6 @@
 // What `tailor profile` measures and `tailor plan` reads: for every layer to
 // plan, one candidate per applicable compression scheme with its measured
-// error and cost. Plain data plus its JSON form (schema in the README).
+// error and cost. Plain data plus its JSON form (schema in docs/formats.md).
 #pragma once
 
 #include <cstdint>

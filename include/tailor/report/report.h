@@ -56,8 +56,8 @@ struct SaliencyCheck {
 };
 
 /// Verification numbers, measured by running both models (`tailor compress`
-/// fills them; `tailor report --verify verify.json` reads them; schema in the
-/// README).
+/// fills them; `tailor report --verify verify.json` reads them; schema in
+/// docs/formats.md).
 struct Verification {
   /// Inputs the models were run on (0 when not recorded).
   int64_t inputs = 0;
@@ -137,7 +137,7 @@ Report make_report(const ModelProfile& profile, const plan::Plan& plan,
                    const std::string& plan_source, const plan::PlanStudy& study,
                    std::optional<Verification> verification = std::nullopt);
 
-/// report.json text (schema in the README; NaN written as null).
+/// report.json text (schema in docs/formats.md; NaN written as null).
 std::string report_to_json(const Report& report);
 
 /// report.html: one self-contained page (no external resources) with three

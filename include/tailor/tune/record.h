@@ -2,7 +2,7 @@
 // every method's trials, the cost model before and after, the paired
 // re-measurement, the method table and the chosen configuration. JSON only at
 // the file boundary: one to_json/from_json pair per type (decisions.json,
-// schema in the README's "tailor tune" section; tune-train's samples.json
+// schema in docs/formats.md, "decisions.json"; tune-train's samples.json
 // holds MeasuredConfiguration entries).
 #pragma once
 
