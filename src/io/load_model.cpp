@@ -104,9 +104,12 @@ bool is_llama_checkpoint(const graph::Model& model) {
   std::stringstream ss;
   ss << in.rdbuf();
   const nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("architectures") ||
-      !j["architectures"].is_array())
-    return false;
+  // A config.json that is not a JSON object is taken as a llama's, so the
+  // llama reader names what is wrong with it (compress, generate and kld do
+  // the same) instead of "weights-only".
+  if (j.is_discarded() || !j.is_object()) return true;
+  if (j.contains("model_type") && j["model_type"] == "llama") return true;
+  if (!j.contains("architectures") || !j["architectures"].is_array()) return false;
   for (const auto& a : j["architectures"])
     if (a.is_string() && a.get<std::string>() == "LlamaForCausalLM") return true;
   return false;

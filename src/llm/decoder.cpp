@@ -81,6 +81,44 @@ std::map<std::string, Tensor> empty_pasts(const graph::Model& model,
   return out;
 }
 
+void check_decoder_feeds(const graph::Model& model, const std::map<std::string, Tensor>& feeds) {
+  DecoderSignature sig;
+  try {
+    sig = decoder_signature(model);
+  } catch (const Error&) {
+    return;  // not a decoder graph: nothing decoder-specific to check
+  }
+  const auto ids = feeds.find(sig.input_ids);
+  if (ids == feeds.end() || ids->second.dtype() != DType::i64 || ids->second.rank() != 2) return;
+  const std::string who = "input '" + sig.input_ids + "'";
+  const int64_t n = ids->second.numel();
+  check(n > 0, who, "holds no token (a decoder step needs at least one)");
+  const Tensor ids_c = ids->second.contiguous();
+  const int64_t* t = ids_c.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i)
+    check(t[i] >= 0 && t[i] < sig.vocab, who,
+          "token " + std::to_string(t[i]) + " at position " + std::to_string(i) +
+              " is outside the vocabulary [0, " + std::to_string(sig.vocab) + ")");
+  int64_t past = -1;
+  std::string first;
+  for (const DecoderSignature::Cache& c : sig.cache) {
+    const auto it = feeds.find(c.past);
+    if (it == feeds.end() || it->second.rank() != 4) continue;
+    const int64_t p = it->second.dim(2);
+    if (past < 0) {
+      past = p, first = c.past;
+      continue;
+    }
+    check(p == past, "input '" + c.past + "'",
+          "holds " + std::to_string(p) + " past positions, '" + first + "' holds " +
+              std::to_string(past) + " (every past must hold the same positions)");
+  }
+  const int64_t positions = std::max<int64_t>(past, 0) + ids->second.dim(1);
+  check(sig.context == 0 || positions <= sig.context, who,
+        std::to_string(positions) + " positions (past + new tokens) pass the context length " +
+            std::to_string(sig.context));
+}
+
 Decoder::Decoder(const graph::Model& model, const std::vector<std::string>& extra_outputs)
     : sig_(decoder_signature(model)) {
   graph::Model m = model;

@@ -68,6 +68,17 @@ TEST(LoadModel, LlamaCheckpointsAreRecognised) {
   EXPECT_FALSE(is_llama_checkpoint(load_model(dir.file("hf"))));
   testing::write_bytes(dir.file("hf/config.json"), R"({"architectures": ["LlamaForCausalLM"]})");
   EXPECT_TRUE(is_llama_checkpoint(load_model(dir.file("hf"))));
+  // model_type alone, as generate / kld / compress accept it.
+  testing::write_bytes(dir.file("hf/config.json"), R"({"model_type": "llama"})");
+  EXPECT_TRUE(is_llama_checkpoint(load_model(dir.file("hf"))));
+  // Not JSON: taken as a llama's, so the llama reader names the problem.
+  testing::write_bytes(dir.file("hf/config.json"), "{not json");
+  EXPECT_TRUE(is_llama_checkpoint(load_model(dir.file("hf"))));
+  const testing::CommandResult r =
+      testing::run_cli("run '" + dir.file("hf") + "' --input input_ids=none.npy");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("config.json"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("weights-only"), std::string::npos) << r.output;
   graph::Model gguf;
   gguf.format = "gguf";
   EXPECT_FALSE(is_llama_checkpoint(gguf));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../runtime/op_test_util.h"
 #include "llm/decoder_fusions.h"
 #include "llm/stories.h"
 #include "tailor/compress/rewrite.h"
@@ -175,6 +176,41 @@ TEST(Decoder, RejectsBadInput) {
   no_past.source = "g.onnx";
   expect_error_naming([&] { decoder_signature(no_past); }, "g.onnx", "'extra'");
   expect_error_naming([&] { Decoder(m, {"no_such_value"}); }, kStories, "no_such_value");
+}
+
+// `tailor run` on the checkpoint: inputs the declared types allow but the
+// decoder cannot take are refused in one line naming the input (stories260K:
+// vocabulary 512, context 512, 4 KV heads of 8 dims).
+TEST(DecoderCli, RunRefusesDecoderInputsNamingThem) {
+  TempDir dir;
+  auto ids = [&](const std::string& name, std::vector<int64_t> v) {
+    const int64_t n = static_cast<int64_t>(v.size());
+    write_npy(dir.file(name), testing::i64({1, n}, std::move(v)));
+    return " --input input_ids='" + dir.file(name) + "'";
+  };
+  const std::string run = "run '" + kStories + "'";
+  auto r = run_cli(run + ids("ok.npy", {1, 403}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run_cli(run + ids("neg.npy", {1, -1}));  // Gather would wrap it to token 511
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("input 'input_ids': token -1 at position 1 is outside the vocabulary"),
+            std::string::npos)
+      << r.output;
+  r = run_cli(run + ids("empty.npy", {}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("input 'input_ids': holds no token"), std::string::npos) << r.output;
+  r = run_cli(run + ids("long.npy", std::vector<int64_t>(513, 1)));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("513 positions (past + new tokens) pass the context length 512"),
+            std::string::npos)
+      << r.output;
+  write_npy(dir.file("past3.npy"), Tensor::zeros(DType::f32, {1, 4, 3, 8}));
+  r = run_cli(run + ids("one.npy", {1}) + " --input past_key_values.0.key='" +
+              dir.file("past3.npy") + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("every past must hold the same positions"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
 
 TEST(DecoderCli, GenerateContinuesTheStory) {

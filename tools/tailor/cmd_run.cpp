@@ -134,6 +134,7 @@ void add_run(CLI::App& app) {
       feeds[name] = read_npy(spec.substr(eq + 1));
     }
     for (auto& [name, t] : llm::empty_pasts(ex.model(), feeds)) feeds[name] = std::move(t);
+    llm::check_decoder_feeds(ex.model(), feeds);
     auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, Tensor> outs = ex.run(feeds);
     const double first_ms =

@@ -40,7 +40,8 @@ graph::Model load_runnable_model(const std::string& path);
 /// Whether a loaded model is a llama checkpoint that the llama decoder graph
 /// builder turns into a graph: llama2.c; GGUF with general.architecture
 /// "llama"; a Hugging Face folder whose config.json lists LlamaForCausalLM in
-/// "architectures". False for ONNX and every other weights-only model.
+/// "architectures" or says model_type "llama" (or is not a JSON object: the
+/// llama reader then names the problem). False for ONNX and every other weights-only model.
 bool is_llama_checkpoint(const graph::Model& model);
 
 }  // namespace tailor

@@ -54,6 +54,15 @@ DecoderSignature decoder_signature(const graph::Model& model);
 std::map<std::string, Tensor> empty_pasts(const graph::Model& model,
                                           const std::map<std::string, Tensor>& given = {});
 
+/// Checks the inputs of one run of a decoder graph (`tailor run` on a llama
+/// checkpoint) for what the graph's declared types cannot say: `input_ids`
+/// (int64 [1, S]) holds S ≥ 1 tokens, each in [0, vocab); every past holds
+/// the same number of positions P; P + S is within the context (the RoPE
+/// table's rows). Does nothing when `model` is not a decoder graph
+/// (decoder_signature refuses it) or a feed is of another dtype or rank (the
+/// executor names those). Throws Error naming the input, one line, otherwise.
+void check_decoder_feeds(const graph::Model& model, const std::map<std::string, Tensor>& feeds);
+
 /// Runs a decoder graph over a growing token sequence: each forward feeds the
 /// new tokens with the previous step's presents as pasts (the KV cache).
 /// The graph is compiled once, at construction: its attention and RMSNorms
