@@ -90,18 +90,12 @@ MeasuredConfiguration measure_configuration(const Harness& harness, Applier& app
     m.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   MeasuredConfiguration out;
+  static_cast<Measurement&>(out) = std::move(m);
   out.config = c;
   out.key = DecisionSpace::key(c);
-  out.ok = m.ok;
-  out.max_rel_error =
-      std::isfinite(m.max_rel_error) ? m.max_rel_error : std::numeric_limits<double>::quiet_NaN();
-  if (!m.ok) out.error = m.error;
-  out.times_ms = m.times_ms;
-  out.median_ms = m.median_ms;
-  out.min_ms = m.min_ms;
-  out.mad_ms = m.mad_ms;
-  out.peak_bytes = m.peak_bytes;
-  out.cost_s = m.cost_s;
+  if (!std::isfinite(out.max_rel_error))
+    out.max_rel_error = std::numeric_limits<double>::quiet_NaN();
+  if (out.ok) out.error.clear();
   return out;
 }
 

@@ -23,29 +23,15 @@
 namespace tailor::tune {
 
 /// One configuration checked and (when the check passed) timed: a record's
-/// `measured` entry. JSON keys: `config`, `key`, `check` {`ok`,
-/// `max_rel_error` (null when not finite), `error` (only when not ok)},
-/// `times_ms`, `median_ms`, `min_ms`, `mad_ms`, `peak_bytes`, `cost_s`.
-struct MeasuredConfiguration {
+/// `measured` entry, the harness's Measurement of `config`. In a record,
+/// max_rel_error is NaN when not finite and error is empty when ok. JSON keys:
+/// `config`, `key`, `check` {`ok`, `max_rel_error` (null when not finite),
+/// `error` (only when not ok)}, `times_ms`, `median_ms`, `min_ms`, `mad_ms`,
+/// `peak_bytes`, `cost_s`.
+struct MeasuredConfiguration : Measurement {
   Configuration config;
   /// DecisionSpace::key(config).
   std::string key;
-  /// Every output within the tolerance; only then is it timed.
-  bool ok = false;
-  /// Largest output error relative to the reference's scale; NaN when not finite.
-  double max_rel_error = std::numeric_limits<double>::quiet_NaN();
-  /// Why the check failed (empty when ok).
-  std::string error;
-  /// Timed runs, milliseconds (empty when the check failed).
-  std::vector<double> times_ms;
-  double median_ms = 0;
-  double min_ms = 0;
-  /// Median absolute deviation of times_ms, milliseconds.
-  double mad_ms = 0;
-  /// Peak activation bytes of the candidate's executor.
-  int64_t peak_bytes = 0;
-  /// Seconds spent checking and timing.
-  double cost_s = 0;
   /// min_ms for `statistic` "min", else median_ms.
   double latency_ms(const std::string& statistic) const;
 };
