@@ -4,6 +4,7 @@
 //   keeps the shape);
 // - LayerNormalization, Softmax, RMSNormalization: the input's type;
 // - Attention: Q's type (Y [b, h, r, d] as Q [b, h, r, d]);
+// - GroupQueryAttention: Y as Q; the presents as the pasts, positions unknown;
 // - FusedElementwise: the inputs' broadcast shape, input 0's dtype;
 // - ConvNhwc: X [n, h, w, c_in], W [c_out, kh, kw, c_in/group] → [n, oh, ow, c_out];
 // - CompressedLinear: X [..., in] → f32 [..., out];
@@ -45,6 +46,14 @@ std::vector<Info> fused_elementwise(const NodeContext& c) {
   Info o = c.same(0);
   o.shape = bcast(ins, c.who());
   return {o};
+}
+
+std::vector<Info> group_query_attention(const NodeContext& c) {
+  // Y as Q [S, H·d]; the presents [1, KV, P + S, d] as the pasts, their
+  // position count unknown here.
+  Info present = c.same(3);
+  if (present.shape && present.shape->size() == 4) (*present.shape)[2] = Dim::unknown();
+  return {c.same(0), present, present};
 }
 
 std::vector<Info> conv_nhwc(const NodeContext& c) {
@@ -101,6 +110,7 @@ const RuleEntry kTailorRules[] = {
     {"ai.tailor", "LayerNormalization", same_as_input},
     {"ai.tailor", "Softmax", same_as_input},
     {"ai.tailor", "Attention", same_as_input},
+    {"ai.tailor", "GroupQueryAttention", group_query_attention},
     {"ai.tailor", "RMSNormalization", same_as_input},
     {"ai.tailor", "FusedElementwise", fused_elementwise},
     {"ai.tailor", "ConvNhwc", conv_nhwc},

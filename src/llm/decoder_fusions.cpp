@@ -1,6 +1,8 @@
 // Fusions for decoder graphs (decoder_fusions.h).
 #include "llm/decoder_fusions.h"
 
+#include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 #include <set>
@@ -43,6 +45,41 @@ std::optional<float> scalar(const graph::Graph& g, const std::string& name) {
   if (it == g.initializers.end() || it->second.dtype() != DType::f32 || it->second.numel() != 1)
     return std::nullopt;
   return it->second.contiguous().data<float>()[0];
+}
+
+/// The values of an i64 initializer, or nullopt.
+std::optional<std::vector<int64_t>> ints(const graph::Graph& g, const std::string& name) {
+  auto it = g.initializers.find(name);
+  if (it == g.initializers.end() || it->second.dtype() != DType::i64) return std::nullopt;
+  const Tensor t = it->second.contiguous();
+  return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.numel());
+}
+
+/// The node producing `value` when it is `op` (default domain, one output)
+/// and `value` is read exactly `uses` times; nullopt otherwise.
+std::optional<size_t> producer_used(const graph::Graph& g, const Index& ix,
+                                    const std::string& value, const char* op, int uses) {
+  auto it = ix.producer.find(value);
+  if (it == ix.producer.end()) return std::nullopt;
+  const Node& n = g.nodes[it->second];
+  if (n.op_type != op || !n.domain.empty() || n.outputs.size() != 1) return std::nullopt;
+  auto u = ix.uses.find(value);
+  if (u == ix.uses.end() || u->second != uses) return std::nullopt;
+  return it->second;
+}
+
+/// The single reader of `value` when it is `op` (default domain); nullopt otherwise.
+std::optional<size_t> single_consumer(const graph::Graph& g, const Index& ix,
+                                      const std::string& value, const char* op) {
+  auto u = ix.uses.find(value);
+  if (u == ix.uses.end() || u->second != 1) return std::nullopt;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (std::find(n.inputs.begin(), n.inputs.end(), value) == n.inputs.end()) continue;
+    if (n.op_type != op || !n.domain.empty() || n.outputs.size() != 1) return std::nullopt;
+    return i;
+  }
+  return std::nullopt;
 }
 
 /// g.nodes without `dead`, with `fused` at their positions.
@@ -138,6 +175,157 @@ int fuse_attention(graph::Model& model) {
     a.set("scale", graph::Attribute::of_float(*c));
     for (size_t d : {*soft, *add, *mul, *qk, *tr}) dead.insert(d);
     fused[i] = std::move(a);
+  }
+  if (fused.empty()) return 0;
+  splice(model, dead, fused);
+  return static_cast<int>(fused.size());
+}
+
+namespace {
+
+/// RoPE as the llama builder writes it: Add(Mul(t, cos), Mul(MatMul(t, R), sin))
+/// producing `value`, t read by those two nodes only and R a square f32
+/// initializer. Adds the matched nodes to `nodes`; returns t, cos, sin, R.
+std::optional<std::array<std::string, 4>> match_rope(const graph::Graph& g, const Index& ix,
+                                                     const std::string& value,
+                                                     std::vector<size_t>& nodes) {
+  const auto add = single_use_producer(g, ix, value, "Add");
+  if (!add || g.nodes[*add].inputs.size() != 2) return std::nullopt;
+  const auto by_cos = single_use_producer(g, ix, g.nodes[*add].inputs[0], "Mul");
+  const auto by_sin = single_use_producer(g, ix, g.nodes[*add].inputs[1], "Mul");
+  if (!by_cos || !by_sin || g.nodes[*by_cos].inputs.size() != 2 ||
+      g.nodes[*by_sin].inputs.size() != 2)
+    return std::nullopt;
+  const std::string& t = g.nodes[*by_cos].inputs[0];
+  const auto turn = single_use_producer(g, ix, g.nodes[*by_sin].inputs[0], "MatMul");
+  if (!turn || g.nodes[*turn].inputs.size() != 2 || g.nodes[*turn].inputs[0] != t)
+    return std::nullopt;
+  auto uses = ix.uses.find(t);
+  if (uses == ix.uses.end() || uses->second != 2) return std::nullopt;
+  const std::string& r = g.nodes[*turn].inputs[1];
+  auto rot = g.initializers.find(r);
+  if (rot == g.initializers.end() || rot->second.dtype() != DType::f32 || rot->second.rank() != 2 ||
+      rot->second.dim(0) != rot->second.dim(1))
+    return std::nullopt;
+  nodes.insert(nodes.end(), {*add, *by_cos, *by_sin, *turn});
+  return std::array<std::string, 4>{t, g.nodes[*by_cos].inputs[1], g.nodes[*by_sin].inputs[1], r};
+}
+
+/// The Reshape producing `value` (read `uses` times) to the constant shape
+/// `want` (−1 where any size); its data input, or nullopt.
+std::optional<std::string> match_reshape(const graph::Graph& g, const Index& ix,
+                                         const std::string& value, const std::vector<int64_t>& want,
+                                         int uses, std::vector<size_t>& nodes) {
+  const auto r = producer_used(g, ix, value, "Reshape", uses);
+  if (!r || g.nodes[*r].inputs.size() != 2 || g.nodes[*r].attr_int("allowzero", 0) != 0)
+    return std::nullopt;
+  if (ints(g, g.nodes[*r].inputs[1]) != want) return std::nullopt;
+  nodes.push_back(*r);
+  return g.nodes[*r].inputs[0];
+}
+
+/// The Transpose(perm 0, 2, 1, 3) producing `value`, read once; its input.
+std::optional<std::string> match_swap12(const graph::Graph& g, const Index& ix,
+                                        const std::string& value, std::vector<size_t>& nodes) {
+  const auto t = single_use_producer(g, ix, value, "Transpose");
+  if (!t || g.nodes[*t].attr_ints("perm", {}) != std::vector<int64_t>{0, 2, 1, 3})
+    return std::nullopt;
+  nodes.push_back(*t);
+  return g.nodes[*t].inputs[0];
+}
+
+/// The present of a cache: Concat(past, new, axis 2) producing `value`, a
+/// graph output read by the attention only; returns past and new.
+std::optional<std::pair<std::string, std::string>> match_append(const graph::Graph& g,
+                                                                const Index& ix,
+                                                                const std::string& value,
+                                                                std::vector<size_t>& nodes) {
+  const auto c = producer_used(g, ix, value, "Concat", 3);  // the output counts 2
+  if (!c || g.nodes[*c].inputs.size() != 2 || g.nodes[*c].attr_int("axis", 0) != 2 ||
+      std::find(g.outputs.begin(), g.outputs.end(), value) == g.outputs.end())
+    return std::nullopt;
+  nodes.push_back(*c);
+  return std::pair{g.nodes[*c].inputs[0], g.nodes[*c].inputs[1]};
+}
+
+}  // namespace
+
+int fuse_group_query_attention(graph::Model& model) {
+  graph::Graph& g = model.graph;
+  const Index ix = index_of(g);
+  std::set<size_t> dead;
+  std::map<size_t, Node> fused;  // at the position of the last Reshape
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& att = g.nodes[i];
+    if (att.op_type != "Attention" || att.domain != "ai.tailor" || att.inputs.size() != 4 ||
+        att.outputs.size() != 1)
+      continue;
+    std::vector<size_t> nodes{i};
+    // Keys and values appended to the caches; heads and head_dim from the kv Reshapes.
+    const auto k_app = match_append(g, ix, att.inputs[1], nodes);
+    const auto v_app = match_append(g, ix, att.inputs[2], nodes);
+    if (!k_app || !v_app) continue;
+    const auto k_rope_out = match_swap12(g, ix, k_app->second, nodes);
+    const auto v_heads = k_rope_out ? match_swap12(g, ix, v_app->second, nodes) : std::nullopt;
+    if (!v_heads) continue;
+    const auto kv_shape_node = ix.producer.find(*v_heads);
+    if (kv_shape_node == ix.producer.end()) continue;
+    const Node& kv_reshape = g.nodes[kv_shape_node->second];
+    const auto kv_shape =
+        kv_reshape.inputs.size() == 2 ? ints(g, kv_reshape.inputs[1]) : std::nullopt;
+    if (!kv_shape || kv_shape->size() != 4 || (*kv_shape)[2] <= 0 || (*kv_shape)[3] <= 0) continue;
+    const int64_t kv_heads = (*kv_shape)[2], hd = (*kv_shape)[3];
+    const auto v = match_reshape(g, ix, *v_heads, {1, -1, kv_heads, hd}, 1, nodes);
+    const auto k_rope = v ? match_rope(g, ix, *k_rope_out, nodes) : std::nullopt;
+    const auto k =
+        k_rope ? match_reshape(g, ix, (*k_rope)[0], {1, -1, kv_heads, hd}, 2, nodes) : std::nullopt;
+    if (!k) continue;
+    // Queries: Reshape to heads, RoPE, Transpose, Reshape to KV groups.
+    const auto q_g = match_reshape(g, ix, att.inputs[0], {1, kv_heads, -1, hd}, 1, nodes);
+    const auto q_rope_out = q_g ? match_swap12(g, ix, *q_g, nodes) : std::nullopt;
+    const auto q_rope = q_rope_out ? match_rope(g, ix, *q_rope_out, nodes) : std::nullopt;
+    if (!q_rope || (*q_rope)[1] != (*k_rope)[1] || (*q_rope)[2] != (*k_rope)[2] ||
+        (*q_rope)[3] != (*k_rope)[3])
+      continue;
+    const auto q_heads_node = ix.producer.find((*q_rope)[0]);
+    if (q_heads_node == ix.producer.end()) continue;
+    const Node& q_reshape = g.nodes[q_heads_node->second];
+    const auto q_shape = q_reshape.inputs.size() == 2 ? ints(g, q_reshape.inputs[1]) : std::nullopt;
+    if (!q_shape || q_shape->size() != 4 || (*q_shape)[2] <= 0 || (*q_shape)[2] % kv_heads != 0)
+      continue;
+    const int64_t heads = (*q_shape)[2];
+    const auto q = match_reshape(g, ix, (*q_rope)[0], {1, -1, heads, hd}, 2, nodes);
+    if (!q || g.initializers.at((*q_rope)[3]).dim(0) != hd) continue;
+    // The output back to rows: Reshape to heads, Transpose, Reshape to [rows, heads·hd].
+    const auto ctx_h = single_consumer(g, ix, att.outputs[0], "Reshape");
+    if (!ctx_h || g.nodes[*ctx_h].inputs[0] != att.outputs[0] ||
+        match_reshape(g, ix, g.nodes[*ctx_h].outputs[0], {1, heads, -1, hd}, 1, nodes) !=
+            att.outputs[0])
+      continue;
+    const auto tr = single_consumer(g, ix, g.nodes[*ctx_h].outputs[0], "Transpose");
+    if (!tr || g.nodes[*tr].attr_ints("perm", {}) != std::vector<int64_t>{0, 2, 1, 3}) continue;
+    const auto merged = single_consumer(g, ix, g.nodes[*tr].outputs[0], "Reshape");
+    if (!merged || g.nodes[*merged].inputs[0] != g.nodes[*tr].outputs[0] ||
+        ints(g, g.nodes[*merged].inputs[1]) != std::vector<int64_t>{-1, heads * hd})
+      continue;
+    nodes.insert(nodes.end(), {*tr, *merged});
+    // Every matched node is fused once (no overlap with another match).
+    if (std::any_of(nodes.begin(), nodes.end(), [&](size_t n) { return dead.count(n) > 0; }))
+      continue;
+    Node n;
+    n.op_type = "GroupQueryAttention";
+    n.domain = "ai.tailor";
+    n.name = att.name.empty() ? att.outputs[0] + "/GroupQueryAttention"
+                              : att.name + "/GroupQueryAttention";
+    n.inputs = {*q,           *k,           *v,           k_app->first, v_app->first,
+                (*q_rope)[1], (*q_rope)[2], (*q_rope)[3], att.inputs[3]};
+    n.outputs = {g.nodes[*merged].outputs[0], att.inputs[1], att.inputs[2]};
+    n.set("num_heads", graph::Attribute::of_int(heads));
+    n.set("kv_num_heads", graph::Attribute::of_int(kv_heads));
+    n.set("scale", graph::Attribute::of_float(att.attr_float("scale", 1.0f)));
+    dead.insert(nodes.begin(), nodes.end());
+    dead.erase(*merged);
+    fused[*merged] = std::move(n);
   }
   if (fused.empty()) return 0;
   splice(model, dead, fused);

@@ -19,6 +19,19 @@
 //   X ───────────────────────────────────────────────────────────────Div──Mul(gain [n])── Y
 //
 //   → Y = RMSNormalization(X, gain), epsilon = ε
+//
+// fuse_group_query_attention (after fuse_attention), RoPE(t) being
+// Add(Mul(t, cos), Mul(MatMul(t, R), sin)) as io/llama_graph.h writes it:
+//
+//   Q ──Reshape[1,−1,H,d]──RoPE──Transpose(0,2,1,3)──Reshape[1,KV,−1,d]──┐
+//   K ──Reshape[1,−1,KV,d]──RoPE──Transpose(0,2,1,3)──Concat(past_k, ·, axis 2)── present_k
+//   V ──Reshape[1,−1,KV,d]────────Transpose(0,2,1,3)──Concat(past_v, ·, axis 2)── present_v
+//   Attention(·, present_k, present_v, mask)──Reshape[1,H,−1,d]──Transpose(0,2,1,3)
+//     ──Reshape[−1,H·d]── Y
+//
+//   → Y, present_k, present_v = GroupQueryAttention(Q, K, V, past_k, past_v, cos, sin, R,
+//     mask), num_heads H, kv_num_heads KV, the scale    (one node for seventeen; the
+//     presents are still graph outputs, read by nothing else)
 #pragma once
 
 #include "tailor/graph/graph.h"
@@ -31,5 +44,9 @@ int fuse_attention(graph::Model& model);
 
 /// The second rewrite above; returns the count of norms fused.
 int fuse_rms_norm(graph::Model& model);
+
+/// The third rewrite above (run fuse_attention first); returns the count of
+/// attention blocks fused.
+int fuse_group_query_attention(graph::Model& model);
 
 }  // namespace tailor::llm

@@ -2,12 +2,42 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <new>
 #include <set>
 
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
 
 namespace tailor::runtime {
+namespace {
+
+/// An arena buffer: 64-byte aligned, not zeroed (kernels write every element
+/// of what they allocate, OpContext::alloc).
+class ArenaStorage final : public Storage {
+ public:
+  explicit ArenaStorage(size_t bytes) : size_(bytes) {
+    data_ = static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64 * !bytes));
+    if (!data_) throw std::bad_alloc();
+  }
+  ~ArenaStorage() override { std::free(data_); }
+  const std::byte* data() const override { return data_; }
+  std::byte* mutable_data() override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  std::byte* data_;
+  size_t size_;
+};
+
+/// The value of `slot` in `f`: its own when defined, else the plan's constant
+/// (read in place: constants are not copied into a frame).
+const Tensor* value_of(const Frame& f, int slot) {
+  const Tensor& v = f.values[static_cast<size_t>(slot)];
+  return v.defined() ? &v : &f.plan->constants[static_cast<size_t>(slot)];
+}
+
+}  // namespace
 
 Tensor Arena::alloc(DType dtype, const Shape& shape) {
   const size_t bytes = shape_bytes(shape, dtype);
@@ -29,8 +59,13 @@ Tensor Arena::alloc(DType dtype, const Shape& shape) {
   if (!best) {
     // A free buffer too small is replaced by the new one, so the pool holds
     // at most as many buffers as were ever in use at once, even when tensors
-    // kept across runs (a decoder's KV cache) grow every run.
-    std::shared_ptr<Storage> fresh = Storage::allocate((bytes + 63) / 64 * 64);
+    // kept across runs (a decoder's KV cache) grow every run. A replacement
+    // takes at least twice the room of the buffer it replaces, so a value
+    // growing by a little each run (the cache) finds room again for many
+    // runs instead of a new allocation every run.
+    size_t room = (bytes + 63) / 64 * 64;
+    if (small) room = std::max(room, 2 * (*small)->size());
+    std::shared_ptr<Storage> fresh = std::make_shared<ArenaStorage>(room);
     pooled_ += fresh->size();
     if (small) {
       pooled_ -= (*small)->size();
@@ -49,8 +84,8 @@ Tensor Arena::alloc(DType dtype, const Shape& shape) {
 const Tensor* Frame::lookup(const std::string& name) const {
   for (const Frame* f = this; f; f = f->parent) {
     auto it = f->plan->slot_of.find(name);
-    if (it != f->plan->slot_of.end() && f->values[it->second].defined())
-      return &f->values[it->second];
+    if (it == f->plan->slot_of.end()) continue;
+    if (const Tensor* t = value_of(*f, it->second); t->defined()) return t;
   }
   return nullptr;
 }
@@ -154,7 +189,8 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
   Frame f;
   f.plan = &plan;
   f.parent = parent;
-  f.values = plan.constants;
+  // Constants are read in place from the plan (value_of), not copied per run.
+  f.values.resize(plan.constants.size());
   for (int s : plan.outer_slots) {
     const std::string& name = plan.slot_names[static_cast<size_t>(s)];
     const Tensor* t = parent ? parent->lookup(name) : nullptr;
@@ -182,7 +218,7 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
     out_buf.clear();
     OpContext ctx{*step.node, plan.opset, std::move(in_buf), std::move(out_buf), &arena, &f};
     for (int s : step.inputs) {
-      const Tensor* t = s < 0 ? nullptr : &f.values[static_cast<size_t>(s)];
+      const Tensor* t = s < 0 ? nullptr : value_of(f, s);
       if (t && !t->defined())
         throw Error(step.node->label(),
                     "input '" + plan.slot_names[static_cast<size_t>(s)] + "' has no value");
@@ -217,7 +253,7 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
   }
   std::vector<Tensor> out;
   out.reserve(plan.output_slots.size());
-  for (int s : plan.output_slots) out.push_back(f.values[static_cast<size_t>(s)]);
+  for (int s : plan.output_slots) out.push_back(*value_of(f, s));
   return out;
 }
 

@@ -1,11 +1,13 @@
 // The ai.tailor ops of decoder graphs (llm/decoder_fusions emits them; the
 // contracts are in include/tailor/graph/fused_ops.h): Attention,
-// softmax(Q·Kᵀ·scale + mask)·V in one kernel, and RMSNormalization.
+// softmax(Q·Kᵀ·scale + mask)·V in one kernel, GroupQueryAttention (a whole
+// attention block of a decoder step) and RMSNormalization.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "op_util.h"
+#include "tailor/runtime/kernels/registry.h"
 #include "tailor/runtime/op.h"
 
 namespace tailor::runtime {
@@ -36,44 +38,110 @@ class AttentionKernel final : public Kernel {
     const float* kp = f32_ptr(ctx, k, "K");
     const float* vp = f32_ptr(ctx, v, "V");
     Tensor y = ctx.alloc(DType::f32, q.shape());
-    float* yp = y.mutable_data<float>();
-    scores_.resize(static_cast<size_t>(t));
-    for (int64_t h = 0; h < b * g; ++h) {
-      const float* kh = kp + h * t * d;
-      const float* vh = vp + h * t * d;
-      for (int64_t i = 0; i < r; ++i) {
-        const float* qi = qp + (h * r + i) * d;
-        float best = -INFINITY;
-        for (int64_t j = 0; j < t; ++j) {
-          float dot = 0;
-          for (int64_t c = 0; c < d; ++c) dot += qi[c] * kh[j * d + c];
-          const float s = dot * scale_ + (mask ? mask[i * t + j] : 0.0f);
-          scores_[static_cast<size_t>(j)] = s;
-          best = std::max(best, s);
-        }
-        float sum = 0;
-        for (int64_t j = 0; j < t; ++j) {
-          // A row masked everywhere (best = −inf) gives zeros, not NaN.
-          const float e =
-              best == -INFINITY ? 0.0f : std::exp(scores_[static_cast<size_t>(j)] - best);
-          scores_[static_cast<size_t>(j)] = e;
-          sum += e;
-        }
-        float* yi = yp + (h * r + i) * d;
-        std::fill(yi, yi + d, 0.0f);
-        const float inv = sum > 0 ? 1.0f / sum : 0.0f;
-        for (int64_t j = 0; j < t; ++j) {
-          const float a = scores_[static_cast<size_t>(j)] * inv;
-          for (int64_t c = 0; c < d; ++c) yi[c] += a * vh[j * d + c];
-        }
-      }
-    }
+    kernels::active_kernels().attention(qp, kp, vp, mask, y.mutable_data<float>(), b * g, r, t, d,
+                                        t * d, scale_);
     ctx.outputs[0] = std::move(y);
   }
 
  private:
   float scale_;
-  std::vector<float> scores_;
+};
+
+/// ai.tailor GroupQueryAttention (graph/fused_ops.h): RoPE on the new queries
+/// and keys, the keys and values appended to copies of the pasts, attention
+/// of each KV head's query group over them, the heads back side by side. The
+/// arithmetic is the unfused graph's: (t·R)[c] = Σ_e t[e]·R[e, c] in e order,
+/// t·cos + (t·R)·sin as two products and a sum, the Attention kernel.
+class GroupQueryAttentionKernel final : public Kernel {
+ public:
+  explicit GroupQueryAttentionKernel(const KernelInit& init)
+      : heads_(init.node.attr_int("num_heads", 0)),
+        kv_heads_(init.node.attr_int("kv_num_heads", 0)),
+        scale_(init.node.attr_float("scale", 1.0f)) {
+    if (kv_heads_ <= 0 || heads_ <= 0 || heads_ % kv_heads_ != 0)
+      init.fail("num_heads must be a positive multiple of kv_num_heads");
+  }
+
+  void run(OpContext& ctx) override {
+    const Tensor q = ctx.in(0).contiguous(), k = ctx.in(1).contiguous(), v = ctx.in(2).contiguous();
+    const Tensor pk = ctx.in(3).contiguous(), pv = ctx.in(4).contiguous();
+    const Tensor cos = ctx.in(5).contiguous(), sin = ctx.in(6).contiguous();
+    const Tensor rot = ctx.in(7).contiguous();
+    if (pk.rank() != 4 || pk.dim(0) != 1 || pk.dim(1) != kv_heads_ || pv.shape() != pk.shape())
+      ctx.fail("past key " + shape_to_string(pk.shape()) + " and value " +
+               shape_to_string(pv.shape()) + " are not both [1, " + std::to_string(kv_heads_) +
+               ", past, head_dim]");
+    const int64_t d = pk.dim(3), p = pk.dim(2), kvd = kv_heads_ * d;
+    if (q.rank() != 2 || q.dim(1) != heads_ * d)
+      ctx.fail("Q " + shape_to_string(q.shape()) + " is not [sequence, " +
+               std::to_string(heads_ * d) + "]");
+    const int64_t s = q.dim(0), t = p + s, rows = heads_ / kv_heads_ * s;
+    if (k.shape() != Shape{s, kvd} || v.shape() != k.shape())
+      ctx.fail("K " + shape_to_string(k.shape()) + " and V " + shape_to_string(v.shape()) +
+               " are not [" + std::to_string(s) + ", " + std::to_string(kvd) + "]");
+    if (cos.shape() != Shape{s, 1, d} || sin.shape() != cos.shape() || rot.shape() != Shape{d, d})
+      ctx.fail("cos " + shape_to_string(cos.shape()) + ", sin " + shape_to_string(sin.shape()) +
+               " and R " + shape_to_string(rot.shape()) + " are not [" + std::to_string(s) +
+               ", 1, " + std::to_string(d) + "] and [" + std::to_string(d) + ", " +
+               std::to_string(d) + "]");
+    const float* mask = nullptr;
+    Tensor m;
+    if (ctx.has(8)) {
+      m = ctx.in(8).contiguous();
+      if (m.shape() != Shape{rows, t})
+        ctx.fail("mask " + shape_to_string(m.shape()) + " is not [" + std::to_string(rows) + ", " +
+                 std::to_string(t) + "]");
+      mask = f32_ptr(ctx, m, "mask");
+    }
+    const float *qp = f32_ptr(ctx, q, "Q"), *kp = f32_ptr(ctx, k, "K"), *vp = f32_ptr(ctx, v, "V");
+    const float *pkp = f32_ptr(ctx, pk, "past key"), *pvp = f32_ptr(ctx, pv, "past value");
+    const float *cp = f32_ptr(ctx, cos, "cos"), *sp = f32_ptr(ctx, sin, "sin");
+    const float* rp = f32_ptr(ctx, rot, "R");
+    Tensor present_k = ctx.alloc(DType::f32, {1, kv_heads_, t, d});
+    Tensor present_v = ctx.alloc(DType::f32, {1, kv_heads_, t, d});
+    float *ok = present_k.mutable_data<float>(), *ov = present_v.mutable_data<float>();
+    for (int64_t h = 0; h < kv_heads_; ++h) {
+      std::copy(pkp + h * p * d, pkp + (h + 1) * p * d, ok + h * t * d);
+      std::copy(pvp + h * p * d, pvp + (h + 1) * p * d, ov + h * t * d);
+      for (int64_t i = 0; i < s; ++i) {
+        rope(kp + i * kvd + h * d, cp + i * d, sp + i * d, rp, d, ok + (h * t + p + i) * d);
+        std::copy(vp + i * kvd + h * d, vp + i * kvd + (h + 1) * d, ov + (h * t + p + i) * d);
+      }
+    }
+    // Queries as [KV, group·S, d]: head h, row i at (h·S + i)·d.
+    queries_.resize(static_cast<size_t>(heads_ * s * d));
+    context_.resize(queries_.size());
+    for (int64_t h = 0; h < heads_; ++h)
+      for (int64_t i = 0; i < s; ++i)
+        rope(qp + i * heads_ * d + h * d, cp + i * d, sp + i * d, rp, d,
+             queries_.data() + (h * s + i) * d);
+    kernels::active_kernels().attention(queries_.data(), ok, ov, mask, context_.data(), kv_heads_,
+                                        rows, t, d, t * d, scale_);
+    Tensor y = ctx.alloc(DType::f32, {s, heads_ * d});
+    float* yp = y.mutable_data<float>();
+    for (int64_t h = 0; h < heads_; ++h)
+      for (int64_t i = 0; i < s; ++i)
+        std::copy_n(context_.data() + (h * s + i) * d, d, yp + i * heads_ * d + h * d);
+    ctx.outputs[0] = std::move(y);
+    ctx.outputs[1] = std::move(present_k);
+    ctx.outputs[2] = std::move(present_v);
+  }
+
+ private:
+  /// y = x·cos + (x·R)·sin for one head row of d values.
+  static void rope(const float* x, const float* c, const float* sn, const float* r, int64_t d,
+                   float* y) {
+    for (int64_t col = 0; col < d; ++col) {
+      float turned = 0;
+      for (int64_t e = 0; e < d; ++e) turned += x[e] * r[e * d + col];
+      const float by_cos = x[col] * c[col], by_sin = turned * sn[col];
+      y[col] = by_cos + by_sin;
+    }
+  }
+
+  int64_t heads_, kv_heads_;
+  float scale_;
+  std::vector<float> queries_, context_;
 };
 
 /// Y = X / sqrt(mean(X², last axis) + epsilon) · scale, the mean in double.
@@ -105,6 +173,9 @@ void register_decoder_ops() {
     if (init.node.attr_int("axis", -1) != -1) init.fail("only axis -1 is supported");
     const float eps = init.node.attr_float("epsilon", 1e-5f);
     return make_kernel([eps](OpContext& ctx) { rms_normalization(ctx, eps); });
+  });
+  register_op("ai.tailor", "GroupQueryAttention", [](const KernelInit& init) {
+    return std::make_unique<GroupQueryAttentionKernel>(init);
   });
   register_op("ai.tailor", "Attention",
               [](const KernelInit& init) { return std::make_unique<AttentionKernel>(init); });

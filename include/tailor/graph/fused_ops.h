@@ -20,6 +20,14 @@
 // - Attention(Q, K, V, [mask]): Q [b, h, r, d], K and V [b, h, t, d], mask
 //   [r, t]; float `scale`. Y [b, h, r, d] = softmax(Q·Kᵀ·scale + mask)·V, the
 //   softmax over the t keys (llm/decoder_fusions emits it for decoder graphs).
+// - GroupQueryAttention(Q, K, V, past_K, past_V, cos, sin, R, [mask]) → (Y,
+//   present_K, present_V): ints `num_heads` H, `kv_num_heads` KV (H a
+//   multiple), float `scale`. Q [S, H·d], K and V [S, KV·d], pasts [1, KV, P, d],
+//   cos and sin [S, 1, d], R [d, d], mask [(H/KV)·S, P + S]. RoPE(t) = t·cos +
+//   (t·R)·sin per head row; present_K = Concat(past_K, RoPE(K) as [1, KV, S, d],
+//   axis 2), present_V likewise without RoPE; Y [S, H·d] is Attention of
+//   RoPE(Q) (the H/KV query heads of a KV head stacked as its rows) over the
+//   presents, heads back side by side (llm/decoder_fusions emits it).
 // - RMSNormalization(X, scale): `epsilon`, `axis` (-1 only); Y = X /
 //   sqrt(mean(X²) + ε) · scale over the last axis (ONNX opset 23's
 //   RMSNormalization; llm/decoder_fusions emits it).

@@ -50,6 +50,15 @@ using F32SoftmaxFn = void (*)(const float* x, float* y, int64_t outer, int64_t a
 using F32PoolFn = void (*)(const Pool2dParams& p, const float* x, float* y);
 /// Resize, as kernels::resize2d (parameters validated).
 using F32ResizeFn = void (*)(const ResizeParams& p, const float* x, float* y);
+/// Scaled dot-product attention of `heads` heads (Vaswani et al., 2017):
+/// for each query row i, y_i = softmax_j(q_i·k_j·scale + mask[i, j])·v.
+/// q and y [heads, rows, d] contiguous; head h's keys and values [keys, d]
+/// contiguous at k + h·kv_head_stride and v + h·kv_head_stride (stride ≥
+/// keys·d, so a cache with room for more keys is read in place); mask
+/// [rows, keys] or null. A row masked everywhere gives zeros.
+using F32AttentionFn = void (*)(const float* q, const float* k, const float* v, const float* mask,
+                                float* y, int64_t heads, int64_t rows, int64_t keys, int64_t d,
+                                int64_t kv_head_stride, float scale);
 
 // Scalar references (src/runtime/kernels/*_ref.cpp), serial. f32_conv_ref
 // serves every conv path; f32_bias_act_ref and f32_exp_ref use std::exp and
@@ -67,6 +76,9 @@ void f32_batchnorm_ref(int64_t n, int64_t channels, int64_t spatial, const float
 void f32_softmax_ref(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner);
 void f32_maxpool_ref(const Pool2dParams& p, const float* x, float* y);
 void f32_resize_ref(const ResizeParams& p, const float* x, float* y);
+void f32_attention_ref(const float* q, const float* k, const float* v, const float* mask, float* y,
+                       int64_t heads, int64_t rows, int64_t keys, int64_t d, int64_t kv_head_stride,
+                       float scale);
 
 // Optimised kernels (built when the compiler targets AVX2 and FMA, e.g.
 // -march=x86-64-v3; f32_gemm_openblas always). Parallel ones split fixed,
@@ -97,6 +109,11 @@ void f32_softmax_avx2(const float* x, float* y, int64_t outer, int64_t axis, int
 void f32_maxpool_avx2(const Pool2dParams& p, const float* x, float* y);
 /// Nearest by index tables; linear separably, x by AVX2 gathers then y.
 void f32_resize_avx2(const ResizeParams& p, const float* x, float* y);
+/// Scores of 4 keys per 8-lane FMA pass, Cephes exponentials, values
+/// summed in 8-lane accumulators per head_dim chunk.
+void f32_attention_avx2(const float* q, const float* k, const float* v, const float* mask, float* y,
+                        int64_t heads, int64_t rows, int64_t keys, int64_t d,
+                        int64_t kv_head_stride, float scale);
 
 /// One kernel per operation for one instruction set.
 struct KernelTable {
@@ -110,6 +127,7 @@ struct KernelTable {
   F32SoftmaxFn softmax;
   F32PoolFn max_pool;
   F32ResizeFn resize;
+  F32AttentionFn attention;  ///< ai.tailor Attention
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
