@@ -1,5 +1,6 @@
 // The decoder ops of src/runtime/ops_decoder.cpp against their definitions
-// computed here in double: ai.tailor Attention, softmax(Q·Kᵀ·s + mask)·V, and
+// computed here in double: ai.tailor Attention, softmax(Q·Kᵀ·s + mask)·V,
+// GroupQueryAttention (RoPE, cache append, grouped heads) and
 // RMSNormalization; and their refusals.
 #include <gtest/gtest.h>
 
@@ -79,6 +80,122 @@ TEST(AttentionOp, RejectsMismatchedShapes) {
         OneOp("Attention", {q, k, k, random({3, 4}, rng)}, {}, 17, 1, "ai.tailor").run();
       },
       "Attention", "mask");
+}
+
+// GroupQueryAttention (graph/fused_ops.h) against its definition in double:
+// 4 query heads over 2 KV heads, d = 4, 3 new positions after 2 cached, R a
+// random matrix (not only a rotation), the causal mask of the stacked groups.
+TEST(GroupQueryAttentionOp, MatchesTheDefinitionInDouble) {
+  Rng rng(11);
+  const int64_t H = 4, KV = 2, G = H / KV, d = 4, S = 3, P = 2, T = P + S;
+  const Tensor q = random({S, H * d}, rng), k = random({S, KV * d}, rng),
+               v = random({S, KV * d}, rng), pk = random({1, KV, P, d}, rng),
+               pv = random({1, KV, P, d}, rng), cs = random({S, 1, d}, rng),
+               sn = random({S, 1, d}, rng), rot = random({d, d}, rng);
+  std::vector<float> mask(static_cast<size_t>(G * S * T), 0.0f);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = P + i + 1; j < T; ++j)
+        mask[static_cast<size_t>((g * S + i) * T + j)] = -std::numeric_limits<float>::infinity();
+  const float scale = 0.5f;
+  const std::vector<Tensor> out =
+      OneOp("GroupQueryAttention",
+            {q, k, v, pk, pv, cs, sn, rot, Tensor::from_f32({G * S, T}, mask)},
+            {{"num_heads", graph::Attribute::of_int(H)},
+             {"kv_num_heads", graph::Attribute::of_int(KV)},
+             {"scale", graph::Attribute::of_float(scale)}},
+            17, 3, "ai.tailor")
+          .run();
+  ASSERT_EQ(out[0].shape(), (Shape{S, H * d}));
+  ASSERT_EQ(out[1].shape(), (Shape{1, KV, T, d}));
+  ASSERT_EQ(out[2].shape(), (Shape{1, KV, T, d}));
+  const auto f = [](const Tensor& t) { return t.to_f32_vector(); };
+  const auto Q = f(q), K = f(k), V = f(v), PK = f(pk), PV = f(pv), C = f(cs), SN = f(sn),
+             R = f(rot), Y = f(out[0]), OK = f(out[1]), OV = f(out[2]);
+  // RoPE of row x (d values) at new position i, in double.
+  auto rope = [&](const float* x, int64_t i) {
+    std::vector<double> y(static_cast<size_t>(d));
+    for (int64_t c = 0; c < d; ++c) {
+      double turned = 0;
+      for (int64_t e = 0; e < d; ++e) turned += double{x[e]} * R[static_cast<size_t>(e * d + c)];
+      y[static_cast<size_t>(c)] = x[c] * double{C[static_cast<size_t>(i * d + c)]} +
+                                  turned * SN[static_cast<size_t>(i * d + c)];
+    }
+    return y;
+  };
+  // keys[kv][j], values[kv][j]: the pasts, then the new positions.
+  std::vector<std::vector<std::vector<double>>> keys(KV), values(KV);
+  for (int64_t h = 0; h < KV; ++h) {
+    for (int64_t j = 0; j < P; ++j) {
+      const size_t at = static_cast<size_t>((h * P + j) * d);
+      keys[h].emplace_back(PK.begin() + at, PK.begin() + at + d);
+      values[h].emplace_back(PV.begin() + at, PV.begin() + at + d);
+    }
+    for (int64_t i = 0; i < S; ++i) {
+      keys[h].push_back(rope(K.data() + i * KV * d + h * d, i));
+      const size_t at = static_cast<size_t>(i * KV * d + h * d);
+      values[h].emplace_back(V.begin() + at, V.begin() + at + d);
+    }
+    for (int64_t j = 0; j < T; ++j)
+      for (int64_t c = 0; c < d; ++c) {
+        const size_t at = static_cast<size_t>((h * T + j) * d + c);
+        EXPECT_NEAR(OK[at], keys[h][j][c], 1e-5) << "present key " << h << " " << j;
+        EXPECT_EQ(OV[at], static_cast<float>(values[h][j][c])) << "present value " << h;
+      }
+  }
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < S; ++i) {
+      const std::vector<double> qi = rope(Q.data() + i * H * d + h * d, i);
+      const int64_t kv = h / G;
+      std::vector<double> w(static_cast<size_t>(T));
+      double best = -INFINITY, sum = 0;
+      for (int64_t j = 0; j <= P + i; ++j) {  // the mask: keys up to the query's position
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c) dot += qi[c] * keys[kv][j][c];
+        w[j] = dot * scale;
+        best = std::max(best, w[j]);
+      }
+      for (int64_t j = 0; j <= P + i; ++j) sum += (w[j] = std::exp(w[j] - best));
+      for (int64_t c = 0; c < d; ++c) {
+        double y = 0;
+        for (int64_t j = 0; j <= P + i; ++j) y += w[j] / sum * values[kv][j][c];
+        EXPECT_NEAR(Y[static_cast<size_t>(i * H * d + h * d + c)], y, 1e-5)
+            << "head " << h << " row " << i;
+      }
+    }
+}
+
+TEST(GroupQueryAttentionOp, RejectsBadShapesAndHeads) {
+  Rng rng(2);
+  const int64_t d = 4;
+  const Tensor q = random({1, 4 * d}, rng), k = random({1, 2 * d}, rng),
+               p = random({1, 2, 0, d}, rng), cs = random({1, 1, d}, rng),
+               rot = random({d, d}, rng);
+  const std::vector<std::pair<std::string, graph::Attribute>> attrs = {
+      {"num_heads", graph::Attribute::of_int(4)}, {"kv_num_heads", graph::Attribute::of_int(2)}};
+  testing::expect_error_naming(
+      [&] {
+        OneOp("GroupQueryAttention", {q, random({1, 3 * d}, rng), k, p, p, cs, cs, rot}, attrs, 17,
+              3, "ai.tailor")
+            .run();
+      },
+      "GroupQueryAttention", "are not [1, 8]");
+  testing::expect_error_naming(
+      [&] {
+        OneOp("GroupQueryAttention", {q, k, k, p, p, cs, cs, random({d, 2}, rng)}, attrs, 17, 3,
+              "ai.tailor")
+            .run();
+      },
+      "GroupQueryAttention", "R [4, 2]");
+  testing::expect_error_naming(
+      [&] {
+        OneOp("GroupQueryAttention", {q, k, k, p, p, cs, cs, rot},
+              {{"num_heads", graph::Attribute::of_int(3)},
+               {"kv_num_heads", graph::Attribute::of_int(2)}},
+              17, 3, "ai.tailor")
+            .run();
+      },
+      "GroupQueryAttention", "multiple of kv_num_heads");
 }
 
 TEST(RmsNormalizationOp, MatchesTheDefinitionInDouble) {
