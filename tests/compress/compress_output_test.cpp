@@ -1,0 +1,84 @@
+// tailor compress through the CLI: its output folder (a run killed with
+// SIGKILL, an -o that is a symlink to a folder, byte-reproducible files), the
+// OCR task files, and a llama model.onnx it wrote run past its context.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "runtime/op_test_util.h"
+#include "tailor/io/atomic_file.h"
+#include "tailor/io/npy.h"
+#include "test_util.h"
+
+namespace tailor {
+namespace {
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const std::string kCls = testing::model_path("ch_ppocr_mobile_v2.0_cls_infer.onnx");
+
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(CompressOutput, KilledWhileVerifyingTheNextRunClearsTheStagingFolder) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  const std::string out = dir.file("out");
+  const std::string args =
+      "compress " + kCls + " --budget 50% --no-cache --inputs 1 --threads 1 -o " + out;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(TAILOR_CLI, TAILOR_CLI, "compress", kCls.c_str(), "--budget", "50%", "--no-cache",
+            "--inputs", "1", "--threads", "1", "-o", out.c_str(), nullptr);
+    ::_exit(127);
+  }
+  // The known point: plan.json staged (written after the weights), verification running.
+  const fs::path staged = dir.path() / (".out.tmp-" + std::to_string(pid)) / "plan.json";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(staged) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_TRUE(fs::exists(staged)) << "the run never staged its files";
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "finished before it was killed";
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{".out.tmp-" + std::to_string(pid)}));
+
+  const auto r = testing::run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"out"}));
+  EXPECT_EQ(entries(out),
+            (std::vector<std::string>{"model.onnx", "plan.json", "weights.safetensors"}));
+}
+
+TEST(CompressOutput, AnOutputSymlinkToAFolderIsWrittenThrough) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directory(dir.file("real"));
+  fs::create_directory_symlink(dir.file("real"), dir.file("link"));
+  const auto r =
+      testing::run_cli("compress " + kCls + " --budget 50% --no-cache --inputs 1 --threads 1 -o " +
+                       dir.file("link"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(dir.file("link")));
+  EXPECT_EQ(entries(dir.file("real")),
+            (std::vector<std::string>{"model.onnx", "plan.json", "weights.safetensors"}));
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"link", "real"}));
+}
+
+}  // namespace
+}  // namespace tailor
