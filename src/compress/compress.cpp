@@ -132,6 +132,12 @@ CompressResult compress_model(const CompressOptions& o) {
                   "unknown solver '" + o.solver + "' (exact, greedy, cem, dado, gumbel)");
   }
 
+  // Task files given explicitly must exist (checked before any work).
+  if (!o.ocr_lines.empty() && !fs::is_regular_file(fs::path(o.ocr_lines) / "labels.tsv"))
+    throw Error(o.ocr_lines, "--ocr-lines: not an OCR fixture folder (no labels.tsv in it)");
+  if (!o.ocr_keys.empty() && !fs::is_regular_file(o.ocr_keys))
+    throw Error(o.ocr_keys, "--ocr-keys: no such file");
+
   // 1. load
   begin("load", o.model);
   const graph::Model mf = load_model(o.model);

@@ -80,5 +80,37 @@ TEST(CompressOutput, AnOutputSymlinkToAFolderIsWrittenThrough) {
   EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"link", "real"}));
 }
 
+// Run from another folder, compress used to look for tests/fixtures/ocr in
+// the working folder and silently verify on random inputs instead.
+TEST(CompressOutput, FindsTheOcrFixturesFromAnyWorkingFolder) {
+  const std::string rec = testing::model_path("ch_PP-OCRv4_rec_infer.onnx");
+  if (!fs::exists(rec) || !fs::exists(testing::model_path("ppocr_keys_v1.txt")))
+    GTEST_SKIP() << rec << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  const fs::path here = fs::current_path();
+  fs::current_path(dir.path());
+  const auto r = testing::run_cli(
+      "compress " + rec + " --budget 60% --schemes dense,int8 --no-cache --threads 2 -o out");
+  fs::current_path(here);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("verification (38 inputs)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("OCR character accuracy: original"), std::string::npos) << r.output;
+}
+
+// --ocr-lines /nonexistent used to exit 0 after verifying on random inputs.
+TEST(CompressOutput, AnOcrFixtureFolderOrKeyFileThatIsNotThereIsAOneLineError) {
+  TempDir dir;
+  const std::string model = dir.file("m.onnx"), missing = dir.file("nonexistent");
+  testing::write_bytes(model, "not read");
+  for (const std::string opt : {"--ocr-lines", "--ocr-keys"}) {
+    const auto r = testing::run_cli("compress " + model + " --budget 50% " + opt + " " + missing +
+                                    " -o " + dir.file("out"));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.output.rfind("tailor: error: " + missing + ": " + opt, 0), 0u) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_FALSE(fs::exists(dir.file("out")));
+  }
+}
+
 }  // namespace
 }  // namespace tailor
