@@ -138,9 +138,13 @@ std::string profile_to_json(const ModelProfile& profile) {
   for (const LayerProfile& l : profile.layers) {
     OJson cands = OJson::array();
     for (const Candidate& c : l.candidates) {
-      OJson cj = {{"label", c.label},   {"rel_error", c.rel_error},
-                  {"bytes", c.bytes},   {"macs", c.macs},
-                  {"params", c.params}, {"encode_seconds", c.encode_seconds}};
+      // No encode_seconds: wall-clock time goes to the log, never to the
+      // artifact (the same inputs give the same bytes on any thread count).
+      OJson cj = {{"label", c.label},
+                  {"rel_error", c.rel_error},
+                  {"bytes", c.bytes},
+                  {"macs", c.macs},
+                  {"params", c.params}};
       if (c.rel_error_activation) cj["rel_error_activation"] = *c.rel_error_activation;
       cands.push_back(std::move(cj));
     }

@@ -80,6 +80,24 @@ TEST(CompressOutput, AnOutputSymlinkToAFolderIsWrittenThrough) {
   EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"link", "real"}));
 }
 
+// plan.json held the solver's seconds, profile.json every candidate's
+// encode_seconds and weights.safetensors the plan (seconds included).
+TEST(CompressOutput, ArtifactsAreByteIdenticalOnOneAndTwoThreads) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  for (const char* threads : {"1", "2"}) {
+    const std::string out = dir.file(std::string("t") + threads);
+    const auto r = testing::run_cli("compress " + kCls + " --budget 50% --no-cache --inputs 1 " +
+                                    "--threads " + threads + " -o " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto p = testing::run_cli("profile " + kCls + " --threads " + threads + " -o " + out +
+                                    "/profile.json");
+    ASSERT_EQ(p.exit_code, 0) << p.output;
+  }
+  for (const char* f : {"model.onnx", "weights.safetensors", "plan.json", "profile.json"})
+    EXPECT_TRUE(read_file(dir.file("t1/") + f) == read_file(dir.file("t2/") + f)) << f;
+}
+
 // Run from another folder, compress used to look for tests/fixtures/ocr in
 // the working folder and silently verify on random inputs instead.
 TEST(CompressOutput, FindsTheOcrFixturesFromAnyWorkingFolder) {
