@@ -80,6 +80,26 @@ TEST(CompressOutput, AnOutputSymlinkToAFolderIsWrittenThrough) {
   EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"link", "real"}));
 }
 
+// Issue 17 saw a llama model.onnx run past its context fail inside an
+// internal broadcast; llm::check_decoder_feeds (8d7113f) names the input.
+TEST(CompressOutput, ALlamaModelOnnxRunPastItsContextIsAOneLineError) {
+  TempDir dir;
+  const auto c = testing::run_cli("compress " + testing::fixture_path("stories260K.bin") +
+                                  " --budget 60% --min-params 1 --schemes dense,int8 --no-cache "
+                                  "--sequences 1 --length 8 --threads 1 -o " +
+                                  dir.file("st"));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  write_npy(dir.file("ids.npy"), testing::i64({1, 513}, std::vector<int64_t>(513, 1)));
+  const auto r = testing::run_cli("run " + dir.file("st/model.onnx") +
+                                  " --input input_ids=" + dir.file("ids.npy"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("tailor: error: input 'input_ids': 513 positions (past + new tokens) "
+                          "pass the context length 512"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("internal"), std::string::npos) << r.output;
+}
+
 // plan.json held the solver's seconds, profile.json every candidate's
 // encode_seconds and weights.safetensors the plan (seconds included).
 TEST(CompressOutput, ArtifactsAreByteIdenticalOnOneAndTwoThreads) {
