@@ -12,6 +12,7 @@
 
 #include "compress/verify.h"
 #include "tailor/core/error.h"
+#include "tailor/io/atomic_file.h"
 #include "tailor/io/llama_graph.h"
 #include "tailor/io/load_model.h"
 #include "tailor/io/onnx.h"
@@ -32,10 +33,12 @@ using Clock = std::chrono::steady_clock;
 
 /// An existing `out` is replaced only when it is a folder holding nothing
 /// but the files compress writes (a previous run's output): never a file,
-/// and never a folder of other files (e.g. `-o .` or a home folder).
+/// and never a folder of other files (e.g. `-o .` or a home folder). A
+/// symlink to such a folder is followed (StagedFolder replaces the folder it
+/// points to and keeps the link).
 void refuse_foreign(const fs::path& out) {
   std::error_code ec;
-  const auto st = fs::symlink_status(out, ec);
+  const auto st = fs::status(out, ec);
   if (ec || !fs::exists(st)) return;
   if (!fs::is_directory(st))
     throw Error(out.string(), "-o: exists and is not a folder; give another output folder");
@@ -48,51 +51,6 @@ void refuse_foreign(const fs::path& out) {
                       "', not only a previous compress output; give another output folder");
   if (ec) throw Error(out.string(), "-o: cannot list the existing folder: " + ec.message());
 }
-
-/// The staging folder beside `out`, removed on destruction unless committed.
-class Staging {
- public:
-  explicit Staging(const fs::path& out) : out_(fs::absolute(out).lexically_normal()) {
-    if (out_.filename().empty()) out_ = out_.parent_path();
-    const fs::path parent = out_.parent_path();
-    std::error_code ec;
-    refuse_foreign(out_);
-    fs::create_directories(parent, ec);
-    if (ec) throw Error(parent.string(), "cannot create folder: " + ec.message());
-    tmp_ = parent / fmt::format(".{}.tmp-{}", out_.filename().string(), ::getpid());
-    fs::remove_all(tmp_, ec);
-    fs::create_directory(tmp_, ec);
-    if (ec) throw Error(tmp_.string(), "cannot create staging folder: " + ec.message());
-  }
-  ~Staging() {
-    std::error_code ec;
-    if (!committed_) fs::remove_all(tmp_, ec);
-  }
-  std::string file(const std::string& name) const { return (tmp_ / name).string(); }
-  /// Moves the staged folder to `out` (replacing an existing one).
-  void commit() {
-    std::error_code ec;
-    fs::path old;
-    if (fs::exists(out_)) {
-      old = out_.parent_path() / fmt::format(".{}.old-{}", out_.filename().string(), ::getpid());
-      fs::remove_all(old, ec);
-      fs::rename(out_, old, ec);
-      if (ec) throw Error(out_.string(), "cannot replace the existing folder: " + ec.message());
-    }
-    fs::rename(tmp_, out_, ec);
-    if (ec) {
-      if (!old.empty()) fs::rename(old, out_, ec);
-      throw Error(out_.string(), "cannot move the staged output into place: " + ec.message());
-    }
-    committed_ = true;
-    if (!old.empty()) fs::remove_all(old, ec);
-  }
-  const fs::path& out() const { return out_; }
-
- private:
-  fs::path out_, tmp_;
-  bool committed_ = false;
-};
 
 std::string regex_escape(const std::string& s) {
   static const std::string special = R"(\^$.|?*+()[]{})";
@@ -173,6 +131,12 @@ CompressResult compress_model(const CompressOptions& o) {
       throw Error("--solver",
                   "unknown solver '" + o.solver + "' (exact, greedy, cem, dado, gumbel)");
   }
+
+  // Task files given explicitly must exist (checked before any work).
+  if (!o.ocr_lines.empty() && !fs::is_regular_file(fs::path(o.ocr_lines) / "labels.tsv"))
+    throw Error(o.ocr_lines, "--ocr-lines: not an OCR fixture folder (no labels.tsv in it)");
+  if (!o.ocr_keys.empty() && !fs::is_regular_file(o.ocr_keys))
+    throw Error(o.ocr_keys, "--ocr-keys: no such file");
 
   // 1. load
   begin("load", o.model);
@@ -287,8 +251,8 @@ CompressResult compress_model(const CompressOptions& o) {
 
   // 5. write (staged)
   begin("write", "");
-  Staging staging(out_dir);
-  r.out_dir = staging.out().string();
+  StagedFolder staging(out_dir);
+  r.out_dir = staging.target().string();
   if (standard) graph::write_onnx(*standard, staging.file("model.onnx"));
   write_weights(staging.file("weights.safetensors"), mf, r.plan, layers);
   plan::write_plan(staging.file("plan.json"), r.plan);
@@ -329,7 +293,7 @@ CompressResult compress_model(const CompressOptions& o) {
   }
 
   staging.commit();
-  for (const auto& e : fs::directory_iterator(staging.out()))
+  for (const auto& e : fs::directory_iterator(staging.target()))
     if (e.is_regular_file())
       r.file_bytes[e.path().filename().string()] = static_cast<int64_t>(e.file_size());
   r.seconds = std::chrono::duration<double>(Clock::now() - t_start).count();

@@ -177,18 +177,51 @@ std::vector<Inputs> random_inputs(const graph::Model& m, int count, uint64_t see
   return runs;
 }
 
+/// The OCR fixture folder shipped with tailor: share/tailor/ocr beside the
+/// installed executable (bin/../share/tailor/ocr), else tests/fixtures/ocr of
+/// the source tree this build came from; never the working folder. Empty
+/// when neither holds labels.tsv.
+std::string shipped_ocr_lines() {
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "share" / "tailor" / "ocr");
+#ifdef TAILOR_SOURCE_FIXTURES
+  candidates.push_back(fs::path(TAILOR_SOURCE_FIXTURES) / "ocr");
+#endif
+  for (const fs::path& c : candidates)
+    if (fs::is_regular_file(c / "labels.tsv", ec)) return c.string();
+  return {};
+}
+
 /// The OCR key file and fixture folder when `m` is a PaddleOCR recogniser.
+/// `why` says why it is not, for an error when the OCR check was asked for.
 bool ocr_task(const graph::Model& m, const CompressOptions& o, std::string& keys,
-              std::string& lines, std::vector<std::string>& classes) {
-  if (m.graph.inputs.size() != 1 || m.graph.outputs.size() != 1) return false;
+              std::string& lines, std::vector<std::string>& classes, std::string& why) {
+  if (m.graph.inputs.size() != 1 || m.graph.outputs.size() != 1) {
+    why = "not a PaddleOCR recogniser (one input and one output)";
+    return false;
+  }
   keys = !o.ocr_keys.empty() ? o.ocr_keys
                              : (fs::path(o.model).parent_path() / "ppocr_keys_v1.txt").string();
-  lines = !o.ocr_lines.empty() ? o.ocr_lines : std::string("tests/fixtures/ocr");
-  if (!fs::exists(keys) || !fs::exists(fs::path(lines) / "labels.tsv")) return false;
+  lines = !o.ocr_lines.empty() ? o.ocr_lines : shipped_ocr_lines();
+  if (!fs::exists(keys)) {
+    why = "no key file " + keys + " (give --ocr-keys)";
+    return false;
+  }
+  if (lines.empty() || !fs::exists(fs::path(lines) / "labels.tsv")) {
+    why = "no OCR fixture lines (labels.tsv) found; give --ocr-lines";
+    return false;
+  }
   const graph::ValueType* t = m.graph.type_of(m.graph.outputs[0]);
-  if (!t || !t->shape || t->shape->empty()) return false;
   classes = tasks::read_ocr_keys(keys);
-  return t->shape->back().value == static_cast<int64_t>(classes.size());
+  if (!t || !t->shape || t->shape->empty() ||
+      t->shape->back().value != static_cast<int64_t>(classes.size())) {
+    why = fmt::format("not a PaddleOCR recogniser for {} ({} classes in the last output axis)",
+                      keys, classes.size());
+    return false;
+  }
+  return true;
 }
 
 /// The node producing `value` in the main graph, or nullptr.
@@ -251,14 +284,19 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
   Inputs first;
   std::map<std::string, Tensor> first_out;
 
-  std::string keys, lines;
+  std::string keys, lines, why;
   std::vector<std::string> classes;
   const bool ocr = (o.task == "auto" || o.task == "ocr") && o.calib_dir.empty() &&
-                   ocr_task(original, o, keys, lines, classes);
-  if (o.task == "ocr" && !ocr)
+                   ocr_task(original, o, keys, lines, classes, why);
+  // A check asked for (--task ocr, --ocr-lines, --ocr-keys) that cannot run
+  // is an error, never a silent fall-back to random inputs.
+  const bool asked =
+      o.task == "ocr" || (o.task == "auto" && (!o.ocr_lines.empty() || !o.ocr_keys.empty()));
+  if (asked && !ocr)
     throw Error(o.model,
-                "--task ocr: not a PaddleOCR recogniser with its key file and fixture "
-                "lines (or --calib was given)");
+                "the OCR check was asked for (--task ocr, --ocr-lines or --ocr-keys) "
+                "but cannot run: " +
+                    (!o.calib_dir.empty() ? std::string("--calib was given") : why));
   if (o.task == "saliency" && !mask_shaped(original))
     throw Error(o.model, "--task saliency: the first output '" +
                              (outs.empty() ? std::string() : outs[0]) +

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -212,27 +213,24 @@ static void convert_llama2c_to_hf_unattributed(const std::string& checkpoint,
   const graph::Model m = read_llama2c(checkpoint, &cfg);
   namespace fs = std::filesystem;
   if (out_dir.empty()) throw Error("(empty path)", "no output folder given");
-  // Both files are written into a staging folder beside out_dir and moved in
-  // only when both are complete, so a failure leaves no half-converted folder.
+  // Both files are written into a staging folder beside out_dir that replaces
+  // it in one step (StagedFolder), so a failure or a kill leaves either the
+  // previous folder or the new one, never new weights beside an old config.
+  // An existing folder is replaced only when it holds nothing but what
+  // convert writes.
   const fs::path dest = fs::absolute(out_dir);
   std::error_code ec;
   if (fs::exists(dest, ec) && !fs::is_directory(dest))
     throw Error(out_dir, "exists and is not a folder");
-  for (const char* name : {"model.safetensors", "config.json"})
+  static const std::set<std::string> ours = {"model.safetensors", "config.json"};
+  for (const std::string& name : ours)
     if (fs::is_directory(dest / name)) throw Error((dest / name).string(), "is a folder");
-  fs::create_directories(dest.parent_path(), ec);
-  if (ec) throw Error(out_dir, "cannot create the parent folder: " + ec.message());
-  std::string staging_name = dest.string() + ".tmp.XXXXXX";
-  if (!::mkdtemp(staging_name.data()))
-    throw Error(out_dir, std::string("cannot create a staging folder: ") + std::strerror(errno));
-  const fs::path staging = staging_name;
-  struct RemoveStaging {
-    fs::path dir;
-    ~RemoveStaging() {
-      std::error_code ignored;
-      fs::remove_all(dir, ignored);
-    }
-  } cleanup{staging};
+  if (fs::is_directory(dest, ec))
+    for (const auto& e : fs::directory_iterator(dest, ec))
+      if (!ours.count(e.path().filename().string()))
+        throw Error(out_dir, "the folder exists and holds '" + e.path().filename().string() +
+                                 "', not only a previous convert output; give another folder");
+  StagedFolder staging(out_dir);
 
   std::vector<NamedTensor> tensors;
   tensors.reserve(m.graph.initializer_order.size());
@@ -247,7 +245,7 @@ static void convert_llama2c_to_hf_unattributed(const std::string& checkpoint,
   }
   // With a shared classifier there is no lm_head.weight: HF ties it to
   // model.embed_tokens.weight (tie_word_embeddings).
-  write_safetensors((staging / "model.safetensors").string(), tensors,
+  write_safetensors(staging.file("model.safetensors"), tensors,
                     {{"format", "pt"}, {"source", "llama2.c"}});
 
   // rms_norm_eps and rope_theta are llama2.c's fixed values (run.c: 1e-5 and
@@ -269,17 +267,8 @@ static void convert_llama2c_to_hf_unattributed(const std::string& checkpoint,
       {"torch_dtype", "float32"},
       {"bos_token_id", 1},
       {"eos_token_id", 2}};
-  write_file_atomic((staging / "config.json").string(), config.dump(2) + "\n");
-
-  if (!fs::exists(dest)) {
-    fs::rename(staging, dest, ec);  // the whole folder at once
-    if (ec) throw Error(out_dir, "cannot move the staging folder into place: " + ec.message());
-    return;
-  }
-  for (const char* name : {"model.safetensors", "config.json"}) {
-    fs::rename(staging / name, dest / name, ec);
-    if (ec) throw Error((dest / name).string(), "cannot move into place: " + ec.message());
-  }
+  write_file_atomic(staging.file("config.json"), config.dump(2) + "\n");
+  staging.commit();
 }
 
 }  // namespace tailor

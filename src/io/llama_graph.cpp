@@ -60,6 +60,10 @@ std::string layer_name(const NameScheme& n, int64_t i, const std::string& suffix
   return n.layer_prefix + std::to_string(i) + suffix;
 }
 
+/// The most elements of one RoPE table: 2^27 (512 MiB of f32); a 128k
+/// context at head_dim 128 is 2^24.
+constexpr int64_t kMaxRopeElements = int64_t{1} << 27;
+
 void validate(const LlamaConfig& c, const std::string& source) {
   check(c.dim > 0 && c.hidden_dim > 0 && c.n_layers > 0 && c.n_heads > 0 && c.n_kv_heads > 0 &&
             c.vocab_size > 0 && c.seq_len > 0,
@@ -71,6 +75,15 @@ void validate(const LlamaConfig& c, const std::string& source) {
         "n_heads " + std::to_string(c.n_heads) + " is not divisible by n_kv_heads " +
             std::to_string(c.n_kv_heads));
   check(c.head_dim() % 2 == 0, source, "head_dim " + std::to_string(c.head_dim()) + " is odd");
+  // The RoPE tables (cos and sin, f32 [context, 1, head_dim]) are built with
+  // the graph: a context whose tables pass kMaxRopeElements (512 MiB each) is
+  // refused before anything is allocated (a context of 2^31 − 1 asked for
+  // 64 GiB per table).
+  check(static_cast<int64_t>(c.seq_len) * c.head_dim() <= kMaxRopeElements, source,
+        fmt::format("context length {} is too large: its RoPE tables would hold {} × {} "
+                    "elements each, more than {} (a context of at most {} at head_dim {})",
+                    c.seq_len, c.seq_len, c.head_dim(), kMaxRopeElements,
+                    kMaxRopeElements / c.head_dim(), c.head_dim()));
   check(std::isfinite(c.rms_norm_eps) && c.rms_norm_eps >= 0, source,
         "rms_norm_eps must be finite and non-negative");
   check(std::isfinite(c.rope_theta) && c.rope_theta > 0, source,

@@ -56,8 +56,12 @@ Budget parse_budget(const std::string& text) {
   std::string_view s = text;
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    bad(text, "hexadecimal numbers are not accepted; give a decimal number");
   double value = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec == std::errc::result_out_of_range)
+    bad(text, "the number is out of range (must be finite and > 0)");
   if (ec != std::errc() || end == s.data()) bad(text, "no number");
   std::string_view unit(end, s.data() + s.size() - end);
   while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);

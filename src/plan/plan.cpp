@@ -61,6 +61,8 @@ std::vector<Plan> solve_plans(const ModelProfile& profile, const Problem& proble
   return plans;
 }
 
+// plan.json holds no wall-clock time (Plan::seconds goes to the log and the
+// report): the same inputs give the same bytes.
 std::string plan_to_json(const Plan& plan) {
   using OJson = nlohmann::ordered_json;
   auto number = [](double v) { return std::isfinite(v) ? OJson(v) : OJson(nullptr); };
@@ -79,7 +81,6 @@ std::string plan_to_json(const Plan& plan) {
                      {"lower_bound", number(plan.lower_bound)},
                      {"gap", number(plan.gap)},
                      {"proven_optimal", plan.proven_optimal},
-                     {"seconds", plan.seconds},
                      {"nodes", plan.nodes},
                      {"choices", std::move(choices)}};
   return out.dump(2) + "\n";
@@ -136,11 +137,21 @@ Plan read_plan(const std::string& path) {
   for (size_t i = 0; i < choices.size(); ++i) {
     const std::string where = "choices[" + std::to_string(i) + "]: ";
     if (!choices[i].is_object()) throw Error(path, where + "expected a JSON object");
-    p.choices.push_back({get<std::string>(choices[i], "layer", path, where),
-                         get<std::string>(choices[i], "label", path, where),
-                         get<double>(choices[i], "rel_error", path, where),
-                         get<int64_t>(choices[i], "bytes", path, where)});
+    PlanChoice c{get<std::string>(choices[i], "layer", path, where),
+                 get<std::string>(choices[i], "label", path, where),
+                 get<double>(choices[i], "rel_error", path, where),
+                 get<int64_t>(choices[i], "bytes", path, where)};
+    if (c.layer.empty()) throw Error(path, where + "empty \"layer\"");
+    if (!(std::isfinite(c.rel_error) && c.rel_error >= 0))
+      throw Error(path, where + "\"rel_error\" must be finite and ≥ 0, found " +
+                            choices[i]["rel_error"].dump());
+    if (c.bytes < 0) throw Error(path, where + "\"bytes\" must be ≥ 0");
+    p.choices.push_back(std::move(c));
   }
+  for (const auto& [key, v] : {std::pair{"budget_bytes", p.budget_bytes},
+                               {"fixed_bytes", p.fixed_bytes},
+                               {"total_bytes", p.total_bytes}})
+    if (v < 0) throw Error(path, std::string("\"") + key + "\" must be ≥ 0");
   return p;
 }
 

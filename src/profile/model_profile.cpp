@@ -78,6 +78,7 @@ Candidate read_candidate(const Reader& r, const Json& j, const std::string& wher
 LayerProfile read_layer(const Reader& r, const Json& j, const std::string& index_where) {
   LayerProfile l;
   l.name = r.string(j, index_where, "name");
+  if (l.name.empty()) r.fail(index_where, "empty \"name\"");
   const std::string where = index_where + " (\"" + l.name + "\")";
   const Json& shape = r.field(j, where, "shape_out_in");
   if (!shape.is_array() || shape.size() != 2)
@@ -89,6 +90,10 @@ LayerProfile read_layer(const Reader& r, const Json& j, const std::string& index
   if (__builtin_mul_overflow(l.shape_out_in[0], l.shape_out_in[1], &product) || product != l.numel)
     r.fail(where, "\"shape_out_in\" " + shape.dump() +
                       " does not hold \"numel\" = " + std::to_string(l.numel) + " elements");
+  // Byte convention (docs/formats.md): every weight counts 4·numel bytes.
+  if (l.numel > INT64_MAX / 4 || l.dense_bytes != 4 * l.numel)
+    r.fail(where, "\"dense_bytes\" = " + std::to_string(l.dense_bytes) +
+                      " is not 4 · numel = 4 · " + std::to_string(l.numel));
   const Json& cands = r.field(j, where, "candidates");
   if (!cands.is_array()) r.fail(where, "\"candidates\" must be an array");
   if (cands.empty()) r.fail(where, "empty \"candidates\": every layer needs at least one");
@@ -129,6 +134,14 @@ ModelProfile parse_profile(const std::string& text, const std::string& path) {
       r.fail("layers[" + std::to_string(i) + "]", "duplicate layer name \"" + l.name + "\"");
     p.layers.push_back(std::move(l));
   }
+  // dense_bytes covers every weight: the fixed ones and every profiled layer.
+  int64_t parts = p.fixed_bytes;
+  for (const LayerProfile& l : p.layers)
+    if (__builtin_add_overflow(parts, l.dense_bytes, &parts)) parts = INT64_MAX;
+  if (p.dense_bytes < parts)
+    r.fail("",
+           "\"dense_bytes\" = " + std::to_string(p.dense_bytes) +
+               " is less than fixed_bytes + the layers' dense_bytes = " + std::to_string(parts));
   return p;
 }
 
@@ -138,9 +151,13 @@ std::string profile_to_json(const ModelProfile& profile) {
   for (const LayerProfile& l : profile.layers) {
     OJson cands = OJson::array();
     for (const Candidate& c : l.candidates) {
-      OJson cj = {{"label", c.label},   {"rel_error", c.rel_error},
-                  {"bytes", c.bytes},   {"macs", c.macs},
-                  {"params", c.params}, {"encode_seconds", c.encode_seconds}};
+      // No encode_seconds: wall-clock time goes to the log, never to the
+      // artifact (the same inputs give the same bytes on any thread count).
+      OJson cj = {{"label", c.label},
+                  {"rel_error", c.rel_error},
+                  {"bytes", c.bytes},
+                  {"macs", c.macs},
+                  {"params", c.params}};
       if (c.rel_error_activation) cj["rel_error_activation"] = *c.rel_error_activation;
       cands.push_back(std::move(cj));
     }

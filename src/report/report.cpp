@@ -1,5 +1,7 @@
 // make_report (the planner's curve and solver comparison, per-layer rows),
 // report.json and verify.json.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -22,8 +24,11 @@ OJson number(double v) {
   return std::isfinite(v) ? OJson(v) : OJson(nullptr);
 }
 
+/// The number `key` of `j`, finite and within [lo, hi]; NaN when absent or
+/// null and not required.
 double number_field(const Json& j, const char* key, const std::string& where,
-                    const std::string& path, bool required) {
+                    const std::string& path, bool required, double lo = -HUGE_VAL,
+                    double hi = HUGE_VAL) {
   if (!j.contains(key) || j[key].is_null()) {
     if (required) throw Error(path, where + "missing field \"" + key + "\"");
     return kNaN;
@@ -31,6 +36,11 @@ double number_field(const Json& j, const char* key, const std::string& where,
   if (!j[key].is_number()) throw Error(path, where + "\"" + key + "\" must be a number");
   const double v = j[key].get<double>();
   if (!std::isfinite(v)) throw Error(path, where + "\"" + key + "\" must be finite");
+  if (v < lo || v > hi) {
+    const std::string range =
+        std::isinf(hi) ? fmt::format("≥ {}", lo) : fmt::format("in [{}, {}]", lo, hi);
+    throw Error(path, where + "\"" + key + "\" must be " + range + ", found " + j[key].dump());
+  }
   return v;
 }
 
@@ -75,8 +85,8 @@ Verification read_verification(const std::string& path) {
     const std::string where = "outputs[" + std::to_string(i) + "]: ";
     if (!o.is_object()) throw Error(path, where + "expected a JSON object");
     v.outputs.push_back({string_field(o, "name", where, path),
-                         number_field(o, "rel_error", where, path, true),
-                         number_field(o, "cosine", where, path, true)});
+                         number_field(o, "rel_error", where, path, true, 0),
+                         number_field(o, "cosine", where, path, true, -1, 1)});
   }
   if (j.contains("metric") && !j["metric"].is_null()) {
     const Json& m = j["metric"];
@@ -91,8 +101,8 @@ Verification read_verification(const std::string& path) {
     SaliencyCheck sc;
     sc.output = string_field(m, "output", "saliency: ", path);
     sc.threshold = number_field(m, "threshold", "saliency: ", path, true);
-    sc.mae = number_field(m, "mae", "saliency: ", path, true);
-    sc.iou = number_field(m, "iou", "saliency: ", path, true);
+    sc.mae = number_field(m, "mae", "saliency: ", path, true, 0);
+    sc.iou = number_field(m, "iou", "saliency: ", path, true, 0, 1);
     if (!m.contains("inputs") || !m["inputs"].is_array())
       throw Error(path, "saliency: \"inputs\" must be an array");
     for (size_t i = 0; i < m["inputs"].size(); ++i) {
@@ -100,13 +110,13 @@ Verification read_verification(const std::string& path) {
       const std::string where = "saliency: inputs[" + std::to_string(i) + "]: ";
       if (!e.is_object()) throw Error(path, where + "expected a JSON object");
       sc.inputs.push_back({string_field(e, "input", where, path),
-                           number_field(e, "mae", where, path, true),
-                           number_field(e, "iou", where, path, true)});
+                           number_field(e, "mae", where, path, true, 0),
+                           number_field(e, "iou", where, path, true, 0, 1)});
     }
     v.saliency = std::move(sc);
   }
-  v.predicted_error = number_field(j, "predicted_error", "", path, false);
-  v.measured_error = number_field(j, "measured_error", "", path, false);
+  v.predicted_error = number_field(j, "predicted_error", "", path, false, 0);
+  v.measured_error = number_field(j, "measured_error", "", path, false, 0);
   return v;
 }
 

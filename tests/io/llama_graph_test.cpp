@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "llm/stories.h"
 #include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
+#include "tailor/io/atomic_file.h"
 #include "tailor/io/load_model.h"
 #include "tailor/io/npy.h"
 #include "tailor/io/onnx.h"
@@ -299,6 +301,30 @@ TEST(LlamaGraph, RejectsBadInput) {
   odd.n_kv_heads = 3;
   expect_error_naming([&] { llama_graph(ck.weights, odd, ck.pairing, "ck"); }, "ck",
                       "not divisible by n_kv_heads 3");
+}
+
+// A context of 2^31 − 1 built RoPE tables of 2^31 · head_dim floats eagerly
+// (64 GiB each for stories260K): out of memory, or the machine swapping.
+TEST(LlamaGraph, AContextTooLargeForTheRopeTablesIsAOneLineError) {
+  TempDir dir;
+  LlamaConfig c = stories_config();
+  c.seq_len = 2147483647;
+  const std::string gg = dir.file("huge.gguf");
+  write_bytes(gg, build_gguf(c, stories_as_gguf(false, false), false));
+  expect_error_naming([&] { load_llama_graph(gg); }, gg,
+                      "context length 2147483647 is too large: its RoPE tables would hold "
+                      "2147483647 × 8 elements each, more than 134217728 (a context of at most "
+                      "16777216 at head_dim 8)");
+  const std::string hf = dir.file("hf");
+  convert_llama2c_to_hf(kStories, hf);
+  auto config = nlohmann::json::parse(read_file(hf + "/config.json"));
+  config["max_position_embeddings"] = 2147483647;
+  write_bytes(hf + "/config.json", config.dump());
+  expect_error_naming([&] { load_llama_graph(hf); }, hf, "context length 2147483647 is too large");
+  // A large context within the limit still loads.
+  c.seq_len = 1 << 20;
+  write_bytes(gg, build_gguf(c, stories_as_gguf(false, false), false));
+  EXPECT_NO_THROW(load_llama_graph(gg));
 }
 
 }  // namespace

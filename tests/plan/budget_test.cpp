@@ -66,5 +66,15 @@ TEST(PlanBudget, RejectsMalformedBudgets) {
   }
 }
 
+// "0x10" was read as 0 followed by the unit "x10" ("unknown unit"), "1e400"
+// as "no number".
+TEST(PlanBudget, HexadecimalAndOutOfRangeNumbersSayWhatIsWrong) {
+  expect_error_naming([] { parse_budget("0x10"); }, "--budget",
+                      "\"0x10\": hexadecimal numbers are not accepted");
+  for (const char* text : {"1e400", "1e400%", "1e-400MB"})
+    expect_error_naming([&] { parse_budget(text); }, "--budget",
+                        std::string("\"") + text + "\": the number is out of range");
+}
+
 }  // namespace
 }  // namespace tailor::plan

@@ -121,6 +121,20 @@ TEST(PlanJson, ReadPlanRejectsMalformedFiles) {
   expect_error_naming([&] { read_plan(path); }, path, "choices[0]: missing field \"label\"");
   tailor::testing::write_bytes(path, "[1, 2");
   expect_error_naming([&] { read_plan(path); }, path, "not valid JSON");
+  // Accepted before: a negative error, negative bytes, an empty layer name.
+  const std::string head = R"({"model": "m", "budget_bytes": 10, "total_bytes": 5,
+  "solver": "exact", "objective": "numel", "objective_value": 0, "lower_bound": 0,
+  "choices": [)";
+  tailor::testing::write_bytes(
+      path, head + R"({"layer": "a", "label": "int8", "rel_error": -1, "bytes": 1}]})");
+  expect_error_naming([&] { read_plan(path); }, path,
+                      "choices[0]: \"rel_error\" must be finite and ≥ 0, found -1");
+  tailor::testing::write_bytes(
+      path, head + R"({"layer": "", "label": "int8", "rel_error": 0, "bytes": 1}]})");
+  expect_error_naming([&] { read_plan(path); }, path, "choices[0]: empty \"layer\"");
+  tailor::testing::write_bytes(
+      path, head + R"({"layer": "a", "label": "int8", "rel_error": 0, "bytes": -3}]})");
+  expect_error_naming([&] { read_plan(path); }, path, "choices[0]: \"bytes\" must be ≥ 0");
 }
 
 TEST(PlanJson, SolveDispatchesByName) {

@@ -198,5 +198,23 @@ TEST(Verification, ReadsTheFileAndRefusesBadOnes) {
                                dir.file("notjson.json"), "not valid JSON");
 }
 
+// rel_error −1 and cosine 5 were accepted and drawn in the report.
+TEST(Verification, RefusesValuesOutsideTheirRange) {
+  TempDir dir;
+  const std::string path = dir.file("v.json");
+  auto refused = [&](const std::string& json, const std::string& needle) {
+    testing::write_bytes(path, json);
+    testing::expect_error_naming([&] { read_verification(path); }, path, needle);
+  };
+  refused(R"({"outputs": [{"name": "y", "rel_error": -1, "cosine": 0.5}]})",
+          "outputs[0]: \"rel_error\" must be ≥ 0, found -1");
+  refused(R"({"outputs": [{"name": "y", "rel_error": 0.1, "cosine": 5}]})",
+          "outputs[0]: \"cosine\" must be in [-1, 1], found 5");
+  refused(R"({"outputs": [], "measured_error": -0.5})", "\"measured_error\" must be ≥ 0");
+  refused(R"({"outputs": [], "saliency": {"output": "m", "threshold": 0.5, "mae": 0.1,
+          "iou": 1.5, "inputs": []}})",
+          "saliency: \"iou\" must be in [0, 1], found 1.5");
+}
+
 }  // namespace
 }  // namespace tailor::report

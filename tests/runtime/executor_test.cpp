@@ -92,5 +92,30 @@ TEST(Executor, OutOfOrderGraphIsRefused) {
   expect_error_naming([&] { runtime::Executor ex(m); }, "bad.onnx", "'a'");
 }
 
+// A Conv fused with its bias and Relu (and moved to channels-last) used to
+// fail under the internal node's name ("conv_epilogue_y", "y_conv_nhwc").
+TEST(Executor, AFusedConvFailingAtRunTimeNamesTheModelsNode) {
+  graph::Model m;
+  m.opset = 13;
+  m.graph.inputs = {"x"};
+  m.graph.types["x"] =
+      graph::ValueType{DType::f32, graph::SymShape{graph::Dim::known(1), graph::Dim::named("c"),
+                                                   graph::Dim::known(8), graph::Dim::known(8)}};
+  m.graph.add_initializer("w", f32({4, 3, 3, 3}, std::vector<float>(108, 0.5f)));
+  m.graph.add_initializer("b", f32({4}, {1, 2, 3, 4}));
+  m.graph.nodes = {node("Conv", "stem_conv", {"x", "w", "b"}, {"c1"}),
+                   node("Relu", "stem_relu", {"c1"}, {"y"})};
+  m.graph.outputs = {"y"};
+  runtime::Executor ex(m);
+  EXPECT_EQ(
+      ex.run({{"x", f32({1, 3, 8, 8}, std::vector<float>(192, 1.0f))}}).at("y").to_f32_vector()[0],
+      1 + 0.5f * 27);  // no padding: the whole 3×3×3 window of ones, + b[0]
+  expect_error_naming(
+      [&] {
+        ex.run({{"x", f32({1, 2, 8, 8}, std::vector<float>(128))}});
+      },
+      "'stem_conv'", "");
+}
+
 }  // namespace
 }  // namespace tailor::testing

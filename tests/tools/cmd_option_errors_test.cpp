@@ -2,6 +2,7 @@
 // the option or file, exit code 2, and no output folder left behind.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "graph/passes/pass_test_util.h"
@@ -68,6 +69,36 @@ TEST(CmdOptionErrors, TuneAndTuneTrainNameAnOutputFolderTheyCannotCreate) {
         << cmd << "\n"
         << r.output;
   }
+}
+
+/// The output is exactly one line and starts with `prefix`.
+void expect_one_line(const CommandResult& r, const std::string& prefix) {
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output.rfind(prefix, 0), 0u) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+// Parse errors were CLI11's two lines without the prefix; `tailor bogus` said
+// only "A subcommand is required".
+TEST(CmdOptionErrors, CommandLineErrorsAreOneLineNamingTheCommand) {
+  expect_one_line(run_cli("bogus"), "tailor: error: unknown command 'bogus' (commands: inspect, ");
+  expect_one_line(run_cli(""), "tailor: error: A subcommand is required (inspect, ");
+  expect_one_line(run_cli("compress"), "tailor: error: compress: MODEL is required");
+  expect_one_line(run_cli("plan p.json --budget 1% --seed x"), "tailor: error: plan: ");
+  const CommandResult help = run_cli("compress --help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_NE(help.output.find("--budget"), std::string::npos) << help.output;
+}
+
+// "0x10" said "unknown unit \"x10\"" and "1e400" said "no number".
+TEST(CmdOptionErrors, CompressBudgetInHexadecimalOrOutOfRangeIsNamed) {
+  TempDir dir;
+  const std::string model = dir.file("m.onnx"), out = dir.file("out");
+  write_bytes(model, "not read");
+  expect_refused("compress " + model + " --budget 0x10 -o " + out,
+                 "--budget: cannot read \"0x10\": hexadecimal numbers are not accepted", out);
+  expect_refused("compress " + model + " --budget 1e400 -o " + out,
+                 "--budget: cannot read \"1e400\": the number is out of range", out);
 }
 
 }  // namespace

@@ -165,7 +165,8 @@ void add_compress(CLI::App& app) {
   cmd->add_option("--threads", o.threads, "Worker threads (0: all cores)")->capture_default_str();
   cmd->add_flag("--no-cache", no_cache, "Do not read or store the profile cache");
   cmd->add_option("--ocr-lines", o.ocr_lines,
-                  "OCR fixture folder for a PaddleOCR recogniser (default tests/fixtures/ocr)");
+                  "OCR fixture folder for a PaddleOCR recogniser (default: the fixtures installed "
+                  "with tailor, share/tailor/ocr; not the working folder)");
   cmd->add_option("--ocr-keys", o.ocr_keys,
                   "PaddleOCR key file (default ppocr_keys_v1.txt beside the model)");
   cmd->add_option("--inputs", o.random_inputs, "Random verification inputs when none are given")

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "format.h"
 #include "tailor/core/error.h"
 
 namespace {
@@ -21,6 +22,33 @@ void default_to_passive_openmp_waiting(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
   if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
   execv("/proc/self/exe", argv);
+}
+
+/// The subcommands' names, comma-separated.
+std::string command_names(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+bool is_command(const CLI::App& app, const std::string& word) {
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->check_name(word)) return true;
+  return false;
+}
+
+/// A command-line error as one line: "tailor: error: [COMMAND: ]MESSAGE".
+int parse_error(const CLI::App& app, const CLI::ParseError& e) {
+  std::string where;
+  for (const CLI::App* sub : app.get_subcommands()) where = sub->get_name() + ": ";
+  std::string what = e.what();
+  for (char& c : what)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (what == "A subcommand is required") what += " (" + command_names(app) + ")";
+  std::fprintf(stderr, "tailor: error: %s%s (see tailor %s--help)\n", where.c_str(), what.c_str(),
+               where.empty() ? "" : (where.substr(0, where.size() - 2) + " ").c_str());
+  return 2;
 }
 
 }  // namespace
@@ -41,12 +69,22 @@ int main(int argc, char** argv) {
   tailor::cli::add_tune_train(app);
   tailor::cli::add_compress(app);
   app.set_version_flag("--version", std::string("tailor ") + TAILOR_VERSION);
+  // An unknown first word is named (CLI11 says only "A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    if (!is_command(app, word)) {
+      std::fprintf(stderr, "tailor: error: unknown command '%s' (commands: %s)\n",
+                   tailor::cli::printable(word).c_str(), command_names(app).c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
     std::cout.flush();
     if (!std::cout) throw tailor::Error("standard output", "write failed");
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    return parse_error(app, e);
   } catch (const tailor::Error& e) {
     std::fprintf(stderr, "tailor: error: %s\n", e.what());
     return 2;

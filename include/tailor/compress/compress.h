@@ -81,10 +81,13 @@ struct CompressOptions {
   int threads = 0;
   /// Reuse / store the profile in the profile cache (profile_cache.h).
   bool cache = true;
-  /// OCR fixture folder (labels.tsv + PNG lines); empty: tests/fixtures/ocr
-  /// when it exists in the working directory.
+  /// OCR fixture folder (labels.tsv + PNG lines); empty: the fixtures shipped
+  /// with tailor (share/tailor/ocr beside the installed executable, else the
+  /// source tree's tests/fixtures/ocr), never the working folder. A folder
+  /// given here without labels.tsv is an Error naming it.
   std::string ocr_lines;
-  /// PaddleOCR key file; empty: ppocr_keys_v1.txt beside the model.
+  /// PaddleOCR key file; empty: ppocr_keys_v1.txt beside the model. Given
+  /// (or --ocr-lines given) for a model the OCR check cannot run on: Error.
   std::string ocr_keys;
   /// Random inputs when there are no calibration inputs and no task fixtures.
   int random_inputs = 4;

@@ -38,6 +38,8 @@ struct Plan {
   /// objective_value − lower_bound (absolute, in objective units).
   double gap = 0;
   bool proven_optimal = false;
+  /// Solver wall-clock seconds: for the log and the report, never written to
+  /// plan.json (artifacts are byte-reproducible).
   double seconds = 0;
   int64_t nodes = 0;
   std::vector<PlanChoice> choices;

@@ -23,7 +23,8 @@ struct Candidate {
   int64_t macs = 0;
   /// Stored parameters (elements of all stored tensors; 0 when not recorded).
   int64_t params = 0;
-  /// Wall-clock seconds the encoding took (0 when not recorded).
+  /// Wall-clock seconds the encoding took (0 when not recorded): shown in the
+  /// log, never written to profile.json (artifacts are byte-reproducible).
   double encode_seconds = 0;
   /// Activation-aware relative error (DESIGN.md: the calibration-weighted
   /// norm), present only when the profile was made with calibration data.

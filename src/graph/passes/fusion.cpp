@@ -61,7 +61,11 @@ void claim(FusionScope& s, FusionMatch m, std::vector<Proposal>& out) {
   p.cand.kind = m.kind;
   for (size_t i : m.members) p.cand.nodes.push_back(s.g.node_label(i));
   p.cand.id = m.kind + ":" + m.fused.outputs[0];
-  m.fused.name = s.names.fresh(m.kind + "_" + m.fused.outputs[0]);
+  // The fused node takes the name of its first member (the Conv, Gemm or
+  // MatMul of an epilogue), which it replaces: errors at run time name the
+  // model's node. An unnamed first member gets a fresh name.
+  const std::string& first = s.g.nodes[m.members.front()].name;
+  m.fused.name = !first.empty() ? first : s.names.fresh(m.kind + "_" + m.fused.outputs[0]);
   s.claimed.insert(m.members.begin(), m.members.end());
   p.match = std::move(m);
   out.push_back(std::move(p));

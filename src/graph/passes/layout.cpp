@@ -67,7 +67,9 @@ void convert(Graph& g, NameGen& names) {
     }
     Node t1 = make_node("Transpose", names.fresh(xt), {x}, {xt});
     t1.set("perm", Attribute::of_ints(kToNhwc));
-    Node c = make_node("ConvNhwc", names.fresh(y + "_conv_nhwc"), {xt, wn}, {yt}, "ai.tailor");
+    // The model's node name is kept (it replaces that node): errors name it.
+    Node c = make_node("ConvNhwc", !n.name.empty() ? n.name : names.fresh(y + "_conv_nhwc"),
+                       {xt, wn}, {yt}, "ai.tailor");
     if (n.inputs.size() > 2 && !n.inputs[2].empty()) c.inputs.push_back(n.inputs[2]);
     const std::vector<int64_t> st = n.attr_ints("strides", {1, 1}),
                                dil = n.attr_ints("dilations", {1, 1});
