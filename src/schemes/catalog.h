@@ -7,6 +7,7 @@ namespace tailor::schemes::detail {
 
 extern const SchemeTraits kDenseTraits;        // dense.cpp
 extern const SchemeTraits kInt8Traits;         // int8.cpp
+extern const SchemeTraits kInt8A8Traits;       // int8.cpp
 extern const SchemeTraits kInt4Traits;         // int4.cpp
 extern const SchemeTraits kInt3Traits;         // int3.cpp
 extern const SchemeTraits kInt4GroupedTraits;  // int4_grouped.cpp

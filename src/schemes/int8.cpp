@@ -1,5 +1,8 @@
 // `int8`: symmetric per-output-channel 8-bit quantization with f16 scales
-// (DESIGN.md): L = 127, one scale per row.
+// (DESIGN.md): L = 127, one scale per row. `int8-a8`: the same stored weight,
+// multiplied with activations quantized to int8 per row at run time (W8A8,
+// kernels::q8_q8_gemm_*): a candidate of its own, since activation rounding
+// changes the outputs.
 #include "catalog.h"
 #include "common.h"
 #include "quantized.h"
@@ -16,6 +19,19 @@ const SchemeTraits kInt8Traits{
     .bytes = [](const Shape& s, const SchemeParams&) { return quantized_bytes(s, 8, 0); },
     .encode = [](const Tensor& w,
                  const SchemeParams&) { return quantize_symmetric(w, "int8", 8, 0); },
+};
+
+const SchemeTraits kInt8A8Traits{
+    .kind = SchemeKind::int8_a8,
+    .pattern = "int8-a8",
+    .reference =
+        "int8 weights (as int8) × int8 activations, s_x = max|x|/127 per row at run time "
+        "(W8A8, LLM.int8()/SmoothQuant-style dynamic per-token quantization without outliers)",
+    .label = [](const SchemeParams&) { return std::string("int8-a8"); },
+    .applicable = [](const Shape& s, const SchemeParams&) { return is_weight_shape(s); },
+    .bytes = [](const Shape& s, const SchemeParams&) { return quantized_bytes(s, 8, 0); },
+    .encode = [](const Tensor& w,
+                 const SchemeParams&) { return quantize_symmetric(w, "int8-a8", 8, 0, true); },
 };
 
 }  // namespace tailor::schemes::detail

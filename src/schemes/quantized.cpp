@@ -14,10 +14,14 @@
 namespace tailor::schemes::detail {
 
 QuantizedWeight::QuantizedWeight(std::string label, int64_t out, int64_t in, int bits,
-                                 int64_t group, Tensor codes, Tensor scales)
+                                 int64_t group, Tensor codes, Tensor scales, bool act8)
     : Encoded(std::move(label), out, in, {{"q", std::move(codes)}, {"scale", std::move(scales)}}),
       bits_(bits),
-      group_(group) {}
+      group_(group),
+      act8_(act8) {
+  check(!act8 || (bits == 8 && group >= in), this->label(),
+        "activation quantization needs per-channel int8 codes");
+}
 
 Tensor QuantizedWeight::decode() const {
   const Tensor& q = factor("q");
@@ -49,12 +53,13 @@ Tensor QuantizedWeight::matmul(const Tensor& x) const {
   a.x = xc.data<float>();
   a.batch = batch;
   a.y = y.mutable_data<float>();
-  kernels::best_gemm_kernels().packed(bits_)(a);
+  const kernels::GemmKernels& k = kernels::best_gemm_kernels();
+  (act8_ ? k.q8q8 : k.packed(bits_))(a);
   return y;
 }
 
 std::unique_ptr<Encoded> quantize_symmetric(const Tensor& w, const std::string& label, int bits,
-                                            int64_t group) {
+                                            int64_t group, bool act8) {
   const Tensor m = weight_matrix(w, label);
   const int64_t out = m.dim(0), in = m.dim(1);
   const bool per_channel = group == 0;
@@ -89,7 +94,7 @@ std::unique_ptr<Encoded> quantize_symmetric(const Tensor& w, const std::string& 
     }
   }
   return std::make_unique<QuantizedWeight>(label, out, in, bits, group, std::move(codes),
-                                           std::move(scales));
+                                           std::move(scales), act8);
 }
 
 uint64_t quantized_bytes(const Shape& shape, int bits, int64_t group) {

@@ -13,11 +13,11 @@
 namespace tailor::schemes {
 namespace {
 
-constexpr std::array<const SchemeTraits*, 11> kAll{
-    &detail::kDenseTraits,    &detail::kInt8Traits,        &detail::kInt4Traits,
-    &detail::kInt3Traits,     &detail::kInt4GroupedTraits, &detail::kTernaryTraits,
-    &detail::kSparse24Traits, &detail::kLowRankTraits,     &detail::kMonarchTraits,
-    &detail::kTuckerTraits,   &detail::kTtTraits};
+constexpr std::array<const SchemeTraits*, 12> kAll{
+    &detail::kDenseTraits,   &detail::kInt8Traits,     &detail::kInt8A8Traits,
+    &detail::kInt4Traits,    &detail::kInt3Traits,     &detail::kInt4GroupedTraits,
+    &detail::kTernaryTraits, &detail::kSparse24Traits, &detail::kLowRankTraits,
+    &detail::kMonarchTraits, &detail::kTuckerTraits,   &detail::kTtTraits};
 
 // A positive decimal integer, the whole of `s`.
 bool parse_positive(std::string_view s, int64_t& value) {

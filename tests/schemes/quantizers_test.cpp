@@ -4,6 +4,7 @@
 // the comments from DESIGN.md's definitions, not read back from the code.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -27,6 +28,38 @@ std::vector<uint8_t> bytes_of(const Tensor& t) {
 std::vector<uint16_t> halves(const Tensor& t) {
   const uint16_t* p = t.data<uint16_t>();
   return {p, p + t.numel()};
+}
+
+TEST(Int8A8, SameWeightsActivationsRoundedPerRow) {
+  // Weights: row 0 max 127·2⁻⁷ → s = 2⁻⁷ (exact in f16), q = [127, −64, 32];
+  // row 1 max 127·2⁻⁶ → s = 2⁻⁶, q = [127, 32, −64]. Stored as int8's.
+  const std::vector<float> w{0.9921875f, -0.5f, 0.25f, 1.984375f, 0.5f, -1.0f};
+  auto a8 = encode("int8-a8", {2, 3}, w);
+  auto i8 = encode("int8", {2, 3}, w);
+  EXPECT_EQ(a8->label(), "int8-a8");
+  EXPECT_EQ(bytes_of(a8->factor("q")), bytes_of(i8->factor("q")));
+  EXPECT_EQ(halves(a8->factor("scale")), (std::vector<uint16_t>{0x2000, 0x2400}));
+  EXPECT_EQ(a8->decode().to_f32_vector(), i8->decode().to_f32_vector());
+  EXPECT_EQ(a8->bytes(), i8->bytes());
+  EXPECT_EQ(parse_scheme("int8-a8").predicted_bytes({2, 3}), 6u + 2 * 2);
+  // X row 0 = [127, −50.4, 2.5]: max 127 → s_x = 1, qx = [127, −50, 3] (2.5
+  // rounds away from zero). Row 1 = [63.5, −127, −0.5]: s_x = 1, qx = [64, −127, −1].
+  //   Y00 = (127·127 + 50·64 + 3·32)·2⁻⁷ = 19425/128 = 151.7578125
+  //   Y01 = (127·127 − 50·32 − 3·64)·2⁻⁶ = 14337/64 = 224.015625
+  //   Y10 = (64·127 + 127·64 − 32)·2⁻⁷ = 16224/128 = 126.75
+  //   Y11 = (64·127 − 127·32 + 64)·2⁻⁶ = 4128/64 = 64.5
+  // int8 (f32 activations) gives Y00 = 126.0078125 + 25.2 + 0.625 = 151.83…: the rounding shows.
+  const std::vector<float> xv{127, -50.4f, 2.5f, 63.5f, -127, -0.5f};
+  const Tensor x = Tensor::from_f32({2, 3}, xv);
+  EXPECT_EQ(a8->matmul(x).to_f32_vector(),
+            (std::vector<float>{151.7578125f, 224.015625f, 126.75f, 64.5f}));
+  EXPECT_NEAR(i8->matmul(x).to_f32_vector()[0], 151.8328125, 1e-4);
+  // An all-zero row of X gives 0; a NaN in a row gives a row of NaN.
+  const std::vector<float> xz{0, 0, 0, 1, std::nanf(""), 1};
+  const std::vector<float> y0 = a8->matmul(Tensor::from_f32({2, 3}, xz)).to_f32_vector();
+  EXPECT_EQ(y0[0], 0.0f);
+  EXPECT_EQ(y0[1], 0.0f);
+  EXPECT_TRUE(std::isnan(y0[2]) && std::isnan(y0[3]));
 }
 
 TEST(Int8, ZeroRowOutlierAndNegativeTies) {

@@ -58,13 +58,13 @@ const std::vector<Shape> kShapes = [] {
 
 TEST(Schemes, ApplicabilityPerShape) {
   const std::vector<int64_t> ranks{1, 2};
-  // dense, int8, int4, int3, int4-g32/64/128, ternary, sparse-2:4, lowrank ×2,
-  // monarch (square n = m² only), tucker, tt.
-  EXPECT_EQ(applicable_schemes({16, 16}, ranks).size(), 14u);
-  EXPECT_EQ(applicable_schemes({7, 13}, ranks).size(), 13u);
-  EXPECT_EQ(applicable_schemes({1, 1}, ranks).size(), 13u);  // rank 2 > min side; monarch m = 1
+  // dense, int8, int8-a8, int4, int3, int4-g32/64/128, ternary, sparse-2:4,
+  // lowrank ×2, monarch (square n = m² only), tucker, tt.
+  EXPECT_EQ(applicable_schemes({16, 16}, ranks).size(), 15u);
+  EXPECT_EQ(applicable_schemes({7, 13}, ranks).size(), 14u);
+  EXPECT_EQ(applicable_schemes({1, 1}, ranks).size(), 14u);  // rank 2 > min side; monarch m = 1
   EXPECT_EQ(applicable_schemes({5}, ranks).size(), 0u);
-  EXPECT_EQ(all_schemes().size(), 11u);
+  EXPECT_EQ(all_schemes().size(), 12u);
   EXPECT_EQ(default_ranks({4096, 4096}),
             (std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512, 1024}));
   EXPECT_EQ(default_ranks({64, 64}), (std::vector<int64_t>{8, 16}));
@@ -108,9 +108,13 @@ TEST(Schemes, EverySchemeThroughTheSameChecks) {
       EXPECT_TRUE(std::isfinite(err));
       EXPECT_LE(err, 1.0 + 1e-6);
 
+      // int8-a8 also rounds X to 255 levels per row (|error| ≤ max|x|/254 an
+      // element, ~0.5% of Y on normal data; its exact definition is tested in
+      // quantizers_test.cpp and gemm_kernels_test.cpp); the others only round in f32.
+      const double tol = s.kind() == SchemeKind::int8_a8 ? 2e-2 : 1e-5;
       for (int64_t batch : {1, 5, 17}) {
         const Tensor x = random_tensor({batch, in}, ++seed);
-        EXPECT_LT(matmul_gap(*e, x), 1e-5) << "batch " << batch;
+        EXPECT_LT(matmul_gap(*e, x), tol) << "batch " << batch;
         EXPECT_EQ(e->matmul(x).shape(), (Shape{batch, out}));
         EXPECT_GT(e->macs(batch), 0);
         EXPECT_EQ(e->macs(batch), batch * e->macs(1));

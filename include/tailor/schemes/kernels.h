@@ -61,6 +61,19 @@ void q3_f32_gemm_ref(const PackedGemmArgs& args);
 void q2_f32_gemm_ref(const PackedGemmArgs& args);
 void s24_f32_gemm_ref(const Sparse24GemmArgs& args);
 
+/// W8A8: int8 weights × int8 activations quantized per row at run time.
+/// Each row b of X becomes qx[b, j] = clamp(round_half_away(x[b, j]/s_x[b]),
+/// −127, 127) with s_x[b] = max_j abs(x[b, j])/127 in f32 (round_half_away as
+/// the int8 encoder's; a row whose s_x is 0 gives qx = 0). Then
+///   Y[b, o] = f32(Σ_j qx[b, j]·q[o, j]) · (s_x[b]·f16(scales[o]))
+/// with the integer sum exact (int64) and the last two products in f32, in
+/// this order, so every kernel gives the same bits. A row of X holding a NaN
+/// or an infinity gives a row of NaN. Codes are int8 [out, in] (any value,
+/// −128 included); per channel only: `group` must be ≥ `in` (tailor::Error
+/// otherwise). This changes the arithmetic (activation rounding): it is the
+/// scheme `int8-a8`, not a faster `int8`.
+void q8_q8_gemm_ref(const PackedGemmArgs& args);
+
 /// AVX2/FMA/F16C versions (built when the compiler targets AVX2, e.g.
 /// -march=x86-64-v3): output rows split across OpenMP threads (OMP_NUM_THREADS
 /// bounds them); batches up to 8 fuse decoding into the dot products, larger
@@ -71,6 +84,13 @@ void q4_f32_gemm_avx2(const PackedGemmArgs& args);
 void q3_f32_gemm_avx2(const PackedGemmArgs& args);
 void q2_f32_gemm_avx2(const PackedGemmArgs& args);
 void s24_f32_gemm_avx2(const Sparse24GemmArgs& args);
+/// W8A8 on AVX2 integer dot products: 32 codes per step by VPMADDUBSW (u8 ×
+/// s8 → pairs summed in s16) and VPMADDWD (pairs → s32). VPMADDUBSW saturates
+/// its s16 pair sums, so the unsigned operand is abs(q) (≤ 128) and the signed
+/// one qx with q's sign (VPSIGNB: |qx| ≤ 127, so never −128): a pair sum is
+/// at most 2·128·127 = 32512 < 2^15, exact (the sign trick). 4×2 register
+/// tiles of X rows × Ŵ rows; int32 lanes are reduced every 2^16 inputs.
+void q8_q8_gemm_avx2(const PackedGemmArgs& args);
 
 /// Instruction sets a kernel table exists for (tailor/core/cpu.h, shared with
 /// the runtime kernels' registry).
@@ -84,6 +104,7 @@ struct GemmKernels {
   PackedGemmFn q3;
   PackedGemmFn q2;
   Sparse24GemmFn s24;
+  PackedGemmFn q8q8;  ///< W8A8 (q8_q8_gemm_*)
 
   /// The packed kernel for `bits` (8, 4, 3 or 2); throws tailor::Error otherwise.
   PackedGemmFn packed(int bits) const;

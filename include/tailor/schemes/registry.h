@@ -11,14 +11,14 @@
 
 namespace tailor::schemes {
 
-/// The traits of every scheme, in catalog order: dense, int8, int4, int3,
+/// The traits of every scheme, in catalog order: dense, int8, int8-a8, int4, int3,
 /// int4-g{G}, ternary, sparse-2:4, lowrank-r{R}, monarch, tucker, tt.
 std::span<const SchemeTraits* const> all_schemes();
 
 /// The traits of `kind`.
 const SchemeTraits& scheme_traits(SchemeKind kind);
 
-/// Parses a label: "dense", "int8", "int4", "int3", "int4-g32", "int4-g64",
+/// Parses a label: "dense", "int8", "int8-a8", "int4", "int3", "int4-g32", "int4-g64",
 /// "int4-g128", "ternary", "sparse-2:4", "lowrank-r{R}" (R ≥ 1, decimal),
 /// "monarch", "tucker", "tt". Other parameters take `defaults`' values.
 /// Throws tailor::Error naming the label and listing the known ones.

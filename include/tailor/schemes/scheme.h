@@ -83,6 +83,7 @@ class Encoded {
 enum class SchemeKind {
   dense,
   int8,
+  int8_a8,
   int4,
   int3,
   int4_grouped,

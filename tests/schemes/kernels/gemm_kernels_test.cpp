@@ -21,7 +21,8 @@ struct Case {
 
 const std::vector<Case> kCases{{7, 13, 0},    {5, 129, 32},   {9, 64, 64},  {3, 200, 128},
                                {4, 7, 32},    {6, 1, 0},      {11, 40, 32}, {2, 31, 0},
-                               {300, 260, 0}, {260, 300, 64}, {9, 257, 0},  {7, 263, 128}};
+                               {300, 260, 0}, {260, 300, 64}, {9, 257, 0},  {7, 263, 128},
+                               {6, 200, 32},  {3, 64, 32}};
 const std::vector<int64_t> kBatches{1, 2, 4, 5, 9, 16};
 
 std::vector<float> normals(int64_t n, Rng& rng) {
@@ -106,12 +107,71 @@ TEST_F(GemmKernels, Sparse24Avx2MatchesReference) {
     }
 }
 
+// W8A8: integer dot products, so the AVX2 kernel equals the reference bit for
+// bit (both quantize X with the same f32 operations); all 256 code values,
+// tails of the 32-input step and of the 4×2 tiles, zero and non-finite rows.
+TEST_F(GemmKernels, W8A8Avx2EqualsReference) {
+  Rng rng(79);
+  for (const Case& c : kCases)
+    for (int64_t batch : kBatches) {
+      SCOPED_TRACE(::testing::Message() << c.out << "x" << c.in << " batch " << batch);
+      std::vector<uint8_t> codes(static_cast<size_t>(c.out * c.in));
+      for (uint8_t& b : codes) b = static_cast<uint8_t>(rng.next_u64());
+      std::vector<uint16_t> scales(static_cast<size_t>(c.out));
+      for (uint16_t& s : scales) s = f32_to_f16(static_cast<float>(0.01 + rng.uniform(0, 1)));
+      std::vector<float> x = normals(batch * c.in, rng);
+      if (batch >= 4) {
+        std::fill_n(x.begin() + c.in, c.in, 0.0f);  // row 1: zero
+        x[static_cast<size_t>(2 * c.in + c.in / 2)] = std::nanf("");
+        x[static_cast<size_t>(3 * c.in)] = -INFINITY;
+      }
+      std::vector<float> want(static_cast<size_t>(batch * c.out), -1.0f), got = want;
+      PackedGemmArgs a{codes.data(), codes.size(), scales.data(), c.out,      c.in,
+                       c.in,         x.data(),     batch,         want.data()};
+      q8_q8_gemm_ref(a);
+      a.y = got.data();
+      gemm_kernels(Isa::avx2).q8q8(a);
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << i;
+        } else {
+          EXPECT_EQ(got[i], want[i]) << i;
+        }
+      }
+      if (batch >= 4) {
+        EXPECT_EQ(want[static_cast<size_t>(c.out)], 0.0f);
+        EXPECT_TRUE(std::isnan(want[static_cast<size_t>(2 * c.out)]));
+        EXPECT_TRUE(std::isnan(want[static_cast<size_t>(3 * c.out)]));
+      }
+    }
+  // Long rows: more than one 2^16-input int32 pass, every code −128 against
+  // activations all at +127 (the largest products): exact in int64.
+  const int64_t in = (int64_t{1} << 17) + 40;
+  std::vector<uint8_t> codes(static_cast<size_t>(2 * in), 0x80);
+  std::vector<uint16_t> scales(2, f32_to_f16(1.0f));
+  std::vector<float> x(static_cast<size_t>(in), 1.0f), want(2), got(2);
+  PackedGemmArgs a{codes.data(), codes.size(), scales.data(), 2, in, in, x.data(), 1, want.data()};
+  q8_q8_gemm_ref(a);
+  a.y = got.data();
+  gemm_kernels(Isa::avx2).q8q8(a);
+  // qx = 127, s_x = 1/127: Y = f32(−128·127·in)·(1/127).
+  const float expect = static_cast<float>(-128 * 127 * in) * (1.0f / 127.0f);
+  EXPECT_EQ(want[0], expect);
+  EXPECT_EQ(got[0], expect);
+  EXPECT_EQ(got[1], expect);
+  a.group = 32;
+  EXPECT_THROW(q8_q8_gemm_ref(a), Error);
+  EXPECT_THROW(gemm_kernels(Isa::avx2).q8q8(a), Error);
+}
+
 TEST_F(GemmKernels, RegistryPicksAvx2WhereAvailable) {
   // AVX2 unless TAILOR_KERNELS forces another table (tailor/core/cpu.h).
   const Isa want = forced_isa().value_or(Isa::avx2);
   EXPECT_EQ(best_gemm_kernels().isa, want);
   EXPECT_EQ(best_gemm_kernels().q4, gemm_kernels(want).q4);
   EXPECT_EQ(gemm_kernels(Isa::ref).q4, &q4_f32_gemm_ref);
+  EXPECT_EQ(gemm_kernels(Isa::ref).q8q8, &q8_q8_gemm_ref);
+  EXPECT_EQ(best_gemm_kernels().q8q8, gemm_kernels(want).q8q8);
   EXPECT_NE(gemm_kernels(Isa::avx2).q4, gemm_kernels(Isa::ref).q4);
   EXPECT_THROW(best_gemm_kernels().packed(5), Error);
 }

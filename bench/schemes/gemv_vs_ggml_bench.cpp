@@ -1,0 +1,202 @@
+// Batch-1 GEMV (LLM decode) on a 4096×14336 weight, tailor's packed kernels
+// against ggml's q8_0 / q4_0 mat-vec and the machine's streaming-read
+// bandwidth, each at 1 and 2 threads, in one run.
+//
+//   TAILOR_GGML_DIR=/tmp/ggml/build/src build/gemv_vs_ggml_bench \
+//       --benchmark_enable_random_interleaving=true --benchmark_repetitions=5 \
+//       --benchmark_report_aggregates_only=true
+//
+// TAILOR_GGML_DIR names a folder holding a ggml build's libggml-base.so and
+// libggml-cpu.so (a shared build of github.com/ggml-org/ggml, never part of
+// tailor); without it only tailor and the bandwidth are timed. ggml is
+// reached through dlopen and its public C API (ggml.h, ggml-cpu.h): a
+// context, one ggml_mul_mat of the quantized weight by an f32 vector (ggml
+// quantizes the vector to its q8 block format inside, as in decode) and
+// ggml_graph_compute_with_ctx with n_threads.
+//
+// Shapes: W [out, in] = [4096, 14336] (a down projection) and [14336, 4096]
+// (up/gate); ggml's tensor is ne0 = in, ne1 = out. Counters: weight_GB/s =
+// stored weight bytes per second (each GEMV reads every byte once); read_GB/s
+// of BM_StreamRead = bytes summed per second.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tailor/core/rng.h"
+#include "tailor/schemes/registry.h"
+
+namespace {
+
+using tailor::Tensor;
+using tailor::schemes::Encoded;
+
+const std::vector<float>& values(int64_t n, uint64_t seed) {
+  static std::map<std::pair<int64_t, uint64_t>, std::vector<float>> cache;
+  auto& v = cache[{n, seed}];
+  if (v.empty()) {
+    tailor::Rng rng(seed);
+    v.resize(static_cast<size_t>(n));
+    for (float& x : v) x = static_cast<float>(0.02 * rng.normal());
+  }
+  return v;
+}
+
+// W [out, in] drawn once per shape (seed 1); X [1, in] (seed 2).
+const Encoded& encoded(const std::string& label, int64_t out, int64_t in) {
+  static std::map<std::string, std::unique_ptr<Encoded>> cache;
+  auto& e = cache[label + "/" + std::to_string(out) + "x" + std::to_string(in)];
+  if (!e)
+    e = tailor::schemes::parse_scheme(label).encode(
+        Tensor::from_f32({out, in}, values(out * in, 1)));
+  return *e;
+}
+
+void set_gbs(benchmark::State& state, double bytes) {
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_TailorGemv(benchmark::State& state, std::string label) {
+  const int64_t out = state.range(0), in = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  const Encoded& e = encoded(label, out, in);
+  const Tensor x = Tensor::from_f32({1, in}, values(in, 2));
+  omp_set_num_threads(threads);
+  for (auto _ : state) {
+    Tensor y = e.matmul(x);
+    benchmark::DoNotOptimize(y.raw());
+  }
+  set_gbs(state, static_cast<double>(e.bytes()));
+  state.SetLabel(std::to_string(e.bytes()) + " B");
+}
+
+// Sum of 256 MiB of f32 (far beyond the caches) on `threads` OpenMP threads.
+void BM_StreamRead(benchmark::State& state) {
+  const int64_t n = int64_t{64} << 20;
+  static std::vector<float> buf(static_cast<size_t>(n), 1.0f);
+  omp_set_num_threads(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    float total = 0;
+#pragma omp parallel for simd reduction(+ : total) schedule(static)
+    for (int64_t i = 0; i < n; ++i) total += buf[static_cast<size_t>(i)];
+    benchmark::DoNotOptimize(total);
+  }
+  state.counters["read_GB/s"] =
+      benchmark::Counter(4.0 * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The part of ggml's public C API the bench calls, resolved with dlsym.
+struct GgmlInitParams {
+  size_t mem_size;
+  void* mem_buffer;
+  bool no_alloc;
+};
+struct Ggml {
+  void* (*init)(GgmlInitParams) = nullptr;
+  void (*free)(void*) = nullptr;
+  void* (*new_tensor_2d)(void*, int, int64_t, int64_t) = nullptr;
+  void* (*mul_mat)(void*, void*, void*) = nullptr;
+  void* (*new_graph)(void*) = nullptr;
+  void (*build_forward_expand)(void*, void*) = nullptr;
+  int (*compute)(void*, void*, int) = nullptr;
+  void* (*get_data)(const void*) = nullptr;
+  size_t (*row_size)(int, int64_t) = nullptr;
+  size_t (*quantize_chunk)(int, const float*, void*, int64_t, int64_t, int64_t,
+                           const float*) = nullptr;
+  void (*cpu_init)() = nullptr;
+};
+constexpr int kGgmlF32 = 0, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8;  // enum ggml_type
+
+const Ggml* ggml() {
+  static const std::unique_ptr<Ggml> g = []() -> std::unique_ptr<Ggml> {
+    const char* dir = std::getenv("TAILOR_GGML_DIR");
+    if (!dir || !*dir) return nullptr;
+    const std::string d = dir;
+    void* base = dlopen((d + "/libggml-base.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
+    void* cpu = base ? dlopen((d + "/libggml-cpu.so").c_str(), RTLD_NOW | RTLD_GLOBAL) : nullptr;
+    if (!base || !cpu) {
+      std::fprintf(stderr, "TAILOR_GGML_DIR=%s: %s\n", dir, dlerror());
+      return nullptr;
+    }
+    auto g = std::make_unique<Ggml>();
+    bool ok = true;
+    auto sym = [&](auto& fn, void* lib, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn) {
+        std::fprintf(stderr, "ggml: no symbol %s\n", name);
+        ok = false;
+      }
+    };
+    sym(g->init, base, "ggml_init");
+    sym(g->free, base, "ggml_free");
+    sym(g->new_tensor_2d, base, "ggml_new_tensor_2d");
+    sym(g->mul_mat, base, "ggml_mul_mat");
+    sym(g->new_graph, base, "ggml_new_graph");
+    sym(g->build_forward_expand, base, "ggml_build_forward_expand");
+    sym(g->get_data, base, "ggml_get_data");
+    sym(g->row_size, base, "ggml_row_size");
+    sym(g->quantize_chunk, base, "ggml_quantize_chunk");
+    sym(g->compute, cpu, "ggml_graph_compute_with_ctx");
+    sym(g->cpu_init, cpu, "ggml_cpu_init");
+    if (!ok) return nullptr;
+    g->cpu_init();
+    return g;
+  }();
+  return g.get();
+}
+
+void BM_GgmlGemv(benchmark::State& state, int type) {
+  const Ggml* g = ggml();
+  const int64_t out = state.range(0), in = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  const size_t wbytes = g->row_size(type, in) * static_cast<size_t>(out);
+  GgmlInitParams p{
+      wbytes + g->row_size(kGgmlF32, in) + g->row_size(kGgmlF32, out) + (size_t{64} << 20), nullptr,
+      false};
+  void* ctx = g->init(p);
+  void* w = g->new_tensor_2d(ctx, type, in, out);
+  void* x = g->new_tensor_2d(ctx, kGgmlF32, in, 1);
+  g->quantize_chunk(type, values(out * in, 1).data(), g->get_data(w), 0, out, in, nullptr);
+  std::copy_n(values(in, 2).data(), in, static_cast<float*>(g->get_data(x)));
+  void* y = g->mul_mat(ctx, w, x);
+  void* graph = g->new_graph(ctx);
+  g->build_forward_expand(graph, y);
+  for (auto _ : state) {
+    g->compute(ctx, graph, threads);
+    benchmark::DoNotOptimize(g->get_data(y));
+  }
+  set_gbs(state, static_cast<double>(wbytes));
+  state.SetLabel(std::to_string(wbytes) + " B");
+  g->free(ctx);
+}
+
+const bool registered = [] {
+  const std::vector<std::vector<int64_t>> shapes{{4096, 14336}, {14336, 4096}};
+  auto args = [&](benchmark::internal::Benchmark* b) {
+    for (const auto& s : shapes)
+      for (int64_t t : {1, 2}) b->Args({s[0], s[1], t});
+    b->ArgNames({"out", "in", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+  };
+  for (const char* label : {"int8", "int4", "int4-g32", "int8-a8"})
+    args(benchmark::RegisterBenchmark(("BM_TailorGemv/" + std::string(label)).c_str(),
+                                      BM_TailorGemv, std::string(label)));
+  if (ggml()) {
+    args(benchmark::RegisterBenchmark("BM_GgmlGemv/q8_0", BM_GgmlGemv, kGgmlQ8_0));
+    args(benchmark::RegisterBenchmark("BM_GgmlGemv/q4_0", BM_GgmlGemv, kGgmlQ4_0));
+  }
+  benchmark::RegisterBenchmark("BM_StreamRead", BM_StreamRead)
+      ->ArgName("threads")
+      ->Arg(1)
+      ->Arg(2)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  return true;
+}();
+
+}  // namespace
