@@ -166,8 +166,7 @@ std::string emit_sparse24(Emit& e, const schemes::Encoded& enc, int64_t& bytes) 
   v = e.reshape(v, {out, groups, 2, 1});
   p = e.reshape(p, {out, groups, 2, 1});
   // Equal on integers (opset 7–10 Equal takes no floats).
-  const std::string hot =
-      e.cast_f32(e.op("Equal", {e.cast(p, DType::i64), e.ints({0, 1, 2, 3})}));
+  const std::string hot = e.cast_f32(e.op("Equal", {e.cast(p, DType::i64), e.ints({0, 1, 2, 3})}));
   const std::string placed = e.op("Mul", {v, hot});  // [out, G, 2, 4]
   std::string w = e.op("Add", {e.slice(placed, 2, 0, 1), e.slice(placed, 2, 1, 2)});
   w = e.reshape(w, {out, 4 * groups});

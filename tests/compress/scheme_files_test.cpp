@@ -104,9 +104,8 @@ void check_families(const std::vector<std::string>& families) {
     EXPECT_LE(static_cast<double>(file_bytes), bound) << family;
 
     // tailor runs the file with its forms recognised (the passes of `tailor run`).
-    const graph::Model ours =
-        graph::run_passes(graph::import_onnx(file), graph::parse_pass_list("all"),
-                          runtime::default_pass_options());
+    const graph::Model ours = graph::run_passes(
+        graph::import_onnx(file), graph::parse_pass_list("all"), runtime::default_pass_options());
     int compressed = 0;
     for (const auto& n : ours.graph.nodes) compressed += n.op_type.rfind("Compressed", 0) == 0;
     runtime::Executor ex(ours);
