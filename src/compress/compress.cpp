@@ -12,6 +12,7 @@
 
 #include "compress/verify.h"
 #include "tailor/core/error.h"
+#include "tailor/graph/passes.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/llama_graph.h"
 #include "tailor/io/load_model.h"
@@ -235,17 +236,17 @@ CompressResult compress_model(const CompressOptions& o) {
     for (EncodedLayer& l : layers) l.stored_dtype = DType::f32;
     original = std::move(*llama);
     standard = rewrite_standard(*original, layers, &r.rewrites);
-    tailor_graph = rewrite_tailor(*original, layers);
-    done("rewrite",
-         fmt::format("{} linears: standard ONNX and CompressedLinear decoder graphs verified",
-                     layers.size()));
+    tailor_graph = graph::recognise_compressed_weights(*standard, {});
+    done("rewrite", fmt::format("{} linears: standard ONNX decoder graph verified, compressed "
+                                "forms recognised",
+                                layers.size()));
   } else {
     check_onnx_support(mf);  // the runtime runs both graphs
     original = mf;
     standard = rewrite_standard(*original, layers, &r.rewrites);
-    tailor_graph = rewrite_tailor(*original, layers);
+    tailor_graph = graph::recognise_compressed_weights(*standard, {});
     done("rewrite",
-         fmt::format("{} layers: standard ONNX and CompressedLinear/Conv graphs verified",
+         fmt::format("{} layers: standard ONNX graph verified, compressed forms recognised",
                      layers.size()));
   }
 

@@ -11,6 +11,7 @@
 #include "compress/rewrite_util.h"
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
+#include "tailor/graph/passes.h"
 #include "tailor/graph/verify.h"
 #include "tailor/schemes/registry.h"
 
@@ -21,157 +22,8 @@ using detail::GraphEditor;
 using graph::Attribute;
 using graph::Node;
 
-bool is_quantized(const std::string& label) {
-  return label == "int8" || label == "int4" || label == "int3" || label == "ternary" ||
-         label.rfind("int4-g", 0) == 0;
-}
-
 int64_t bytes_of(const Tensor& t) {
   return static_cast<int64_t>(t.nbytes());
-}
-
-/// Emits the nodes turning the [out, in] f32 value `w` into the weight value
-/// `layer.name` in its stored shape, layout and dtype.
-void finish_weight(GraphEditor& ed, const std::string& w, const EncodedLayer& layer) {
-  const std::string& name = layer.name;
-  const Shape& s = layer.stored_shape;
-  const bool cast = layer.stored_dtype != DType::f32;
-  const std::string shaped = cast ? ed.fresh(name + ".f32") : name;
-  if (layer.layout == WeightLayout::in_out) {
-    Node t = GraphEditor::make("Transpose", ed.fresh(name + "/transpose"), {w}, {shaped});
-    t.set("perm", Attribute::of_ints({1, 0}));
-    ed.emit_front(std::move(t));
-  } else if (layer.layout == WeightLayout::conv_transpose) {
-    Shape swapped = s;
-    std::swap(swapped[0], swapped[1]);
-    const std::string r = ed.fresh(name + ".swapped");
-    ed.emit_front(GraphEditor::make("Reshape", ed.fresh(name + "/reshape"),
-                                    {w, ed.ints(name + ".shape", swapped)}, {r}));
-    std::vector<int64_t> perm(s.size());
-    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
-    std::swap(perm[0], perm[1]);
-    Node t = GraphEditor::make("Transpose", ed.fresh(name + "/transpose"), {r}, {shaped});
-    t.set("perm", Attribute::of_ints(perm));
-    ed.emit_front(std::move(t));
-  } else {
-    ed.emit_front(GraphEditor::make("Reshape", ed.fresh(name + "/reshape"),
-                                    {w, ed.ints(name + ".shape", s)}, {shaped}));
-  }
-  if (cast) {
-    Node c = GraphEditor::make("Cast", ed.fresh(name + "/cast"), {shaped}, {name});
-    c.set("to", Attribute::of_int(detail::onnx_type_code(layer.stored_dtype)));
-    ed.emit_front(std::move(c));
-  }
-}
-
-/// Ŵ = q·s as Cast/Mul (see rewrite.h). Returns the initializer bytes.
-int64_t emit_dequantize(GraphEditor& ed, const EncodedLayer& layer, std::string& form) {
-  const schemes::Encoded& e = *layer.encoded;
-  const std::string& name = layer.name;
-  const int64_t out = e.out(), in = e.in();
-  const std::string label = e.label();
-  const Tensor scale = e.factor("scale").contiguous();  // f16 [out] or [out, ng]
-  const int64_t ng = scale.rank() == 2 ? scale.dim(1) : 1;
-  int64_t group = in;
-  if (label.rfind("int4-g", 0) == 0) group = std::stoll(label.substr(6));
-  const bool packed = label != "int8";
-  int64_t gw = ng == 1 ? in : group;  // codes per group row, padded
-  if (packed && (out * ng * gw) % 2 != 0) ++gw;
-  if (ng * group < in && ng > 1) throw Error(name, "grouped scales do not cover the row");
-
-  // Codes from Ŵ and the stored scales: q = round(Ŵ/s) (exact: Ŵ = q·s, |q| ≤ 127).
-  const Tensor w_hat = e.decode().contiguous();
-  const float* pw = w_hat.data<float>();
-  const uint16_t* ps = scale.data<uint16_t>();
-  std::vector<int8_t> q(static_cast<size_t>(out * ng * gw), 0);
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t j = 0; j < in; ++j) {
-      const int64_t g = ng == 1 ? 0 : j / group, k = ng == 1 ? j : j % group;
-      const float sv = f16_to_f32(ps[o * ng + g]);
-      const float v = sv != 0.0f ? std::nearbyint(pw[o * in + j] / sv) : 0.0f;
-      q[static_cast<size_t>((o * ng + g) * gw + k)] = static_cast<int8_t>(v);
-    }
-
-  const std::string qf = ed.fresh(name + ".qf");
-  int64_t bytes = 0;
-  if (!packed) {
-    Tensor qt = Tensor::zeros(DType::i8, {out, ng, gw});
-    std::copy(q.begin(), q.end(), qt.mutable_data<int8_t>());
-    bytes += bytes_of(qt);
-    Node c =
-        GraphEditor::make("Cast", ed.fresh(name + "/cast_q"), {ed.constant(name + ".q", qt)}, {qf});
-    c.set("to", Attribute::of_int(detail::onnx_type_code(DType::f32)));
-    ed.emit_front(std::move(c));
-    form = "Cast·Mul (int8 codes)";
-  } else {
-    // Two's-complement nibbles, low nibble first: byte = (q0 & 15) | (q1 & 15) << 4.
-    const int64_t nb = static_cast<int64_t>(q.size()) / 2;
-    Tensor pt = Tensor::zeros(DType::u8, {nb});
-    uint8_t* pp = pt.mutable_data<uint8_t>();
-    for (int64_t i = 0; i < nb; ++i)
-      pp[i] = static_cast<uint8_t>((q[2 * i] & 15) | ((q[2 * i + 1] & 15) << 4));
-    bytes += bytes_of(pt);
-    const std::string b = ed.fresh(name + ".bytes");
-    Node c =
-        GraphEditor::make("Cast", ed.fresh(name + "/cast_q"), {ed.constant(name + ".q", pt)}, {b});
-    c.set("to", Attribute::of_int(detail::onnx_type_code(DType::f32)));
-    ed.emit_front(std::move(c));
-    const std::string c16 = ed.scalar(name + ".16", 16.0f), c8 = ed.scalar(name + ".8", 8.0f);
-    auto op2 = [&](const std::string& op, const std::string& a, const std::string& bb) {
-      const std::string o = ed.fresh(name + "." + op);
-      ed.emit_front(GraphEditor::make(op, ed.fresh(name + "/" + op), {a, bb}, {o}));
-      return o;
-    };
-    auto floor_of = [&](const std::string& a) {
-      const std::string o = ed.fresh(name + ".floor");
-      ed.emit_front(GraphEditor::make("Floor", ed.fresh(name + "/floor"), {a}, {o}));
-      return o;
-    };
-    // u in [0, 16) → signed: u − 16·floor(u/8).
-    auto to_signed = [&](const std::string& u) {
-      return op2("Sub", u, op2("Mul", floor_of(op2("Div", u, c8)), c16));
-    };
-    const std::string hi_u = floor_of(op2("Div", b, c16));
-    const std::string lo_u = op2("Sub", b, op2("Mul", hi_u, c16));
-    const std::string lo = ed.fresh(name + ".lo"), hi = ed.fresh(name + ".hi");
-    ed.emit_front(ed.unsqueeze(to_signed(lo_u), {1}, lo));
-    ed.emit_front(ed.unsqueeze(to_signed(hi_u), {1}, hi));
-    const std::string pairs = ed.fresh(name + ".pairs");
-    Node cat = GraphEditor::make("Concat", ed.fresh(name + "/concat"), {lo, hi}, {pairs});
-    cat.set("axis", Attribute::of_int(1));
-    ed.emit_front(std::move(cat));
-    ed.emit_front(GraphEditor::make("Reshape", ed.fresh(name + "/reshape_q"),
-                                    {pairs, ed.ints(name + ".qshape", {out, ng, gw})}, {qf}));
-    form = "Cast·Mul (4-bit codes, two per byte)";
-  }
-  const Tensor st = scale.reshape({out, ng, 1});
-  bytes += bytes_of(st);
-  const std::string sf = ed.fresh(name + ".scale_f32");
-  Node cs = GraphEditor::make("Cast", ed.fresh(name + "/cast_scale"),
-                              {ed.constant(name + ".scale", st)}, {sf});
-  cs.set("to", Attribute::of_int(detail::onnx_type_code(DType::f32)));
-  ed.emit_front(std::move(cs));
-  const std::string wq = ed.fresh(name + ".dequantized");
-  ed.emit_front(GraphEditor::make("Mul", ed.fresh(name + "/scale"), {qf, sf}, {wq}));
-  std::string rows = ed.fresh(name + ".rows");
-  ed.emit_front(GraphEditor::make("Reshape", ed.fresh(name + "/rows"),
-                                  {wq, ed.ints(name + ".rows_shape", {out, ng * gw})}, {rows}));
-  if (ng * gw != in) {
-    const std::string cut = ed.fresh(name + ".cut");
-    ed.emit_front(ed.slice(rows, 1, 0, in, cut));
-    rows = cut;
-  }
-  finish_weight(ed, rows, layer);
-  return bytes;
-}
-
-/// Ŵ decoded, stored as the weight itself (same name, stored layout and dtype).
-int64_t emit_decoded(GraphEditor& ed, const EncodedLayer& layer) {
-  Tensor t = detail::to_stored(layer.encoded->decode(), layer.layout, layer.stored_shape,
-                               layer.stored_dtype);
-  const int64_t bytes = bytes_of(t);
-  ed.graph().add_initializer(layer.name, std::move(t));
-  return bytes;
 }
 
 Tensor f32_transposed(const Tensor& t) {
@@ -217,24 +69,40 @@ bool lowrank_node(GraphEditor& ed, size_t index, size_t slot, const EncodedLayer
     const int64_t groups = n.attr_int("group", 1);
     const Shape& s = layer.stored_shape;  // [out, in/g, kh, kw]
     if (out % groups != 0) return false;
-    // First conv: B per group (repeated for every group), R outputs per group.
-    Tensor first = Tensor::zeros(DType::f32, {groups * r, s[1], s[2], s[3]});
-    const size_t per = static_cast<size_t>(b.numel());
-    for (int64_t g = 0; g < groups; ++g)
-      std::copy_n(b.data<float>(), per, first.mutable_data<float>() + g * per);
-    const Tensor second = a.reshape({out, r, 1, 1});
+    const Tensor first = b.contiguous().reshape({r, s[1], s[2], s[3]});
+    const Tensor second = a.contiguous().reshape({out, r, 1, 1});
     bytes = bytes_of(first) + bytes_of(second);
+    std::vector<Node> nodes;
+    // Groups > 1: every group applies the same B, so B is stored once and the
+    // groups are moved into the batch: X [N, g·c, H, W] → [N·g, c, H, W],
+    // Conv with B, → [N, g·R, OH, OW] (Reshape's 0 copies H, W / OH, OW).
+    std::string x = n.inputs[0], hb = h;
+    if (groups > 1) {
+      x = ed.fresh(name + ".grouped_batch");
+      nodes.push_back(GraphEditor::make("Reshape", ed.fresh(n.name + "/lowrank_split"),
+                                        {n.inputs[0], ed.ints(name + ".split", {-1, s[1], 0, 0})},
+                                        {x}));
+      hb = ed.fresh(name + ".lowrank_hb");
+    }
     Node c1 = n;
     c1.name = ed.fresh(n.name + "/lowrank_B");
-    c1.inputs = {n.inputs[0], ed.constant(name + ".B", first)};
-    c1.outputs = {h};
+    c1.inputs = {x, ed.constant(name + ".B", first)};
+    c1.outputs = {hb};
+    c1.set("group", Attribute::of_int(1));
+    nodes.push_back(std::move(c1));
+    if (groups > 1)
+      nodes.push_back(GraphEditor::make("Reshape", ed.fresh(n.name + "/lowrank_merge"),
+                                        {hb, ed.ints(name + ".merge", {-1, groups * r, 0, 0})},
+                                        {h}));
     Node c2 = GraphEditor::make("Conv", ed.fresh(n.name + "/lowrank_A"),
                                 {h, ed.constant(name + ".A", second)}, n.outputs);
     if (n.inputs.size() > 2 && !n.inputs[2].empty()) c2.inputs.push_back(n.inputs[2]);
     c2.set("kernel_shape", Attribute::of_ints({1, 1}));
     c2.set("group", Attribute::of_int(groups));
-    ed.replace(index, {std::move(c1), std::move(c2)});
-    form = groups == 1 ? "Conv k×k (R)·Conv 1×1" : "Conv k×k (R per group)·Conv 1×1 (grouped)";
+    nodes.push_back(std::move(c2));
+    ed.replace(index, std::move(nodes));
+    form = groups == 1 ? "Conv k×k (R)·Conv 1×1"
+                       : "Reshape·Conv k×k (R, B once)·Reshape·Conv 1×1 (grouped)";
     return true;
   }
   return false;
@@ -367,20 +235,15 @@ graph::Model rewrite_standard(const graph::Model& model, const std::vector<Encod
     }
     if (!done) {
       ed.remove_source(layer.name);
-      if (is_quantized(label)) {
-        rw.file_bytes = emit_dequantize(ed, layer, rw.form);
-      } else if (label.rfind("lowrank-r", 0) == 0) {
-        const Tensor a = layer.encoded->factor("A").to(DType::f32);
-        const Tensor b = layer.encoded->factor("B").to(DType::f32);
-        rw.file_bytes = bytes_of(a) + bytes_of(b);
-        const std::string w = ed.fresh(layer.name + ".lowrank");
-        ed.emit_front(GraphEditor::make(
-            "MatMul", ed.fresh(layer.name + "/lowrank"),
-            {ed.constant(layer.name + ".A", a), ed.constant(layer.name + ".B", b)}, {w}));
-        finish_weight(ed, w, layer);
-        rw.form = "MatMul(A, B) as the weight";
+      if (graph::has_weight_form(label)) {
+        const graph::StoredWeight sw{layer.name, layer.layout, layer.stored_shape,
+                                     layer.stored_dtype};
+        rw.file_bytes = graph::emit_weight_form(ed, sw, *layer.encoded, rw.form);
       } else {
-        rw.file_bytes = emit_decoded(ed, layer);
+        Tensor t = detail::to_stored(layer.encoded->decode(), layer.layout, layer.stored_shape,
+                                     layer.stored_dtype);
+        rw.file_bytes = bytes_of(t);
+        ed.graph().add_initializer(layer.name, std::move(t));
         rw.form = "dense decoded";
       }
     }
@@ -389,6 +252,11 @@ graph::Model rewrite_standard(const graph::Model& model, const std::vector<Encod
   ed.finish();
   graph::verify(m);
   return m;
+}
+
+graph::Model rewrite_tailor(const graph::Model& model, const std::vector<EncodedLayer>& layers,
+                            std::vector<LayerRewrite>* log) {
+  return graph::recognise_compressed_weights(rewrite_standard(model, layers, log), {});
 }
 
 }  // namespace tailor::compress

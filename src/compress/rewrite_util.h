@@ -9,6 +9,7 @@
 
 #include "tailor/compress/rewrite.h"
 #include "tailor/graph/graph.h"
+#include "tailor/graph/weight_forms.h"
 
 namespace tailor::compress::detail {
 
@@ -21,17 +22,17 @@ struct Use {
 /// Edits one model: new names never collide with existing ones; structural
 /// replacements and weight-producing nodes are collected and applied by
 /// finish() so node indices stay valid while layers are processed.
-class GraphEditor {
+class GraphEditor final : public graph::FormSink {
  public:
   explicit GraphEditor(graph::Model& model);
 
   graph::Graph& graph() { return model_.graph; }
-  int64_t opset() const { return model_.opset; }
+  int64_t opset() const override { return model_.opset; }
 
   /// A value name starting with `base` not used anywhere in the model.
-  std::string fresh(const std::string& base);
+  std::string fresh(const std::string& base) override;
   /// Adds initializer `t` under a fresh name from `base`; returns the name.
-  std::string constant(const std::string& base, Tensor t);
+  std::string constant(const std::string& base, Tensor t) override;
   /// An i64 1-D initializer.
   std::string ints(const std::string& base, const std::vector<int64_t>& v);
   /// An f32 initializer of shape [1] holding `v`.
@@ -47,6 +48,8 @@ class GraphEditor {
 
   /// Appends a node (to the nodes computing weights, placed first).
   void emit_front(graph::Node n) { front_.push_back(std::move(n)); }
+  /// FormSink: the same as emit_front.
+  void emit(graph::Node n) override { emit_front(std::move(n)); }
   /// Replaces node `index` by `nodes` (same outputs at the end).
   void replace(size_t index, std::vector<graph::Node> nodes);
   bool replaced(size_t index) const { return replacements_.count(index) > 0; }

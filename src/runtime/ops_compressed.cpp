@@ -5,10 +5,11 @@
 //   CompressedLinear(X [..., in], B [out]?) -> Y [..., out]:  Y = X·Ŵᵀ + B
 //   CompressedConv(X [N, C, H, W], B [out]?) -> Y [N, out, OH, OW]: Conv (ONNX
 //     semantics, group 1) with Ŵ viewed [out, C·kh·kw] (DESIGN.md's conv
-//     orientation): im2row of X into [N·OH·OW, C·kh·kw], the scheme's matmul,
-//     then the result laid out NCHW with the bias added.
+//     orientation): im2row of X into [N·OH·OW, C·kh·kw] in blocks of rows
+//     (≈ 1 MiB), the scheme's matmul per block, laid out NCHW, the bias added.
 // Attribute `weight` (kind encoded) holds the factors; CompressedConv also
 // takes kernel_shape (required), strides, pads, dilations.
+#include <algorithm>
 #include <cstring>
 
 #include "op_util.h"
@@ -23,7 +24,7 @@ std::shared_ptr<const schemes::Encoded> weight_of(const KernelInit& init) {
   if (!a || a->kind != graph::Attribute::Kind::encoded || !a->encoded)
     init.fail(
         "needs attribute 'weight' holding a compressed weight (schemes::Encoded); a file "
-        "cannot supply one");
+        "supplies one as a standard form (graph::recognise_compressed_weights)");
   return a->encoded;
 }
 
@@ -92,33 +93,45 @@ class CompressedConv final : public Kernel {
     const int64_t oh = (h + pads_[0] + pads_[2] - dil_[0] * (kh - 1) - 1) / strides_[0] + 1;
     const int64_t ow = (w + pads_[1] + pads_[3] - dil_[1] * (kw - 1) - 1) / strides_[1] + 1;
     if (oh < 1 || ow < 1) ctx.fail("output would be empty");
-    const int64_t k = c * kh * kw, pix = oh * ow;
-    Tensor rows = ctx.alloc(DType::f32, {n * pix, k});
-    float* pr = rows.mutable_data<float>();
-    const float* px = x.data<float>();
-    // im2row: row (b, oy, ox) holds the patch in (c, ky, kx) order.
-#pragma omp parallel for schedule(static) if (n * pix * k >= (1 << 16))
-    for (int64_t r = 0; r < n * pix; ++r) {
-      const int64_t b = r / pix, oy = (r % pix) / ow, ox = r % ow;
-      float* dst = pr + r * k;
-      for (int64_t ci = 0; ci < c; ++ci)
-        for (int64_t ky = 0; ky < kh; ++ky) {
-          const int64_t iy = oy * strides_[0] - pads_[0] + ky * dil_[0];
-          for (int64_t kx = 0; kx < kw; ++kx) {
-            const int64_t ix = ox * strides_[1] - pads_[1] + kx * dil_[1];
-            *dst++ = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? px[((b * c + ci) * h + iy) * w + ix]
-                                                              : 0.0f;
-          }
-        }
-    }
-    const Tensor y2 = w_->matmul(rows).contiguous();  // [n·pix, out]
-    const int64_t out = w_->out();
+    const int64_t k = c * kh * kw, pix = oh * ow, total = n * pix, out = w_->out();
     Tensor y = ctx.alloc(DType::f32, {n, out, oh, ow});
-    const float* s = y2.data<float>();
     float* d = y.mutable_data<float>();
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t p = 0; p < pix; ++p)
-        for (int64_t o = 0; o < out; ++o) d[(b * out + o) * pix + p] = s[(b * pix + p) * out + o];
+    const float* px = x.data<float>();
+    // im2row in blocks of rows (≈ 1 MiB each), so the patch matrix never holds
+    // the whole image: row (b, oy, ox) holds the patch in (c, ky, kx) order.
+    const int64_t block = std::max<int64_t>(64, (int64_t{1} << 18) / k);
+    Tensor rows = Tensor::zeros(DType::f32, {std::min(block, total), k});
+    float* pr = rows.mutable_data<float>();
+    for (int64_t r0 = 0; r0 < total; r0 += block) {
+      const int64_t nr = std::min(block, total - r0);
+#pragma omp parallel for schedule(static) if (nr * k >= (1 << 16))
+      for (int64_t i = 0; i < nr; ++i) {
+        const int64_t r = r0 + i;
+        const int64_t b = r / pix, oy = (r % pix) / ow, ox = r % ow;
+        float* dst = pr + i * k;
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t ky = 0; ky < kh; ++ky) {
+            const int64_t iy = oy * strides_[0] - pads_[0] + ky * dil_[0];
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              const int64_t ix = ox * strides_[1] - pads_[1] + kx * dil_[1];
+              *dst++ = (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                           ? px[((b * c + ci) * h + iy) * w + ix]
+                           : 0.0f;
+            }
+          }
+      }
+      Tensor part = rows;
+      if (nr != rows.dim(0)) {  // the last, shorter block
+        part = Tensor::zeros(DType::f32, {nr, k});
+        std::memcpy(part.mutable_raw(), pr, static_cast<size_t>(nr * k) * sizeof(float));
+      }
+      const Tensor y2 = w_->matmul(part).contiguous();  // [nr, out]
+      const float* s = y2.data<float>();
+      for (int64_t i = 0; i < nr; ++i) {
+        const int64_t r = r0 + i, b = r / pix, p = r % pix;
+        for (int64_t o = 0; o < out; ++o) d[(b * out + o) * pix + p] = s[i * out + o];
+      }
+    }
     add_bias(ctx, d, n, out, pix);
     ctx.outputs[0] = std::move(y);
   }

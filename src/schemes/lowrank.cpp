@@ -70,6 +70,10 @@ std::unique_ptr<Encoded> encode_lowrank(const Tensor& w, const SchemeParams& p) 
 
 }  // namespace
 
+std::unique_ptr<Encoded> lowrank_from_factors(std::string label, Tensor a, Tensor b) {
+  return std::make_unique<LowRankWeight>(std::move(label), std::move(a), std::move(b));
+}
+
 const SchemeTraits kLowRankTraits{
     .kind = SchemeKind::lowrank,
     .pattern = "lowrank-r{R}",

@@ -99,6 +99,10 @@ std::unique_ptr<Encoded> encode_monarch(const Tensor& w, const SchemeParams&) {
 
 }  // namespace
 
+std::unique_ptr<Encoded> monarch_from_factors(int64_t m, Tensor l, Tensor r) {
+  return std::make_unique<MonarchWeight>(m, std::move(l), std::move(r));
+}
+
 const SchemeTraits kMonarchTraits{
     .kind = SchemeKind::monarch,
     .pattern = "monarch",

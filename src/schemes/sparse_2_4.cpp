@@ -99,6 +99,11 @@ std::unique_ptr<Encoded> encode_sparse24(const Tensor& w, const SchemeParams&) {
 
 }  // namespace
 
+std::unique_ptr<Encoded> sparse24_from_factors(int64_t out, int64_t in, Tensor values,
+                                               Tensor indices) {
+  return std::make_unique<Sparse24Weight>(out, in, std::move(values), std::move(indices));
+}
+
 const SchemeTraits kSparse24Traits{
     .kind = SchemeKind::sparse_2_4,
     .pattern = "sparse-2:4",

@@ -148,6 +148,17 @@ std::unique_ptr<Encoded> encode_tt(const Tensor& w, const SchemeParams& params) 
 
 }  // namespace
 
+std::unique_ptr<Encoded> tt_from_factors(std::vector<Factor> cores) {
+  TtPlan p;
+  p.r.push_back(1);
+  for (const Factor& c : cores) {
+    p.o.push_back(c.tensor.dim(1));
+    p.i.push_back(c.tensor.dim(2));
+    p.r.push_back(c.tensor.dim(3));
+  }
+  return std::make_unique<TtWeight>(std::move(p), std::move(cores));
+}
+
 const SchemeTraits kTtTraits{
     .kind = SchemeKind::tt,
     .pattern = "tt",

@@ -187,6 +187,21 @@ std::unique_ptr<Encoded> encode_tucker(const Tensor& w, const SchemeParams& para
 
 }  // namespace
 
+std::unique_ptr<Encoded> tucker_from_factors(std::vector<Factor> factors) {
+  TuckerPlan p;
+  const Tensor* core = nullptr;
+  const Tensor* u[3] = {nullptr, nullptr, nullptr};
+  for (const Factor& f : factors) {
+    if (f.name == "core") core = &f.tensor;
+    for (int k = 0; k < 3; ++k)
+      if (f.name == "U" + std::to_string(k)) u[k] = &f.tensor;
+  }
+  p.factor_mode2 = u[2] != nullptr;
+  p.dims = {u[0]->dim(0), u[1]->dim(0), p.factor_mode2 ? u[2]->dim(0) : core->dim(2)};
+  p.ranks = {core->dim(0), core->dim(1), core->dim(2)};
+  return std::make_unique<TuckerWeight>(std::move(p), std::move(factors));
+}
+
 const SchemeTraits kTuckerTraits{
     .kind = SchemeKind::tucker,
     .pattern = "tucker",

@@ -79,7 +79,7 @@ TEST(LlamaRewrite, StandardFormMatchesTheCompressedLinearForm) {
   for (const LayerRewrite& r : log) form[r.layer] = r.form;
   EXPECT_EQ(form["model.layers.0.self_attn.v_proj.weight"], "MatMul·Gemm");  // lowrank-r16
   EXPECT_EQ(form["model.embed_tokens.weight"], "Cast·Mul (int8 codes)");
-  EXPECT_EQ(form["model.layers.0.self_attn.k_proj.weight"], "Cast·Mul (4-bit codes, two per byte)");
+  EXPECT_EQ(form["model.layers.0.self_attn.k_proj.weight"], "Cast·Mul (4-bit codes packed)");
   for (const graph::Node& n : g.graph.nodes) EXPECT_TRUE(n.domain.empty()) << n.op_type;
   // The dequantized weight feeds both the Gather and the classifier; nothing dense remains.
   EXPECT_EQ(g.graph.initializers.count("model.embed_tokens.weight"), 0u);

@@ -94,10 +94,15 @@ void add_run(CLI::App& app) {
                                    ", got " + std::to_string(threads));
     if (threads > 0) runtime::kernels::set_num_threads(threads);
     graph::Model model = load_runnable_model(path);
-    if (const int n = graph::promote_f16_to_f32(model); n > 0)
-      std::cout << "note: f16 tensors and casts computed in f32 (" << n << " changed)\n";
     std::vector<std::string> pass_names =
         tuning.empty() ? graph::parse_pass_list(passes) : std::vector<std::string>{};
+    // Compressed weights' forms (f16 scales) become compressed ops before the
+    // f16 promotion would change them, wherever the passes would fold them.
+    if (!tuning.empty() ||
+        std::find(pass_names.begin(), pass_names.end(), "fold") != pass_names.end())
+      model = graph::recognise_compressed_weights(model, {});
+    if (const int n = graph::promote_f16_to_f32(model); n > 0)
+      std::cout << "note: f16 tensors and casts computed in f32 (" << n << " changed)\n";
     if (no_fuse) std::erase(pass_names, std::string("fuse"));
     std::string
         pass_line;  // printed with the outputs, once they are written (errors stay one line)

@@ -40,9 +40,9 @@
 namespace tailor::compress {
 
 /// The schemes profiled unless told otherwise: dense (kept as is), int8, int4,
-/// int3, int4-g32, int4-g64, int4-g128, ternary and low-rank (the profiler's ranks). Every one
-/// has a compact standard-ONNX form (rewrite.h); sparse-2:4, monarch, tt and
-/// tucker are left to --schemes.
+/// int3, int4-g32, int4-g64, int4-g128, ternary and low-rank (the profiler's ranks).
+/// sparse-2:4, monarch, tt and tucker (each written at its planned bytes too,
+/// rewrite.h) are left to --schemes: they cost more profiling time.
 const std::vector<std::string>& default_schemes();
 
 /// Settings of compress_model.

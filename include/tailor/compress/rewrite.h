@@ -1,33 +1,25 @@
 // Graph rewrite of a planned model: every planned weight, in its scheme's
-// stored form, becomes either standard ONNX operators (a file any ONNX runtime
-// runs) or tailor's own CompressedLinear / CompressedConv nodes (run by
-// tailor's runtime without forming the dense weight).
+// stored form, becomes standard ONNX operators (a file any ONNX runtime runs,
+// holding the planned bytes), which tailor's runtime recognises and runs
+// without forming the dense weight (rewrite_tailor).
 //
-// Standard ONNX, in the model's own opset (9–17; nothing here needs more):
+// Standard ONNX, in the model's own opset (9 and later):
 //
 //   lowrank-r{R}, Ŵ = A·B, A [out, R], B [R, in]:
 //     MatMul(X, W)          → MatMul(MatMul(X, Bᵀ), Aᵀ)
 //     Gemm(X, W, C)         → Gemm(MatMul(X, Bᵀ), Aᵀ, C)   (alpha, beta kept; transA = 0)
-//     Conv(X, W, b), groups g, kernel k×k
-//                           → Conv(Conv(X, B as [g·R, in/g, k, k], group g, strides/pads/
-//                             dilations of the original), A as [out, R, 1, 1], b, group g)
-//                             (for g > 1 B is repeated per group: g·R·in/g·k·k stored)
+//     Conv(X, W, b), group 1 → Conv(Conv(X, B as [R, in, k, k], strides/pads/dilations of the
+//                             original), A as [out, R, 1, 1], b)
+//     Conv, groups g > 1    → B stored once: Reshape X [N, g·c, H, W] → [N·g, c, H, W], Conv
+//                             with B (group 1), Reshape → [N, g·R, OH, OW], Conv 1×1 with A
+//                             (group g), b
 //   tucker (conv kernel, group 1; Kim et al. 2016):
 //     Conv(X, W, b)         → Conv(Conv(Conv(X, U1ᵀ 1×1), core k×k, strides/pads/dilations),
 //                             U0 1×1, b)
-//   int8 / int4 / int3 / int4-g{G} / ternary (Ŵ = q·s, s f16):
-//     W                     → Mul(Cast(q → float), Cast(s f16 → float)) reshaped (and
-//                             transposed for [in, out] weights) to W's stored shape, feeding
-//                             the original consumers. int8 codes are an INT8 initializer;
-//                             4-bit and narrower codes are packed two per byte in a UINT8
-//                             initializer (low nibble first, two's complement) and unpacked
-//                             with Cast, Div, Floor, Mul, Sub, Unsqueeze, Concat, Reshape
-//                             (opset 9 has no BitShift, INT4 needs opset 21), so 3-bit and
-//                             ternary codes take 4 bits in the file (their plan bytes assume
-//                             3 and 2).
-//   lowrank with another consumer (or several): W → MatMul(A, B) reshaped as above.
-//   sparse-2:4, monarch, tt, tucker elsewhere: W → the decoded weight Ŵ as a dense f32
-//     initializer (the file does not shrink for these layers; weights.safetensors does).
+//   every other planned weight (quantized codes, sparse-2:4, monarch, tt, tucker of a
+//   matrix or grouped conv, low-rank read by several nodes): its weight-level form
+//   (graph/weight_forms.h): the factors verbatim and the operators computing Ŵ from
+//   them, feeding the original consumers.
 //
 // Every rewritten graph passes graph::verify.
 #pragma once
@@ -87,14 +79,11 @@ struct LayerRewrite {
 graph::Model rewrite_standard(const graph::Model& model, const std::vector<EncodedLayer>& layers,
                               std::vector<LayerRewrite>* log = nullptr);
 
-/// The rewrite for tailor's runtime: MatMul(X, W) with W [in, out] →
-/// CompressedLinear(X); Gemm(X, W, C) with transA = 0, alpha = beta = 1 and C
-/// absent or [out] → CompressedLinear(X, C); Conv (2-D, group 1, auto_pad
-/// NOTSET) → CompressedConv(X, b); every such node holds the Encoded weight
-/// (domain ai.tailor, no dense weight formed). Any other use of a planned
-/// weight gets Ŵ decoded as a dense initializer (an f32 one and a Cast to the
-/// stored dtype when that is not f32, as rewrite_standard writes it, so both
-/// graphs hold the same Ŵ). Same errors as rewrite_standard.
+/// The graph tailor runs for the same file: rewrite_standard's model with the
+/// compressed-weight forms recognised (graph::recognise_compressed_weights:
+/// MatMul / Gemm / group-1 Conv reading one → CompressedLinear / CompressedConv
+/// holding the stored factors; no dense weight formed). What `tailor run` makes
+/// of model.onnx. Same errors as rewrite_standard.
 graph::Model rewrite_tailor(const graph::Model& model, const std::vector<EncodedLayer>& layers,
                             std::vector<LayerRewrite>* log = nullptr);
 

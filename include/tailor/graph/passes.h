@@ -45,6 +45,19 @@ struct PassOptions {
   bool fold_rounded_scales = false;
 };
 
+/// Compressed weights run compressed. Rewrites: a MatMul, Gemm (transA 0,
+/// alpha = beta = 1, bias absent or an f32 initializer of `out` elements) or
+/// 2-D group-1 Conv (auto_pad NOTSET) whose weight is computed only for it by
+/// the standard form of a compressed weight (weight_forms.h: factors
+/// "<weight>.<factor>" and exactly the operators emit_weight_form writes for
+/// them, checked node by node and constant by constant) → ai.tailor
+/// CompressedLinear / CompressedConv holding the factors as stored
+/// (schemes::encoded_from_factors; the weight is never formed). Must run
+/// before fold (which would decode the weight into a dense constant):
+/// run_passes runs it first whenever fold is asked. Leaves
+/// every other form alone; the factors stay as initializers until dce.
+Model recognise_compressed_weights(const Model& model, const PassOptions& options);
+
 /// Constant folding. Rewrites: every node of the default domain whose inputs
 /// are all initializers (Constant nodes included: they have no inputs) and
 /// that has no subgraph is evaluated with `options.evaluate` and replaced by
@@ -217,7 +230,8 @@ struct PassTime {
 };
 
 /// Runs the named passes in pipeline order (see registered_passes), each on
-/// the previous one's output, then verify()s the result. Throws Error on an
+/// the previous one's output, then verify()s the result. When `fold` is among
+/// them, recognise_compressed_weights runs first (times: as "compressed"). Throws Error on an
 /// unknown name. With `times`, appends each pass's time (verify excluded).
 Model run_passes(const Model& model, const std::vector<std::string>& names,
                  const PassOptions& options, std::vector<PassTime>* times = nullptr);

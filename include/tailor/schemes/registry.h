@@ -47,4 +47,17 @@ std::unique_ptr<Encoded> lowrank_from_svd(const linalg::Svd& svd, int64_t rank);
 /// tailor::Error unless 1 ≤ rank ≤ svd.s.size() and the shapes agree.
 std::unique_ptr<Encoded> lowrank_from_svd(const linalg::Svd& svd, int64_t rank, const Tensor& w);
 
+/// The Encoded weight [out, in] of `label` holding `factors` as stored (the
+/// tensors Encoded::factors() lists, e.g. read back from a file): same names,
+/// dtypes and shapes, storage shared, nothing re-encoded. Quantized labels take
+/// "q" (int8: i8 [out, in]; fewer bits: u8 [ceil(out·in·bits/8)]) and "scale"
+/// (f16 [out], int4-g{G}: [out, ceil(in/G)]); sparse-2:4 "values" f32
+/// [out, kept] and "indices" u8; lowrank-r{R} "A" [out, R], "B" [R, in];
+/// monarch "L", "R" [m, m, m] (out = in = m²); tt "G1" … "Gd" [r, o_k, i_k, r'];
+/// tucker "core", "U0", "U1" (, "U2"). Throws tailor::Error naming the label
+/// when a factor is missing or its dtype or shape disagrees with out, in and
+/// the label.
+std::unique_ptr<Encoded> encoded_from_factors(std::string_view label, int64_t out, int64_t in,
+                                              std::vector<Factor> factors);
+
 }  // namespace tailor::schemes

@@ -77,6 +77,16 @@ Model run_passes(const Model& model, const std::vector<std::string>& names,
                      [&](const PassInfo& p) { return p.name == n; }))
       throw Error("run_passes", "unknown pass '" + n + "'");
   Model m = model;
+  // Compressed weights become compressed ops before fold could decode them.
+  if (std::find(names.begin(), names.end(), "fold") != names.end()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    m = recognise_compressed_weights(m, options);
+    if (times)
+      times->push_back(
+          {"compressed",
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+           m.graph.nodes.size()});
+  }
   for (const auto& p : registered_passes())
     if (std::find(names.begin(), names.end(), p.name) != names.end()) {
       const auto t0 = std::chrono::steady_clock::now();

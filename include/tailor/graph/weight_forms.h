@@ -1,0 +1,69 @@
+// The standard-ONNX form of a compressed weight: the scheme's stored factors
+// written verbatim as initializers and the standard operators that compute the
+// weight from them (DESIGN.md, "Files written"). One function writes the form
+// (tailor compress) and regenerates it to recognise it (the `compressed` pass),
+// so what tailor writes is exactly what tailor runs compressed.
+//
+// Forms, all over the default domain at any opset from 9 (no BitShift,
+// DequantizeLinear or INT4: the PaddleOCR models are opset 9 and 11), Ŵ [out, in]
+// then reshaped / transposed / cast to the weight's stored shape, layout and dtype:
+//   int8                 Mul(Cast(q i8 [out, in]), Cast(scale f16 [out, 1]))
+//   int4, int3, ternary, int4-g{G}
+//                        the codes' bitstream (u8, LSB first, kernels.h) cast to f32 in
+//                        chunks of K bytes (K·8 = lcm(bits, 8)), combined by MatMul with
+//                        [1, 256, 65536] into an integer below 2^24, split into codes by
+//                        Div / Floor / Mul / Sub by powers of two (exact in f32), made
+//                        signed, times the scales (grouped: [out, ng, 1] tiled over G)
+//   sparse-2:4           values [out, G, 2] times one-hot rows of their 2-bit positions
+//                        (Equal with [0, 1, 2, 3]), the two kept values of a group added
+//   lowrank-r{R}         MatMul(A, B)
+//   monarch              Mul(Unsqueeze(Transpose(L)), Unsqueeze(R)) reshaped [m², m²]
+//   tt                   the cores chained by MatMul over their bonds, axes reordered
+//   tucker               MatMul(U0, MatMul(U1, MatMul(core, U2ᵀ))) (no U2 for a conv kernel)
+// Factor initializers are named "<weight>.<factor>" ("q", "scale", "values", "A",
+// "L", "G1", "core", "U0", ...; sparse-2:4's positions are "<weight>.q").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tailor/graph/graph.h"
+#include "tailor/graph/weights.h"
+#include "tailor/schemes/scheme.h"
+
+namespace tailor::graph {
+
+/// Where a form's nodes and initializers go.
+class FormSink {
+ public:
+  virtual ~FormSink() = default;
+  /// A value or node name starting with `base` not used so far.
+  virtual std::string fresh(const std::string& base) = 0;
+  /// Adds initializer `t` under fresh(base); returns its name.
+  virtual std::string constant(const std::string& base, Tensor t) = 0;
+  /// Appends a node; nodes come in emission order (topological).
+  virtual void emit(Node n) = 0;
+  /// Opset of the default domain (Unsqueeze and Slice forms depend on it).
+  virtual int64_t opset() const = 0;
+};
+
+/// How a weight is stored in the model: its name, layout, shape and dtype.
+struct StoredWeight {
+  std::string name;
+  WeightLayout layout = WeightLayout::none;
+  Shape shape;
+  DType dtype = DType::f32;
+};
+
+/// Whether `label` has a standard form (every catalog label but "dense").
+bool has_weight_form(const std::string& label);
+
+/// Emits the form of `e` defining the value `w.name` (see the file comment).
+/// Sets `form` to a short description; returns the bytes of the factor
+/// initializers (the scheme's stored bytes). Throws tailor::Error naming the
+/// weight when the label has no form or the stored shape does not hold
+/// e.out()·e.in() elements.
+int64_t emit_weight_form(FormSink& sink, const StoredWeight& w, const schemes::Encoded& e,
+                         std::string& form);
+
+}  // namespace tailor::graph

@@ -1,0 +1,263 @@
+// Recognition of the standard forms of compressed weights (weight_forms.h):
+//
+//   factors ──(form: Cast, Div, Floor, MatMul, ...)──► W ──► MatMul / Gemm / Conv
+//      becomes
+//   X ──► ai.tailor.CompressedLinear / CompressedConv (the factors, kept as stored)
+//
+// See passes.h (recognise_compressed_weights).
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "pass_util.h"
+#include "tailor/core/error.h"
+#include "tailor/graph/passes.h"
+#include "tailor/graph/shape_inference.h"
+#include "tailor/graph/weight_forms.h"
+#include "tailor/schemes/registry.h"
+
+namespace tailor::graph {
+namespace {
+
+using namespace passes;
+
+/// Collects a regenerated form: names are fresh by a counter, constants kept aside.
+class ScratchSink final : public FormSink {
+ public:
+  explicit ScratchSink(int64_t opset) : opset_(opset) {}
+  std::string fresh(const std::string& base) override {
+    return base + "\x1f" + std::to_string(next_++);
+  }
+  std::string constant(const std::string& base, Tensor t) override {
+    std::string name = fresh(base);
+    constants.emplace(name, std::move(t));
+    return name;
+  }
+  void emit(Node n) override { nodes.push_back(std::move(n)); }
+  int64_t opset() const override { return opset_; }
+
+  std::map<std::string, Tensor> constants;
+  std::vector<Node> nodes;
+
+ private:
+  int64_t opset_;
+  int next_ = 0;
+};
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  return std::memcmp(ca.raw(), cb.raw(), ca.nbytes()) == 0;
+}
+
+/// The nodes computing `v` from initializers alone, in graph order; empty when
+/// `v` depends on anything else, or a node of the cone has several outputs or
+/// a subgraph.
+std::vector<size_t> cone_of(const Graph& g, const std::string& v,
+                            const std::unordered_map<std::string, size_t>& producer) {
+  std::vector<size_t> cone;
+  std::vector<std::string> todo{v};
+  std::set<std::string> seen;
+  while (!todo.empty()) {
+    const std::string x = todo.back();
+    todo.pop_back();
+    if (x.empty() || !seen.insert(x).second || g.initializers.count(x)) continue;
+    const auto it = producer.find(x);
+    if (it == producer.end()) return {};
+    const Node& n = g.nodes[it->second];
+    if (n.outputs.size() != 1 || has_subgraph(n) || !n.domain.empty()) return {};
+    cone.push_back(it->second);
+    for (const auto& in : n.inputs) todo.push_back(in);
+  }
+  std::sort(cone.begin(), cone.end());
+  return cone;
+}
+
+/// Whether the cone's nodes compute exactly what `s` emitted: same operators
+/// and attributes in the same order, reading equal constants or the values
+/// the previous nodes produced.
+bool same_computation(const Graph& g, const std::vector<size_t>& cone, const ScratchSink& s) {
+  if (cone.size() != s.nodes.size()) return false;
+  std::unordered_map<std::string, std::string> value;  // scratch name → graph name
+  for (size_t i = 0; i < cone.size(); ++i) {
+    const Node& a = s.nodes[i];
+    const Node& b = g.nodes[cone[i]];
+    if (a.op_type != b.op_type || a.inputs.size() != b.inputs.size()) return false;
+    Node renamed = a;
+    for (size_t j = 0; j < a.inputs.size(); ++j) {
+      if (const auto c = s.constants.find(a.inputs[j]); c != s.constants.end()) {
+        const auto t = g.initializers.find(b.inputs[j]);
+        if (t == g.initializers.end() || !same_tensor(c->second, t->second)) return false;
+      } else if (const auto m = value.find(a.inputs[j]);
+                 m == value.end() || m->second != b.inputs[j]) {
+        return false;
+      }
+      renamed.inputs[j] = b.inputs[j];
+    }
+    if (node_key(renamed) != node_key(b)) return false;
+    value[a.outputs[0]] = b.outputs[0];
+  }
+  return true;
+}
+
+/// Labels (with their factors as initializers of `g`) the factor names next
+/// to weight `v` allow (weight_forms.h names them "<v>.<factor>").
+std::vector<std::pair<std::string, std::vector<schemes::Factor>>> candidates(const Graph& g,
+                                                                             const std::string& v,
+                                                                             int64_t out,
+                                                                             int64_t in) {
+  auto init = [&](const std::string& f) -> const Tensor* {
+    const auto it = g.initializers.find(v + "." + f);
+    return it == g.initializers.end() ? nullptr : &it->second;
+  };
+  std::vector<std::pair<std::string, std::vector<schemes::Factor>>> out_list;
+  auto add = [&](const std::string& label, std::vector<schemes::Factor> f) {
+    out_list.emplace_back(label, std::move(f));
+  };
+  if (const Tensor* a = init("A"); a && a->rank() == 2 && init("B")) {
+    add("lowrank-r" + std::to_string(a->dim(1)), {{"A", *a}, {"B", *init("B")}});
+  } else if (init("values") && init("q")) {
+    add("sparse-2:4", {{"values", *init("values")}, {"indices", *init("q")}});
+  } else if (init("L") && init("R")) {
+    add("monarch", {{"L", *init("L")}, {"R", *init("R")}});
+  } else if (init("G1")) {
+    std::vector<schemes::Factor> cores;
+    for (int k = 1; init("G" + std::to_string(k)); ++k)
+      cores.push_back({"G" + std::to_string(k), *init("G" + std::to_string(k))});
+    add("tt", std::move(cores));
+  } else if (init("core") && init("U0") && init("U1")) {
+    std::vector<schemes::Factor> f{
+        {"core", *init("core")}, {"U0", *init("U0")}, {"U1", *init("U1")}};
+    if (init("U2")) f.push_back({"U2", *init("U2")});
+    add("tucker", std::move(f));
+  } else if (const Tensor* q = init("q"), *s = init("scale"); q && s && s->rank() >= 2) {
+    // Scales are stored [out, 1] (per channel) or [out, ng, 1] (grouped).
+    const Tensor scale =
+        s->rank() == 2 ? s->reshape({s->dim(0)}) : s->reshape({s->dim(0), s->dim(1)});
+    std::vector<std::string> labels;
+    if (q->dtype() == DType::i8)
+      labels = {"int8"};
+    else if (s->rank() == 2)
+      labels = {"int4", "int3", "ternary"};
+    else
+      labels = {"int4-g32", "int4-g64", "int4-g128"};
+    const Tensor codes = q->dtype() == DType::i8 ? q->reshape({out, in}) : *q;
+    for (const auto& l : labels) add(l, {{"q", codes}, {"scale", scale}});
+  }
+  return out_list;
+}
+
+/// The compressed op replacing `n` (weight input 1) with `w`; nullopt when `n`
+/// does not fit CompressedLinear / CompressedConv.
+std::optional<Node> compressed_op(const Graph& g, const Node& n, WeightLayout layout,
+                                  const Shape& s, std::shared_ptr<const schemes::Encoded> w) {
+  Node c;
+  c.domain = "ai.tailor";
+  c.name = n.name;
+  c.outputs = n.outputs;
+  c.inputs = {n.inputs[0]};
+  if (n.op_type == "MatMul") {
+    c.op_type = "CompressedLinear";
+  } else if (n.op_type == "Gemm") {
+    if (n.attr_int("transA", 0) != 0 || n.attr_float("alpha", 1.0f) != 1.0f ||
+        n.attr_float("beta", 1.0f) != 1.0f)
+      return std::nullopt;
+    c.op_type = "CompressedLinear";
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const auto b = g.initializers.find(n.inputs[2]);
+      if (b == g.initializers.end() || b->second.numel() != w->out() ||
+          b->second.dtype() != DType::f32)
+        return std::nullopt;
+      c.inputs.push_back(n.inputs[2]);
+    }
+  } else {
+    if (layout != WeightLayout::conv || s.size() != 4 || n.attr_int("group", 1) != 1 ||
+        n.attr_string("auto_pad", "NOTSET") != "NOTSET")
+      return std::nullopt;
+    c.op_type = "CompressedConv";
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) c.inputs.push_back(n.inputs[2]);
+    c.set("kernel_shape", Attribute::of_ints({s[2], s[3]}));
+    c.set("strides", Attribute::of_ints(n.attr_ints("strides", {1, 1})));
+    c.set("pads", Attribute::of_ints(n.attr_ints("pads", {0, 0, 0, 0})));
+    c.set("dilations", Attribute::of_ints(n.attr_ints("dilations", {1, 1})));
+  }
+  c.set("weight", Attribute::of_encoded(std::move(w)));
+  return c;
+}
+
+}  // namespace
+
+Model recognise_compressed_weights(const Model& model, const PassOptions&) {
+  Model out = model;
+  Graph& g = out.graph;
+  const auto producer = producers(g);
+  const Uses uses = compute_uses(g);
+  std::unordered_map<std::string, ValueType> types;
+  bool typed = false;
+  std::set<size_t> dead;
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (!n.domain.empty() || n.inputs.size() < 2 ||
+        (n.op_type != "MatMul" && n.op_type != "Gemm" && n.op_type != "Conv"))
+      continue;
+    const std::string& v = n.inputs[1];
+    if (g.initializers.count(v) || uses.count(v) != 1 || !producer.count(v)) continue;
+    const std::vector<size_t> cone = cone_of(g, v, producer);
+    if (cone.empty()) continue;
+    bool private_cone = true;  // every value of the cone read only inside it
+    for (size_t k : cone) {
+      const std::string& o = g.nodes[k].outputs[0];
+      if (o == v) continue;
+      const auto r = uses.readers.find(o);
+      if (uses.graph_outputs.count(o) || r == uses.readers.end())
+        private_cone = false;
+      else
+        for (size_t reader : r->second)
+          if (!std::binary_search(cone.begin(), cone.end(), reader)) private_cone = false;
+    }
+    if (!private_cone) continue;
+    if (!typed) {
+      types = infer_types(g, out.opset);
+      typed = true;
+    }
+    const auto t = types.find(v);
+    if (t == types.end() || !t->second.dtype || !t->second.shape) continue;
+    const std::optional<Shape> known = concrete_shape(*t->second.shape);
+    if (!known || known->size() < 2) continue;
+    const Shape& s = *known;
+    WeightLayout layout = WeightLayout::conv;
+    int64_t o = s[0], in = shape_numel(s) / std::max<int64_t>(s[0], 1);
+    if (n.op_type != "Conv") {
+      if (s.size() != 2) continue;
+      const bool transposed = n.op_type == "Gemm" && n.attr_int("transB", 0) != 0;
+      layout = transposed ? WeightLayout::out_in : WeightLayout::in_out;
+      if (!transposed) std::swap(o, in);
+    }
+    for (auto& [label, factors] : candidates(g, v, o, in)) {
+      std::shared_ptr<const schemes::Encoded> enc;
+      try {
+        enc = schemes::encoded_from_factors(label, o, in, factors);
+      } catch (const Error&) {
+        continue;  // the factors do not fit this label
+      }
+      ScratchSink sink(out.opset);
+      std::string form;
+      emit_weight_form(sink, {v, layout, s, *t->second.dtype}, *enc, form);
+      if (!same_computation(g, cone, sink)) continue;
+      std::optional<Node> c = compressed_op(g, n, layout, s, enc);
+      if (!c) break;
+      g.nodes[i] = std::move(*c);
+      dead.insert(cone.begin(), cone.end());
+      changed = true;
+      break;
+    }
+  }
+  if (!changed) return out;
+  erase_nodes(g, dead);
+  out.other_opsets.emplace("ai.tailor", 1);
+  prune_types(g);
+  return out;
+}
+
+}  // namespace tailor::graph
