@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <thread>
-
 #include "tailor/core/error.h"
 #include "tailor/core/text.h"
 
@@ -129,12 +127,6 @@ void require_additive(const Problem& problem, const std::string& solver) {
     throw Error(problem.source, "solver " + solver +
                                     " needs an additive objective; pairwise terms are "
                                     "supported by dado and cem");
-}
-
-int resolve_threads(int threads) {
-  if (threads > 0) return threads;
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? static_cast<int>(n) : 1;
 }
 
 }  // namespace tailor::plan

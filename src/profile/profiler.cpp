@@ -20,6 +20,7 @@
 #include "tailor/io/safetensors.h"
 #include "tailor/linalg/randqb.h"
 #include "tailor/linalg/svd.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/schemes/registry.h"
 
 namespace tailor {
@@ -387,8 +388,7 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   }
 
   profile.layers.resize(layers.size());
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const size_t workers = std::clamp<size_t>(options.threads > 0 ? options.threads : hw, 1,
+  const size_t workers = std::clamp<size_t>(linalg::resolve_threads(options.threads), 1,
                                             std::max<size_t>(1, layers.size()));
   const bool progress = options.progress && ::isatty(STDERR_FILENO);
   const auto t0 = Clock::now();
@@ -397,6 +397,9 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   std::exception_ptr error;
   std::mutex mu;
   auto work = [&] {
+    // One layer per worker: the pool is the --threads bound, so a worker's own
+    // OpenMP regions (scheme kernels) stay on it.
+    const linalg::ThreadLimit serial(1);
     for (size_t i; !failed && (i = next++) < layers.size();) {
       try {
         profile.layers[i] = profile_layer(*layers[i], options, i, importance[i]);

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "tailor/core/error.h"
 #include "tailor/io/load_model.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/profile/model_profile.h"
 #include "tailor/profile/profile_cache.h"
 #include "tailor/profile/profiler.h"
@@ -112,7 +113,7 @@ void add_profile(CLI::App& app) {
                 "Reuse a cached profile of the same model bytes and settings, or store this one "
                 "(in $TAILOR_CACHE_DIR, else $XDG_CACHE_HOME/tailor, else ~/.cache/tailor)");
   cmd->callback([] {
-    if (options.threads < 0) throw tailor::Error("--threads", "must be >= 0");
+    tailor::linalg::set_threads(options.threads);
     if (!scheme_list.empty()) options.schemes = split_list(scheme_list);
     options.progress = true;
     const std::string key = cache ? profile_cache_key(path, options) : std::string();

@@ -116,7 +116,4 @@ void check_feasible(const Problem& problem);
 /// Throws Error naming `solver` when the problem has pairwise terms.
 void require_additive(const Problem& problem, const std::string& solver);
 
-/// Worker count for SolveOptions::threads (0 → hardware concurrency, at least 1).
-int resolve_threads(int threads);
-
 }  // namespace tailor::plan
