@@ -354,8 +354,10 @@ LayerProfile profile_layer(const graph::WeightView& weight, const ProfileOptions
     return layer;
   };
   if (const NonFinite bad = find_non_finite(m); bad.count > 0)
-    return keep_dense(fmt::format("{} non-finite weight{} (element {} is {})", bad.count,
-                                  bad.count == 1 ? "" : "s", bad.first, bad.first_value));
+    return keep_dense(fmt::format(
+        "{} non-finite weight{} (the first at row {}, column {} of the "
+        "[out, in] view: {})",
+        bad.count, bad.count == 1 ? "" : "s", bad.first / in, bad.first % in, bad.first_value));
   LayerProfile measured;
   try {
     measured = measure(layer, m, w, o, importance);

@@ -60,12 +60,14 @@ TEST(ProfileBadWeights, LayerIsNamedKeptDenseAndTheRunGoesOn) {
   const auto r = testing::run_cli("profile " + model +
                                   " --schemes dense,int8,int4,lowrank --threads 2 -o " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("tailor: warning: w_nan: kept dense: 1 non-finite weight (element 100 "
-                          "is nan)"),
+  // MatMul stores W as [in, out]: stored element 100 is in 1, out 36, the
+  // [out, in] view's row 36, column 1; stored 5 and 70 are rows 5 and 6.
+  EXPECT_NE(r.output.find("tailor: warning: w_nan: kept dense: 1 non-finite weight (the first at "
+                          "row 36, column 1 of the [out, in] view: nan)\n"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("tailor: warning: w_inf: kept dense: 2 non-finite weights (element 5 "
-                          "is inf)"),
+  EXPECT_NE(r.output.find("tailor: warning: w_inf: kept dense: 2 non-finite weights (the first at "
+                          "row 5, column 0 of the [out, in] view: inf)\n"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("tailor: warning: w_huge: kept dense: "), std::string::npos) << r.output;
@@ -88,7 +90,8 @@ TEST(ProfileBadWeights, LayerIsNamedKeptDenseAndTheRunGoesOn) {
   }
   // The reason is in profile.json itself.
   const nlohmann::json j = nlohmann::json::parse(read_file(out));
-  EXPECT_EQ(j["layers"][0]["kept_dense"], "1 non-finite weight (element 100 is nan)");
+  EXPECT_EQ(j["layers"][0]["kept_dense"],
+            "1 non-finite weight (the first at row 36, column 1 of the [out, in] view: nan)");
   EXPECT_FALSE(j["layers"][3].contains("kept_dense"));
   // A plan over it works: the kept-dense layers stay dense.
   const auto plan = testing::run_cli("plan " + out + " --budget 90% -o " + dir.file("plan.json"));
