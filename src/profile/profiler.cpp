@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "tailor/core/checked.h"
 #include "tailor/core/error.h"
 #include "tailor/core/finite.h"
 #include "tailor/core/rng.h"
@@ -397,12 +398,13 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   const std::vector<graph::WeightView> weights = graph::weights(model);
   std::vector<const graph::WeightView*> layers;
   for (const graph::WeightView& w : weights) {
-    const int64_t bytes = 4 * w.tensor.numel();
-    profile.dense_bytes += bytes;
+    const int64_t bytes = checked_mul<int64_t>(4, w.tensor.numel(), w.name, "its f32 bytes");
+    profile.dense_bytes =
+        checked_add(profile.dense_bytes, bytes, model.source, "the model's dense bytes");
     if (is_profiled(w, options))
       layers.push_back(&w);
     else
-      profile.fixed_bytes += bytes;
+      profile.fixed_bytes = bytes + profile.fixed_bytes;  // ≤ dense_bytes
   }
 
   std::vector<std::vector<float>> importance(layers.size());

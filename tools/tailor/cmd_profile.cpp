@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "tailor/core/checked.h"
 #include "tailor/core/error.h"
 #include "tailor/io/load_model.h"
 #include "tailor/linalg/threads.h"
@@ -77,7 +78,9 @@ void print_table(const ModelProfile& p, bool calibrated) {
                                8.0 * c.bytes / layer.numel, c.rel_error, act, c.macs,
                                c.encode_seconds);
     }
-    marked_total += mark >= 0 ? layer.candidates[mark].bytes : layer.dense_bytes;
+    marked_total =
+        checked_add(marked_total, mark >= 0 ? layer.candidates[mark].bytes : layer.dense_bytes,
+                    p.model, "the marked byte total");
   }
   std::cout << fmt::format(
       "\n{} layers; * = cheapest with {}error <= {:g}% (a layer with none stays dense)\n"
