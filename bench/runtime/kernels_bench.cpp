@@ -10,7 +10,7 @@
 // "FLOPS_per_cpu" divides by the process CPU time instead of wall time: the
 // throughput per busy core, which stays meaningful on a loaded machine where
 // wall time includes waiting for a core. Threads are set per benchmark by
-// set_num_threads (OpenMP; OpenBLAS serial inside the kernels' blocks) and,
+// linalg::set_threads (OpenMP; OpenBLAS serial inside the kernels' blocks) and,
 // for the sgemm peak, openblas_set_num_threads.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -22,6 +22,7 @@
 
 #include "tailor/core/rng.h"
 #include "tailor/linalg/blas.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/kernels/conv.h"
 #include "tailor/runtime/kernels/gemm.h"
 #include "tailor/runtime/kernels/lstm.h"
@@ -91,7 +92,7 @@ const Layer kLayers[] = {
 
 void BM_Conv(benchmark::State& state) {
   const Layer& l = kLayers[state.range(0)];
-  set_num_threads(static_cast<int>(state.range(1)));
+  tailor::linalg::set_threads(static_cast<int>(state.range(1)));
   Conv2dParams p;
   p.c_in = l.c_in, p.h = l.h, p.w = l.w, p.c_out = l.c_out, p.kh = p.kw = l.k;
   p.stride_h = l.sh, p.stride_w = l.sw, p.dil_h = p.dil_w = l.dil, p.groups = l.groups;
@@ -119,7 +120,7 @@ BENCHMARK(BM_Conv)
 // ISNet's decoder upsampling (bilinear, 64 channels, 128² → 256²) and its
 // 2×2 ceil-mode max pooling (64 channels, 256² → 128²); GB/s of output.
 void BM_ResizeLinear(benchmark::State& state) {
-  set_num_threads(static_cast<int>(state.range(0)));
+  tailor::linalg::set_threads(static_cast<int>(state.range(0)));
   ResizeParams p;
   p.c = 64, p.in_h = p.in_w = 128, p.out_h = p.out_w = 256;
   p.mode = ResizeMode::linear;
@@ -135,7 +136,7 @@ void BM_ResizeLinear(benchmark::State& state) {
 BENCHMARK(BM_ResizeLinear)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
 
 void BM_MaxPool2x2(benchmark::State& state) {
-  set_num_threads(static_cast<int>(state.range(0)));
+  tailor::linalg::set_threads(static_cast<int>(state.range(0)));
   Pool2dParams p;
   p.c = 64, p.h = p.w = 256, p.kh = p.kw = 2, p.stride_h = p.stride_w = 2, p.ceil_mode = true;
   const auto x = random_values(p.c * p.h * p.w, 1);
@@ -152,7 +153,7 @@ BENCHMARK(BM_MaxPool2x2)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
 // the code before the registry to compare: same API, same shapes).
 
 void BM_Op_Matmul(benchmark::State& state) {
-  set_num_threads(static_cast<int>(state.range(0)));
+  tailor::linalg::set_threads(static_cast<int>(state.range(0)));
   const std::vector<int64_t> as = {256, 512}, bs = {512, 256};
   const auto a = random_values(256 * 512, 1), b = random_values(512 * 256, 2);
   std::vector<float> y(256 * 256);
@@ -167,7 +168,7 @@ BENCHMARK(BM_Op_Matmul)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
 
 // apply_activation over 256K floats: range(1) 0 = sigmoid, 1 = tanh, 2 = hard_swish.
 void BM_Op_Activation(benchmark::State& state) {
-  set_num_threads(static_cast<int>(state.range(0)));
+  tailor::linalg::set_threads(static_cast<int>(state.range(0)));
   const Activation acts[] = {Activation::sigmoid(), Activation::tanh(), Activation::hard_swish()};
   const int64_t n = 1 << 18;
   const auto x = random_values(n, 1);
@@ -184,7 +185,7 @@ BENCHMARK(BM_Op_Activation)
     ->UseRealTime();
 
 void BM_Op_Softmax(benchmark::State& state) {
-  set_num_threads(static_cast<int>(state.range(0)));
+  tailor::linalg::set_threads(static_cast<int>(state.range(0)));
   const int64_t rows = 256, axis = 1000;
   const auto x = random_values(rows * axis, 1);
   std::vector<float> y(x.size());
@@ -197,7 +198,7 @@ void BM_Op_Softmax(benchmark::State& state) {
 BENCHMARK(BM_Op_Softmax)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
 
 void BM_Op_BatchNorm(benchmark::State& state) {
-  set_num_threads(static_cast<int>(state.range(0)));
+  tailor::linalg::set_threads(static_cast<int>(state.range(0)));
   const int64_t c = 64, spatial = 6400;
   const auto x = random_values(c * spatial, 1), scale = random_values(c, 2);
   const auto bias = random_values(c, 3), mean = random_values(c, 4);
@@ -213,7 +214,7 @@ BENCHMARK(BM_Op_BatchNorm)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
 
 // LSTM, 32 steps, batch 1, input 64, hidden 128, bidirectional.
 void BM_Op_Lstm(benchmark::State& state) {
-  set_num_threads(static_cast<int>(state.range(0)));
+  tailor::linalg::set_threads(static_cast<int>(state.range(0)));
   LstmParams p;
   p.seq_len = 32, p.batch = 1, p.input_size = 64, p.hidden_size = 128;
   p.direction = LstmDirection::bidirectional;
@@ -231,7 +232,7 @@ BENCHMARK(BM_Op_Lstm)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
 
 // ConvTranspose 2×2 stride 2, 64 → 32 channels, 40² → 80² (a decoder upsampling).
 void BM_Op_ConvTranspose(benchmark::State& state) {
-  set_num_threads(static_cast<int>(state.range(0)));
+  tailor::linalg::set_threads(static_cast<int>(state.range(0)));
   ConvTranspose2dParams p;
   p.c_in = 64, p.c_out = 32, p.h = p.w = 40, p.kh = p.kw = 2, p.stride_h = p.stride_w = 2;
   const auto x = random_values(p.c_in * p.h * p.w, 1);
@@ -253,7 +254,7 @@ const KernelTable* table_of(benchmark::State& state, int64_t arg) {
     state.SkipWithError("instruction set not available");
     return nullptr;
   }
-  set_num_threads(1);
+  tailor::linalg::set_threads(1);
   state.SetLabel(isa_name(isa));
   return &kernel_table(isa);
 }

@@ -13,6 +13,7 @@
 #include "tailor/core/rng.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/verify.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/schemes/registry.h"
 
 namespace tailor::compress {
@@ -176,6 +177,7 @@ std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Pla
   std::exception_ptr failure;
   std::mutex mu;
   auto work = [&] {
+    const linalg::ThreadLimit serial(1);  // one layer per worker of the --threads pool
     for (size_t k; (k = next++) < planned.size();) {
       try {
         const size_t i = planned[k];
@@ -201,9 +203,9 @@ std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Pla
       }
     }
   };
-  const unsigned n = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  const size_t n = static_cast<size_t>(linalg::resolve_threads(threads));
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::min<size_t>(n, planned.size()); ++t) pool.emplace_back(work);
+  for (size_t t = 1; t < std::min(n, planned.size()); ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "tailor/core/error.h"
+#include "tailor/core/finite.h"
 #include "tailor/core/rng.h"
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/npy.h"
@@ -26,13 +27,29 @@ namespace {
 
 using Inputs = std::map<std::string, Tensor>;
 
+/// Fails verification (Error naming the output `name`) when `t`, the output
+/// of the `which` model on `input`, holds NaN or ±Inf: no error or cosine
+/// can be computed from it, and a comparison would hide it.
+void require_finite(const Tensor& t, const std::string& name, const char* which,
+                    const std::string& input) {
+  const NonFinite bad = find_non_finite(t);
+  if (bad.count == 0) return;
+  throw Error(name, fmt::format("the {} model's output holds {} non-finite value{} (element {} "
+                                "is {}) on input {}; verification cannot compare it",
+                                which, bad.count, bad.count == 1 ? "" : "s", bad.first,
+                                bad.first_value, input));
+}
+
 /// Running sums of one output over all inputs.
 struct ErrorSums {
   double yy = 0, hh = 0, yh = 0, dd = 0;
-  void add(const Tensor& y, const Tensor& h, const std::string& name) {
+  /// y: the original's output, h: the compressed model's, on `input`.
+  void add(const Tensor& y, const Tensor& h, const std::string& name, const std::string& input) {
     if (y.shape() != h.shape())
       throw Error(name, fmt::format("compressed output shape {} differs from the original's {}",
                                     shape_to_string(h.shape()), shape_to_string(y.shape())));
+    require_finite(y, name, "original", input);
+    require_finite(h, name, "compressed", input);
     const std::vector<float> a = y.to_f32_vector(), b = h.to_f32_vector();
     for (size_t i = 0; i < a.size(); ++i) {
       yy += double(a[i]) * a[i];
@@ -73,9 +90,16 @@ std::optional<Shape> image_input_shape(const graph::Model& m) {
 }
 
 /// `x` read from `f` for input `name`: its dtype and rank/known dims must be
-/// the declared ones (else an Error naming the file, not the graph input).
+/// the declared ones and its values finite (else an Error naming the file,
+/// not the graph input).
 Tensor checked_npy(const fs::path& f, const std::string& name, const graph::Model& m) {
   Tensor x = read_npy(f.string());
+  // NaN or ±Inf would run through both models and make every comparison void.
+  if (const NonFinite bad = find_non_finite(x); bad.count > 0)
+    throw Error(f.string(), fmt::format("--calib: input '{}' holds {} non-finite value{} (element "
+                                        "{} is {}); verification needs finite inputs",
+                                        name, bad.count, bad.count == 1 ? "" : "s", bad.first,
+                                        bad.first_value));
   const graph::ValueType* t = m.graph.type_of(name);
   if (!t) return x;
   if (t->dtype && *t->dtype != x.dtype())
@@ -322,7 +346,8 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
                        return ex_comp.run({{in_name, x}});
                      }).at(out_name);
           if (k == 0) first_out[out_name] = y;
-          sums[0].add(orig_out.at(k++), y, out_name);
+          sums[0].add(orig_out.at(k), y, out_name, fmt::format("line {}", k + 1));
+          ++k;
           return y;
         },
         lines, classes);
@@ -349,12 +374,13 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
         first = in;
         first_out = h;
       }
-      for (size_t i = 0; i < outs.size(); ++i) sums[i].add(y.at(outs[i]), h.at(outs[i]), outs[i]);
+      const std::string label = k < labels.size() ? labels[k] : fmt::format("random-{}", k);
+      for (size_t i = 0; i < outs.size(); ++i)
+        sums[i].add(y.at(outs[i]), h.at(outs[i]), outs[i], label);
       if (saliency) {
         const tasks::MaskAgreement a =
             tasks::compare_masks(y.at(outs[0]), h.at(outs[0]), sal.threshold);
-        sal.inputs.push_back(
-            {k < labels.size() ? labels[k] : fmt::format("random-{}", k), a.mae, a.iou});
+        sal.inputs.push_back({label, a.mae, a.iou});
         sal.mae += a.mae / static_cast<double>(runs.size());
         sal.iou += a.iou / static_cast<double>(runs.size());
       }
@@ -399,13 +425,15 @@ report::Verification verify_llama(const graph::Model& original, const graph::Mod
   few.sequences = std::min<int32_t>(2, co.sequences);
   ErrorSums sums;
   bool first = true;
+  int sequence = 0;
   for (const auto& seq : llm::sample_sequences(orig, few)) {
     const std::span<const int32_t> tokens(seq.data(), seq.size() - 1);
     orig.reset();
     comp.reset();
     const std::vector<float> la = orig.forward(tokens), lb = comp.forward(tokens);
     const Shape shape{static_cast<int64_t>(la.size())};
-    sums.add(Tensor::from_f32(shape, la), Tensor::from_f32(shape, lb), "logits");
+    sums.add(Tensor::from_f32(shape, la), Tensor::from_f32(shape, lb), "logits",
+             fmt::format("sampled sequence {}", ++sequence));
     if (first && !standard_path.empty()) {
       // The written model.onnx, run by tailor's runtime on the same tokens.
       llm::Decoder standard(graph::import_onnx(standard_path));

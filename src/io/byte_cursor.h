@@ -12,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "tailor/core/checked.h"
 #include "tailor/core/error.h"
 
 namespace tailor::io_detail {
@@ -89,22 +90,16 @@ class ByteCursor {
   const std::string& path_;
 };
 
-/// a · b, or throws Error(path, "... overflows") when it does not fit in uint64.
+/// a · b, or throws Error(path, "size of <what> overflows 64 bits") (core/checked.h).
 inline uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& path,
                             std::string_view what) {
-  uint64_t r;
-  if (__builtin_mul_overflow(a, b, &r))
-    throw Error(path, "size of " + std::string(what) + " overflows 64 bits");
-  return r;
+  return tailor::checked_mul(a, b, path, "size of " + std::string(what));
 }
 
-/// a + b, or throws Error(path, "... overflows") when it does not fit in uint64.
+/// a + b, or throws Error(path, "size of <what> overflows 64 bits") (core/checked.h).
 inline uint64_t checked_add(uint64_t a, uint64_t b, const std::string& path,
                             std::string_view what) {
-  uint64_t r;
-  if (__builtin_add_overflow(a, b, &r))
-    throw Error(path, "size of " + std::string(what) + " overflows 64 bits");
-  return r;
+  return tailor::checked_add(a, b, path, "size of " + std::string(what));
 }
 
 }  // namespace tailor::io_detail

@@ -9,6 +9,7 @@
 #include "parallel.h"
 #include "repair.h"
 #include "tailor/core/rng.h"
+#include "tailor/linalg/threads.h"
 
 namespace tailor::plan {
 namespace {
@@ -46,7 +47,7 @@ int draw(const std::vector<double>& p, Rng& rng) {
 Solution solve_cem(const Problem& problem, const SolveOptions& options, const CemOptions& cem) {
   const auto start = Clock::now();
   check_feasible(problem);
-  const int threads = resolve_threads(options.threads);
+  const int threads = linalg::resolve_threads(options.threads);
   const Sweep sweep = sweep_hulls(problem, build_frontiers(problem, threads));
   Choice incumbent = sweep.greedy;
   repair(problem, incumbent);

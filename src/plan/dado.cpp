@@ -8,6 +8,7 @@
 #include "parallel.h"
 #include "repair.h"
 #include "tailor/core/rng.h"
+#include "tailor/linalg/threads.h"
 
 namespace tailor::plan {
 namespace {
@@ -18,7 +19,7 @@ class Dado {
  public:
   Dado(const Problem& p, const SolveOptions& o, const DadoOptions& d)
       : p_(p), o_(o), d_(d), n_(p.layers.size()), chain_(!p.pairwise.empty() && n_ > 1) {
-    threads_ = resolve_threads(o.threads);
+    threads_ = linalg::resolve_threads(o.threads);
     samples_ = std::max(d.samples, 1);
     double range_sum = 0;
     for (const auto& options : p.layers) {

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "hull.h"
+#include "tailor/linalg/threads.h"
 
 namespace tailor::plan {
 namespace {
@@ -44,7 +45,7 @@ class ExactSolver {
  public:
   ExactSolver(const Problem& problem, const SolveOptions& options)
       : p_(problem), start_(Clock::now()), limit_(options.time_limit_s) {
-    frontiers_ = build_frontiers(p_, resolve_threads(options.threads));
+    frontiers_ = build_frontiers(p_, linalg::resolve_threads(options.threads));
   }
 
   Solution run() {

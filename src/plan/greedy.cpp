@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "hull.h"
+#include "tailor/linalg/threads.h"
 
 namespace tailor::plan {
 
@@ -11,7 +12,7 @@ Solution solve_greedy(const Problem& problem, const SolveOptions& options) {
   require_additive(problem, "greedy");
   check_feasible(problem);
   const std::vector<LayerFrontier> frontiers =
-      build_frontiers(problem, resolve_threads(options.threads));
+      build_frontiers(problem, linalg::resolve_threads(options.threads));
   const Sweep sweep = sweep_hulls(problem, frontiers);
   Solution s = heuristic_solution(problem, sweep.greedy, sweep.lambda, sweep.segments, start);
   s.proven_optimal = !sweep.binding;

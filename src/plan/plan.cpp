@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "tailor/core/checked.h"
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/plan/cem.h"
@@ -34,7 +35,8 @@ Plan make_plan(const ModelProfile& profile, const Problem& problem, const Soluti
   plan.model = profile.model;
   plan.budget_bytes = problem.budget + problem.fixed_bytes;
   plan.fixed_bytes = problem.fixed_bytes;
-  plan.total_bytes = problem.fixed_bytes + solution.bytes;
+  plan.total_bytes =
+      checked_add(problem.fixed_bytes, solution.bytes, problem.source, "the plan's byte total");
   plan.solver = solver;
   plan.objective = objective_name(objective);
   plan.seed = seed;

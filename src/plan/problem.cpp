@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <thread>
+#include <algorithm>
 
+#include "tailor/core/checked.h"
 #include "tailor/core/error.h"
 #include "tailor/core/text.h"
 
@@ -36,6 +37,16 @@ Problem make_problem(const ModelProfile& profile, Objective objective, int64_t b
   p.budget = budget_bytes - profile.fixed_bytes;
   long double total_numel = 0;
   for (const LayerProfile& l : profile.layers) total_numel += static_cast<long double>(l.numel);
+  // Fixed bytes plus the largest candidate of every layer must fit in int64:
+  // then every byte sum of one option per layer does, in every solver.
+  int64_t most = profile.fixed_bytes;
+  for (const LayerProfile& l : profile.layers) {
+    int64_t largest = 0;
+    for (const Candidate& c : l.candidates) largest = std::max(largest, c.bytes);
+    most = checked_add(most, largest, source,
+                       fmt::format("the byte total up to layer \"{}\" (largest candidate {} bytes)",
+                                   l.name, with_commas(largest)));
+  }
   for (const LayerProfile& l : profile.layers) {
     const double weight =
         total_numel > 0 ? static_cast<double>(static_cast<long double>(l.numel) / total_numel) : 0;
@@ -92,7 +103,9 @@ double evaluate(const Problem& problem, const Choice& choice) {
 int64_t choice_bytes(const Problem& problem, const Choice& choice) {
   check_choice(problem, choice);
   int64_t total = 0;
-  for (size_t i = 0; i < choice.size(); ++i) total += problem.layers[i][choice[i]].bytes;
+  for (size_t i = 0; i < choice.size(); ++i)
+    total = checked_add(total, problem.layers[i][choice[i]].bytes, problem.source,
+                        "the byte total of a plan");
   return total;
 }
 
@@ -101,7 +114,7 @@ int64_t min_bytes(const Problem& problem) {
   for (const auto& options : problem.layers) {
     int64_t m = options.front().bytes;
     for (const Option& o : options) m = std::min(m, o.bytes);
-    total += m;
+    total = checked_add(total, m, problem.source, "the fewest bytes of the planned layers");
   }
   return total;
 }
@@ -110,7 +123,8 @@ void check_feasible(const Problem& problem) {
   const int64_t need = min_bytes(problem);
   if (need <= problem.budget) return;
   const int64_t total_budget = problem.budget + problem.fixed_bytes;
-  const int64_t reachable = need + problem.fixed_bytes;
+  const int64_t reachable =
+      checked_add(need, problem.fixed_bytes, problem.source, "the smallest reachable budget");
   const double r = static_cast<double>(reachable);
   const std::string human = r >= 1e9   ? fmt::format("{:.3f} GB", r / 1e9)
                             : r >= 1e6 ? fmt::format("{:.3f} MB", r / 1e6)
@@ -129,12 +143,6 @@ void require_additive(const Problem& problem, const std::string& solver) {
     throw Error(problem.source, "solver " + solver +
                                     " needs an additive objective; pairwise terms are "
                                     "supported by dado and cem");
-}
-
-int resolve_threads(int threads) {
-  if (threads > 0) return threads;
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? static_cast<int>(n) : 1;
 }
 
 }  // namespace tailor::plan

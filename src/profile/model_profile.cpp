@@ -104,6 +104,7 @@ LayerProfile read_layer(const Reader& r, const Json& j, const std::string& index
       r.fail(where, "duplicate candidate label \"" + c.label + "\"");
     l.candidates.push_back(std::move(c));
   }
+  if (j.contains("kept_dense")) l.kept_dense = r.string(j, where, "kept_dense");
   return l;
 }
 
@@ -161,11 +162,13 @@ std::string profile_to_json(const ModelProfile& profile) {
       if (c.rel_error_activation) cj["rel_error_activation"] = *c.rel_error_activation;
       cands.push_back(std::move(cj));
     }
-    layers.push_back({{"name", l.name},
-                      {"shape_out_in", l.shape_out_in},
-                      {"numel", l.numel},
-                      {"dense_bytes", l.dense_bytes},
-                      {"candidates", std::move(cands)}});
+    OJson lj = {{"name", l.name},
+                {"shape_out_in", l.shape_out_in},
+                {"numel", l.numel},
+                {"dense_bytes", l.dense_bytes},
+                {"candidates", std::move(cands)}};
+    if (!l.kept_dense.empty()) lj["kept_dense"] = l.kept_dense;
+    layers.push_back(std::move(lj));
   }
   const OJson out = {{"model", profile.model},
                      {"dense_bytes", profile.dense_bytes},

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "tailor/core/error.h"
 #include "tailor/core/text.h"
+#include "tailor/core/warning.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/sha256.h"
 
@@ -31,10 +31,6 @@ void check_key(const std::string& key) {
 std::string entry_path(const std::string& key) {
   check_key(key);
   return (fs::path(profile_cache_dir()) / (key + ".json")).string();
-}
-
-void warn(const std::string& source, const std::string& message) {
-  std::cerr << "tailor: warning: " << Error(source, message).what() << "\n";
 }
 
 /// SHA-256 of a model: of the file, or of a folder's regular files by name.

@@ -15,11 +15,15 @@
 #include <set>
 #include <thread>
 
+#include "tailor/core/checked.h"
 #include "tailor/core/error.h"
+#include "tailor/core/finite.h"
 #include "tailor/core/rng.h"
+#include "tailor/core/warning.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/linalg/randqb.h"
 #include "tailor/linalg/svd.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/schemes/registry.h"
 
 namespace tailor {
@@ -119,6 +123,19 @@ void measure_errors(const Tensor& m, const schemes::Encoded& e, std::span<const 
   }
   c.rel_error = den == 0 ? 0.0 : std::sqrt(num / den);
   if (!importance.empty()) c.rel_error_activation = den_d > 0 ? std::sqrt(num_d / den_d) : 0.0;
+  // Weights near the f32 range can decode to ±Inf; such a candidate has no error.
+  check(std::isfinite(c.rel_error) && std::isfinite(c.rel_error_activation.value_or(0)), e.label(),
+        "the reconstruction error is not finite (weights near the f32 range)");
+}
+
+/// The one candidate of a layer kept dense: W as f32, exact.
+Candidate dense_candidate(int64_t out, int64_t in) {
+  Candidate c;
+  c.label = "dense";
+  c.bytes = 4 * out * in;
+  c.macs = out * in;
+  c.params = out * in;
+  return c;
 }
 
 /// Redraws the progress line: "profile [#####     ] 12/47 layers  3.1 s  ETA 9.0 s".
@@ -261,6 +278,31 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   return plan;
 }
 
+/// `layer` with a candidate per selected scheme, measured on m = W [out, in]
+/// (w: W as encoded, conv kernels in their own shape).
+LayerProfile measure(LayerProfile layer, const Tensor& m, const Tensor& w, const ProfileOptions& o,
+                     std::span<const float> importance) {
+  LowRankPlan plan;
+  if (wants_lowrank(o)) plan = plan_lowrank(m, o.scheme_defaults.svd);
+  for (const schemes::Scheme& s : select_schemes(w.shape(), o, plan.ranks)) {
+    const auto t0 = Clock::now();
+    // Low-rank candidates are cut from the one shared SVD (its time counted in each).
+    const bool shared =
+        s.kind() == schemes::SchemeKind::lowrank && s.params().rank <= plan.svd.s.size();
+    const std::unique_ptr<schemes::Encoded> e =
+        shared ? schemes::lowrank_from_svd(plan.svd, s.params().rank, m) : s.encode(w);
+    Candidate c;
+    c.encode_seconds = seconds_since(t0) + (shared ? plan.svd_seconds : 0.0);
+    c.label = e->label();
+    measure_errors(m, *e, importance, c);
+    c.bytes = static_cast<int64_t>(e->bytes());
+    c.macs = e->macs(1);
+    c.params = stored_params(*e);
+    layer.candidates.push_back(std::move(c));
+  }
+  return layer;
+}
+
 }  // namespace
 
 std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd) {
@@ -300,35 +342,37 @@ LayerProfile profile_layer(const graph::WeightView& weight, const ProfileOptions
 
   ProfileOptions o = options;
   o.scheme_defaults.svd.seed = Rng(options.seed).split(index).next_u64();
-  return attribute_errors(weight.name, [&] {
-    LowRankPlan plan;
-    if (wants_lowrank(o)) plan = plan_lowrank(m, o.scheme_defaults.svd);
-    LayerProfile layer;
-    layer.name = weight.name;
-    layer.shape_out_in = {out, in};
-    layer.numel = out * in;
-    layer.dense_bytes = 4 * layer.numel;
-    for (const schemes::Scheme& s : select_schemes(w.shape(), o, plan.ranks)) {
-      const auto t0 = Clock::now();
-      // Low-rank candidates are cut from the one shared SVD (its time counted in each).
-      const bool shared =
-          s.kind() == schemes::SchemeKind::lowrank && s.params().rank <= plan.svd.s.size();
-      const std::unique_ptr<schemes::Encoded> e =
-          shared ? schemes::lowrank_from_svd(plan.svd, s.params().rank, m) : s.encode(w);
-      Candidate c;
-      c.encode_seconds = seconds_since(t0) + (shared ? plan.svd_seconds : 0.0);
-      c.label = e->label();
-      measure_errors(m, *e, importance, c);
-      c.bytes = static_cast<int64_t>(e->bytes());
-      c.macs = e->macs(1);
-      c.params = stored_params(*e);
-      layer.candidates.push_back(std::move(c));
-    }
-    if (layer.candidates.empty())
-      throw Error(weight.name, fmt::format("no selected scheme applies to shape {}",
-                                           shape_to_string(weight.tensor.shape())));
+  LayerProfile layer;
+  layer.name = weight.name;
+  layer.shape_out_in = {out, in};
+  layer.numel = out * in;
+  layer.dense_bytes = 4 * layer.numel;
+  // Values the encoders cannot take keep the layer dense; the run goes on.
+  auto keep_dense = [&](const std::string& why) {
+    warn(weight.name, "kept dense: " + why);
+    layer.candidates = {dense_candidate(out, in)};
+    layer.kept_dense = why;
     return layer;
-  });
+  };
+  if (const NonFinite bad = find_non_finite(m); bad.count > 0)
+    return keep_dense(fmt::format(
+        "{} non-finite weight{} (the first at row {}, column {} of the "
+        "[out, in] view: {})",
+        bad.count, bad.count == 1 ? "" : "s", bad.first / in, bad.first % in, bad.first_value));
+  LayerProfile measured;
+  try {
+    measured = measure(layer, m, w, o, importance);
+  } catch (const Error& e) {
+    // A scale past f16's range, an SVD of values near the f32 range: the
+    // first scheme that fails names the problem.
+    return keep_dense(e.what());
+  } catch (const std::bad_alloc&) {
+    throw Error(weight.name, "out of memory");
+  }
+  if (measured.candidates.empty())
+    throw Error(weight.name, fmt::format("no selected scheme applies to shape {}",
+                                         shape_to_string(weight.tensor.shape())));
+  return measured;
 }
 
 bool is_profiled(const graph::WeightView& weight, const ProfileOptions& options) {
@@ -354,12 +398,13 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   const std::vector<graph::WeightView> weights = graph::weights(model);
   std::vector<const graph::WeightView*> layers;
   for (const graph::WeightView& w : weights) {
-    const int64_t bytes = 4 * w.tensor.numel();
-    profile.dense_bytes += bytes;
+    const int64_t bytes = checked_mul<int64_t>(4, w.tensor.numel(), w.name, "its f32 bytes");
+    profile.dense_bytes =
+        checked_add(profile.dense_bytes, bytes, model.source, "the model's dense bytes");
     if (is_profiled(w, options))
       layers.push_back(&w);
     else
-      profile.fixed_bytes += bytes;
+      profile.fixed_bytes = bytes + profile.fixed_bytes;  // ≤ dense_bytes
   }
 
   std::vector<std::vector<float>> importance(layers.size());
@@ -387,8 +432,7 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   }
 
   profile.layers.resize(layers.size());
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const size_t workers = std::clamp<size_t>(options.threads > 0 ? options.threads : hw, 1,
+  const size_t workers = std::clamp<size_t>(linalg::resolve_threads(options.threads), 1,
                                             std::max<size_t>(1, layers.size()));
   const bool progress = options.progress && ::isatty(STDERR_FILENO);
   const auto t0 = Clock::now();
@@ -397,6 +441,9 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   std::exception_ptr error;
   std::mutex mu;
   auto work = [&] {
+    // One layer per worker: the pool is the --threads bound, so a worker's own
+    // OpenMP regions (scheme kernels) stay on it.
+    const linalg::ThreadLimit serial(1);
     for (size_t i; !failed && (i = next++) < layers.size();) {
       try {
         profile.layers[i] = profile_layer(*layers[i], options, i, importance[i]);

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tailor/core/error.h"
@@ -37,6 +39,22 @@ Shape broadcast_shapes(const OpContext& ctx, const Shape& a, const Shape& b);
 
 /// Axis in [-rank, rank) normalised to [0, rank); throws Error naming the node otherwise.
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
+
+/// max(a, b) and min(a, b) as onnxruntime's Max, Min, Relu and Clip compute
+/// them: a NaN in either operand gives NaN (`a > b ? a : b` would drop a NaN
+/// in a, std::max one in b). Integers compare as usual.
+template <class T>
+inline T max_nan(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(a)) return a;
+  return a > b ? a : b;  // b when b is NaN
+}
+template <class T>
+inline T min_nan(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(a)) return a;
+  return a < b ? a : b;  // b when b is NaN
+}
 
 /// Integer values of a 1-D (or scalar) i64/i32 tensor (shape inputs, axes).
 std::vector<int64_t> int_values(const OpContext& ctx, const Tensor& t, const char* what);

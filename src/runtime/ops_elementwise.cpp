@@ -2,6 +2,7 @@
 // arithmetic, comparison, logic, Where, and the unary activations.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "op_util.h"
@@ -68,9 +69,9 @@ inline T apply(Bin op, T a, T b) {
     case Bin::pow:
       return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
     case Bin::max:
-      return a > b ? a : b;
+      return max_nan(a, b);
     case Bin::min:
-      return a < b ? a : b;
+      return min_nan(a, b);
     case Bin::mod:
       if constexpr (std::is_integral_v<T>) {
         if (b == 0) return 0;
@@ -429,14 +430,18 @@ void register_elementwise_ops() {
       unary_f32(c, [=](float x) { return x >= 0 ? x : alpha * (std::exp(x) - 1.0f); });
     });
   });
-  // Clip: bounds as attributes min/max before opset 11, as optional inputs from 11.
+  // Clip: bounds as attributes min/max before opset 11, as optional inputs from
+  // 11; an absent bound is the lowest / largest finite float (the ONNX
+  // default), so ±inf become ∓FLT_MAX as in onnxruntime.
   register_op("", "Clip", [](const KernelInit& init) {
+    constexpr float kLowest = std::numeric_limits<float>::lowest();
+    constexpr float kMax = std::numeric_limits<float>::max();
     const bool attrs = init.opset < 11;
-    const float amin = init.node.attr_float("min", -INFINITY);
-    const float amax = init.node.attr_float("max", INFINITY);
+    const float amin = init.node.attr_float("min", kLowest);
+    const float amax = init.node.attr_float("max", kMax);
     return make_kernel([=](OpContext& c) {
-      const float lo = attrs ? amin : scalar_input(c, 1, -INFINITY);
-      const float hi = attrs ? amax : scalar_input(c, 2, INFINITY);
+      const float lo = attrs ? amin : scalar_input(c, 1, kLowest);
+      const float hi = attrs ? amax : scalar_input(c, 2, kMax);
       activation_op(c, kernels::Activation::clip(lo, hi));
     });
   });

@@ -120,7 +120,7 @@ void softmax_op(OpContext& ctx, int64_t axis_attr) {
 float step_unary(ElementwiseOp op, float x, float p0, float p1) {
   switch (op) {
     case ElementwiseOp::relu:
-      return x > 0 ? x : 0.0f;
+      return max_nan(x, 0.0f);
     case ElementwiseOp::sigmoid:
       return 1.0f / (1.0f + std::exp(-x));
     case ElementwiseOp::tanh:
@@ -138,11 +138,11 @@ float step_unary(ElementwiseOp op, float x, float p0, float p1) {
     case ElementwiseOp::abs:
       return x < 0 ? -x : x;
     case ElementwiseOp::clip:
-      return std::min(p1, std::max(p0, x));
+      return min_nan(max_nan(x, p0), p1);
     case ElementwiseOp::hard_sigmoid:
-      return std::max(0.0f, std::min(1.0f, p0 * x + p1));
+      return min_nan(max_nan(p0 * x + p1, 0.0f), 1.0f);
     case ElementwiseOp::hard_swish:
-      return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6) + 0.5f));
+      return x * min_nan(max_nan(x * (1.0f / 6) + 0.5f, 0.0f), 1.0f);
     case ElementwiseOp::leaky_relu:
       return x >= 0 ? x : p0 * x;
     case ElementwiseOp::square:
@@ -318,9 +318,9 @@ class FusedElementwiseKernel final : public Kernel {
         case ElementwiseOp::div:
           TAILOR_BIN(x / y) break;
         case ElementwiseOp::max:
-          TAILOR_BIN(x > y ? x : y) break;
+          TAILOR_BIN(max_nan(x, y)) break;
         case ElementwiseOp::min:
-          TAILOR_BIN(x < y ? x : y) break;
+          TAILOR_BIN(min_nan(x, y)) break;
         case ElementwiseOp::pow:
           TAILOR_BIN(static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(y))))
           break;
@@ -338,10 +338,10 @@ class FusedElementwiseKernel final : public Kernel {
     const float p0 = s.p0, p1 = s.p1;
     switch (s.op) {
       case ElementwiseOp::relu:
-        for (int64_t i = 0; i < m; ++i) d[i] = a[i] > 0 ? a[i] : 0.0f;
+        for (int64_t i = 0; i < m; ++i) d[i] = max_nan(a[i], 0.0f);
         break;
       case ElementwiseOp::clip:
-        for (int64_t i = 0; i < m; ++i) d[i] = std::min(p1, std::max(p0, a[i]));
+        for (int64_t i = 0; i < m; ++i) d[i] = min_nan(max_nan(a[i], p0), p1);
         break;
       case ElementwiseOp::square:
         for (int64_t i = 0; i < m; ++i) d[i] = a[i] * a[i];
@@ -365,11 +365,11 @@ class FusedElementwiseKernel final : public Kernel {
         for (int64_t i = 0; i < m; ++i) d[i] = std::sqrt(a[i]);
         break;
       case ElementwiseOp::hard_sigmoid:
-        for (int64_t i = 0; i < m; ++i) d[i] = std::max(0.0f, std::min(1.0f, p0 * a[i] + p1));
+        for (int64_t i = 0; i < m; ++i) d[i] = min_nan(max_nan(p0 * a[i] + p1, 0.0f), 1.0f);
         break;
       case ElementwiseOp::hard_swish:
         for (int64_t i = 0; i < m; ++i)
-          d[i] = a[i] * std::max(0.0f, std::min(1.0f, a[i] * (1.0f / 6) + 0.5f));
+          d[i] = a[i] * min_nan(max_nan(a[i] * (1.0f / 6) + 0.5f, 0.0f), 1.0f);
         break;
       case ElementwiseOp::exp:
         k::exp(a, d, m);

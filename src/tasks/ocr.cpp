@@ -171,7 +171,9 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 double OcrScore::char_accuracy() const {
-  return chars == 0 ? 0.0 : 1.0 - static_cast<double>(edits) / static_cast<double>(chars);
+  if (chars == 0) return 0.0;
+  // Reading more than is there can cost more edits than there are characters.
+  return std::max(0.0, 1.0 - static_cast<double>(edits) / static_cast<double>(chars));
 }
 
 double OcrScore::line_accuracy() const {

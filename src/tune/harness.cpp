@@ -8,8 +8,8 @@
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/executor.h"
-#include "tailor/runtime/kernels.h"
 #include "tailor/tune/cost_model.h"
 
 namespace tailor::tune {
@@ -148,7 +148,7 @@ Harness::Harness(const graph::Model& reference,
     throw Error("--statistic", "must be median or min, got '" + options_.statistic + "'");
   if (options_.clock != "wall" && options_.clock != "cpu")
     throw Error("--clock", "must be wall or cpu, got '" + options_.clock + "'");
-  runtime::kernels::set_num_threads(std::max(1, options_.reference_threads));
+  linalg::set_threads(std::max(1, options_.reference_threads));
   runtime::Executor ex(reference);
   for (int i = 0; i < options_.check_inputs; ++i) {
     inputs_.push_back(random_inputs(reference, input_shapes, seed + static_cast<uint64_t>(i)));
@@ -171,7 +171,7 @@ Measurement Harness::check(const AppliedConfiguration& c) const {
   Measurement m;
   const auto t0 = Clock::now();
   try {
-    runtime::kernels::set_num_threads(std::max(1, c.threads));
+    linalg::set_threads(std::max(1, c.threads));
     runtime::Executor ex(c.model);
     for (size_t i = 0; i < inputs_.size(); ++i)
       m.max_rel_error = std::max(m.max_rel_error, compare(ex.run(inputs_[i]), reference_[i]));
@@ -192,7 +192,7 @@ Measurement Harness::measure(const AppliedConfiguration& c) const {
   Measurement m = check(c);
   if (!m.ok) return m;  // a wrong candidate is never timed
   const auto t0 = Clock::now();
-  runtime::kernels::set_num_threads(std::max(1, c.threads));
+  linalg::set_threads(std::max(1, c.threads));
   runtime::Executor ex(c.model);
   flush();
   for (int i = 0; i < options_.warmup; ++i) ex.run(inputs_.front());
@@ -211,7 +211,7 @@ std::vector<std::vector<double>> Harness::paired(
     const std::vector<AppliedConfiguration>& candidates, int rounds) const {
   std::vector<std::unique_ptr<runtime::Executor>> ex;
   for (const auto& c : candidates) {
-    runtime::kernels::set_num_threads(std::max(1, c.threads));
+    linalg::set_threads(std::max(1, c.threads));
     ex.push_back(std::make_unique<runtime::Executor>(c.model));
     ex.back()->run(inputs_.front());  // warm-up
   }
@@ -221,7 +221,7 @@ std::vector<std::vector<double>> Harness::paired(
     flush();
     for (size_t k = 0; k < candidates.size(); ++k) {
       const size_t i = (k + static_cast<size_t>(r)) % candidates.size();
-      runtime::kernels::set_num_threads(std::max(1, candidates[i].threads));
+      linalg::set_threads(std::max(1, candidates[i].threads));
       times[static_cast<size_t>(r)][i] =
           time_ms(options_.clock == "cpu", [&] { ex[i]->run(inputs_.front()); });
     }

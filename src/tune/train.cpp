@@ -11,7 +11,7 @@
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
-#include "tailor/runtime/kernels.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/pass_options.h"
 
 namespace tailor::tune {
@@ -31,7 +31,7 @@ GraphBench::GraphBench(const graph::Model& model, std::string name,
                        const std::map<std::string, std::vector<int64_t>>& input_shapes,
                        uint64_t seed, int threads, const HarnessOptions& harness)
     : name_(std::move(name)), machine_(MachineInfo::detect()) {
-  const int t = threads > 0 ? threads : runtime::kernels::num_threads();
+  const int t = threads > 0 ? threads : linalg::threads();
   HarnessOptions h = harness;
   h.reference_threads = t;
   harness_ = std::make_unique<Harness>(model, input_shapes, seed, h);

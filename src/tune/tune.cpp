@@ -8,7 +8,7 @@
 #include <set>
 
 #include "tailor/core/error.h"
-#include "tailor/runtime/kernels.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/pass_options.h"
 #include "tailor/tune/cost_model.h"
 
@@ -103,7 +103,7 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
   if (options.measurements < 1) throw Error("--measurements", "must be >= 1");
   if (options.paired_rounds < 1 || options.paired_top < 1)
     throw Error("tune", "paired_rounds and paired_top must be >= 1");
-  const int threads = options.threads > 0 ? options.threads : runtime::kernels::num_threads();
+  const int threads = options.threads > 0 ? options.threads : linalg::threads();
   if (options.harness.clock == "cpu" && threads != 1)
     throw Error("--clock", "cpu time is a latency only for one thread; give --threads 1");
   HarnessOptions hopt = options.harness;

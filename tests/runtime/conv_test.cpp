@@ -11,6 +11,7 @@
 
 #include "runtime/kernel_test_util.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/kernels/conv.h"
 
 namespace tailor::runtime::kernels {
@@ -236,7 +237,7 @@ TEST(ConvKernel, FusedActivationsFollowTheirDefinitions) {
 TEST(ConvKernel, ResultsDoNotDependOnThreadCount) {
   // Every path partitions its work by shape only (planes; blocks of output
   // pixels, each one serial sgemm), so 1 and 2 threads agree bit for bit.
-  const int before = num_threads();
+  const int before = linalg::threads();
   for (int64_t groups : {1, 2, 16}) {
     Conv2dParams p;
     p.c_in = 16, p.c_out = 16, p.h = 24, p.w = 40, p.kh = p.kw = 3, p.groups = groups;
@@ -244,9 +245,9 @@ TEST(ConvKernel, ResultsDoNotDependOnThreadCount) {
     const auto x = random_values(p.c_in * p.h * p.w, 41);
     const auto w = random_values(p.c_out * (p.c_in / groups) * 9, 42);
     std::vector<float> y1(static_cast<size_t>(p.c_out * p.h * p.w)), y2(y1.size());
-    set_num_threads(1);
+    linalg::set_threads(1);
     conv2d(p, x.data(), w.data(), nullptr, y1.data(), Activation::hard_swish());
-    set_num_threads(2);
+    linalg::set_threads(2);
     conv2d(p, x.data(), w.data(), nullptr, y2.data(), Activation::hard_swish());
     EXPECT_EQ(y1, y2) << "groups " << groups;
   }
@@ -255,12 +256,12 @@ TEST(ConvKernel, ResultsDoNotDependOnThreadCount) {
   q.c_in = 32, q.c_out = 24, q.h = 24, q.w = 40;
   const auto x = random_values(q.c_in * q.h * q.w, 43), w = random_values(q.c_out * q.c_in, 44);
   std::vector<float> y1(static_cast<size_t>(q.c_out * q.h * q.w)), y2(y1.size());
-  set_num_threads(1);
+  linalg::set_threads(1);
   conv2d(q, x.data(), w.data(), nullptr, y1.data());
-  set_num_threads(2);
+  linalg::set_threads(2);
   conv2d(q, x.data(), w.data(), nullptr, y2.data());
   EXPECT_EQ(y1, y2) << "pointwise";
-  set_num_threads(before);
+  linalg::set_threads(before);
 }
 
 TEST(ConvKernel, RejectsInvalidParameters) {

@@ -150,9 +150,5 @@ TEST(SoftmaxKernel, HandComputedAndAxisSemantics) {
   EXPECT_THROW(softmax(x.data(), y.data(), 1, 0, 1), Error);
 }
 
-TEST(KernelThreads, RejectsNonPositiveCount) {
-  EXPECT_THROW(set_num_threads(0), Error);
-}
-
 }  // namespace
 }  // namespace tailor::runtime::kernels

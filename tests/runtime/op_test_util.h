@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tailor/graph/graph.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
 
@@ -114,12 +115,7 @@ inline void expect_f32(const Tensor& t, const Shape& shape, const std::vector<fl
 /// The kernels on one thread for the duration of a test (the machine may be
 /// shared; OpenMP's spinning on busy cores costs seconds), restored after.
 class OneThread {
- public:
-  OneThread() : saved_(runtime::kernels::num_threads()) { runtime::kernels::set_num_threads(1); }
-  ~OneThread() { runtime::kernels::set_num_threads(saved_); }
-
- private:
-  int saved_;
+  linalg::ThreadLimit limit_{1};
 };
 
 }  // namespace tailor::testing

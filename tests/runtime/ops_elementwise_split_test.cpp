@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "op_test_util.h"
-#include "tailor/runtime/kernels.h"
+#include "tailor/linalg/threads.h"
 
 namespace tailor::testing {
 namespace {
 
 TEST(OpsElementwiseSplit, SameShapeAndScalarRunsMatchTheDefinition) {
-  runtime::kernels::set_num_threads(2);
+  linalg::set_threads(2);
   // 3·50,000 elements: several 16,384-element pieces and a ragged last one.
   const int64_t n = 3 * 50000;
   std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));

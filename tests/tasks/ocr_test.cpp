@@ -215,6 +215,26 @@ TEST(OcrMetric, EditDistanceOnCodePoints) {
   EXPECT_DOUBLE_EQ(s.line_accuracy(), 0.9);
 }
 
+// Reading "ab" as "xxxxxx" costs 2 substitutions + 4 insertions = 6 edits for
+// 2 characters: 1 − 6/2 = −2 was printed as the accuracy; it floors at 0.
+// 3 edits for 3 characters is exactly 0, 1 edit for 4 is 0.75.
+TEST(OcrTask, CharAccuracyFloorsAtZero) {
+  EXPECT_EQ(edit_distance("ab", "xxxxxx"), 6u);
+  OcrScore s;
+  s.chars = 2;
+  s.edits = 6;
+  EXPECT_EQ(s.char_accuracy(), 0.0);
+  s.chars = 3;
+  s.edits = 3;
+  EXPECT_EQ(s.char_accuracy(), 0.0);
+  s.chars = 4;
+  s.edits = 1;
+  EXPECT_DOUBLE_EQ(s.char_accuracy(), 0.75);
+  s.chars = 0;
+  s.edits = 5;
+  EXPECT_EQ(s.char_accuracy(), 0.0);
+}
+
 TEST(OcrTask, LabelsFileErrors) {
   TempDir dir;
   testing::write_bytes(dir.file("labels.tsv"), "a.png\tok\nno tab here\n");

@@ -10,6 +10,7 @@
 #include "format.h"
 #include "tailor/compress/compress.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/threads.h"
 
 namespace tailor::cli {
 namespace {
@@ -175,7 +176,7 @@ void add_compress(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--length", o.kld_length, "llama: tokens per sequence")->capture_default_str();
   cmd->callback([] {
-    if (o.threads < 0) throw Error("--threads", "must be >= 0");
+    linalg::set_threads(o.threads);
     if (!schemes.empty()) o.schemes = comma_list(schemes);
     for (float v : mean)
       if (!std::isfinite(v)) throw Error("--image-mean", fmt::format("must be finite, got {}", v));

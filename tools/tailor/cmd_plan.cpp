@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/plan/budget.h"
 #include "tailor/plan/plan.h"
 #include "tailor/profile/model_profile.h"
@@ -134,7 +135,10 @@ void add_plan(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", args.output,
                   "Write plan.json (schema in docs/formats.md; with --solver all, exact's plan)");
-  cmd->callback([] { run_plan(args); });
+  cmd->callback([] {
+    linalg::set_threads(args.threads);
+    run_plan(args);
+  });
 }
 
 }  // namespace tailor::cli

@@ -9,8 +9,10 @@
 #include <sstream>
 
 #include "commands.h"
+#include "tailor/core/checked.h"
 #include "tailor/core/error.h"
 #include "tailor/io/load_model.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/profile/model_profile.h"
 #include "tailor/profile/profile_cache.h"
 #include "tailor/profile/profiler.h"
@@ -76,7 +78,9 @@ void print_table(const ModelProfile& p, bool calibrated) {
                                8.0 * c.bytes / layer.numel, c.rel_error, act, c.macs,
                                c.encode_seconds);
     }
-    marked_total += mark >= 0 ? layer.candidates[mark].bytes : layer.dense_bytes;
+    marked_total =
+        checked_add(marked_total, mark >= 0 ? layer.candidates[mark].bytes : layer.dense_bytes,
+                    p.model, "the marked byte total");
   }
   std::cout << fmt::format(
       "\n{} layers; * = cheapest with {}error <= {:g}% (a layer with none stays dense)\n"
@@ -112,7 +116,7 @@ void add_profile(CLI::App& app) {
                 "Reuse a cached profile of the same model bytes and settings, or store this one "
                 "(in $TAILOR_CACHE_DIR, else $XDG_CACHE_HOME/tailor, else ~/.cache/tailor)");
   cmd->callback([] {
-    if (options.threads < 0) throw tailor::Error("--threads", "must be >= 0");
+    tailor::linalg::set_threads(options.threads);
     if (!scheme_list.empty()) options.schemes = split_list(scheme_list);
     options.progress = true;
     const std::string key = cache ? profile_cache_key(path, options) : std::string();

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "format.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/plan/budget.h"
 #include "tailor/plan/plan.h"
 #include "tailor/plan/sweep.h"
@@ -99,7 +100,10 @@ void add_report(CLI::App& app) {
   cmd->add_option("--threads", args.threads, "Worker threads (default 0: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", args.output, "Folder for report.html and report.json")->required();
-  cmd->callback([] { run_report(args); });
+  cmd->callback([] {
+    linalg::set_threads(args.threads);
+    run_report(args);
+  });
 }
 
 }  // namespace tailor::cli

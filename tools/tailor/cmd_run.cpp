@@ -18,6 +18,7 @@
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/load_model.h"
 #include "tailor/io/npy.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/llm/llama.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels.h"
@@ -40,8 +41,6 @@ std::string sanitize_file_name(const std::string& name) {
 }
 
 namespace {
-
-constexpr int kMaxRunThreads = 1024;
 
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
@@ -87,12 +86,7 @@ void add_run(CLI::App& app) {
       "Apply the chosen decisions of a tailor tune decisions.json (instead of --passes)");
   cmd->callback([] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
-    // libgomp cannot start thousands of threads: 100000 segfaulted, 1000 under
-    // a 3 GB address-space limit aborted ("Thread creation failed").
-    if (threads < 0 || threads > kMaxRunThreads)
-      throw Error("--threads", "must be between 0 and " + std::to_string(kMaxRunThreads) +
-                                   ", got " + std::to_string(threads));
-    if (threads > 0) runtime::kernels::set_num_threads(threads);
+    linalg::set_threads(threads);
     graph::Model model = load_runnable_model(path);
     std::vector<std::string> pass_names =
         tuning.empty() ? graph::parse_pass_list(passes) : std::vector<std::string>{};
@@ -110,7 +104,7 @@ void add_run(CLI::App& app) {
       const size_t before = model.graph.nodes.size();
       tune::AppliedConfiguration tuned = tune::apply_record(model, tune::read_record(tuning));
       model = std::move(tuned.model);
-      if (threads == 0) runtime::kernels::set_num_threads(tuned.threads);
+      if (threads == 0) linalg::set_threads(tuned.threads);
       pass_line = fmt::format("tuning: {} ({} -> {} nodes)\n", printable(tuning), before,
                               model.graph.nodes.size());
     }
@@ -200,7 +194,7 @@ void add_run(CLI::App& app) {
       std::cout << fmt::format(
           "latency: median {:.3f} ms, min {:.3f} ms, max {:.3f} ms over {} runs "
           "(after 1 warm-up of {:.3f} ms), {} threads, OpenMP wait policy {}\n",
-          median, sorted.front(), sorted.back(), n, first_ms, runtime::kernels::num_threads(),
+          median, sorted.front(), sorted.back(), n, first_ms, linalg::threads(),
           std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "default");
       std::cout << "kernels " << runtime::kernels::describe(runtime::kernels::active_kernels())
                 << "\n";

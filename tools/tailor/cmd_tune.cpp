@@ -13,6 +13,7 @@
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/load_model.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/tune/tune.h"
 
 namespace tailor::cli {
@@ -84,7 +85,7 @@ void add_tune(CLI::App& app) {
       return;
     }
     if (path.empty()) throw Error("tune", "MODEL is required (or --replay FILE)");
-    if (threads < 0) throw Error("--threads", "must be >= 0");
+    linalg::set_threads(threads);
     if (repeats < 1) throw Error("--repeats", "must be >= 1");
     if (paired_rounds < 1) throw Error("--paired-rounds", "must be >= 1");
     tune::TuneOptions o;

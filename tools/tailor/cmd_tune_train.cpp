@@ -14,6 +14,7 @@
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/load_model.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/tune/train.h"
 
 namespace tailor::cli {
@@ -96,7 +97,7 @@ void add_tune_train(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([] {
     if (measurements < 1) throw Error("--measurements", "must be >= 1");
-    if (threads < 0) throw Error("--threads", "must be >= 0");
+    linalg::set_threads(threads);
     if (repeats < 1) throw Error("--repeats", "must be >= 1");
     if (!(held_out >= 0 && held_out < 1)) throw Error("--held-out", "must be in [0, 1)");
     if (!(anchor >= 0)) throw Error("--anchor", "must be >= 0");

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <string_view>
 
 #include "commands.h"
 #include "format.h"
@@ -13,15 +14,28 @@
 
 namespace {
 
-// OpenMP threads that spin while waiting (libgomp's default) make a second
-// thread several times slower on a machine with more runnable threads than
-// cores. libgomp reads OMP_WAIT_POLICY once, when it is loaded, so the only
-// way to default it is to set it and execute this program again; a policy the
-// user set is kept. If the re-execution fails, the program continues as is.
-void default_to_passive_openmp_waiting(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-  execv("/proc/self/exe", argv);
+// Two thread settings take effect only when their library is loaded, before
+// main, so the only way to default them is to set them and execute this
+// program again (if the re-execution fails, the program continues as is):
+//  - OpenMP threads that spin while waiting (libgomp's default) make a second
+//    thread several times slower on a machine with more runnable threads than
+//    cores; libgomp reads OMP_WAIT_POLICY once. A policy the user set is kept.
+//  - OpenBLAS (Debian's pthread variant) starts a thread per core when it is
+//    loaded unless OPENBLAS_NUM_THREADS says otherwise. tailor runs every BLAS
+//    call serially (linalg::set_threads), so those threads would only add to
+//    the load past `--threads N`; OPENBLAS_NUM_THREADS is always 1.
+void set_thread_environment(char** argv) {
+  bool changed = false;
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    changed = true;
+  }
+  const char* blas = std::getenv("OPENBLAS_NUM_THREADS");
+  if (blas == nullptr || std::string_view(blas) != "1") {
+    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
+    changed = true;
+  }
+  if (changed) execv("/proc/self/exe", argv);
 }
 
 /// The subcommands' names, comma-separated.
@@ -54,7 +68,7 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  default_to_passive_openmp_waiting(argv);
+  set_thread_environment(argv);
   CLI::App app{"tailor: fit trained neural networks to a budget"};
   app.require_subcommand(1);
   tailor::cli::add_inspect(app);

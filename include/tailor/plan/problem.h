@@ -95,7 +95,9 @@ struct SolveOptions {
 /// Builds the problem of planning `profile` under a total budget of
 /// `budget_bytes` (fixed bytes included) for `objective`. `source` names the
 /// profile in errors. Throws Error naming `source` when objective is
-/// activation and some candidate has no rel_error_activation.
+/// activation and some candidate has no rel_error_activation, and when the
+/// fixed bytes plus the largest candidate of every layer overflow int64 (so
+/// that no solver's byte sum of one option per layer can).
 Problem make_problem(const ModelProfile& profile, Objective objective, int64_t budget_bytes,
                      const std::string& source);
 
@@ -103,7 +105,8 @@ Problem make_problem(const ModelProfile& profile, Objective objective, int64_t b
 /// choice of the wrong length or an option index out of range.
 double evaluate(const Problem& problem, const Choice& choice);
 
-/// Bytes of the planned layers under `choice`.
+/// Bytes of the planned layers under `choice`; Error naming problem.source
+/// when the sum overflows int64.
 int64_t choice_bytes(const Problem& problem, const Choice& choice);
 
 /// Σ_i min_j bytes: the fewest bytes the planned layers can take.
@@ -115,8 +118,5 @@ void check_feasible(const Problem& problem);
 
 /// Throws Error naming `solver` when the problem has pairwise terms.
 void require_additive(const Problem& problem, const std::string& solver);
-
-/// Worker count for SolveOptions::threads (0 → hardware concurrency, at least 1).
-int resolve_threads(int threads);
 
 }  // namespace tailor::plan

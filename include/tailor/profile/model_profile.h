@@ -43,6 +43,11 @@ struct LayerProfile {
   int64_t dense_bytes = 0;
   /// At least one candidate; labels unique within the layer.
   std::vector<Candidate> candidates;
+  /// Why the layer has only its dense candidate: its weights hold values the
+  /// encoders cannot take (NaN, ±Inf, a scale past f16's range), with the
+  /// first problem found. Empty for a layer profiled with every scheme;
+  /// profile.json's optional "kept_dense".
+  std::string kept_dense;
 };
 
 /// A model's profile.

@@ -84,6 +84,10 @@ double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<cons
 /// `index` seeds the layer's SVDs (Rng(options.seed).split(index)); `importance`
 /// (length in, or empty) adds rel_error_activation. Throws Error naming the
 /// weight for layout none, an unknown scheme label, or a wrong `importance` length.
+/// Weights the encoders cannot take (NaN, ±Inf; values whose scale overflows
+/// f16 or whose factors overflow f32: any scheme failing with an Error) keep
+/// the layer dense: its only candidate is "dense", kept_dense says why, and a
+/// warning line naming the weight goes to stderr.
 /// A file-mapped weight's pages are released (madvise) once it is copied to
 /// f32; a later read faults them back in unchanged.
 LayerProfile profile_layer(const graph::WeightView& weight, const ProfileOptions& options,

@@ -5,7 +5,7 @@
 // Kernels validate their parameters and throw tailor::Error without a source;
 // the executor wraps calls in attribute_errors(node_name, ...) so the message
 // names the node. Threading is OpenMP over fixed work partitions (OpenBLAS
-// made serial by set_num_threads); every output element is computed by one
+// made serial by linalg::set_threads); every output element is computed by one
 // thread in a fixed order, so results do not depend on the thread count.
 #pragma once
 

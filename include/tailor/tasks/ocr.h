@@ -66,8 +66,9 @@ struct OcrScore {
   size_t chars = 0;            ///< Σ truth code points
   size_t edits = 0;            ///< Σ edit distances
   size_t exact = 0;            ///< lines read exactly
-  /// Character accuracy 1 − Σ edits / Σ chars (can be negative when far more
-  /// is read than is there).
+  /// Character accuracy max(0, 1 − Σ edits / Σ chars): 1 − the normalised
+  /// edit distance, floored at 0 (reading far more than is there can cost
+  /// more edits than there are characters). 0 when chars = 0.
   double char_accuracy() const;
   /// Exact-line accuracy: exact / lines.
   double line_accuracy() const;

@@ -306,9 +306,10 @@ std::optional<double> scalar_constant(const Graph& g, const std::string& v) {
 }
 
 std::optional<std::pair<float, float>> clip_bounds(const Graph& g, const Node& n, int64_t opset) {
-  constexpr float inf = std::numeric_limits<float>::infinity();
-  if (opset < 11) return std::make_pair(n.attr_float("min", -inf), n.attr_float("max", inf));
-  std::pair<float, float> b{-inf, inf};
+  // Absent bounds are the ONNX defaults, the lowest and largest finite floats.
+  constexpr float lo = std::numeric_limits<float>::lowest(), hi = std::numeric_limits<float>::max();
+  if (opset < 11) return std::make_pair(n.attr_float("min", lo), n.attr_float("max", hi));
+  std::pair<float, float> b{lo, hi};
   for (size_t k = 1; k <= 2; ++k) {
     if (n.inputs.size() <= k || n.inputs[k].empty()) continue;
     const auto v = scalar_constant(g, n.inputs[k]);

@@ -1,9 +1,6 @@
 // Activation, unary math, BatchNormalization and Softmax operators over the
-// registry's kernels (parallel chunks), and the kernels' thread count.
+// registry's kernels (parallel chunks).
 #include "tailor/runtime/kernels/elementwise.h"
-
-#include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,18 +25,6 @@ void chunked(int64_t n, F f) {
   }
 }
 }  // namespace
-
-void set_num_threads(int n) {
-  check(n >= 1, "", "thread count must be at least 1, got " + std::to_string(n));
-  omp_set_num_threads(n);
-  // The kernels split their products into fixed blocks over OpenMP threads,
-  // each block one single-threaded OpenBLAS call (gemm_partition.h).
-  openblas_set_num_threads(1);
-}
-
-int num_threads() {
-  return omp_get_max_threads();
-}
 
 void apply_activation(const Activation& act, const float* x, float* y, int64_t n) {
   if (act.kind == ActivationKind::none && x == y) return;

@@ -21,7 +21,7 @@ inline int64_t block_columns(int64_t n) {
 /// Rows per block when a product is split by rows.
 constexpr int64_t kBlockM = 64;
 
-/// True when OpenBLAS runs single-threaded (set_num_threads makes it so), so
+/// True when OpenBLAS runs single-threaded (linalg::set_threads makes it so), so
 /// that concurrent gemm calls from OpenMP threads neither oversubscribe nor race.
 bool blas_is_serial();
 

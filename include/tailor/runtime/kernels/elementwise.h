@@ -1,21 +1,10 @@
 // Activations (fusable into conv/gemm epilogues), vectorised unary math,
-// BatchNormalization (inference), Softmax, and the kernels' thread count.
+// BatchNormalization (inference) and Softmax. Thread counts: linalg/threads.h.
 #pragma once
 
 #include <cstdint>
 
 namespace tailor::runtime::kernels {
-
-/// Sets the threads the kernels use (omp_set_num_threads) and makes OpenBLAS
-/// single-threaded: the kernels split their products into fixed blocks that
-/// the OpenMP threads share, one serial sgemm each, so results do not depend
-/// on the thread count. Without a call, the first GEMM-based kernel makes
-/// OpenBLAS single-threaded itself and OpenMP's default count applies (note:
-/// that also makes other OpenBLAS users in the process serial).
-/// n ≥ 1, else tailor::Error.
-void set_num_threads(int n);
-/// The OpenMP thread count kernels currently use (omp_get_max_threads).
-int num_threads();
 
 /// Which elementwise function follows a kernel (ONNX operator of the same name).
 enum class ActivationKind : uint8_t {
