@@ -11,6 +11,7 @@
 #include <set>
 
 #include "compress/verify.h"
+#include "tailor/compress/output_damage.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
 #include "tailor/io/atomic_file.h"
@@ -18,6 +19,7 @@
 #include "tailor/io/load_model.h"
 #include "tailor/io/onnx.h"
 #include "tailor/io/safetensors.h"
+#include "tailor/io/sha256.h"
 #include "tailor/llm/calib.h"
 #include "tailor/llm/kld.h"
 #include "tailor/llm/llama.h"
@@ -100,6 +102,85 @@ void write_weights(const std::string& path, const graph::Model& mf, const plan::
       {{"format", "tailor-compressed"}, {"model", mf.source}, {"plan", plan::plan_to_json(plan)}});
 }
 
+/// The calibration inputs of a llama decoder graph: `sequences` sampled from
+/// the model with seed + 2 (verification samples with seed + 1), each fed
+/// whole (its tokens but the last) with empty pasts; KL of the logits.
+Calibration llama_calibration(const graph::Model& llama, const CompressOptions& o) {
+  llm::CompareOptions co;
+  co.seed = o.seed + 2;
+  co.sequences = o.kld_sequences;
+  co.length = kld_length(o, llama);
+  const auto seqs = llm::sample_sequences(llama, co);
+  const llm::DecoderSignature sig = llm::decoder_signature(llama);
+  Calibration c;
+  c.metric = DamageMetric::kl_logits;
+  c.outputs = {sig.logits};
+  for (const auto& seq : seqs) {
+    const auto n = static_cast<int64_t>(seq.size()) - 1;
+    Tensor ids = Tensor::zeros(DType::i64, {1, n});
+    for (int64_t i = 0; i < n; ++i) ids.mutable_data<int64_t>()[i] = seq[static_cast<size_t>(i)];
+    std::map<std::string, Tensor> in = llm::empty_pasts(llama);
+    in[sig.input_ids] = std::move(ids);
+    c.inputs.push_back(std::move(in));
+  }
+  c.description = fmt::format("{} sequences × {} tokens sampled from the model (seed {})",
+                              co.sequences, co.length, co.seed);
+  return c;
+}
+
+/// SHA-256 of the calibration inputs (names, dtypes, shapes, bytes) and metric.
+std::string calibration_key(const Calibration& c) {
+  std::string text = damage_metric_name(c.metric);
+  for (const std::string& name : c.outputs) text += "|" + name;
+  for (const auto& in : c.inputs)
+    for (const auto& [name, t] : in) {
+      const Tensor x = t.contiguous();
+      text += fmt::format("|{}:{}:{}:", name, dtype_name(x.dtype()), shape_to_string(x.shape()));
+      text += sha256_hex(std::string_view(reinterpret_cast<const char*>(x.raw()), x.nbytes()));
+    }
+  return sha256_hex(text);
+}
+
+/// Σ_ℓ D(ℓ, c_ℓ) of `plan` over `profile` (NaN when a choice has no damage).
+double predicted_damage(const ModelProfile& profile, const plan::Plan& plan) {
+  double sum = 0;
+  for (const plan::PlanChoice& choice : plan.choices)
+    for (const LayerProfile& l : profile.layers)
+      if (l.name == choice.layer)
+        for (const Candidate& c : l.candidates)
+          if (c.label == choice.label)
+            sum += c.output_damage ? *c.output_damage : std::numeric_limits<double>::quiet_NaN();
+  return sum;
+}
+
+/// The plan taking `label` at every layer whose profile has it, dense elsewhere.
+plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
+                        plan::Objective objective, uint64_t seed, const std::string& source) {
+  plan::Problem p =
+      plan::make_problem(profile, objective, std::numeric_limits<int64_t>::max() / 2, source);
+  plan::Solution sol;
+  bool any = false;
+  for (const LayerProfile& l : profile.layers) {
+    int pick = -1, dense = -1;
+    for (size_t c = 0; c < l.candidates.size(); ++c) {
+      if (l.candidates[c].label == label) pick = static_cast<int>(c);
+      if (l.candidates[c].label == "dense") dense = static_cast<int>(c);
+    }
+    any = any || pick >= 0;
+    if (pick < 0) pick = dense;
+    if (pick < 0)
+      throw Error(l.name, "--uniform " + label + ": the layer has neither " + label +
+                              " nor dense among its profiled candidates");
+    sol.choice.push_back(pick);
+  }
+  if (!any)
+    throw Error("--uniform", "no layer has a candidate '" + label +
+                                 "' (profile it: --schemes, or a label of docs/schemes.md)");
+  sol.bytes = plan::choice_bytes(p, sol.choice);
+  p.budget = sol.bytes;
+  sol.objective = plan::evaluate(p, sol.choice);
+  return plan::make_plan(profile, p, sol, "uniform " + label, objective, seed);
+}
 }  // namespace
 
 const std::vector<std::string>& default_schemes() {
@@ -124,7 +205,11 @@ CompressResult compress_model(const CompressOptions& o) {
   };
 
   CompressResult r;
-  const plan::Budget budget = plan::parse_budget(o.budget);
+  if (o.uniform.empty() && o.budget.empty())
+    throw Error("--budget", "give a budget (30%, 4.5bpw, 300MB, bytes) or --uniform LABEL");
+  if (!o.uniform.empty() && !o.budget.empty())
+    throw Error("--uniform", "takes no --budget: the plan's bytes are the scheme's");
+  const plan::Budget budget = o.uniform.empty() ? plan::parse_budget(o.budget) : plan::Budget{};
   const plan::Objective objective = plan::parse_objective(o.objective);
   {
     const auto& names = plan::solver_names();
@@ -199,6 +284,12 @@ CompressResult compress_model(const CompressOptions& o) {
       re += (re.empty() ? "" : "|") + regex_escape(n);
     po.layer_regex = "^(" + re + ")$";
   }
+  // 2a. calibration inputs of the output objective (never verification's)
+  std::optional<Calibration> calibration;
+  if (objective == plan::Objective::output) {
+    calibration = llama ? llama_calibration(*llama, o) : onnx_calibration(mf, o);
+    po.damage_key = calibration_key(*calibration);
+  }
   std::string key;
   std::optional<ModelProfile> cached;
   if (o.cache) {
@@ -208,19 +299,41 @@ CompressResult compress_model(const CompressOptions& o) {
   r.profile_cached = cached.has_value();
   r.profile = cached ? *cached : profile_model(mf, po);
   r.profile.model = o.model;
+  if (calibration && !cached) {
+    const auto t0 = Clock::now();
+    DamageOptions d;
+    d.metric = calibration->metric;
+    d.outputs = calibration->outputs;
+    d.scheme_defaults = po.scheme_defaults;
+    measure_output_damage(llama ? *llama : mf, calibration->inputs, r.profile, d);
+    r.profile.calibration = calibration->description;
+    r.damage_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
   if (o.cache && !cached) store_cached_profile(key, r.profile);
-  done("profile", fmt::format("{} layers, dense {} bytes{}", r.profile.layers.size(),
-                              r.profile.dense_bytes, cached ? ", from the profile cache" : ""));
+  done("profile",
+       fmt::format("{} layers, dense {} bytes{}{}", r.profile.layers.size(), r.profile.dense_bytes,
+                   cached ? ", from the profile cache" : "",
+                   calibration
+                       ? fmt::format("; output damage ({}) on {}{}", r.profile.output_metric,
+                                     r.profile.calibration,
+                                     cached ? "" : fmt::format(" in {:.2f} s", r.damage_seconds))
+                       : std::string()));
 
   // 3. plan
   begin("plan", "");
-  const int64_t budget_bytes = plan::budget_bytes(budget, r.profile);
-  const plan::Problem problem = plan::make_problem(r.profile, objective, budget_bytes, o.model);
-  plan::check_feasible(problem);
-  plan::SolveOptions so;
-  so.seed = o.seed;
-  so.threads = o.threads;
-  r.plan = plan::solve_plans(r.profile, problem, {o.solver}, so, objective).front();
+  int64_t budget_bytes = 0;
+  if (!o.uniform.empty()) {
+    r.plan = uniform_plan(r.profile, o.uniform, objective, o.seed, o.model);
+    budget_bytes = r.plan.budget_bytes;
+  } else {
+    budget_bytes = plan::budget_bytes(budget, r.profile);
+    const plan::Problem problem = plan::make_problem(r.profile, objective, budget_bytes, o.model);
+    plan::check_feasible(problem);
+    plan::SolveOptions so;
+    so.seed = o.seed;
+    so.threads = o.threads;
+    r.plan = plan::solve_plans(r.profile, problem, {o.solver}, so, objective).front();
+  }
   done("plan",
        fmt::format("{}: {} of {} bytes ({} of dense), objective {:.3g}", o.solver,
                    r.plan.total_bytes, budget_bytes,
@@ -267,6 +380,7 @@ CompressResult compress_model(const CompressOptions& o) {
     r.verification = verify_onnx(*original, *tailor_graph, staging.file("model.onnx"), o, r);
   }
   r.verification.predicted_error = r.plan.objective_value;
+  r.verification.predicted_damage = predicted_damage(r.profile, r.plan);
   {
     std::string msg = fmt::format("{} inputs", r.verification.inputs);
     if (r.kind != "llama")
@@ -274,6 +388,10 @@ CompressResult compress_model(const CompressOptions& o) {
                          r.compressed_seconds);
     for (const auto& e : r.verification.outputs)
       msg += fmt::format("; {}: rel {:.3g}, cos {:.6f}", e.name, e.rel_error, e.cosine);
+    if (!r.verification.damage_metric.empty())
+      msg += fmt::format("; output damage ({}) predicted {:.4g}, measured {:.4g}",
+                         r.verification.damage_metric, r.verification.predicted_damage,
+                         r.verification.measured_damage);
     if (r.verification.metric)
       msg += fmt::format("; {} {:.4f} → {:.4f}", r.verification.metric->name,
                          r.verification.metric->original, r.verification.metric->compressed);

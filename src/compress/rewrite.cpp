@@ -159,6 +159,25 @@ void check_layer(const GraphEditor& ed, const EncodedLayer& layer) {
 
 }  // namespace
 
+EncodedLayer encode_layer(const graph::WeightView& w, const std::string& label,
+                          const schemes::SchemeParams& defaults, uint64_t seed, size_t index) {
+  EncodedLayer e;
+  attribute_errors(w.name, [&] {
+    schemes::SchemeParams p = defaults;
+    p.svd.seed = Rng(seed).split(index).next_u64();
+    const schemes::Scheme scheme = schemes::parse_scheme(label, p);
+    const Tensor m = w.out_in();
+    const Tensor in = w.layout == WeightLayout::conv ? m.reshape(w.tensor.shape()) : m;
+    e.name = w.name;
+    e.layout = w.layout;
+    e.stored_shape = w.tensor.shape();
+    e.stored_dtype = w.tensor.dtype();
+    e.encoded = scheme.encode(in);
+    e.rel_error = schemes::rel_error(in, *e.encoded);
+  });
+  return e;
+}
+
 std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Plan& plan,
                                       const schemes::SchemeParams& defaults, uint64_t seed,
                                       int threads) {
@@ -183,20 +202,7 @@ std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Pla
         const size_t i = planned[k];
         const plan::PlanChoice& c = plan.choices[i];
         const graph::WeightView& w = *found[i];
-        attribute_errors(c.layer, [&] {
-          schemes::SchemeParams p = defaults;
-          p.svd.seed = Rng(seed).split(i).next_u64();
-          const schemes::Scheme scheme = schemes::parse_scheme(c.label, p);
-          const Tensor m = w.out_in();
-          const Tensor in = w.layout == WeightLayout::conv ? m.reshape(w.tensor.shape()) : m;
-          EncodedLayer& e = out[k];
-          e.name = c.layer;
-          e.layout = w.layout;
-          e.stored_shape = w.tensor.shape();
-          e.stored_dtype = w.tensor.dtype();
-          e.encoded = scheme.encode(in);
-          e.rel_error = schemes::rel_error(in, *e.encoded);
-        });
+        out[k] = encode_layer(w, c.label, defaults, seed, i);
       } catch (...) {
         std::lock_guard lock(mu);
         if (!failure) failure = std::current_exception();

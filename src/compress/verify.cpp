@@ -94,12 +94,7 @@ std::optional<Shape> image_input_shape(const graph::Model& m) {
 /// not the graph input).
 Tensor checked_npy(const fs::path& f, const std::string& name, const graph::Model& m) {
   Tensor x = read_npy(f.string());
-  // NaN or ±Inf would run through both models and make every comparison void.
-  if (const NonFinite bad = find_non_finite(x); bad.count > 0)
-    throw Error(f.string(), fmt::format("--calib: input '{}' holds {} non-finite value{} (element "
-                                        "{} is {}); verification needs finite inputs",
-                                        name, bad.count, bad.count == 1 ? "" : "s", bad.first,
-                                        bad.first_value));
+  check_finite_inputs({{name, x}}, f.string());
   const graph::ValueType* t = m.graph.type_of(name);
   if (!t) return x;
   if (t->dtype && *t->dtype != x.dtype())
@@ -282,7 +277,64 @@ graph::Model promoted(const graph::Model& m) {
   return c;
 }
 
+/// The indices of `n` items in calibration (`parity` 0: even-numbered) or
+/// verification (1: odd-numbered) half; a single item serves both.
+std::vector<size_t> half(size_t n, int parity) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < n; ++i)
+    if (n == 1 || static_cast<int>(i % 2) == parity) out.push_back(i);
+  return out;
+}
+
+/// The outputs the damage metric compares: the distribution alone for KL.
+std::vector<std::string> damage_outputs(const graph::Model& m, DamageMetric metric) {
+  std::vector<std::string> outs = m.graph.outputs;
+  if (metric != DamageMetric::relative_error && !outs.empty()) outs.resize(1);
+  return outs;
+}
+
+/// The damage metric of an ONNX model: KL when its first output is a softmax.
+DamageMetric onnx_metric(const graph::Model& m) {
+  return m.graph.outputs.empty() ? DamageMetric::relative_error
+                                 : detect_damage_metric(m, m.graph.outputs[0]);
+}
+
 }  // namespace
+
+Calibration onnx_calibration(const graph::Model& original, const CompressOptions& o) {
+  Calibration c;
+  c.metric = onnx_metric(original);
+  c.outputs = damage_outputs(original, c.metric);
+  std::string keys, lines;
+  std::vector<std::string> classes;
+  const bool ocr = (o.task == "auto" || o.task == "ocr") && o.calib_dir.empty() &&
+                   ocr_task(original, o, keys, lines, classes);
+  if (ocr) {
+    const auto labels = tasks::read_ocr_labels(lines);
+    for (size_t i : half(labels.size(), 0)) {
+      const std::string path = (fs::path(lines) / labels[i].first).string();
+      c.inputs.push_back({{original.graph.inputs[0], attribute_errors(path, [&] {
+                             return tasks::ocr_rec_preprocess(tasks::read_png(path));
+                           })}});
+    }
+    c.description =
+        fmt::format("{} OCR fixture lines (even-numbered lines of {})", c.inputs.size(), lines);
+  } else if (!o.calib_dir.empty()) {
+    std::vector<std::string> labels;
+    const std::vector<Inputs> runs = calib_inputs(o.calib_dir, original, o, labels);
+    for (size_t i : half(runs.size(), 0)) c.inputs.push_back(runs[i]);
+    c.description =
+        runs.size() == 1
+            ? fmt::format("the one --calib input of {} (verified on the same input)", o.calib_dir)
+            : fmt::format("{} --calib inputs (even-numbered of {})", c.inputs.size(), o.calib_dir);
+  } else {
+    c.inputs = random_inputs(original, o.random_inputs, o.seed + 2);
+    c.description = fmt::format("{} random N(0, 1) inputs (seed {})", c.inputs.size(), o.seed + 2);
+  }
+  return c;
+}
+
+namespace {}  // namespace
 
 report::Verification verify_onnx(const graph::Model& original, const graph::Model& compressed,
                                  const std::string& standard_path, const CompressOptions& o,
@@ -327,6 +379,8 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
                              "' is not declared N×1×H×W");
   const bool saliency =
       o.task == "saliency" || (o.task == "auto" && !ocr && looks_like_saliency(original));
+  const DamageMetric metric = onnx_metric(original);
+  DamageMeter damage(metric, damage_outputs(original, metric));
   if (ocr) {
     const std::string in_name = original.graph.inputs[0], out_name = outs[0];
     std::vector<Tensor> orig_out;
@@ -338,7 +392,7 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
                              }).at(out_name));
           return orig_out.back();
         },
-        lines, classes);
+        lines, classes, half(tasks::read_ocr_labels(lines).size(), 1));
     size_t k = 0;
     const tasks::OcrScore s1 = tasks::ocr_read_lines(
         [&](const Tensor& x) {
@@ -346,11 +400,12 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
                        return ex_comp.run({{in_name, x}});
                      }).at(out_name);
           if (k == 0) first_out[out_name] = y;
+          damage.add({{out_name, orig_out.at(k)}}, {{out_name, y}});
           sums[0].add(orig_out.at(k), y, out_name, fmt::format("line {}", k + 1));
           ++k;
           return y;
         },
-        lines, classes);
+        lines, classes, half(tasks::read_ocr_labels(lines).size(), 1));
     v.inputs = static_cast<int64_t>(s0.lines.size());
     v.metric = report::TaskMetric{"OCR character accuracy", s0.char_accuracy(), s1.char_accuracy()};
     result.ocr_exact_original = static_cast<int64_t>(s0.exact);
@@ -361,9 +416,18 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
             {s0.lines[i].file, s0.lines[i].truth, s0.lines[i].text, s1.lines[i].text});
   } else {
     std::vector<std::string> labels;
-    const std::vector<Inputs> runs = !o.calib_dir.empty()
-                                         ? calib_inputs(o.calib_dir, original, o, labels)
-                                         : random_inputs(original, o.random_inputs, o.seed);
+    std::vector<Inputs> runs;
+    if (!o.calib_dir.empty()) {
+      // The odd-numbered inputs: the even ones calibrated the plan (onnx_calibration).
+      std::vector<std::string> all_labels;
+      const std::vector<Inputs> all = calib_inputs(o.calib_dir, original, o, all_labels);
+      for (size_t i : half(all.size(), 1)) {
+        runs.push_back(all[i]);
+        labels.push_back(all_labels[i]);
+      }
+    } else {
+      runs = random_inputs(original, o.random_inputs, o.seed);
+    }
     report::SaliencyCheck sal;
     sal.output = outs.empty() ? std::string() : outs[0];
     for (size_t k = 0; k < runs.size(); ++k) {
@@ -377,6 +441,7 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
       const std::string label = k < labels.size() ? labels[k] : fmt::format("random-{}", k);
       for (size_t i = 0; i < outs.size(); ++i)
         sums[i].add(y.at(outs[i]), h.at(outs[i]), outs[i], label);
+      damage.add(y, h);
       if (saliency) {
         const tasks::MaskAgreement a =
             tasks::compare_masks(y.at(outs[0]), h.at(outs[0]), sal.threshold);
@@ -397,6 +462,8 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
     mean_sq += v.outputs.back().rel_error * v.outputs.back().rel_error;
   }
   v.measured_error = outs.empty() ? 0.0 : mean_sq / static_cast<double>(outs.size());
+  v.damage_metric = damage_metric_name(metric);
+  v.measured_damage = damage.value();
 
   // The written file itself, run by tailor's runtime.
   runtime::Executor ex_std(promoted(graph::import_onnx(standard_path)));
@@ -451,6 +518,8 @@ report::Verification verify_llama(const graph::Model& original, const graph::Mod
   v.inputs = kld->positions;
   v.outputs.push_back(sums.result("logits"));
   v.measured_error = v.outputs[0].rel_error * v.outputs[0].rel_error;
+  v.damage_metric = damage_metric_name(DamageMetric::kl_logits);
+  v.measured_damage = kld->mean_kl;
   v.metric = report::TaskMetric{"top-1 agreement", 1.0, kld->top1_agreement};
   return v;
 }

@@ -5,12 +5,35 @@
 #include <string>
 
 #include "tailor/compress/compress.h"
+#include "tailor/compress/output_damage.h"
 #include "tailor/graph/graph.h"
 
 namespace tailor::compress {
 
+/// The calibration inputs of the output objective.
+struct Calibration {
+  std::vector<std::map<std::string, Tensor>> inputs;
+  DamageMetric metric = DamageMetric::relative_error;
+  /// The outputs compared (KL: the distribution alone).
+  std::vector<std::string> outputs;
+  /// What the inputs are, for the output and profile.json.
+  std::string description;
+};
+
+/// The calibration inputs of an ONNX model, never its verification inputs:
+/// for a recogniser the even-numbered OCR fixture lines (verification reads
+/// the odd-numbered ones), for --calib the even-numbered inputs in name order
+/// (verification runs the odd-numbered; a single input serves both, said in
+/// the description), else `random_inputs` N(0, 1) inputs seeded seed + 2
+/// (verification: seed). Metric: KL when the first output is a Softmax over
+/// its last axis (detect_damage_metric), else relative error. Throws Error
+/// naming a --calib file that holds NaN or Inf, and as verify_onnx does for
+/// unreadable inputs.
+Calibration onnx_calibration(const graph::Model& original, const CompressOptions& options);
+
 /// Runs `original` and `compressed` (tailor's runtime) on the verification
-/// inputs chosen as compress_model documents; per-output relative error and
+/// inputs chosen as compress_model documents (the halves onnx_calibration
+/// leaves out); output damage on the calibration metric; per-output relative error and
 /// cosine, OCR character accuracy for a recogniser. Also imports and runs the
 /// written `standard_path` on the first input and sets `standard_max_abs` to
 /// its max |Δ| against `compressed`; adds the seconds each model ran.

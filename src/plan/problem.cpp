@@ -18,15 +18,17 @@ const char* objective_name(Objective objective) {
       return "sum";
     case Objective::activation:
       return "activation";
+    case Objective::output:
+      return "output";
   }
   return "?";
 }
 
 Objective parse_objective(const std::string& name) {
-  for (Objective o : {Objective::numel, Objective::sum, Objective::activation})
+  for (Objective o : {Objective::numel, Objective::sum, Objective::activation, Objective::output})
     if (name == objective_name(o)) return o;
   throw Error("--objective",
-              "unknown objective \"" + name + "\" (expected numel, sum or activation)");
+              "unknown objective \"" + name + "\" (expected output, numel, sum or activation)");
 }
 
 Problem make_problem(const ModelProfile& profile, Objective objective, int64_t budget_bytes,
@@ -69,6 +71,15 @@ Problem make_problem(const ModelProfile& profile, Objective objective, int64_t b
                             l.name + "\" candidate \"" + c.label +
                             "\" has none (profile the model with --calib)");
           cost = weight * *c.rel_error_activation * *c.rel_error_activation;
+          break;
+        case Objective::output:
+          if (!c.output_damage)
+            throw Error(source,
+                        "objective output needs \"output_damage\" on every candidate; layer \"" +
+                            l.name + "\" candidate \"" + c.label +
+                            "\" has none (measure it with calibration inputs: tailor "
+                            "compress, or another --objective)");
+          cost = *c.output_damage;
           break;
       }
       options.push_back({c.bytes, cost});

@@ -72,6 +72,8 @@ Candidate read_candidate(const Reader& r, const Json& j, const std::string& wher
   if (j.contains("rel_error_activation"))
     c.rel_error_activation =
         r.error_value(j["rel_error_activation"], where, "rel_error_activation");
+  if (j.contains("output_damage"))
+    c.output_damage = r.error_value(j["output_damage"], where, "output_damage");
   return c;
 }
 
@@ -126,6 +128,8 @@ ModelProfile parse_profile(const std::string& text, const std::string& path) {
   p.model = r.string(j, "", "model");
   p.dense_bytes = r.count(j, "", "dense_bytes", true);
   p.fixed_bytes = r.count(j, "", "fixed_bytes", true);
+  if (j.contains("output_metric")) p.output_metric = r.string(j, "", "output_metric");
+  if (j.contains("calibration")) p.calibration = r.string(j, "", "calibration");
   const Json& layers = r.field(j, "", "layers");
   if (!layers.is_array()) r.fail("", "\"layers\" must be an array");
   std::set<std::string> names;
@@ -160,6 +164,7 @@ std::string profile_to_json(const ModelProfile& profile) {
                   {"macs", c.macs},
                   {"params", c.params}};
       if (c.rel_error_activation) cj["rel_error_activation"] = *c.rel_error_activation;
+      if (c.output_damage) cj["output_damage"] = *c.output_damage;
       cands.push_back(std::move(cj));
     }
     OJson lj = {{"name", l.name},
@@ -170,10 +175,14 @@ std::string profile_to_json(const ModelProfile& profile) {
     if (!l.kept_dense.empty()) lj["kept_dense"] = l.kept_dense;
     layers.push_back(std::move(lj));
   }
-  const OJson out = {{"model", profile.model},
-                     {"dense_bytes", profile.dense_bytes},
-                     {"fixed_bytes", profile.fixed_bytes},
-                     {"layers", std::move(layers)}};
+  OJson out = {{"model", profile.model},
+               {"dense_bytes", profile.dense_bytes},
+               {"fixed_bytes", profile.fixed_bytes}};
+  if (!profile.output_metric.empty()) {
+    out["output_metric"] = profile.output_metric;
+    out["calibration"] = profile.calibration;
+  }
+  out["layers"] = std::move(layers);
   return out.dump(2) + "\n";
 }
 

@@ -78,6 +78,7 @@ std::string profile_cache_key(const std::string& model_path, const ProfileOption
       {"layers", options.layer_regex},
       {"calib_sha256", options.calib.empty() ? std::string() : sha256_file(options.calib)},
       {"seed", options.seed},
+      {"damage", options.damage_key},
       {"scheme_params",
        {{"group", s.group},
         {"rank", s.rank},

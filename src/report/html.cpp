@@ -170,6 +170,15 @@ std::string verification_section(const Report& r) {
   t += fmt::format("<tr><th>predicted error (Σ per layer)</th><td>{}</td></tr>\n",
                    num(v.predicted_error));
   t += fmt::format("<tr><th>measured error</th><td>{}</td></tr>\n", num(v.measured_error));
+  if (!v.damage_metric.empty()) {
+    t += fmt::format(
+        "<tr><th>predicted output damage (Σ per-layer D, {}, calibration inputs)</th>"
+        "<td>{}</td></tr>\n",
+        html_escape(v.damage_metric), num(v.predicted_damage));
+    t += fmt::format(
+        "<tr><th>measured output damage ({}, verification inputs)</th><td>{}</td></tr>\n",
+        html_escape(v.damage_metric), num(v.measured_damage));
+  }
   t += "</tbody></table>\n";
   if (v.saliency) {
     const SaliencyCheck& s = *v.saliency;

@@ -117,6 +117,11 @@ Verification read_verification(const std::string& path) {
   }
   v.predicted_error = number_field(j, "predicted_error", "", path, false, 0);
   v.measured_error = number_field(j, "measured_error", "", path, false, 0);
+  if (j.contains("damage_metric")) {
+    v.damage_metric = string_field(j, "damage_metric", "", path);
+    v.predicted_damage = number_field(j, "predicted_damage", "", path, false, 0);
+    v.measured_damage = number_field(j, "measured_damage", "", path, false, 0);
+  }
   return v;
 }
 
@@ -230,6 +235,11 @@ std::string report_to_json(const Report& r) {
                     {"saliency", std::move(saliency)},
                     {"predicted_error", number(v.predicted_error)},
                     {"measured_error", number(v.measured_error)}};
+    if (!v.damage_metric.empty()) {
+      verification["damage_metric"] = v.damage_metric;
+      verification["predicted_damage"] = number(v.predicted_damage);
+      verification["measured_damage"] = number(v.measured_damage);
+    }
   }
   const OJson out = {{"report_version", 1},
                      {"model", r.model},

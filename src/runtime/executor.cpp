@@ -199,6 +199,15 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
   }
   for (size_t i = 0; i < plan.input_slots.size() && i < inputs.size(); ++i)
     f.values[static_cast<size_t>(plan.input_slots[i])] = inputs[i];
+  run_steps(f, 0, plan.steps.size(), arena);
+  std::vector<Tensor> out;
+  out.reserve(plan.output_slots.size());
+  for (int s : plan.output_slots) out.push_back(*value_of(f, s));
+  return out;
+}
+
+void run_steps(Frame& f, size_t begin, size_t end, Arena& arena) {
+  const Plan& plan = *f.plan;
   // One pair of argument vectors for every step (no allocation per node).
   std::vector<const Tensor*> in_buf;
   std::vector<Tensor> out_buf;
@@ -213,7 +222,8 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
       throw Error(step.node->label(), "out of memory");
     }
   };
-  for (const Plan::Step& step : plan.steps) {
+  for (size_t k = begin; k < end && k < plan.steps.size(); ++k) {
+    const Plan::Step& step = plan.steps[k];
     in_buf.clear();
     out_buf.clear();
     OpContext ctx{*step.node, plan.opset, std::move(in_buf), std::move(out_buf), &arena, &f};
@@ -251,10 +261,6 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
     out_buf = std::move(ctx.outputs);
     for (int s : step.release) f.values[static_cast<size_t>(s)] = Tensor();
   }
-  std::vector<Tensor> out;
-  out.reserve(plan.output_slots.size());
-  for (int s : plan.output_slots) out.push_back(*value_of(f, s));
-  return out;
 }
 
 Executor::Executor(graph::Model model, ExecutorOptions options) : model_(std::move(model)) {
@@ -264,8 +270,10 @@ Executor::Executor(graph::Model model, ExecutorOptions options) : model_(std::mo
 
 Executor::~Executor() = default;
 
-std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
-  const graph::Graph& g = model_.graph;
+namespace {
+/// `inputs` checked against `g`'s declared inputs, in graph-input order (contiguous).
+std::vector<Tensor> ordered_inputs(const graph::Graph& g,
+                                   const std::map<std::string, Tensor>& inputs) {
   for (const auto& [name, t] : inputs)
     if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end())
       throw Error("input '" + name + "'", "the model has no such input");
@@ -290,9 +298,71 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
     }
     ordered.push_back(t.contiguous());
   }
+  return ordered;
+}
+}  // namespace
+
+std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  const graph::Graph& g = model_.graph;
+  const std::vector<Tensor> ordered = ordered_inputs(g, inputs);
   std::vector<Tensor> outs = run_plan(*plan_, ordered, nullptr, arena_);
   std::map<std::string, Tensor> result;
   for (size_t i = 0; i < outs.size(); ++i) result[g.outputs[i]] = std::move(outs[i]);
+  return result;
+}
+
+CutRun::CutRun(const Executor& executor, const std::map<std::string, Tensor>& inputs)
+    : executor_(&executor) {
+  const Plan& plan = executor.plan();
+  frame_.plan = &plan;
+  frame_.values.resize(plan.constants.size());  // constants are read in place (value_of)
+  const std::vector<Tensor> ordered = ordered_inputs(executor.model().graph, inputs);
+  for (size_t i = 0; i < plan.input_slots.size() && i < ordered.size(); ++i)
+    frame_.values[static_cast<size_t>(plan.input_slots[i])] = ordered[i];
+}
+
+size_t CutRun::steps() const {
+  return frame_.plan->steps.size();
+}
+
+size_t CutRun::first_reader(const std::string& value) const {
+  const Plan& plan = *frame_.plan;
+  auto it = plan.slot_of.find(value);
+  if (it == plan.slot_of.end())
+    throw Error("value '" + value + "'", "the model has no such value in its main graph");
+  for (size_t k = position_; k < plan.steps.size(); ++k) {
+    const Plan::Step& step = plan.steps[k];
+    if (std::find(step.inputs.begin(), step.inputs.end(), it->second) != step.inputs.end())
+      return k;
+    for (const auto& [name, a] : step.node->attributes)
+      if (a.kind == graph::Attribute::Kind::g || a.kind == graph::Attribute::Kind::graphs)
+        return k;  // a subgraph may read it from the outer scope
+  }
+  return plan.steps.size();
+}
+
+void CutRun::advance(size_t step) {
+  if (step < position_)
+    throw Error("cut run", "cannot move back from step " + std::to_string(position_) + " to " +
+                               std::to_string(step));
+  run_steps(frame_, position_, step, arena_);
+  position_ = std::min(step, steps());
+}
+
+std::map<std::string, Tensor> CutRun::finish(const std::map<std::string, Tensor>& replaced) {
+  const Plan& plan = *frame_.plan;
+  Frame f = frame_;
+  for (const auto& [name, t] : replaced) {
+    auto it = plan.slot_of.find(name);
+    if (it == plan.slot_of.end())
+      throw Error("value '" + name + "'", "the model has no such value in its main graph");
+    f.values[static_cast<size_t>(it->second)] = t;
+  }
+  run_steps(f, position_, plan.steps.size(), arena_);
+  std::map<std::string, Tensor> result;
+  const std::vector<std::string>& names = executor_->output_names();
+  for (size_t i = 0; i < plan.output_slots.size(); ++i)
+    result[names[i]] = *value_of(f, plan.output_slots[i]);
   return result;
 }
 

@@ -196,8 +196,17 @@ std::vector<std::pair<std::string, std::string>> read_ocr_labels(const std::stri
 }
 
 OcrScore ocr_read_lines(const OcrBatchRecognizer& run, const std::string& dir,
-                        const std::vector<std::string>& classes) {
-  const auto labels = read_ocr_labels(dir);
+                        const std::vector<std::string>& classes, const std::vector<size_t>& only) {
+  auto labels = read_ocr_labels(dir);
+  if (!only.empty()) {
+    std::vector<std::pair<std::string, std::string>> kept;
+    for (size_t i : only) {
+      check(i < labels.size(), dir,
+            "line " + std::to_string(i) + " of " + std::to_string(labels.size()) + " asked for");
+      kept.push_back(labels[i]);
+    }
+    labels = std::move(kept);
+  }
   std::vector<Tensor> inputs;
   inputs.reserve(labels.size());
   for (const auto& [file, truth] : labels) {
@@ -227,14 +236,14 @@ OcrScore ocr_read_lines(const OcrBatchRecognizer& run, const std::string& dir,
 }
 
 OcrScore ocr_read_lines(const OcrRecognizer& run, const std::string& dir,
-                        const std::vector<std::string>& classes) {
+                        const std::vector<std::string>& classes, const std::vector<size_t>& only) {
   return ocr_read_lines(OcrBatchRecognizer([&](const std::vector<Tensor>& inputs) {
                           std::vector<Tensor> outputs;
                           outputs.reserve(inputs.size());
                           for (const Tensor& x : inputs) outputs.push_back(run(x));
                           return outputs;
                         }),
-                        dir, classes);
+                        dir, classes, only);
 }
 
 }  // namespace tailor::tasks

@@ -97,10 +97,21 @@ void print_result(const compress::CompressResult& r) {
         "ppl {:.3f} → {:.3f}\n",
         r.kld->mean_kl, r.kld->kl_stderr, r.kld->kl_median, r.kld->kl_p99, r.kld->top1_agreement,
         r.kld->ppl_orig, r.kld->ppl_comp);
-  std::cout << fmt::format(
-      "  predicted error (plan objective '{}', Σ weighted rel_error²) {:.4g}; measured (output "
-      "rel_error²) {:.4g}\n",
-      r.plan.objective, v.predicted_error, v.measured_error);
+  if (!v.damage_metric.empty()) {
+    const bool kl = v.damage_metric == "kl";
+    std::cout << fmt::format(
+        "  output damage ({}): predicted {:.4g} (Σ per-layer D on {}), measured {:.4g} "
+        "(verification inputs), measured/predicted {:.3g}\n",
+        kl ? "mean KL of the output distribution, nats"
+           : "mean squared relative output error; the output is not a distribution",
+        v.predicted_damage, r.profile.calibration.empty() ? "-" : r.profile.calibration,
+        v.measured_damage, v.measured_damage / v.predicted_damage);
+  }
+  if (r.plan.objective != "output")
+    std::cout << fmt::format(
+        "  predicted error (plan objective '{}', Σ weighted rel_error²) {:.4g}; measured (output "
+        "rel_error²) {:.4g}\n",
+        r.plan.objective, v.predicted_error, v.measured_error);
   if (!std::isnan(r.standard_vs_tailor_max_abs) && r.kind == "llama")
     std::cout << fmt::format(
         "  model.onnx (standard ops, tailor runtime) vs compressed llama forward: max |Δ| {:.3g} "
@@ -133,12 +144,15 @@ void add_compress(CLI::App& app) {
                   "ONNX model, or a llama checkpoint (llama2.c .bin, HF folder, GGUF)")
       ->required();
   cmd->add_option("--budget,-b", o.budget,
-                  "Budget for the whole model: 30% (of dense f32), 4.5bpw, 300MB, bytes")
-      ->required();
+                  "Budget for the whole model: 30% (of dense f32), 4.5bpw, 300MB, bytes");
+  cmd->add_option("--uniform", o.uniform,
+                  "Baseline: one scheme (e.g. int4-g32) wherever it applies, the rest dense; no "
+                  "--budget");
   cmd->add_option("--solver,-s", o.solver, "exact (default), greedy, cem, dado or gumbel");
   cmd->add_option("--objective", o.objective,
-                  "numel (default), sum, or activation (llama: mean x² per input channel "
-                  "collected from sequences the model samples, seed + 2)");
+                  "output (default: measured output damage per layer and candidate on "
+                  "calibration inputs verification never sees), numel, sum, or activation "
+                  "(llama: mean x² per input channel from sequences the model samples, seed + 2)");
   cmd->add_option("--seed", o.seed, "Seed of solvers and verification inputs (default 0)");
   cmd->add_option("--calib", o.calib_dir,
                   "Folder of verification inputs (one input: every .npy, and .png for an image "

@@ -52,11 +52,20 @@ struct CompressOptions {
   /// `--budget` text (plan::parse_budget: 30%, 4.5bpw, 300MB, bytes).
   std::string budget;
   std::string solver = "exact";
-  /// plan::parse_objective: numel, sum or activation. activation on a llama
-  /// checkpoint collects the calibration statistics itself
-  /// (llm::collect_input_stats over kld_sequences × kld_length tokens sampled
-  /// with seed + 2); on an ONNX model it is an error (no calibration data).
-  std::string objective = "numel";
+  /// plan::parse_objective: output (default), numel, sum or activation.
+  /// output measures every candidate's output damage D(ℓ, c)
+  /// (output_damage.h) on calibration inputs that verification never sees:
+  /// the even-numbered OCR fixture lines of a recogniser, the even-numbered
+  /// --calib inputs, kld_sequences × kld_length tokens sampled from a llama
+  /// with seed + 2, else random_inputs N(0, 1) inputs seeded seed + 2; the
+  /// damages are stored in the profile (and its cache entry, keyed by the
+  /// calibration inputs). activation on a llama checkpoint collects the
+  /// calibration statistics itself (llm::collect_input_stats over the same
+  /// sampled sequences); on an ONNX model it is an error (no calibration data).
+  std::string objective = "output";
+  /// A scheme label: plan that scheme at every layer whose profile has it,
+  /// dense elsewhere (a uniform baseline; no budget then). Empty: solve.
+  std::string uniform;
   uint64_t seed = 0;
   /// Output folder; empty: "<model file stem>.tailor" beside the working directory.
   std::string out_dir;
@@ -107,6 +116,8 @@ struct CompressResult {
   std::string out_dir;
   ModelProfile profile;
   bool profile_cached = false;
+  /// Seconds spent measuring output damage (0 when cached or not measured).
+  double damage_seconds = 0;
   plan::Plan plan;
   std::vector<LayerRewrite> rewrites;
   report::Verification verification;

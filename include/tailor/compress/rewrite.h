@@ -50,6 +50,13 @@ struct EncodedLayer {
   double rel_error = 0;
 };
 
+/// Encodes weight `w` (layout ≠ none) under scheme `label`
+/// (schemes::parse_scheme(label, defaults)) as encode_plan encodes the
+/// `index`-th layer of a plan: SVDs seeded Rng(seed).split(index). Throws
+/// Error naming the weight for an unknown label or a shape the scheme refuses.
+EncodedLayer encode_layer(const graph::WeightView& w, const std::string& label,
+                          const schemes::SchemeParams& defaults, uint64_t seed, size_t index);
+
 /// Encodes every choice of `plan` whose label is not "dense" from `model`'s
 /// weights (graph::weights, names and layouts as the profile saw them): W's [out, in] view (conv
 /// kernels in their 4-D shape, so tucker takes its Tucker-2 form) through

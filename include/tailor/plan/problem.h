@@ -22,9 +22,12 @@ enum class Objective {
   sum,
   /// As numel, with the activation-aware errors of a calibrated profile.
   activation,
+  /// Σ_i D(i, c_i): the predicted output damage, from the measured
+  /// output_damage of every candidate (DESIGN.md, "Output damage").
+  output,
 };
 
-/// "numel", "sum", "activation".
+/// "numel", "sum", "activation", "output".
 const char* objective_name(Objective objective);
 /// Inverse of objective_name. Throws Error (source "--objective") for any other text.
 Objective parse_objective(const std::string& name);
@@ -95,9 +98,9 @@ struct SolveOptions {
 /// Builds the problem of planning `profile` under a total budget of
 /// `budget_bytes` (fixed bytes included) for `objective`. `source` names the
 /// profile in errors. Throws Error naming `source` when objective is
-/// activation and some candidate has no rel_error_activation, and when the
-/// fixed bytes plus the largest candidate of every layer overflow int64 (so
-/// that no solver's byte sum of one option per layer can).
+/// activation (output) and some candidate has no rel_error_activation (output_damage),
+/// and when the fixed bytes plus the largest candidate of every layer overflow
+/// int64 (so that no solver's byte sum of one option per layer can).
 Problem make_problem(const ModelProfile& profile, Objective objective, int64_t budget_bytes,
                      const std::string& source);
 

@@ -29,6 +29,11 @@ struct Candidate {
   /// Activation-aware relative error (DESIGN.md: the calibration-weighted
   /// norm), present only when the profile was made with calibration data.
   std::optional<double> rel_error_activation;
+  /// Output damage D(ℓ, c) (DESIGN.md): the divergence of the model's output,
+  /// on calibration inputs, when only this layer is replaced by this
+  /// candidate's decoded stored weight, in the profile's output_metric;
+  /// present only when the profile was measured with calibration inputs.
+  std::optional<double> output_damage;
 };
 
 /// One layer to plan: a weight of rank ≥ 2 with its candidates.
@@ -60,6 +65,11 @@ struct ModelProfile {
   /// Bytes of what is not planned (small tensors, biases, norms), kept as
   /// they are; every plan's total includes them.
   int64_t fixed_bytes = 0;
+  /// The metric of every candidate's output_damage ("kl" or "relative_error",
+  /// compress/output_damage.h); empty when no damage was measured.
+  std::string output_metric;
+  /// What the damage was measured on, e.g. "19 OCR fixture lines (even-numbered)".
+  std::string calibration;
   /// The layers to plan; names unique.
   std::vector<LayerProfile> layers;
 };

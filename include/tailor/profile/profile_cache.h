@@ -26,7 +26,8 @@ std::string profile_cache_dir();
 /// name, with its own SHA-256), the scheme list (sorted and deduplicated: the
 /// profile does not depend on its order; empty means the whole catalog),
 /// min_params, the layer regex, the SHA-256 of the calibration file (when
-/// given), the seed and the scheme parameters. The thread count and the
+/// given), the output-damage key (damage_key: the calibration inputs and
+/// metric), the seed and the scheme parameters. The thread count and the
 /// progress flag do not enter (the profile does not depend on them). Throws
 /// Error naming the model or calibration file when it cannot be read.
 std::string profile_cache_key(const std::string& model_path, const ProfileOptions& options);

@@ -32,6 +32,9 @@ struct ProfileOptions {
   /// Calibration file (safetensors: one f32 vector of length `in` per layer,
   /// named as the layer, holding the per-input-channel mean x²). Empty: none.
   std::string calib;
+  /// What the output damage is measured on (the SHA-256 of the calibration
+  /// inputs and the metric); only enters the profile cache key. Empty: none.
+  std::string damage_key;
   /// Base seed; layer i's randomized SVDs use Rng(seed).split(i).
   uint64_t seed = 0x7a11;
   /// Draw a progress bar on stderr (only when stderr is a terminal).

@@ -70,6 +70,13 @@ struct Verification {
   /// when not recorded.
   double predicted_error = std::numeric_limits<double>::quiet_NaN();
   double measured_error = std::numeric_limits<double>::quiet_NaN();
+  /// Output damage (DESIGN.md) on the verification inputs: its metric ("kl"
+  /// or "relative_error"; empty when not measured), the plan's predicted
+  /// Σ_ℓ D(ℓ, c_ℓ) from the calibration inputs (NaN when the profile has no
+  /// output damage) and the damage measured on the whole compressed model.
+  std::string damage_metric;
+  double predicted_damage = std::numeric_limits<double>::quiet_NaN();
+  double measured_damage = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Reads verify.json. Throws Error naming `path` for malformed JSON, a missing

@@ -75,6 +75,11 @@ struct Frame {
 std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs,
                              const Frame* parent, Arena& arena);
 
+/// Runs steps [begin, end) of `frame.plan` over `frame`'s values, releasing
+/// each value after its last reader as run_plan does (end past the last step
+/// stops there).
+void run_steps(Frame& frame, size_t begin, size_t end, Arena& arena);
+
 /// Options of an Executor.
 struct ExecutorOptions {
   /// Verify the graph (graph::verify) before compiling it.
@@ -97,6 +102,8 @@ class Executor {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
 
   const graph::Model& model() const { return model_; }
+  /// The compiled schedule (what CutRun steps through).
+  const Plan& plan() const { return *plan_; }
   const std::vector<std::string>& input_names() const { return model_.graph.inputs; }
   const std::vector<std::string>& output_names() const { return model_.graph.outputs; }
   /// Peak bytes of activation buffers in use at once during the runs so far
@@ -122,6 +129,40 @@ class Executor {
   Arena arena_;
   std::map<std::string, std::pair<double, int64_t>> profile_;
   std::map<std::string, std::pair<double, int64_t>> node_profile_;
+};
+
+/// One run of an Executor's model held at a cut in its schedule, so the
+/// prefix runs once and the suffix many times with a value replaced (the
+/// output-damage measurement: every candidate weight of a layer through the
+/// layers after it). A suffix run with nothing replaced gives bit for bit the
+/// outputs of Executor::run on the same inputs (the same kernels on the same
+/// values in the same order). The executor must outlive the run.
+class CutRun {
+ public:
+  /// A run on `inputs` (checked as Executor::run checks them) before its first step.
+  CutRun(const Executor& executor, const std::map<std::string, Tensor>& inputs);
+  /// Steps run so far: the cut.
+  size_t position() const { return position_; }
+  /// Steps of the schedule.
+  size_t steps() const;
+  /// The first step at or after the cut that reads main-graph value `value`
+  /// (a node holding a subgraph counts as reading every value); steps() when
+  /// none does. Throws Error naming the value when the main graph lacks it.
+  size_t first_reader(const std::string& value) const;
+  /// Runs the steps from the cut up to (not including) `step`, which becomes
+  /// the cut. Throws Error when `step` is before the cut.
+  void advance(size_t step);
+  /// Runs the steps after the cut on a copy of the values, with the named
+  /// values (initializers or values computed before the cut) replaced; returns
+  /// every graph output by name. The run stays at its cut. Throws Error naming
+  /// a value the main graph lacks, and as Executor::run for a kernel failure.
+  std::map<std::string, Tensor> finish(const std::map<std::string, Tensor>& replaced = {});
+
+ private:
+  const Executor* executor_;
+  Frame frame_;
+  Arena arena_;
+  size_t position_ = 0;
 };
 
 /// Compiles `g` (a main graph or a subgraph) into a Plan; `opset` is the

@@ -87,12 +87,17 @@ using OcrBatchRecognizer = std::function<std::vector<Tensor>(const std::vector<T
 
 /// Reads every fixture line of `dir` (read_ocr_labels, read_png,
 /// ocr_rec_preprocess), runs the recogniser on each and decodes the outputs
-/// with `classes` (ctc_greedy_decode); returns the scores. Errors of reading,
-/// preprocessing or decoding name the file concerned.
+/// with `classes` (ctc_greedy_decode); returns the scores. `only`, when not
+/// empty, reads just those lines (0-based indices into labels.tsv, in that
+/// order): a calibration or verification half. Errors of reading,
+/// preprocessing or decoding name the file concerned (an index past the last
+/// line names labels.tsv's folder).
 OcrScore ocr_read_lines(const OcrBatchRecognizer& run, const std::string& dir,
-                        const std::vector<std::string>& classes);
+                        const std::vector<std::string>& classes,
+                        const std::vector<size_t>& only = {});
 /// As above with a recogniser called once per line.
 OcrScore ocr_read_lines(const OcrRecognizer& run, const std::string& dir,
-                        const std::vector<std::string>& classes);
+                        const std::vector<std::string>& classes,
+                        const std::vector<size_t>& only = {});
 
 }  // namespace tailor::tasks

@@ -1,0 +1,104 @@
+// Output damage (DESIGN.md, "Output damage"): how much the model's output
+// moves, on calibration inputs, when only one layer's weight is replaced by a
+// candidate's decoded stored form. The per-layer numbers D(ℓ, c) the `output`
+// objective sums, and the same metric measured on a whole compressed model.
+//
+// Fast by construction: each input's run is held at a cut in the schedule
+// (runtime::CutRun) just before the layer's first reader, so the prefix runs
+// once per input for all layers and only the suffix runs per candidate.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tailor/core/tensor.h"
+#include "tailor/graph/graph.h"
+#include "tailor/profile/model_profile.h"
+#include "tailor/schemes/scheme.h"
+
+namespace tailor::compress {
+
+/// How a compressed run's outputs are compared with the original's.
+enum class DamageMetric {
+  /// Mean over rows (every index but the last axis) and inputs of
+  /// KL(P ‖ Q) = Σ_v P_v·(log P_v − log Q_v) in nats, P the original's row, Q
+  /// the compressed one's, both already probabilities (a Softmax output); Q_v
+  /// is floored at 1e-30 so an underflowed probability gives a large finite term.
+  kl_probabilities,
+  /// The same with P = softmax(original logits), Q = softmax(compressed
+  /// logits) (llm::kl_divergence per row): a language model's next token.
+  kl_logits,
+  /// Σ_inputs ‖y − ŷ‖² / Σ_inputs ‖y‖² per output (‖y − ŷ‖² when y = 0),
+  /// the mean over the compared outputs: mean squared relative output error.
+  relative_error,
+};
+
+/// "kl" (both KL kinds) or "relative_error": the profile's output_metric.
+const char* damage_metric_name(DamageMetric metric);
+
+/// kl_probabilities when graph output `output` of `model` is computed by a
+/// Softmax (default domain, through Identity / Cast nodes) over the last axis
+/// of a declared-rank tensor; relative_error otherwise (a map, a score, a
+/// feature: not a distribution).
+DamageMetric detect_damage_metric(const graph::Model& model, const std::string& output);
+
+/// Accumulates the damage of compressed outputs against reference outputs,
+/// input by input, under one metric.
+class DamageMeter {
+ public:
+  /// `outputs`: the graph outputs compared (KL metrics: exactly one).
+  /// Throws Error (source "output damage") for an empty list, or a KL metric
+  /// with more than one output.
+  DamageMeter(DamageMetric metric, std::vector<std::string> outputs);
+  /// Adds one input's outputs. Throws Error naming the output when either map
+  /// lacks it or the shapes differ.
+  void add(const std::map<std::string, Tensor>& reference,
+           const std::map<std::string, Tensor>& compressed);
+  /// The damage so far (0 before any add; NaN when an output held NaN; a KL
+  /// below 0 by rounding, as f32 probability rows need not sum to exactly 1,
+  /// is 0).
+  double value() const;
+
+ private:
+  DamageMetric metric_;
+  std::vector<std::string> outputs_;
+  std::vector<double> dd_, yy_;
+  double kl_sum_ = 0;
+  int64_t rows_ = 0;
+};
+
+/// Settings of measure_output_damage.
+struct DamageOptions {
+  DamageMetric metric = DamageMetric::relative_error;
+  /// Outputs compared; empty: every graph output (KL metrics: the first).
+  std::vector<std::string> outputs;
+  /// Scheme parameters and seed the candidates are encoded with (as
+  /// compress's encode_plan encodes them: layer i's SVDs Rng(seed).split(i)).
+  schemes::SchemeParams scheme_defaults;
+  uint64_t seed = 0x7a11;
+  /// Called after each layer: (layers done, layers).
+  std::function<void(size_t, size_t)> progress;
+};
+
+/// Sets output_damage of every candidate of every layer of `profile` (made
+/// from `model`): D(ℓ, c) = the metric between the original model's outputs
+/// and the outputs with only weight ℓ replaced by candidate c's decoded stored
+/// factors (encode_layer, then the weight's stored layout), over `inputs`
+/// (each a map of every graph input). A "dense" candidate is 0 by definition.
+/// f16 models run in f32 (graph::promote_f16_to_f32), as verification runs them.
+/// Sets profile.output_metric. Cost: one prefix per input and layer cut plus one
+/// suffix run per input and non-dense candidate. Throws Error (source "output
+/// damage") for no inputs, naming the layer for a weight not in the main graph,
+/// and as the executor and the encoders throw.
+void measure_output_damage(const graph::Model& model,
+                           const std::vector<std::map<std::string, Tensor>>& inputs,
+                           ModelProfile& profile, const DamageOptions& options);
+
+/// Throws Error naming `source` (and the input) when a floating tensor of
+/// `inputs` holds NaN or ±Inf: calibration inputs must be finite.
+void check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std::string& source);
+
+}  // namespace tailor::compress

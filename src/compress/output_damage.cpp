@@ -1,0 +1,198 @@
+// Output damage per layer and candidate (output_damage.h).
+#include "tailor/compress/output_damage.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "compress/rewrite_util.h"
+#include "tailor/compress/rewrite.h"
+#include "tailor/core/error.h"
+#include "tailor/core/finite.h"
+#include "tailor/graph/passes/promote_f16.h"
+#include "tailor/graph/weights.h"
+#include "tailor/llm/kld.h"
+#include "tailor/runtime/executor.h"
+
+namespace tailor::compress {
+
+namespace {
+
+const char* kSource = "output damage";
+
+const graph::Node* producer(const graph::Graph& g, const std::string& value) {
+  for (const graph::Node& n : g.nodes)
+    if (std::find(n.outputs.begin(), n.outputs.end(), value) != n.outputs.end()) return &n;
+  return nullptr;
+}
+
+/// KL(P ‖ Q) of probability rows, Q floored at 1e-30.
+double kl_probability_row(const float* p, const float* q, int64_t n) {
+  double kl = 0;
+  for (int64_t v = 0; v < n; ++v) {
+    const double pv = p[v];
+    if (pv > 0 || std::isnan(pv))
+      kl += pv * (std::log(pv) - std::log(std::max(static_cast<double>(q[v]), 1e-30)));
+    if (std::isnan(q[v])) return std::numeric_limits<double>::quiet_NaN();
+  }
+  return kl;
+}
+
+const Tensor& output_of(const std::map<std::string, Tensor>& m, const std::string& name,
+                        const char* which) {
+  auto it = m.find(name);
+  if (it == m.end()) throw Error("output '" + name + "'", std::string("missing from the ") + which);
+  return it->second;
+}
+
+}  // namespace
+
+const char* damage_metric_name(DamageMetric metric) {
+  return metric == DamageMetric::relative_error ? "relative_error" : "kl";
+}
+
+DamageMetric detect_damage_metric(const graph::Model& model, const std::string& output) {
+  const graph::Graph& g = model.graph;
+  const graph::ValueType* t = g.type_of(output);
+  if (!t || !t->shape || t->shape->empty()) return DamageMetric::relative_error;
+  const auto rank = static_cast<int64_t>(t->shape->size());
+  const graph::Node* n = producer(g, output);
+  for (int hops = 0; n && hops < 4 && (n->op_type == "Cast" || n->op_type == "Identity"); ++hops)
+    n = n->inputs.empty() ? nullptr : producer(g, n->inputs[0]);
+  if (!n || n->op_type != "Softmax" || !n->domain.empty()) return DamageMetric::relative_error;
+  // Before opset 13 Softmax flattens from `axis` (default 1) on; the last
+  // axis alone is a distribution only when axis = rank − 1.
+  int64_t axis = n->attr_int("axis", model.opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  return axis == rank - 1 ? DamageMetric::kl_probabilities : DamageMetric::relative_error;
+}
+
+DamageMeter::DamageMeter(DamageMetric metric, std::vector<std::string> outputs)
+    : metric_(metric), outputs_(std::move(outputs)) {
+  if (outputs_.empty()) throw Error(kSource, "no output to compare");
+  if (metric_ != DamageMetric::relative_error && outputs_.size() != 1)
+    throw Error(kSource, fmt::format("a KL metric compares one output, not {}", outputs_.size()));
+  dd_.assign(outputs_.size(), 0.0);
+  yy_.assign(outputs_.size(), 0.0);
+}
+
+void DamageMeter::add(const std::map<std::string, Tensor>& reference,
+                      const std::map<std::string, Tensor>& compressed) {
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const std::string& name = outputs_[i];
+    const Tensor& y = output_of(reference, name, "reference run");
+    const Tensor& h = output_of(compressed, name, "compressed run");
+    if (y.shape() != h.shape())
+      throw Error("output '" + name + "'",
+                  fmt::format("compressed shape {} differs from the original's {}",
+                              shape_to_string(h.shape()), shape_to_string(y.shape())));
+    const std::vector<float> a = y.to_f32_vector(), b = h.to_f32_vector();
+    if (metric_ == DamageMetric::relative_error) {
+      for (size_t k = 0; k < a.size(); ++k) {
+        const double d = double(a[k]) - double(b[k]);
+        dd_[i] += d * d;
+        yy_[i] += double(a[k]) * a[k];
+      }
+      continue;
+    }
+    const int64_t width = y.rank() == 0 ? 1 : y.shape().back();
+    if (width == 0) continue;
+    const int64_t rows = static_cast<int64_t>(a.size()) / width;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* p = a.data() + r * width;
+      const float* q = b.data() + r * width;
+      kl_sum_ += metric_ == DamageMetric::kl_probabilities
+                     ? kl_probability_row(p, q, width)
+                     : llm::kl_divergence({p, static_cast<size_t>(width)},
+                                          {q, static_cast<size_t>(width)});
+    }
+    rows_ += rows;
+  }
+}
+
+double DamageMeter::value() const {
+  // A KL is ≥ 0; f32 rows that do not sum exactly to 1 can give −1e-9.
+  if (metric_ != DamageMetric::relative_error)
+    return rows_ > 0 ? std::max(0.0, kl_sum_ / static_cast<double>(rows_)) : 0.0;
+  double sum = 0;
+  for (size_t i = 0; i < outputs_.size(); ++i) sum += yy_[i] > 0 ? dd_[i] / yy_[i] : dd_[i];
+  return sum / static_cast<double>(outputs_.size());
+}
+
+void check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std::string& source) {
+  for (const auto& [name, t] : inputs)
+    if (const NonFinite bad = find_non_finite(t); bad.count > 0)
+      throw Error(source, fmt::format("calibration input '{}' holds {} non-finite value{} (element "
+                                      "{} is {}); calibration inputs must be finite",
+                                      name, bad.count, bad.count == 1 ? "" : "s", bad.first,
+                                      bad.first_value));
+}
+
+void measure_output_damage(const graph::Model& model,
+                           const std::vector<std::map<std::string, Tensor>>& inputs,
+                           ModelProfile& profile, const DamageOptions& o) {
+  if (inputs.empty()) throw Error(kSource, "no calibration inputs");
+  graph::Model promoted = model;
+  graph::promote_f16_to_f32(promoted);
+  const std::vector<graph::WeightView> weights = graph::weights(model);
+  const std::vector<graph::WeightView> run_weights = graph::weights(promoted);
+  runtime::Executor ex(std::move(promoted));
+  std::vector<std::string> outputs = o.outputs;
+  if (outputs.empty()) {
+    outputs = ex.output_names();
+    if (o.metric != DamageMetric::relative_error) outputs.resize(1);
+  }
+
+  // One run per input held at a cut; the reference outputs from the full schedule.
+  std::vector<runtime::CutRun> runs;
+  std::vector<std::map<std::string, Tensor>> reference;
+  runs.reserve(inputs.size());
+  for (const auto& in : inputs) {
+    runs.emplace_back(ex, in);
+    reference.push_back(runs.back().finish());
+  }
+
+  // Layers in the order of their first reader, so every cut moves forward.
+  const size_t n = profile.layers.size();
+  std::vector<size_t> cut(n);
+  for (size_t l = 0; l < n; ++l) {
+    const std::string& name = profile.layers[l].name;
+    if (!graph::find_weight(run_weights, name) || !ex.plan().slot_of.count(name))
+      throw Error(name, "output damage: the weight is not a value of the model's main graph");
+    cut[l] = runs.front().first_reader(name);
+  }
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cut[a] < cut[b]; });
+
+  for (size_t done = 0; done < n; ++done) {
+    const size_t l = order[done];
+    LayerProfile& layer = profile.layers[l];
+    const graph::WeightView* w = graph::find_weight(weights, layer.name);
+    const DType run_dtype = graph::find_weight(run_weights, layer.name)->tensor.dtype();
+    std::vector<Tensor> stored(layer.candidates.size());
+    std::vector<DamageMeter> meters;
+    for (size_t c = 0; c < layer.candidates.size(); ++c) {
+      meters.emplace_back(o.metric, outputs);
+      if (layer.candidates[c].label == "dense") continue;
+      const EncodedLayer e =
+          encode_layer(*w, layer.candidates[c].label, o.scheme_defaults, o.seed, l);
+      stored[c] = detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, run_dtype);
+    }
+    for (size_t k = 0; k < runs.size(); ++k) {
+      runs[k].advance(cut[l]);
+      for (size_t c = 0; c < stored.size(); ++c)
+        if (stored[c].defined())
+          meters[c].add(reference[k], runs[k].finish({{layer.name, stored[c]}}));
+    }
+    for (size_t c = 0; c < stored.size(); ++c)
+      layer.candidates[c].output_damage = stored[c].defined() ? meters[c].value() : 0.0;
+    if (o.progress) o.progress(done + 1, n);
+  }
+  profile.output_metric = damage_metric_name(o.metric);
+}
+
+}  // namespace tailor::compress

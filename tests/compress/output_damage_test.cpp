@@ -1,0 +1,206 @@
+// Output damage: a suffix re-run from a cut equals a full run bit for bit;
+// D(ℓ, c) equals a full run of the model with that one weight replaced, KL
+// computed here by definition; metric detection; bad calibration inputs;
+// uniform baselines.
+#include "tailor/compress/output_damage.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "tailor/compress/compress.h"
+#include "tailor/core/error.h"
+#include "tailor/core/rng.h"
+#include "tailor/graph/weights.h"
+#include "tailor/io/npy.h"
+#include "tailor/io/onnx.h"
+#include "tailor/profile/profiler.h"
+#include "tailor/runtime/executor.h"
+#include "tailor/schemes/registry.h"
+#include "test_util.h"
+
+namespace tailor {
+namespace {
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const std::string kCls = testing::model_path("ch_ppocr_mobile_v2.0_cls_infer.onnx");
+
+Tensor wavy(int k) {
+  Tensor x = Tensor::zeros(DType::f32, {1, 3, 48, 192});
+  float* p = x.mutable_data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i)
+    p[i] = std::sin(0.002f * static_cast<float>(i) * static_cast<float>(k + 1));
+  return x;
+}
+
+bool bit_equal(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.raw(), y.raw(), x.nbytes()) == 0;
+}
+
+TEST(CutRun, SuffixFromAnyCutEqualsAFullRunBitForBit) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  const graph::Model m = graph::import_onnx(kCls);
+  runtime::Executor ex(m);
+  const std::map<std::string, Tensor> in = {{m.graph.inputs[0], wavy(0)}};
+  const auto full = ex.run(in);
+  runtime::CutRun run(ex, in);
+  const size_t n = run.steps();
+  ASSERT_GT(n, 10u);
+  for (size_t cut : {size_t{0}, n / 3, n / 2, n - 1, n}) {
+    run.advance(cut);
+    const auto out = run.finish();
+    for (const auto& [name, t] : full) EXPECT_TRUE(bit_equal(out.at(name), t)) << cut;
+  }
+  EXPECT_THROW(run.advance(0), Error);  // never backwards
+  // Replacing a weight by itself at its first reader changes nothing.
+  const std::vector<graph::WeightView> ws = graph::weights(m);
+  const graph::WeightView* last = nullptr;
+  for (const auto& w : ws)
+    if (w.layout != WeightLayout::none) last = &w;
+  ASSERT_NE(last, nullptr);
+  runtime::CutRun again(ex, in);
+  again.advance(again.first_reader(last->name));
+  const auto same = again.finish({{last->name, last->tensor}});
+  for (const auto& [name, t] : full) EXPECT_TRUE(bit_equal(same.at(name), t));
+  testing::expect_error_naming(
+      [&] {
+        again.finish({{"no-such", last->tensor}});
+      },
+      "no-such", "no such value");
+}
+
+TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  const graph::Model m = graph::import_onnx(kCls);
+  const std::string out = m.graph.outputs[0];
+  ASSERT_EQ(compress::detect_damage_metric(m, out), compress::DamageMetric::kl_probabilities);
+  ProfileOptions po;
+  po.schemes = {"dense", "int4", "int3"};
+  po.threads = 1;
+  ModelProfile profile = profile_model(m, po);
+  ASSERT_GE(profile.layers.size(), 3u);
+  profile.layers.resize(3);  // three layers keep the test fast
+  std::vector<std::map<std::string, Tensor>> inputs = {{{m.graph.inputs[0], wavy(1)}},
+                                                       {{m.graph.inputs[0], wavy(2)}}};
+  compress::DamageOptions d;
+  d.metric = compress::DamageMetric::kl_probabilities;
+  compress::measure_output_damage(m, inputs, profile, d);
+  EXPECT_EQ(profile.output_metric, "kl");
+
+  runtime::Executor ref(m);
+  std::vector<std::vector<float>> p;
+  for (const auto& in : inputs) p.push_back(ref.run(in).at(out).to_f32_vector());
+  const std::vector<graph::WeightView> ws = graph::weights(m);
+  for (size_t l = 0; l < profile.layers.size(); ++l) {
+    const LayerProfile& layer = profile.layers[l];
+    for (const Candidate& c : layer.candidates) {
+      ASSERT_TRUE(c.output_damage) << layer.name << " " << c.label;
+      if (c.label == "dense") {
+        EXPECT_EQ(*c.output_damage, 0.0);
+        continue;
+      }
+      // The whole model with this one weight decoded, run from the start.
+      const graph::WeightView& w = *graph::find_weight(ws, layer.name);
+      const compress::EncodedLayer e = compress::encode_layer(w, c.label, {}, 0x7a11, l);
+      graph::Model changed = m;
+      Tensor dec = e.encoded->decode().contiguous();
+      if (w.layout == WeightLayout::in_out) dec = dec.transpose(0, 1).contiguous();
+      changed.graph.initializers[layer.name] = dec.reshape(w.tensor.shape());
+      runtime::Executor ex(changed);
+      double kl = 0;
+      int64_t rows = 0;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const std::vector<float> q = ex.run(inputs[k]).at(out).to_f32_vector();
+        const size_t width = 2;  // the classifier's two classes (0° / 180°)
+        ASSERT_EQ(q.size() % width, 0u);
+        for (size_t r = 0; r < q.size(); r += width, ++rows)
+          for (size_t v = 0; v < width; ++v)
+            kl += p[k][r + v] * std::log(double(p[k][r + v]) / double(q[r + v]));
+      }
+      EXPECT_NEAR(*c.output_damage, kl / static_cast<double>(rows), 1e-12)
+          << layer.name << " " << c.label;
+      EXPECT_GT(*c.output_damage, 0.0) << layer.name << " " << c.label;
+    }
+  }
+}
+
+TEST(OutputDamage, RelativeErrorMeterByDefinition) {
+  compress::DamageMeter meter(compress::DamageMetric::relative_error, {"a", "b"});
+  const Tensor y = Tensor::from_f32({3}, std::vector<float>{1, 2, 2});  // ‖y‖² = 9
+  const Tensor h = Tensor::from_f32({3}, std::vector<float>{1, 2, 5});  // ‖Δ‖² = 9
+  const Tensor z = Tensor::from_f32({1}, std::vector<float>{0});
+  const Tensor zh = Tensor::from_f32({1}, std::vector<float>{0.5f});
+  meter.add({{"a", y}, {"b", z}}, {{"a", h}, {"b", zh}});
+  meter.add({{"a", y}, {"b", z}}, {{"a", y}, {"b", z}});
+  // a: 9 / 18 = 0.5; b: ‖y‖ = 0, so ‖Δ‖² = 0.25; mean 0.375.
+  EXPECT_DOUBLE_EQ(meter.value(), 0.375);
+  EXPECT_THROW(compress::DamageMeter(compress::DamageMetric::kl_logits, {"a", "b"}), Error);
+  testing::expect_error_naming(
+      [&] {
+        meter.add({{"a", y}}, {{"a", y}, {"b", z}});
+      },
+      "b", "missing");
+}
+
+compress::CompressOptions cls_options(const TempDir& dir) {
+  compress::CompressOptions o;
+  o.model = kCls;
+  o.out_dir = dir.file("out");
+  o.cache = false;
+  o.threads = 2;
+  o.schemes = {"dense", "int8", "int4"};
+  return o;
+}
+
+TEST(OutputDamage, CalibrationInputWithNanIsRefusedNamingTheFile) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  Tensor x = wavy(0);
+  x.mutable_data<float>()[17] = std::nanf("");
+  write_npy(dir.file("calib/a.npy"), wavy(1));
+  write_npy(dir.file("calib/b.npy"), x);
+  compress::CompressOptions o = cls_options(dir);
+  o.budget = "60%";
+  o.calib_dir = dir.file("calib");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, dir.file("calib/b.npy"),
+                               "holds 1 non-finite value (element 17 is nan)");
+}
+
+TEST(OutputDamage, OneCalibrationInputAndUniformBaseline) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  write_npy(dir.file("calib/only.npy"), wavy(3));
+  compress::CompressOptions o = cls_options(dir);
+  o.calib_dir = dir.file("calib");
+  o.uniform = "int4";
+  const compress::CompressResult r = compress::compress_model(o);
+  EXPECT_EQ(r.profile.output_metric, "kl");
+  EXPECT_NE(r.profile.calibration.find("one --calib input"), std::string::npos);
+  EXPECT_EQ(r.verification.inputs, 1);
+  EXPECT_EQ(r.verification.damage_metric, "kl");
+  // Every layer that has int4 takes it; bytes add up by definition.
+  int64_t bytes = r.profile.fixed_bytes;
+  double predicted = 0;
+  for (const LayerProfile& l : r.profile.layers)
+    for (const Candidate& c : l.candidates)
+      if (c.label == "int4") {
+        bytes += c.bytes;
+        predicted += *c.output_damage;
+      }
+  EXPECT_EQ(r.plan.total_bytes, bytes);
+  EXPECT_DOUBLE_EQ(r.verification.predicted_damage, predicted);
+  EXPECT_GT(r.verification.measured_damage, 0.0);
+  for (const plan::PlanChoice& c : r.plan.choices) EXPECT_EQ(c.label, "int4") << c.layer;
+  o.uniform = "int4-g32";  // not profiled
+  testing::expect_error_naming([&] { compress::compress_model(o); }, "--uniform", "no layer");
+}
+
+}  // namespace
+}  // namespace tailor
