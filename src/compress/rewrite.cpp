@@ -12,6 +12,7 @@
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
 #include "tailor/graph/verify.h"
+#include "tailor/schemes/composite.h"
 #include "tailor/schemes/registry.h"
 
 namespace tailor::compress {
@@ -21,7 +22,9 @@ using detail::GraphEditor;
 using graph::Attribute;
 using graph::Node;
 
-bool is_quantized(const std::string& label) {
+// `label`'s stored form (schemes::stored_form: -mse and -gptq share the reference's).
+bool is_quantized(const std::string& label_in) {
+  const std::string label = schemes::stored_form(label_in);
   return label == "int8" || label == "int4" || label == "int3" || label == "ternary" ||
          label.rfind("int4-g", 0) == 0;
 }
@@ -64,12 +67,13 @@ void finish_weight(GraphEditor& ed, const std::string& w, const EncodedLayer& la
   }
 }
 
-/// Ŵ = q·s as Cast/Mul (see rewrite.h). Returns the initializer bytes.
-int64_t emit_dequantize(GraphEditor& ed, const EncodedLayer& layer, std::string& form) {
-  const schemes::Encoded& e = *layer.encoded;
-  const std::string& name = layer.name;
+/// Ŵ = q·s [out, in] f32 as Cast/Mul (see rewrite.h) from the quantized `e`,
+/// its constants named from `name`. Returns the value; adds the initializer
+/// bytes to `bytes`.
+std::string dequantized_rows(GraphEditor& ed, const schemes::Encoded& e, const std::string& name,
+                             int64_t& bytes, std::string& form) {
   const int64_t out = e.out(), in = e.in();
-  const std::string label = e.label();
+  const std::string label = schemes::stored_form(e.label());
   const Tensor scale = e.factor("scale").contiguous();  // f16 [out] or [out, ng]
   const int64_t ng = scale.rank() == 2 ? scale.dim(1) : 1;
   int64_t group = in;
@@ -93,7 +97,6 @@ int64_t emit_dequantize(GraphEditor& ed, const EncodedLayer& layer, std::string&
     }
 
   const std::string qf = ed.fresh(name + ".qf");
-  int64_t bytes = 0;
   if (!packed) {
     Tensor qt = Tensor::zeros(DType::i8, {out, ng, gw});
     std::copy(q.begin(), q.end(), qt.mutable_data<int8_t>());
@@ -161,7 +164,53 @@ int64_t emit_dequantize(GraphEditor& ed, const EncodedLayer& layer, std::string&
     ed.emit_front(ed.slice(rows, 1, 0, in, cut));
     rows = cut;
   }
-  finish_weight(ed, rows, layer);
+  return rows;
+}
+
+/// Ŵ = q·s as Cast/Mul, as the weight. Returns the initializer bytes.
+int64_t emit_dequantize(GraphEditor& ed, const EncodedLayer& layer, std::string& form) {
+  int64_t bytes = 0;
+  finish_weight(ed, dequantized_rows(ed, *layer.encoded, layer.name, bytes, form), layer);
+  return bytes;
+}
+
+/// One part of a composite as an f32 value [rows, cols]: Cast of an f16
+/// factor, or a quantized part's Cast/Mul.
+std::string part_rows(GraphEditor& ed, const schemes::Encoded& e, const std::string& name,
+                      int64_t& bytes) {
+  if (e.label() == "f16") {
+    const Tensor& w = e.factor("w");
+    bytes += bytes_of(w);
+    const std::string v = ed.fresh(name + ".f32");
+    Node c = GraphEditor::make("Cast", ed.fresh(name + "/cast"), {ed.constant(name, w)}, {v});
+    c.set("to", Attribute::of_int(detail::onnx_type_code(DType::f32)));
+    ed.emit_front(std::move(c));
+    return v;
+  }
+  std::string form;
+  return dequantized_rows(ed, e, name, bytes, form);
+}
+
+/// A composite Ŵ = base + A·B as the weight: its parts dequantized, MatMul(A, B),
+/// Add. Returns the initializer bytes.
+int64_t emit_composite(GraphEditor& ed, const EncodedLayer& layer,
+                       const schemes::CompositeParts& parts, std::string& form) {
+  int64_t bytes = 0;
+  const std::string& name = layer.name;
+  const std::string a = part_rows(ed, *parts.a, name + ".A", bytes);
+  const std::string b = part_rows(ed, *parts.b, name + ".B", bytes);
+  std::string w = ed.fresh(name + ".lowrank");
+  ed.emit_front(GraphEditor::make("MatMul", ed.fresh(name + "/lowrank"), {a, b}, {w}));
+  form = "MatMul(A, B) as the weight";
+  if (parts.base) {
+    std::string base_form;
+    const std::string q = dequantized_rows(ed, *parts.base, name, bytes, base_form);
+    const std::string sum = ed.fresh(name + ".sum");
+    ed.emit_front(GraphEditor::make("Add", ed.fresh(name + "/add"), {q, w}, {sum}));
+    w = sum;
+    form = base_form + " + MatMul(A, B), as the weight";
+  }
+  finish_weight(ed, w, layer);
   return bytes;
 }
 
@@ -290,9 +339,10 @@ void check_layer(const GraphEditor& ed, const EncodedLayer& layer) {
 
 }  // namespace
 
-std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Plan& plan,
-                                      const schemes::SchemeParams& defaults, uint64_t seed,
-                                      int threads) {
+std::vector<EncodedLayer> encode_plan(
+    const graph::Model& model, const plan::Plan& plan, const schemes::SchemeParams& defaults,
+    uint64_t seed, int threads,
+    const std::map<std::string, std::shared_ptr<const schemes::Gram>>& grams) {
   const std::vector<graph::WeightView> weights = graph::weights(model);
   std::vector<size_t> planned;
   std::vector<const graph::WeightView*> found(plan.choices.size());
@@ -316,6 +366,7 @@ std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Pla
         attribute_errors(c.layer, [&] {
           schemes::SchemeParams p = defaults;
           p.svd.seed = Rng(seed).split(i).next_u64();
+          if (const auto g = grams.find(c.layer); g != grams.end()) p.gram = g->second;
           const schemes::Scheme scheme = schemes::parse_scheme(c.label, p);
           const Tensor m = w.out_in();
           const Tensor in = w.layout == WeightLayout::conv ? m.reshape(w.tensor.shape()) : m;
@@ -367,7 +418,9 @@ graph::Model rewrite_standard(const graph::Model& model, const std::vector<Encod
     }
     if (!done) {
       ed.remove_source(layer.name);
-      if (is_quantized(label)) {
+      if (const auto parts = schemes::composite_parts(*layer.encoded)) {
+        rw.file_bytes = emit_composite(ed, layer, *parts, rw.form);
+      } else if (is_quantized(label)) {
         rw.file_bytes = emit_dequantize(ed, layer, rw.form);
       } else if (label.rfind("lowrank-r", 0) == 0) {
         const Tensor a = layer.encoded->factor("A").to(DType::f32);
