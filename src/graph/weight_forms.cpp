@@ -7,7 +7,9 @@
 
 #include "tailor/core/error.h"
 #include "tailor/core/onnx_dtype.h"
+#include "tailor/schemes/composite.h"
 #include "tailor/schemes/kernels.h"
+#include "tailor/schemes/registry.h"
 
 namespace tailor::graph {
 namespace {
@@ -120,7 +122,7 @@ int quantized_bits(const std::string& label) {
 std::string emit_quantized(Emit& e, const schemes::Encoded& enc, int64_t& bytes,
                            std::string& form) {
   const int64_t out = enc.out(), in = enc.in();
-  const std::string label = enc.label();
+  const std::string label = schemes::stored_form(enc.label());  // -mse, -gptq: the reference's
   const Tensor& q = enc.factor("q");
   const Tensor& scale = enc.factor("scale");
   const int bits = quantized_bits(label);
@@ -260,9 +262,48 @@ void finish(Emit& e, const std::string& w, const StoredWeight& sw) {
   if (cast) e.cast(v, sw.dtype, sw.name);
 }
 
+/// One part of a composite as an f32 value [rows, cols]: Cast of an f16
+/// factor ("f16", factor "w"), or a quantized part's Cast·Mul.
+std::string emit_part(FormSink& sink, const std::string& base, const schemes::Encoded& part,
+                      int64_t& bytes) {
+  Emit e{sink, base};
+  if (part.label() == "f16") {
+    const Tensor& w = part.factor("w");
+    bytes += bytes_of(w);
+    return e.cast_f32(e.constant("w", w));
+  }
+  int64_t b = 0;
+  std::string form;
+  const std::string v = emit_quantized(e, part, b, form);
+  bytes += b;
+  return v;
+}
+
+/// A composite Ŵ = base + A·B (schemes/composite.h): its parts dequantized,
+/// MatMul(A, B), Add.
+std::string emit_composite(Emit& e, const schemes::CompositeParts& parts, int64_t& bytes,
+                           std::string& form) {
+  const std::string a = emit_part(e.ed, e.base + ".A", *parts.a, bytes);
+  const std::string b = emit_part(e.ed, e.base + ".B", *parts.b, bytes);
+  std::string w = e.op("MatMul", {a, b});
+  form = "MatMul(A, B) as the weight";
+  if (parts.base) {
+    std::string base_form;
+    int64_t b0 = 0;
+    const std::string q = emit_quantized(e, *parts.base, b0, base_form);
+    bytes += b0;
+    w = e.op("Add", {q, w});
+    form = base_form + " + MatMul(A, B), as the weight";
+  }
+  return w;
+}
+
 }  // namespace
 
-bool has_weight_form(const std::string& label) {
+bool has_weight_form(const std::string& label_in) {
+  const std::string label = schemes::stored_form(label_in);
+  if (label.rfind("lowrank-q", 0) == 0 || label.find("+r") != std::string::npos)
+    return true;  // composites (schemes/composite.h)
   return label == "int8" || label == "int4" || label == "int3" || label == "ternary" ||
          label.rfind("int4-g", 0) == 0 || label == "sparse-2:4" || label == "monarch" ||
          label == "tt" || label == "tucker" || label.rfind("lowrank-r", 0) == 0;
@@ -278,7 +319,9 @@ int64_t emit_weight_form(FormSink& sink, const StoredWeight& sw, const schemes::
   Emit e{sink, sw.name};
   int64_t bytes = 0;
   std::string w;
-  if (label == "sparse-2:4") {
+  if (const auto parts = schemes::composite_parts(enc)) {
+    w = emit_composite(e, *parts, bytes, form);
+  } else if (label == "sparse-2:4") {
     w = emit_sparse24(e, enc, bytes);
     form = "values·one-hot of 2-bit positions";
   } else if (label == "monarch") {

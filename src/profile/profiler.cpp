@@ -38,7 +38,19 @@ double seconds_since(Clock::time_point t0) {
 /// Whether the scheme list asks for the low-rank family (or is empty: all).
 bool wants_lowrank(const ProfileOptions& o) {
   return o.schemes.empty() ||
-         std::find(o.schemes.begin(), o.schemes.end(), "lowrank") != o.schemes.end();
+         std::find(o.schemes.begin(), o.schemes.end(), "lowrank") != o.schemes.end() ||
+         std::find(o.schemes.begin(), o.schemes.end(), "lowrank-q") != o.schemes.end();
+}
+
+/// The kinds a family name of ProfileOptions::schemes stands for ("mse",
+/// "gptq", "lowrank-q", "int+r"); empty for any other item.
+std::vector<schemes::SchemeKind> family_kinds(const std::string& item) {
+  using K = schemes::SchemeKind;
+  if (item == "mse") return {K::quant_mse};
+  if (item == "gptq") return {K::quant_gptq};
+  if (item == "lowrank-q") return {K::lowrank_quant};
+  if (item == "int+r") return {K::quant_lowrank};
+  return {};
 }
 
 /// The schemes of `o` for a weight of `shape`, applicable ones only, labels unique.
@@ -62,6 +74,10 @@ std::vector<schemes::Scheme> select_schemes(const Shape& shape, const ProfileOpt
           p.group = g;
           all.emplace_back(schemes::scheme_traits(schemes::SchemeKind::int4_grouped), p);
         }
+      } else if (const auto kinds = family_kinds(item); !kinds.empty()) {
+        for (schemes::Scheme& s : schemes::applicable_schemes(shape, ranks, d))
+          if (std::find(kinds.begin(), kinds.end(), s.kind()) != kinds.end())
+            all.push_back(std::move(s));
       } else {
         all.push_back(schemes::parse_scheme(item, d));
       }
@@ -342,6 +358,8 @@ LayerProfile profile_layer(const graph::WeightView& weight, const ProfileOptions
 
   ProfileOptions o = options;
   o.scheme_defaults.svd.seed = Rng(options.seed).split(index).next_u64();
+  if (const auto g = options.grams.find(weight.name); g != options.grams.end())
+    o.scheme_defaults.gram = g->second;
   LayerProfile layer;
   layer.name = weight.name;
   layer.shape_out_in = {out, in};
@@ -391,7 +409,8 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   if (options.min_params < 0)
     throw Error("--min-params", fmt::format("must be >= 0, found {}", options.min_params));
   for (const std::string& item : options.schemes)
-    if (item != "lowrank" && item != "int4-g") schemes::parse_scheme(item, options.scheme_defaults);
+    if (item != "lowrank" && item != "int4-g" && family_kinds(item).empty())
+      schemes::parse_scheme(item, options.scheme_defaults);
 
   ModelProfile profile;
   profile.model = model.source;

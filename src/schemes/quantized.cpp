@@ -58,25 +58,13 @@ Tensor QuantizedWeight::matmul(const Tensor& x) const {
   return y;
 }
 
-std::unique_ptr<Encoded> quantize_symmetric(const Tensor& w, const std::string& label, int bits,
-                                            int64_t group, bool act8) {
-  const Tensor m = weight_matrix(w, label);
-  const int64_t out = m.dim(0), in = m.dim(1);
-  const bool per_channel = group == 0;
-  if (per_channel) group = in;
+std::vector<float> absmax_scales(const float* p, int64_t out, int64_t in, int bits, int64_t group,
+                                 const std::string& label) {
+  if (group == 0) group = in;
   const int64_t groups = (in + group - 1) / group;
   const auto limit = static_cast<float>((1 << (bits - 1)) - 1);
-  const float* p = m.data<float>();
-
-  Tensor codes =
-      bits == 8 ? Tensor::zeros(DType::i8, {out, in})
-                : Tensor::zeros(DType::u8, {static_cast<int64_t>(packed_bytes(out * in, bits))});
-  Tensor scales =
-      per_channel ? Tensor::zeros(DType::f16, {out}) : Tensor::zeros(DType::f16, {out, groups});
-  auto* stream = reinterpret_cast<uint8_t*>(codes.mutable_raw());
-  uint16_t* s16 = scales.mutable_data<uint16_t>();
-
-  for (int64_t o = 0; o < out; ++o) {
+  std::vector<float> scales(static_cast<size_t>(out * groups));
+  for (int64_t o = 0; o < out; ++o)
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t j0 = g * group, j1 = std::min(in, j0 + group);
       float max_abs = 0;
@@ -85,16 +73,60 @@ std::unique_ptr<Encoded> quantize_symmetric(const Tensor& w, const std::string& 
       if (!std::isfinite(s))
         throw Error(label, fmt::format("row {}: scale max|W|/{} = {} overflows f16", o, limit,
                                        max_abs / limit));
-      s16[o * groups + g] = f32_to_f16(s);
-      if (s == 0) continue;  // every |W| rounds below the smallest f16 step: q = 0
-      for (int64_t j = j0; j < j1; ++j) {
-        const float q = std::clamp(round_half_away(p[o * in + j] / s), -limit, limit);
-        put_code(stream, o * in + j, bits, static_cast<int32_t>(q));
-      }
+      scales[static_cast<size_t>(o * groups + g)] = s;
     }
-  }
+  return scales;
+}
+
+std::unique_ptr<Encoded> pack_quantized(const std::vector<int32_t>& q, int64_t out, int64_t in,
+                                        const std::string& label, int bits, int64_t group,
+                                        const std::vector<float>& scales) {
+  const bool per_channel = group == 0;
+  if (per_channel) group = in;
+  const int64_t groups = (in + group - 1) / group;
+  Tensor codes =
+      bits == 8 ? Tensor::zeros(DType::i8, {out, in})
+                : Tensor::zeros(DType::u8, {static_cast<int64_t>(packed_bytes(out * in, bits))});
+  Tensor stored =
+      per_channel ? Tensor::zeros(DType::f16, {out}) : Tensor::zeros(DType::f16, {out, groups});
+  auto* stream = reinterpret_cast<uint8_t*>(codes.mutable_raw());
+  uint16_t* s16 = stored.mutable_data<uint16_t>();
+  for (int64_t i = 0; i < out * groups; ++i) s16[i] = f32_to_f16(scales[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < out * in; ++i)
+    if (q[static_cast<size_t>(i)] != 0) put_code(stream, i, bits, q[static_cast<size_t>(i)]);
   return std::make_unique<QuantizedWeight>(label, out, in, bits, group, std::move(codes),
-                                           std::move(scales), act8);
+                                           std::move(stored));
+}
+
+std::unique_ptr<Encoded> quantize_with_scales(const float* p, int64_t out, int64_t in,
+                                              const std::string& label, int bits, int64_t group,
+                                              const std::vector<float>& scales) {
+  const int64_t g = group == 0 ? in : group;
+  const int64_t groups = (in + g - 1) / g;
+  const auto limit = static_cast<float>((1 << (bits - 1)) - 1);
+  std::vector<int32_t> q(static_cast<size_t>(out * in), 0);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t j = 0; j < in; ++j) {
+      const float s = scales[static_cast<size_t>(o * groups + j / g)];
+      if (s == 0) continue;  // every |W| rounds below the smallest f16 step: q = 0
+      q[static_cast<size_t>(o * in + j)] =
+          static_cast<int32_t>(std::clamp(round_half_away(p[o * in + j] / s), -limit, limit));
+    }
+  return pack_quantized(q, out, in, label, bits, group, scales);
+}
+
+std::unique_ptr<Encoded> quantize_symmetric(const Tensor& w, const std::string& label, int bits,
+                                            int64_t group, bool act8) {
+  const Tensor m = weight_matrix(w, label);
+  const int64_t out = m.dim(0), in = m.dim(1);
+  const float* p = m.data<float>();
+  const std::vector<float> scales = absmax_scales(p, out, in, bits, group, label);
+  std::unique_ptr<Encoded> e = quantize_with_scales(p, out, in, label, bits, group, scales);
+  if (!act8) return e;
+  // int8-a8: the same codes and scales, multiplied with activations quantized per row.
+  return std::make_unique<QuantizedWeight>(label, out, in, bits, group == 0 ? in : group,
+                                           Tensor(e->factor("q")), Tensor(e->factor("scale")),
+                                           true);
 }
 
 uint64_t quantized_bytes(const Shape& shape, int bits, int64_t group) {

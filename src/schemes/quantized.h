@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tailor/schemes/scheme.h"
 
@@ -40,6 +41,43 @@ class QuantizedWeight final : public Encoded {
 /// QuantizedWeight (bits 8 and group 0 only).
 std::unique_ptr<Encoded> quantize_symmetric(const Tensor& w, const std::string& label, int bits,
                                             int64_t group, bool act8 = false);
+
+/// The reference scales of quantize_symmetric, row-major [out, groups]
+/// (groups = ceil(in/group), group 0: one per row): f16(max abs / L), 1 for an
+/// all-zero group. `w` is [out, in] f32. Throws tailor::Error naming `label`
+/// when a scale overflows f16.
+std::vector<float> absmax_scales(const float* w, int64_t out, int64_t in, int bits, int64_t group,
+                                 const std::string& label);
+
+/// MSE-optimal clipping: per row and group, the f16 scale s minimising
+/// Σ_j (W_j − s·clamp(round_half_away(W_j/s), −L, L))² among the reference
+/// scale f16(m/L) (m = max abs), the grid f16(α·m/L) for α = 0.50, 0.52, …,
+/// 1.10, and two least-squares refits s ← f16(Σ W_j·q_j / Σ q_j²) of the best
+/// one's codes (llama.cpp's make_qx_quants does the same search). Ties keep
+/// the earlier candidate, the reference first, so each group's error is at
+/// most the reference's. Layout and errors as absmax_scales.
+std::vector<float> mse_scales(const float* w, int64_t out, int64_t in, int bits, int64_t group,
+                              const std::string& label);
+
+/// The stored form of W [out, in] (f32, row-major) with the given stored
+/// scales [out, groups] (each already an f16 value): q = clamp(round_half_away(W/s), −L, L),
+/// q = 0 where s = 0. group 0: one scale per row (factor "scale" f16 [out]).
+std::unique_ptr<Encoded> quantize_with_scales(const float* w, int64_t out, int64_t in,
+                                              const std::string& label, int bits, int64_t group,
+                                              const std::vector<float>& scales);
+
+/// The stored form from integer codes [out, in] (|q| ≤ L) and stored scales
+/// [out, groups], as quantize_with_scales lays them out.
+std::unique_ptr<Encoded> pack_quantized(const std::vector<int32_t>& codes, int64_t out, int64_t in,
+                                        const std::string& label, int bits, int64_t group,
+                                        const std::vector<float>& scales);
+
+/// The reference label of (bits, group): "int{bits}", or "int{bits}-g{group}".
+std::string quantized_label(int bits, int64_t group);
+
+/// Whether params.bits and params.group name a reference quantizer's form:
+/// int8, int4, int3 per channel (group 0) or int4-g{32, 64, 128}.
+bool valid_bits_group(const SchemeParams& params);
 
 /// Bytes of the symmetric quantizers' stored form: ceil(out·in·bits/8) codes plus
 /// 2 bytes per f16 scale, out·ceil(in/group) scales (group 0: one per row).

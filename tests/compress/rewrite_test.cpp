@@ -362,5 +362,48 @@ TEST(CompressRewrite, StandardFileRunsInOnnxRuntime) {
   }
 }
 
+// Data-aware quantizers share the reference form; composites (Ŵ = Q + A·B or
+// quantized A·B) are written as their parts dequantized, MatMul(A, B), Add,
+// with exactly the stored bytes where the parts' forms are ONNX-native.
+TEST(CompressRewrite, DataAwareAndCompositeLabels) {
+  for (const std::string label :
+       {"int4-g32-mse", "int8-mse", "int4+r4", "int3+r4-q8", "lowrank-q8-r4", "lowrank-q4-r4"}) {
+    for (const OneLayer* l : {&kMatMul, &kGemmT, &kConv}) {
+      const EncodedLayer e = l->encode(label);
+      std::vector<compress::LayerRewrite> log;
+      check_standard(*l, label);
+      compress::rewrite_standard(l->model(l->weight()), {e}, &log);
+      if (label != "int3+r4-q8" &&
+          label != "int4-g32-mse")  // 3-bit codes take 4 bits; padded groups
+        EXPECT_EQ(log.at(0).file_bytes, static_cast<int64_t>(e.encoded->bytes()))
+            << label << " on " << l->op;
+      // tailor's runtime: CompressedLinear / CompressedConv on the stored parts.
+      const Tensor x = randn(l->x_shape, 4);
+      EXPECT_LT(rel_diff(run1(l->decoded_model(e), x),
+                         run1(compress::rewrite_tailor(l->model(l->weight()), {e}), x)),
+                1e-5)
+          << label << " on " << l->op;
+    }
+  }
+}
+
+TEST(CompressRewrite, CompositeFileRunsInOnnxRuntime) {
+  if (auto why = testing::ort_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  testing::TempDir dir;
+  int k = 0;
+  for (const auto& [layer, label] : std::vector<std::pair<const OneLayer*, std::string>>{
+           {&kMatMul, "int4+r4"}, {&kConv, "int3+r4-q8"}, {&kGemmT, "lowrank-q4-r4"}}) {
+    const graph::Model m =
+        compress::rewrite_standard(layer->model(layer->weight()), {layer->encode(label)});
+    const std::string path = dir.file("c" + std::to_string(k++) + ".onnx");
+    graph::write_onnx(m, path);
+    const Tensor x = randn(layer->x_shape, 5);
+    EXPECT_LT(
+        rel_diff(run1(graph::import_onnx(path), x), testing::run_ort(path, {{"X", x}}).at("Y")),
+        1e-4)
+        << label << " on " << layer->op;
+  }
+}
+
 }  // namespace
 }  // namespace tailor

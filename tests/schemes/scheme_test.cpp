@@ -58,13 +58,15 @@ const std::vector<Shape> kShapes = [] {
 
 TEST(Schemes, ApplicabilityPerShape) {
   const std::vector<int64_t> ranks{1, 2};
-  // dense, int8, int8-a8, int4, int3, int4-g32/64/128, ternary, sparse-2:4,
-  // lowrank ×2, monarch (square n = m² only), tucker, tt.
-  EXPECT_EQ(applicable_schemes({16, 16}, ranks).size(), 15u);
-  EXPECT_EQ(applicable_schemes({7, 13}, ranks).size(), 14u);
-  EXPECT_EQ(applicable_schemes({1, 1}, ranks).size(), 14u);  // rank 2 > min side; monarch m = 1
+  // dense, int8, int4, int3, int4-g32/64/128, ternary, sparse-2:4, lowrank ×2,
+  // monarch (square n = m² only), tucker, tt; then 6 -mse forms (no -gptq
+  // without a Gram), lowrank-q{8,4} ×2 ranks (R < min side) and
+  // int{4,3}+r8[-q8] (8 < min side only for 16×16).
+  EXPECT_EQ(applicable_schemes({16, 16}, ranks).size(), 14u + 6 + 4 + 4);
+  EXPECT_EQ(applicable_schemes({7, 13}, ranks).size(), 13u + 6 + 4);
+  EXPECT_EQ(applicable_schemes({1, 1}, ranks).size(), 13u + 6);  // rank 2 > min side; monarch m = 1
   EXPECT_EQ(applicable_schemes({5}, ranks).size(), 0u);
-  EXPECT_EQ(all_schemes().size(), 12u);
+  EXPECT_EQ(all_schemes().size(), 16u);  // and int8-a8, applicable only when named
   EXPECT_EQ(default_ranks({4096, 4096}),
             (std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512, 1024}));
   EXPECT_EQ(default_ranks({64, 64}), (std::vector<int64_t>{8, 16}));

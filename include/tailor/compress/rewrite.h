@@ -24,6 +24,7 @@
 // Every rewritten graph passes graph::verify.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,11 +63,14 @@ EncodedLayer encode_layer(const graph::WeightView& w, const std::string& label,
 /// kernels in their 4-D shape, so tucker takes its Tucker-2 form) through
 /// schemes::parse_scheme(label, defaults); layer i's SVDs are seeded Rng(seed).split(i) as the
 /// profiler seeds them. Runs on `threads` workers (0: all cores); the result does not depend on it.
+/// `grams` (runtime::gram, by layer name) gives a -gptq label its layer's
+/// calibration Gram as profile_layer does.
 /// Throws Error naming the layer when the plan names a weight the model lacks
-/// or a label the catalog does not know.
-std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Plan& plan,
-                                      const schemes::SchemeParams& defaults, uint64_t seed,
-                                      int threads = 0);
+/// or a label the catalog does not know, or a -gptq label's layer has no Gram.
+std::vector<EncodedLayer> encode_plan(
+    const graph::Model& model, const plan::Plan& plan, const schemes::SchemeParams& defaults,
+    uint64_t seed, int threads = 0,
+    const std::map<std::string, std::shared_ptr<const schemes::Gram>>& grams = {});
 
 /// How one layer was rewritten.
 struct LayerRewrite {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,7 +21,10 @@ namespace tailor {
 struct ProfileOptions {
   /// Schemes to try, by label ("int8", "int4-g64", "lowrank-r32", ...) or by
   /// family: "lowrank" (the ranks of profile_lowrank_ranks) and "int4-g"
-  /// (groups 32, 64, 128). Empty: every scheme of the catalog. Schemes that do
+  /// (groups 32, 64, 128), "mse" and "gptq" (the data-aware quantizers of
+  /// int8, int4, int3, int4-g{G}), "lowrank-q" (lowrank-q{8,4}-r{R} at the
+  /// low-rank ranks), "int+r" (int{4,3}+r{8,16,32}[-q8]). Empty: every scheme
+  /// of the catalog. Schemes that do
   /// not apply to a layer's shape are left out for that layer.
   std::vector<std::string> schemes;
   /// ECMAScript regex; only weights whose name it matches (std::regex_search)
@@ -41,6 +46,9 @@ struct ProfileOptions {
   bool progress = false;
   /// Defaults of the scheme parameters (tucker rank fraction, tt cores, SVD options).
   schemes::SchemeParams scheme_defaults;
+  /// Per layer name, its calibration Gram XᵀX (runtime::gram); a layer found
+  /// here gets it as scheme_defaults.gram, which makes the -gptq labels apply.
+  std::map<std::string, std::shared_ptr<const schemes::Gram>> grams;
 };
 
 /// Low-rank ranks profiled for W [out, in] (f32, contiguous, shape {out, in}):

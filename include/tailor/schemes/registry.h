@@ -20,7 +20,9 @@ const SchemeTraits& scheme_traits(SchemeKind kind);
 
 /// Parses a label: "dense", "int8", "int8-a8", "int4", "int3", "int4-g32", "int4-g64",
 /// "int4-g128", "ternary", "sparse-2:4", "lowrank-r{R}" (R ≥ 1, decimal),
-/// "monarch", "tucker", "tt". Other parameters take `defaults`' values.
+/// "monarch", "tucker", "tt", and the data-aware quantizers "<q>-mse" and
+/// "<q>-gptq" for q one of int8, int4, int3, int4-g{32,64,128}. Other
+/// parameters take `defaults`' values.
 /// Throws tailor::Error naming the label and listing the known ones.
 Scheme parse_scheme(std::string_view label, const SchemeParams& defaults = {});
 
@@ -28,8 +30,16 @@ Scheme parse_scheme(std::string_view label, const SchemeParams& defaults = {});
 /// matrix): 8, 16, 32, … while R·(out + in) < out·in (fewer bytes than dense).
 std::vector<int64_t> default_ranks(const Shape& shape);
 
+/// The reference label whose stored form (factors, layout, kernels, ONNX
+/// export) `label` shares: "int4-g64" for "int4-g64-mse" or "int4-g64-gptq",
+/// "int8" for "int8-a8" (whose activation rounding is a tailor kernel choice a
+/// standard file does not carry); `label` itself for every other label.
+std::string stored_form(std::string_view label);
+
 /// Every catalog entry for a weight of `shape` (int4-g32/64/128, and
-/// lowrank-r{R} for each R of `ranks`), filtered by applicability.
+/// lowrank-r{R} for each R of `ranks`, the -mse and -gptq forms of int8,
+/// int4, int3 and int4-g{G}), filtered by applicability (a -gptq label applies
+/// only when defaults.gram holds the layer's Gram).
 std::vector<Scheme> applicable_schemes(const Shape& shape, std::span<const int64_t> ranks,
                                        const SchemeParams& defaults = {});
 

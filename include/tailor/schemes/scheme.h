@@ -14,6 +14,19 @@
 
 namespace tailor::schemes {
 
+/// The Gram matrix H = XᵀX [in, in] of a layer's calibration inputs X
+/// [rows, in] (one row per token, or per im2col patch of a conv: the columns
+/// in the order of the weight's [out, in] view), accumulated in double,
+/// row-major. GPTQ's Hessian of the layer's output error (Frantar et al., 2022).
+struct Gram {
+  /// Columns of X (the weight's `in`).
+  int64_t in = 0;
+  /// Rows of X summed into h.
+  int64_t rows = 0;
+  /// H, in·in elements, row-major, symmetric.
+  std::vector<double> h;
+};
+
 /// Parameters of a scheme: those its label fixes (group, rank) and encoder
 /// options that labels leave at their defaults (documented per field).
 struct SchemeParams {
@@ -31,6 +44,21 @@ struct SchemeParams {
   int64_t tt_max_rank = 64;
   /// Options of the truncated SVD (seed, oversampling, power iterations).
   linalg::SvdOptions svd;
+  /// Data-aware quantizers (`*-mse`, `*-gptq`): bits per code (8, 4 or 3);
+  /// their group is `group` (0: one scale per output channel).
+  int bits = 0;
+  /// Composites: rank of the low-rank factors (`lowrank-r{R}-int8`,
+  /// `int4+r{R}`) is `rank`; bits of their stored factors (8 or 4; 16: f16).
+  int factor_bits = 0;
+  /// `*-gptq`: the layer's calibration Gram XᵀX (in = the weight's in); the
+  /// label does not apply without one.
+  std::shared_ptr<const Gram> gram;
+  /// `*-gptq`: quantize columns in order of decreasing H_jj (act-order).
+  bool act_order = false;
+  /// `*-gptq`: dampening λ = damp·mean(diag H) added to diag H (1 when H is 0).
+  double damp = 0.01;
+  /// `*-gptq`: columns per lazy batch update.
+  int64_t gptq_block = 128;
 };
 
 /// One stored factor: the tensor written as `<layer>.<name>` (DESIGN.md,
@@ -92,7 +120,11 @@ enum class SchemeKind {
   lowrank,
   monarch,
   tucker,
-  tt
+  tt,
+  quant_mse,
+  quant_gptq,
+  lowrank_quant,
+  quant_lowrank,
 };
 
 /// The one place a scheme is described (ggml-style traits): label, byte
