@@ -88,6 +88,7 @@ const Layer kLayers[] = {
     {"rec_dw5x5s21_480_6x80", 480, 6, 80, 480, 5, 2, 1, 1, 480},
     {"rec_dw3x3_64_24x160", 64, 24, 160, 64, 3, 1, 1, 1, 64},
     {"isnet_conv3x3d2_32_128", 32, 128, 128, 32, 3, 1, 1, 2, 1},  // dilated RSU conv
+    {"isnet_conv3x3_64_256", 64, 256, 256, 64, 3, 1, 1, 1, 1},    // RSU conv, large plane
 };
 
 void BM_Conv(benchmark::State& state) {
@@ -102,9 +103,12 @@ void BM_Conv(benchmark::State& state) {
   const auto bias = random_values(p.c_out, 3);
   std::vector<float> y(static_cast<size_t>(p.c_out * p.out_h() * p.out_w()));
   std::vector<float> scratch(static_cast<size_t>(conv2d_scratch_size(p)));
+  // As the Conv op runs it: weights packed once, at load.
+  const PackedConvWeights packed = pack_conv2d_weights(p, w.data());
   const double t0 = process_cpu_seconds();
   for (auto _ : state) {
-    conv2d(p, x.data(), w.data(), bias.data(), y.data(), Activation::hard_swish(), scratch.data());
+    conv2d(p, x.data(), w.data(), bias.data(), y.data(), Activation::hard_swish(), scratch.data(),
+           &packed);
     benchmark::DoNotOptimize(y.data());
   }
   const double cpu = process_cpu_seconds() - t0;

@@ -71,6 +71,7 @@ class ConvKernel final : public Kernel {
     if (column_block_ < 0) init.fail("column_block must be >= 0");
     // FusedConv (ai.tailor, contract in tailor/graph/fused_ops.h): the epilogue's activation.
     act_ = activation_from_node(init.node);
+    pack_constant_weight(init);
   }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
@@ -112,15 +113,45 @@ class ConvKernel final : public Kernel {
     const int64_t scratch_n = k::conv2d_scratch_size(p);
     Tensor scratch = scratch_n > 0 ? ctx.alloc(DType::f32, {scratch_n}) : Tensor();
     k::conv2d(p, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"), bias, y.mutable_data<float>(),
-              act_, scratch_n > 0 ? scratch.mutable_data<float>() : nullptr);
+              act_, scratch_n > 0 ? scratch.mutable_data<float>() : nullptr, &packed_);
     ctx.outputs[0] = std::move(y);
   }
 
  private:
+  // A constant f32 weight (an initializer) is packed for the conv kernel
+  // here, once; conv2d uses it when it serves the run's parameters.
+  void pack_constant_weight(const KernelInit& init) {
+    const Tensor* w = init.constant(1);
+    if (w == nullptr || w->dtype() != DType::f32 || (w->rank() != 3 && w->rank() != 4)) return;
+    if (win_.auto_pad != "NOTSET" && win_.auto_pad != "VALID") return;  // pads depend on x
+    const size_t sd = w->rank() - 2;
+    const auto at = [](const std::vector<int64_t>& v, size_t i, int64_t dflt) {
+      return i < v.size() ? v[i] : dflt;
+    };
+    k::Conv2dParams p;
+    p.c_out = w->dim(0);
+    p.c_in = w->dim(1) * group_;
+    p.groups = group_;
+    p.kh = sd == 1 ? 1 : w->dim(2);
+    p.kw = w->dim(w->rank() - 1);
+    if (sd == 2) {
+      p.stride_h = at(win_.strides, 0, 1), p.stride_w = at(win_.strides, 1, 1);
+      p.pad_top = at(win_.pads, 0, 0), p.pad_left = at(win_.pads, 1, 0);
+      p.pad_bottom = at(win_.pads, 2, 0), p.pad_right = at(win_.pads, 3, 0);
+    } else {
+      p.stride_w = at(win_.strides, 0, 1);
+      p.pad_left = at(win_.pads, 0, 0), p.pad_right = at(win_.pads, 1, 0);
+    }
+    if (p.c_out < 1 || group_ < 1 || p.c_out % group_ != 0) return;  // run() reports it
+    const Tensor wc = w->contiguous();
+    packed_ = k::pack_conv2d_weights(p, wc.data<float>());
+  }
+
   Window win_;
   int64_t group_;
   k::Activation act_;
   int64_t column_block_;
+  k::PackedConvWeights packed_;
 };
 
 class ConvTransposeKernel final : public Kernel {

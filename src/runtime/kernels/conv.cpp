@@ -66,8 +66,26 @@ int64_t conv2d_scratch_size(const Conv2dParams& p) {
   return 0;
 }
 
+bool PackedConvWeights::serves(const Conv2dParams& p) const {
+  return !data.empty() && c_out == p.c_out && c_in == p.c_in && kh == p.kh && kw == p.kw &&
+         groups == p.groups && !is_depthwise(p) && !is_pointwise(p);
+}
+
+PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w) {
+  check(p.c_in >= 1 && p.c_out >= 1 && p.kh >= 1 && p.kw >= 1 && p.groups >= 1 &&
+            p.c_in % p.groups == 0 && p.c_out % p.groups == 0,
+        "", "Conv weights to pack have an invalid shape: " + dims(p));
+  PackedConvWeights pw;
+  pw.c_out = p.c_out, pw.c_in = p.c_in, pw.kh = p.kh, pw.kw = p.kw, pw.groups = p.groups;
+  if (is_depthwise(p) || is_pointwise(p)) return pw;
+  const KernelTable& kt = active_kernels();
+  pw.data.resize(static_cast<size_t>(kt.conv_pack(p, w, nullptr)));
+  kt.conv_pack(p, w, pw.data.data());
+  return pw;
+}
+
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
-            const Activation& act, float* /*scratch*/) {
+            const Activation& act, float* /*scratch*/, const PackedConvWeights* packed) {
   validate(p);
   check(p.column_block >= 0, "", "Conv column_block must be >= 0");
   const KernelTable& kt = active_kernels();
@@ -76,7 +94,11 @@ void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* 
     return;
   }
   if (!is_pointwise(p)) {
-    kt.conv_gemm(p, x, w, bias, y, act);
+    if (packed != nullptr && packed->serves(p)) {
+      kt.conv_packed(p, x, packed->data.data(), bias, y, act);
+    } else {
+      kt.conv_gemm(p, x, w, bias, y, act);
+    }
     return;
   }
   // 1×1, stride 1, unpadded: y_g = W_g·x_g per image and group, x used as the
@@ -90,7 +112,9 @@ void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* 
   const int64_t blocks = (ohw + bn - 1) / bn;
   const int64_t items = p.n * p.groups * blocks;
   // Concurrent gemm calls need a serial OpenBLAS (see gemm_partition.h).
-#pragma omp parallel for schedule(static) if (detail::blas_is_serial() && items > 1)
+  const bool parallel =
+      detail::blas_is_serial() && items > 1 && detail::worth_threads(p.n * p.c_out * ohw * cig);
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t item = 0; item < items; ++item) {
     const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
     const int64_t b = item / (blocks * p.groups);

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -28,6 +29,28 @@ struct Geometry {
   int64_t pw;      // columns per phase row
 };
 
+// Deinterleaves row `src` (w floats) into its two stride-2 phase rows:
+// src[2m] → even_dst[m], src[2m + 1] → odd_dst[m], 16 floats at a time.
+void split_row_s2(const float* src, int64_t w, float* even_dst, float* odd_dst) {
+  int64_t m = 0;  // pair index: src[2m] → even_dst[m], src[2m + 1] → odd_dst[m]
+  for (; 2 * m + 16 <= w; m += 8) {
+    const __m256 lo = _mm256_loadu_ps(src + 2 * m), hi = _mm256_loadu_ps(src + 2 * m + 8);
+    // shuffle_ps picks within 128-bit lanes; permute4x64 restores the order.
+    const __m256 ev = _mm256_shuffle_ps(lo, hi, 0x88), od = _mm256_shuffle_ps(lo, hi, 0xDD);
+    _mm256_storeu_ps(even_dst + m,
+                     _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8)));
+    _mm256_storeu_ps(odd_dst + m,
+                     _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(od), 0xD8)));
+  }
+  for (; 2 * m < w; ++m) {
+    even_dst[m] = src[2 * m];
+    if (2 * m + 1 < w) odd_dst[m] = src[2 * m + 1];
+  }
+}
+
+// The zero-padded plane split into stride_w phases: column col of padded row
+// r goes to buf[((col mod s)·hp + r)·pw + col / s]. No division per element:
+// each phase takes every s-th input element from its first one on.
 void fill_phases(const Conv2dParams& p, const Geometry& g, const float* x, float* buf) {
   std::fill(buf, buf + g.s * g.hp * g.pw, 0.f);
   for (int64_t iy = 0; iy < p.h; ++iy) {
@@ -37,9 +60,18 @@ void fill_phases(const Conv2dParams& p, const Geometry& g, const float* x, float
       std::copy(src, src + p.w, buf + r * g.pw + p.pad_left);
       continue;
     }
-    for (int64_t ix = 0; ix < p.w; ++ix) {
-      const int64_t col = ix + p.pad_left;
-      buf[((col % g.s) * g.hp + r) * g.pw + col / g.s] = src[ix];
+    if (g.s == 2) {
+      // Element ix lands in phase (ix + pl) mod 2 at index (ix + pl) / 2.
+      const int64_t pl = p.pad_left;
+      split_row_s2(src, p.w, buf + ((pl % 2) * g.hp + r) * g.pw + pl / 2,
+                   buf + (((pl + 1) % 2) * g.hp + r) * g.pw + (pl + 1) / 2);
+      continue;
+    }
+    for (int64_t ph = 0; ph < g.s; ++ph) {
+      // First ix with (ix + pad_left) mod s == ph, then every s-th.
+      const int64_t ix0 = ((ph - p.pad_left) % g.s + g.s) % g.s;
+      float* dst = buf + (ph * g.hp + r) * g.pw + (ix0 + p.pad_left) / g.s;
+      for (int64_t ix = ix0; ix < p.w; ix += g.s) *dst++ = src[ix];
     }
   }
 }
@@ -144,7 +176,7 @@ void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w
     }
   }
   const int64_t planes = p.n * p.c_in;
-#pragma omp parallel
+#pragma omp parallel if (planes > 1 && detail::worth_threads(planes * oh * ow * taps))
   {
     std::vector<float> buf(static_cast<size_t>(g.s * g.hp * g.pw));
 #pragma omp for schedule(static)

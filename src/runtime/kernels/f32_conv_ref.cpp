@@ -3,6 +3,8 @@
 // y[b, o, oy, ox] = act(bias[o] + Σ_{ci, ky, kx} x[b, g·cig + ci, iy, ix]·w[o, ci, ky, kx])
 // with g = o / cog, iy = oy·stride_h − pad_top + ky·dil_h, ix likewise, and
 // x = 0 outside the image. The sum runs in double, rounded once.
+#include <algorithm>
+
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -37,6 +39,12 @@ void f32_conv_ref(const Conv2dParams& p, const float* x, const float* w, const f
       f32_bias_act_ref(act, 0.f, yo, yo, oh * ow);
     }
   }
+}
+
+int64_t f32_conv_pack_ref(const Conv2dParams& p, const float* w, float* packed) {
+  const int64_t size = p.c_out * (p.c_in / p.groups) * p.kh * p.kw;
+  if (packed != nullptr) std::copy(w, w + size, packed);
+  return size;
 }
 
 }  // namespace tailor::runtime::kernels

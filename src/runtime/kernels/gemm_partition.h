@@ -18,6 +18,16 @@ inline int64_t block_columns(int64_t n) {
   const int64_t quarter = ((n + 3) / 4 + 15) / 16 * 16;
   return quarter < 64 ? 64 : (quarter > 512 ? 512 : quarter);
 }
+/// Multiply-adds below which an operator runs on the calling thread: waking
+/// the OpenMP team (passive waiting: a futex wake and a context switch per
+/// worker, tens of µs on a loaded machine) costs more than sharing 1 M multiply-adds
+/// (20–40 µs of one core) saves. A function of the shape only, so results never depend on it
+/// (the partitions are fixed either way).
+constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
+/// Whether `macs` multiply-adds are worth an OpenMP parallel region.
+inline bool worth_threads(int64_t macs) {
+  return macs >= kParallelMinMacs;
+}
 /// Rows per block when a product is split by rows.
 constexpr int64_t kBlockM = 64;
 

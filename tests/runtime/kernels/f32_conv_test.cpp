@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "runtime/kernels/kernel_compare.h"
+#include "tailor/core/error.h"
 #include "tailor/runtime/kernels/conv.h"
 
 namespace tailor::runtime::kernels::testing {
@@ -49,9 +50,10 @@ const Activation kActs[] = {
 
 class F32Conv : public KernelVsRef {
  protected:
-  // Runs `fn` (or the conv2d operator when null) against f32_conv_ref.
-  void check(const ConvCase& c, F32ConvFn fn, const Activation& act, bool with_bias,
-             uint64_t seed) {
+  // Runs `fn` (or, when null, the conv2d operator, on weights packed by
+  // pack_conv2d_weights when `packed`) against f32_conv_ref.
+  void check(const ConvCase& c, F32ConvFn fn, const Activation& act, bool with_bias, uint64_t seed,
+             bool packed = false) {
     const Conv2dParams p = params(c);
     validate(p);
     const int64_t wn = p.c_out * (p.c_in / p.groups) * p.kh * p.kw;
@@ -64,6 +66,10 @@ class F32Conv : public KernelVsRef {
     ref().conv_gemm(p, x.data(), w.data(), bp, want.data(), act);
     if (fn) {
       fn(p, x.data(), w.data(), bp, got.data(), act);
+    } else if (packed) {
+      const PackedConvWeights pw = pack_conv2d_weights(p, w.data());
+      // The packed path reads no w: pass none where the packed weights serve p.
+      conv2d(p, x.data(), pw.serves(p) ? nullptr : w.data(), bp, got.data(), act, nullptr, &pw);
     } else {
       conv2d(p, x.data(), w.data(), bp, got.data(), act);
     }
@@ -110,6 +116,12 @@ const ConvCase kDwCases[] = {
     {1, 3, 15, 45, 3, 3, 3, 1, 3, 0, 2, 1, 0, 2, 2, 3, 0},
     {1, 2, 8, 9, 2, 3, 1, 3, 1, 1, 0, 2, 0, 1, 1, 2, 0},
     {1, 2, 3, 3, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 2, 0},  // one output pixel
+    // Stride 2 with an odd left pad and widths past 16 (the vector
+    // deinterleave and its tail), an even pad on an odd width, stride 4.
+    {1, 3, 9, 37, 3, 3, 3, 2, 2, 1, 1, 1, 0, 1, 1, 3, 0},
+    {1, 2, 10, 50, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2, 0},
+    {1, 2, 7, 33, 2, 3, 3, 2, 2, 0, 0, 1, 1, 2, 2, 2, 0},
+    {1, 2, 9, 41, 2, 3, 3, 1, 4, 1, 3, 1, 1, 1, 1, 2, 0},
 };
 
 const ConvCase kPointwiseCases[] = {
@@ -124,6 +136,43 @@ TEST_F(F32Conv, Gemm6x16MatchesReference) {
     for (const Activation& act : kActs) check(c, opt().conv_gemm, act, true, seed += 3);
     check(c, opt().conv_gemm, Activation::none(), false, seed += 3);
   }
+}
+
+TEST_F(F32Conv, PackedWeightsMatchReference) {
+  // Weights packed once (f32_conv_pack_6x16_avx2) then the packed kernel, and
+  // the conv2d operator on pack_conv2d_weights' result, every path included.
+  uint64_t seed = 400;
+  const F32ConvFn packed_then_run = [](const Conv2dParams& p, const float* x, const float* w,
+                                       const float* bias, float* y, const Activation& act) {
+    const KernelTable& t = kernel_table(Isa::avx2);
+    std::vector<float> pw(static_cast<size_t>(t.conv_pack(p, w, nullptr)));
+    EXPECT_EQ(t.conv_pack(p, w, pw.data()), static_cast<int64_t>(pw.size()));
+    t.conv_packed(p, x, pw.data(), bias, y, act);
+  };
+  for (const ConvCase& c : kGemmCases) {
+    check(c, packed_then_run, Activation::relu(), true, seed += 3);
+    check(c, nullptr, Activation::hard_swish(), true, seed += 3, true);
+  }
+  for (const ConvCase& c : kDwCases) check(c, nullptr, Activation::none(), true, seed += 3, true);
+  for (const ConvCase& c : kPointwiseCases)
+    check(c, nullptr, Activation::none(), false, seed += 3, true);
+}
+
+TEST_F(F32Conv, PackedWeightsServeOnlyTheirShape) {
+  const Conv2dParams p = params(kGemmCases[0]);
+  const std::vector<float> w(static_cast<size_t>(p.c_out * p.c_in * p.kh * p.kw), 1.f);
+  const PackedConvWeights pw = pack_conv2d_weights(p, w.data());
+  EXPECT_TRUE(pw.serves(p));
+  Conv2dParams other = p;
+  other.c_out += 1;
+  EXPECT_FALSE(pw.serves(other));
+  Conv2dParams pointwise = p;
+  pointwise.kh = pointwise.kw = 1, pointwise.pad_top = pointwise.pad_left = 0;
+  pointwise.pad_bottom = pointwise.pad_right = 0;
+  EXPECT_TRUE(pack_conv2d_weights(pointwise, w.data()).data.empty());
+  Conv2dParams bad = p;
+  bad.groups = 2;  // c_in 3 not divisible
+  EXPECT_THROW(pack_conv2d_weights(bad, w.data()), Error);
 }
 
 TEST_F(F32Conv, Depthwise2x32MatchesReference) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tailor/runtime/kernels/elementwise.h"
 
@@ -49,10 +50,27 @@ struct Conv1dParams {
 void validate(const Conv2dParams& p);
 
 /// Floats of caller scratch conv2d needs: 0 for every path (the implicit
-/// GEMM keeps a per-thread panel of 16·c_in/groups·kh·kw floats and the packed
-/// weights, c_out rounded up to 6 per group × c_in/groups·kh·kw floats, that
-/// the kernel allocates). Kept so callers can pass an arena.
+/// GEMM keeps a per-thread block of up to 64·c_in/groups·kh·kw floats and the
+/// packed weights, c_out rounded up to 6 per group × c_in/groups·kh·kw floats,
+/// that the kernel allocates or PackedConvWeights holds). Kept so callers can pass an arena.
 int64_t conv2d_scratch_size(const Conv2dParams& p);
+
+/// Conv weights packed once, at load, for the conv GEMM path of
+/// active_kernels() (registry.h: conv_pack), with the weight shape they were
+/// packed for. `data` is empty when that path does not serve p: depthwise
+/// convs and 1×1 stride-1 unpadded ones read w as it is.
+struct PackedConvWeights {
+  std::vector<float> data;
+  int64_t c_out = 0, c_in = 0, kh = 0, kw = 0, groups = 0;
+  /// Whether `data` holds p's weights (same c_out, c_in, kh, kw, groups) for
+  /// the packed path, so conv2d can use it for p.
+  bool serves(const Conv2dParams& p) const;
+};
+
+/// Packs w [c_out, c_in/groups, kh, kw] for the conv GEMM path of p (only
+/// p's weight shape, kernel size, strides and pads matter; n, h, w do not).
+/// Throws tailor::Error on invalid weight shapes.
+PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w);
 
 /// Convolution y = act(conv(x, w) + bias) (bias may be null), by the kernels
 /// of active_kernels() (registry.h): groups == c_in == c_out runs conv_dw
@@ -60,10 +78,13 @@ int64_t conv2d_scratch_size(const Conv2dParams& p);
 /// directly (f32_gemm_openblas) then bias_act, in fixed blocks of
 /// column_block (default ≤ 512) output pixels shared by the OpenMP threads;
 /// everything else conv_gemm (f32_conv_gemm_6x16_avx2, the implicit-im2col
-/// GEMM). With TAILOR_KERNELS=ref every path is f32_conv_ref. `scratch` is
+/// GEMM), or conv_packed on `packed` when it serves p (then w is not read
+/// and may be null). Products under ~1 M multiply-adds run on the calling
+/// thread. With TAILOR_KERNELS=ref every path is f32_conv_ref. `scratch` is
 /// unused (see conv2d_scratch_size). Throws tailor::Error on invalid parameters.
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
-            const Activation& act = {}, float* scratch = nullptr);
+            const Activation& act = {}, float* scratch = nullptr,
+            const PackedConvWeights* packed = nullptr);
 
 /// conv2d on the 2-D view of a 1-D convolution.
 void conv1d(const Conv1dParams& p, const float* x, const float* w, const float* bias, float* y,

@@ -35,6 +35,14 @@ using F32GemmFn = void (*)(bool trans_a, bool trans_b, int64_t m, int64_t n, int
 /// bias [c_out] or null); parameters already validated.
 using F32ConvFn = void (*)(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                            float* y, const Activation& act);
+/// Packs conv weights w [c_out, c_in/groups, kh, kw] into the layout the same
+/// table's F32ConvPackedFn reads and returns its size in floats; with
+/// `packed` null only returns the size. Depends on the weight shape only
+/// (c_out, c_in, groups, kh, kw of p), so it runs once, at load.
+using F32ConvPackFn = int64_t (*)(const Conv2dParams& p, const float* w, float* packed);
+/// As F32ConvFn, with the weights packed by the same table's F32ConvPackFn.
+using F32ConvPackedFn = void (*)(const Conv2dParams& p, const float* x, const float* packed,
+                                 const float* bias, float* y, const Activation& act);
 /// y[i] = act(x[i] + bias) for i < n, on the calling thread; in place allowed.
 using F32BiasActFn = void (*)(const Activation& act, float bias, const float* x, float* y,
                               int64_t n);
@@ -68,6 +76,8 @@ void f32_gemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
                   int64_t ldc);
 void f32_conv_ref(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                   float* y, const Activation& act);
+/// The reference's "packing": a copy of w (its own layout).
+int64_t f32_conv_pack_ref(const Conv2dParams& p, const float* w, float* packed);
 void f32_bias_act_ref(const Activation& act, float bias, const float* x, float* y, int64_t n);
 void f32_exp_ref(const float* x, float* y, int64_t n);
 void f32_batchnorm_ref(int64_t n, int64_t channels, int64_t spatial, const float* x,
@@ -89,10 +99,16 @@ void f32_gemm_openblas(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                        float* c, int64_t ldc);
 /// Implicit-im2col GEMM, 6 output channels × 16 output pixels per register
-/// tile, weights packed once per call, epilogue fused; any groups, pads,
-/// strides, dilations; honours Conv2dParams::column_block.
+/// tile, epilogue fused; any groups, pads, strides, dilations; honours
+/// Conv2dParams::column_block. Packs the weights (f32_conv_pack_6x16_avx2)
+/// on every call; f32_conv_gemm_packed_6x16_avx2 takes them packed.
 void f32_conv_gemm_6x16_avx2(const Conv2dParams& p, const float* x, const float* w,
                              const float* bias, float* y, const Activation& act);
+/// Per group, panels of 6 output channels k-major (ap[g][panel][k][r], rows
+/// past c_out/groups zero): groups·⌈(c_out/groups)/6⌉·6·(c_in/groups)·kh·kw floats.
+int64_t f32_conv_pack_6x16_avx2(const Conv2dParams& p, const float* w, float* packed);
+void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const float* packed,
+                                    const float* bias, float* y, const Activation& act);
 /// Direct depthwise conv (groups == c_in == c_out): 2 output rows × 32
 /// columns in registers, from a zero-padded, stride-phase-split plane copy.
 void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
@@ -127,7 +143,9 @@ struct KernelTable {
   F32SoftmaxFn softmax;
   F32PoolFn max_pool;
   F32ResizeFn resize;
-  F32AttentionFn attention;  ///< ai.tailor Attention
+  F32ConvPackFn conv_pack;      ///< conv_gemm's weights packed once (at load)
+  F32ConvPackedFn conv_packed;  ///< conv_gemm on conv_pack's weights
+  F32AttentionFn attention;     ///< ai.tailor Attention
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
