@@ -110,7 +110,15 @@ TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
       graph::Model changed = m;
       Tensor dec = e.encoded->decode().contiguous();
       if (w.layout == WeightLayout::in_out) dec = dec.transpose(0, 1).contiguous();
-      changed.graph.initializers[layer.name] = dec.reshape(w.tensor.shape());
+      dec = dec.reshape(w.tensor.shape());
+      if (auto it = changed.graph.initializers.find(layer.name);
+          it != changed.graph.initializers.end()) {
+        it->second = dec;
+      } else {  // a Constant node's value
+        for (graph::Node& node : changed.graph.nodes)
+          if (node.op_type == "Constant" && node.outputs.at(0) == layer.name)
+            node.set("value", graph::Attribute::of_tensor(dec));
+      }
       runtime::Executor ex(changed);
       double kl = 0;
       int64_t rows = 0;

@@ -117,9 +117,10 @@ TEST(CompressSaliency, MaskMaeAndIouOnFixtureImages) {
   ASSERT_TRUE(r.verification.saliency.has_value()) << "saliency task not chosen automatically";
   const report::SaliencyCheck& s = *r.verification.saliency;
   EXPECT_EQ(s.output, "Y");
-  ASSERT_EQ(s.inputs.size(), 4u);
-  EXPECT_EQ(r.verification.inputs, 4);
-  const std::vector<std::string> files{"ball.png", "bird.png", "mug.png", "person.png"};
+  // The odd-numbered images are verified; ball and mug calibrate the output objective.
+  ASSERT_EQ(s.inputs.size(), 2u);
+  EXPECT_EQ(r.verification.inputs, 2);
+  const std::vector<std::string> files{"bird.png", "person.png"};
   const graph::Model original = graph::import_onnx(model);
   const graph::Model written = graph::import_onnx(dir.file("out/model.onnx"));
   double mae_mean = 0;
@@ -147,7 +148,7 @@ TEST(CompressSaliency, MaskMaeAndIouOnFixtureImages) {
     EXPECT_NEAR(s.inputs[k].mae, mae, 1e-6) << files[k];
     EXPECT_NEAR(s.inputs[k].iou, iou, (near_threshold + 1e-9) / std::max(uni, 1)) << files[k];
     EXPECT_GT(s.inputs[k].mae, 0.0) << files[k];  // the weights did change
-    mae_mean += mae / 4;
+    mae_mean += mae / 2;
   }
   EXPECT_NEAR(s.mae, mae_mean, 1e-6);
   ASSERT_TRUE(r.verification.metric.has_value());
@@ -160,9 +161,9 @@ TEST(CompressSaliency, MaskMaeAndIouOnFixtureImages) {
   EXPECT_EQ(js.at("output"), "Y");
   EXPECT_DOUBLE_EQ(js.at("iou").get<double>(), s.iou);
   EXPECT_DOUBLE_EQ(js.at("mae").get<double>(), s.mae);
-  ASSERT_EQ(js.at("inputs").size(), 4u);
-  EXPECT_EQ(js.at("inputs")[3].at("input"), "person.png");
-  EXPECT_DOUBLE_EQ(js.at("inputs")[3].at("mae").get<double>(), s.inputs[3].mae);
+  ASSERT_EQ(js.at("inputs").size(), 2u);
+  EXPECT_EQ(js.at("inputs")[1].at("input"), "person.png");
+  EXPECT_DOUBLE_EQ(js.at("inputs")[1].at("mae").get<double>(), s.inputs[1].mae);
   std::ifstream hf(dir.file("out/report.html"));
   const std::string html((std::istreambuf_iterator<char>(hf)), std::istreambuf_iterator<char>());
   EXPECT_NE(html.find("Saliency mask <code>Y</code>"), std::string::npos);
