@@ -2,7 +2,8 @@
 // tailor/graph/fused_ops.h and src/runtime/ops_compressed.cpp):
 // - FusedConv, FusedGemm, FusedMatMul: as Conv, Gemm, MatMul (the epilogue
 //   keeps the shape);
-// - LayerNormalization, Softmax, RMSNormalization: the input's type;
+// - LayerNormalization, Softmax, RMSNormalization: the input's type (and
+//   RMSNormalization's sum X + skip, its output 1, too);
 // - Attention: Q's type (Y [b, h, r, d] as Q [b, h, r, d]);
 // - GroupQueryAttention: Y as Q; the presents as the pasts, positions unknown;
 // - FusedElementwise: the inputs' broadcast shape, input 0's dtype;
@@ -54,6 +55,11 @@ std::vector<Info> group_query_attention(const NodeContext& c) {
   Info present = c.same(3);
   if (present.shape && present.shape->size() == 4) (*present.shape)[2] = Dim::unknown();
   return {c.same(0), present, present};
+}
+
+std::vector<Info> rms_normalization(const NodeContext& c) {
+  if (c.node.outputs.size() > 1) return {c.same(0), c.same(0)};
+  return {c.same(0)};
 }
 
 std::vector<Info> conv_nhwc(const NodeContext& c) {
@@ -111,7 +117,7 @@ const RuleEntry kTailorRules[] = {
     {"ai.tailor", "Softmax", same_as_input},
     {"ai.tailor", "Attention", same_as_input},
     {"ai.tailor", "GroupQueryAttention", group_query_attention},
-    {"ai.tailor", "RMSNormalization", same_as_input},
+    {"ai.tailor", "RMSNormalization", rms_normalization},
     {"ai.tailor", "FusedElementwise", fused_elementwise},
     {"ai.tailor", "ConvNhwc", conv_nhwc},
     {"ai.tailor", "CompressedLinear", compressed_linear},

@@ -132,6 +132,7 @@ Decoder::Decoder(const graph::Model& model, const std::vector<std::string>& extr
   fuse_attention(m);
   fuse_group_query_attention(m);
   fuse_rms_norm(m);
+  fuse_skip_rms_norm(m);
   m = graph::run_passes(m, graph::parse_pass_list("all"), runtime::default_pass_options());
   ex_ = std::make_unique<runtime::Executor>(std::move(m));
   reset();

@@ -6,6 +6,9 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
+
+#include "tailor/graph/shape_inference.h"
 
 namespace tailor::llm {
 namespace {
@@ -135,6 +138,47 @@ int fuse_rms_norm(graph::Model& model) {
     n.set("epsilon", graph::Attribute::of_float(*eps));
     for (size_t d : {*div, *sqrt, *add, *mean, *sq}) dead.insert(d);
     fused[i] = std::move(n);
+  }
+  if (fused.empty()) return 0;
+  splice(model, dead, fused);
+  return static_cast<int>(fused.size());
+}
+
+int fuse_skip_rms_norm(graph::Model& model) {
+  graph::Graph& g = model.graph;
+  const Index ix = index_of(g);
+  std::unordered_map<std::string, graph::ValueType> types;
+  bool typed = false;
+  // Both addends of the same shape, every dim known or the same symbol (no
+  // broadcast: the fused op adds element by element).
+  auto same_shape = [&](const std::string& a, const std::string& b) {
+    if (!typed) types = graph::infer_types(g, model.opset), typed = true;
+    auto ta = types.find(a), tb = types.find(b);
+    if (ta == types.end() || tb == types.end() || !ta->second.shape || !tb->second.shape)
+      return false;
+    for (const graph::Dim& d : *ta->second.shape)
+      if (!d.is_known() && !d.is_symbolic()) return false;
+    return *ta->second.shape == *tb->second.shape;
+  };
+  std::set<size_t> dead;
+  std::map<size_t, Node> fused;  // at the position of the Add
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& norm = g.nodes[i];
+    if (norm.op_type != "RMSNormalization" || norm.domain != "ai.tailor" ||
+        norm.inputs.size() != 2 || norm.outputs.size() != 1 ||
+        !g.initializers.count(norm.inputs[1]))
+      continue;
+    auto it = ix.producer.find(norm.inputs[0]);
+    if (it == ix.producer.end() || fused.count(it->second)) continue;
+    const Node& add = g.nodes[it->second];
+    if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 ||
+        add.outputs.size() != 1 || !same_shape(add.inputs[0], add.inputs[1]))
+      continue;
+    Node n = norm;
+    n.inputs = {add.inputs[0], norm.inputs[1], add.inputs[1]};
+    n.outputs = {norm.outputs[0], add.outputs[0]};
+    dead.insert(i);
+    fused[it->second] = std::move(n);
   }
   if (fused.empty()) return 0;
   splice(model, dead, fused);

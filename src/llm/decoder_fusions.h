@@ -20,6 +20,13 @@
 //
 //   → Y = RMSNormalization(X, gain), epsilon = ε
 //
+// fuse_skip_rms_norm (after fuse_rms_norm), A and B of one shape:
+//
+//   A ──Add(A, B)──RMSNormalization(·, gain)── Y      (S = the sum, read on)
+//
+//   → Y, S = RMSNormalization(A, gain, B), epsilon kept  (the residual Add
+//     and the norm of the next block in one node)
+//
 // fuse_group_query_attention (after fuse_attention), RoPE(t) being
 // Add(Mul(t, cos), Mul(MatMul(t, R), sin)) as io/llama_graph.h writes it:
 //
@@ -45,7 +52,10 @@ int fuse_attention(graph::Model& model);
 /// The second rewrite above; returns the count of norms fused.
 int fuse_rms_norm(graph::Model& model);
 
-/// The third rewrite above (run fuse_attention first); returns the count of
+/// The rewrite after it (run fuse_rms_norm first); returns the count of
+/// residual Adds absorbed. Infers the graph's types to prove A and B alike.
+int fuse_skip_rms_norm(graph::Model& model);
+/// The fourth rewrite above (run fuse_attention first); returns the count of
 /// attention blocks fused.
 int fuse_group_query_attention(graph::Model& model);
 

@@ -1,7 +1,8 @@
 // The ai.tailor ops of decoder graphs (llm/decoder_fusions emits them; the
 // contracts are in include/tailor/graph/fused_ops.h): Attention,
 // softmax(Q·Kᵀ·scale + mask)·V in one kernel, GroupQueryAttention (a whole
-// attention block of a decoder step) and RMSNormalization.
+// attention block of a decoder step) and RMSNormalization (optionally with
+// the residual Add before it).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -144,14 +145,28 @@ class GroupQueryAttentionKernel final : public Kernel {
   std::vector<float> queries_, context_;
 };
 
-/// Y = X / sqrt(mean(X², last axis) + epsilon) · scale, the mean in double.
+/// Y = X / sqrt(mean(X², last axis) + epsilon) · scale, the mean in double;
+/// with a third input `skip`, X is first replaced by the sum X + skip (f32,
+/// as the Add it replaces), given back as a second output.
 void rms_normalization(OpContext& ctx, float eps) {
-  const Tensor x = ctx.in(0).contiguous(), g = ctx.in(1).contiguous();
+  Tensor x = ctx.in(0).contiguous();
+  const Tensor g = ctx.in(1).contiguous();
   if (x.rank() < 1) ctx.fail("X must have rank ≥ 1");
   const int64_t n = x.dim(x.rank() - 1), rows = n > 0 ? x.numel() / n : 0;
   if (g.numel() != n)
     ctx.fail("scale has " + std::to_string(g.numel()) + " elements, the last axis " +
              std::to_string(n));
+  if (ctx.has(2)) {
+    const Tensor skip = ctx.in(2).contiguous();
+    if (skip.shape() != x.shape())
+      ctx.fail("skip " + shape_to_string(skip.shape()) + " is not X's shape " +
+               shape_to_string(x.shape()));
+    const float *a = f32_ptr(ctx, x, "X"), *b = f32_ptr(ctx, skip, "skip");
+    Tensor sum = ctx.alloc(DType::f32, x.shape());
+    float* sp = sum.mutable_data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) sp[i] = a[i] + b[i];
+    x = std::move(sum);
+  }
   const float* xp = f32_ptr(ctx, x, "X");
   const float* gp = f32_ptr(ctx, g, "scale");
   Tensor y = ctx.alloc(DType::f32, x.shape());
@@ -164,6 +179,7 @@ void rms_normalization(OpContext& ctx, float eps) {
     for (int64_t j = 0; j < n; ++j) yp[r * n + j] = xr[j] * inv * gp[j];
   }
   ctx.outputs[0] = std::move(y);
+  if (ctx.outputs.size() > 1) ctx.outputs[1] = std::move(x);
 }
 
 }  // namespace
@@ -171,6 +187,9 @@ void rms_normalization(OpContext& ctx, float eps) {
 void register_decoder_ops() {
   register_op("ai.tailor", "RMSNormalization", [](const KernelInit& init) {
     if (init.node.attr_int("axis", -1) != -1) init.fail("only axis -1 is supported");
+    const bool skip = init.node.inputs.size() > 2 && !init.node.inputs[2].empty();
+    if (init.node.outputs.size() > 1 && !skip)
+      init.fail("a second output (the sum X + skip) needs the skip input");
     const float eps = init.node.attr_float("epsilon", 1e-5f);
     return make_kernel([eps](OpContext& ctx) { rms_normalization(ctx, eps); });
   });

@@ -8,7 +8,8 @@
 // last bit and later layers inherit it: logits and presents agree within
 // 2e-6 of their largest value (measured: ≤ 3.9e-7 on the presents, ≤ 5.8e-7
 // on the logits); layer 0's values, upstream of any RoPE, exactly.
-// Against the standard graph (MatMul, Softmax) within 1e-5.
+// Against the standard graph (MatMul, Softmax) within 1e-5. fuse_skip_rms_norm
+// against the graph before it: equal.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -93,6 +94,55 @@ TEST(DecoderFusions, GroupQueryAttentionEqualsTheUnfusedSteps) {
         rel_diff(standard[s].at("logits").to_f32_vector(), got[s].at("logits").to_f32_vector()),
         1e-5)
         << "step " << s;
+}
+
+TEST(DecoderFusions, SkipRmsNormAbsorbsEachResidualAddExactly) {
+  graph::Model m = load_llama_graph(testing::stories_path());
+  ASSERT_EQ(fuse_attention(m), 5);
+  ASSERT_EQ(fuse_group_query_attention(m), 5);
+  ASSERT_EQ(fuse_rms_norm(m), 11);  // two per layer and the final one
+  const graph::Model unfused = m;
+  const size_t before = m.graph.nodes.size();
+  // Every norm but layer 0's first (it reads the embedding Gather) follows a
+  // residual Add.
+  ASSERT_EQ(fuse_skip_rms_norm(m), 10);
+  EXPECT_EQ(m.graph.nodes.size(), before - 10);
+  EXPECT_EQ(fuse_skip_rms_norm(m), 0);
+  // The sum is the same f32 addition and the norm the same kernel: every
+  // output of every step equal, pasts of 0 and more positions.
+  const std::vector<size_t> steps = {4, 1, 2, 1};
+  const auto want = run_steps(unfused, steps);
+  const auto got = run_steps(m, steps);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (const auto& [name, t] : want[s])
+      EXPECT_EQ(got[s].at(name).to_f32_vector(), t.to_f32_vector()) << name << " step " << s;
+}
+
+TEST(DecoderFusions, SkipRmsNormNeedsAddendsOfOneShape) {
+  // A broadcast Add (a [n] bias on [1, S, n]) is left alone.
+  graph::Model m = load_llama_graph(testing::stories_path());
+  ASSERT_EQ(fuse_attention(m), 5);
+  ASSERT_EQ(fuse_group_query_attention(m), 5);
+  ASSERT_EQ(fuse_rms_norm(m), 11);
+  size_t norm = 0;
+  while (m.graph.nodes[norm].op_type != "RMSNormalization") ++norm;
+  const std::string x = m.graph.nodes[norm].inputs[0];
+  const std::string gain = m.graph.nodes[norm].inputs[1];
+  graph::Node add;
+  add.op_type = "Add";
+  add.inputs = {x, gain};
+  add.outputs = {"biased"};
+  m.graph.nodes.insert(m.graph.nodes.begin() + static_cast<std::ptrdiff_t>(norm), add);
+  m.graph.nodes[norm + 1].inputs[0] = "biased";
+  EXPECT_EQ(fuse_skip_rms_norm(m), 10);  // the other norms, as without it
+  size_t left = 0;
+  for (const graph::Node& n : m.graph.nodes)
+    if (n.op_type == "RMSNormalization" && n.inputs[0] == "biased") {
+      EXPECT_EQ(n.inputs.size(), 2u);
+      ++left;
+    }
+  EXPECT_EQ(left, 1u);
 }
 
 TEST(DecoderFusions, GroupQueryAttentionLeavesOtherGraphsAlone) {

@@ -1,7 +1,7 @@
 // The decoder ops of src/runtime/ops_decoder.cpp against their definitions
 // computed here in double: ai.tailor Attention, softmax(Q·Kᵀ·s + mask)·V,
 // GroupQueryAttention (RoPE, cache append, grouped heads) and
-// RMSNormalization; and their refusals.
+// RMSNormalization (with and without the residual skip); and their refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -221,6 +221,43 @@ TEST(RmsNormalizationOp, MatchesTheDefinitionInDouble) {
         OneOp("RMSNormalization", {x, random({6}, rng)}, {}, 17, 1, "ai.tailor").run();
       },
       "RMSNormalization", "scale has 6 elements");
+}
+
+TEST(RmsNormalizationOp, WithSkipNormalisesTheSumAndGivesItBack) {
+  Rng rng(5);
+  const Tensor a = random({3, 6}, rng), b = random({3, 6}, rng), g = random({6}, rng);
+  const float eps = 1e-5f;
+  const auto out = OneOp("RMSNormalization", {a, g, b},
+                         {{"epsilon", graph::Attribute::of_float(eps)}}, 17, 2, "ai.tailor")
+                       .run();
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].shape(), a.shape());
+  ASSERT_EQ(out[1].shape(), a.shape());
+  const float *ap = a.data<float>(), *bp = b.data<float>(), *gp = g.data<float>();
+  for (int64_t r = 0; r < 3; ++r) {
+    double ss = 0;
+    for (int64_t j = 0; j < 6; ++j) {
+      const double x = double(ap[r * 6 + j]) + bp[r * 6 + j];
+      ss += x * x;
+    }
+    const double inv = 1.0 / std::sqrt(ss / 6 + eps);
+    for (int64_t j = 0; j < 6; ++j) {
+      const size_t k = static_cast<size_t>(r * 6 + j);
+      EXPECT_EQ(out[1].data<float>()[k], ap[k] + bp[k]) << r << " " << j;  // f32 sum, exact
+      EXPECT_NEAR(out[0].data<float>()[k], (double(ap[k]) + bp[k]) * inv * gp[j], 1e-5)
+          << r << " " << j;
+    }
+  }
+  testing::expect_error_naming(
+      [&] {
+        OneOp("RMSNormalization", {a, g, random({1, 6}, rng)}, {}, 17, 2, "ai.tailor").run();
+      },
+      "RMSNormalization", "is not X's shape");
+  testing::expect_error_naming(
+      [&] {
+        OneOp("RMSNormalization", {a, g}, {}, 17, 2, "ai.tailor").run();
+      },
+      "RMSNormalization", "needs the skip input");
 }
 
 }  // namespace

@@ -28,9 +28,11 @@
 //   axis 2), present_V likewise without RoPE; Y [S, H·d] is Attention of
 //   RoPE(Q) (the H/KV query heads of a KV head stacked as its rows) over the
 //   presents, heads back side by side (llm/decoder_fusions emits it).
-// - RMSNormalization(X, scale): `epsilon`, `axis` (-1 only); Y = X /
-//   sqrt(mean(X²) + ε) · scale over the last axis (ONNX opset 23's
-//   RMSNormalization; llm/decoder_fusions emits it).
+// - RMSNormalization(X, scale, [skip]) → (Y, [S]): `epsilon`, `axis` (-1
+//   only); Y = X / sqrt(mean(X²) + ε) · scale over the last axis (ONNX opset
+//   23's RMSNormalization; llm/decoder_fusions emits it). With skip (X's
+//   shape): X is first replaced by S = X + skip (f32 sums, the residual Add it
+//   absorbs, as onnxruntime's SkipSimplifiedLayerNormalization), output 1.
 // - ConvNhwc(X, W, [B]): X [n, h, w, c_in], W [c_out, kh, kw, c_in/group]
 //   (OHWI), Y [n, out_h, out_w, c_out]; attributes as FusedConv (2-D only).
 #pragma once
