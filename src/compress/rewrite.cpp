@@ -178,9 +178,10 @@ EncodedLayer encode_layer(const graph::WeightView& w, const std::string& label,
   return e;
 }
 
-std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Plan& plan,
-                                      const schemes::SchemeParams& defaults, uint64_t seed,
-                                      int threads) {
+std::vector<EncodedLayer> encode_plan(
+    const graph::Model& model, const plan::Plan& plan, const schemes::SchemeParams& defaults,
+    uint64_t seed, int threads,
+    const std::map<std::string, std::shared_ptr<const schemes::Gram>>& grams) {
   const std::vector<graph::WeightView> weights = graph::weights(model);
   std::vector<size_t> planned;
   std::vector<const graph::WeightView*> found(plan.choices.size());
@@ -202,7 +203,9 @@ std::vector<EncodedLayer> encode_plan(const graph::Model& model, const plan::Pla
         const size_t i = planned[k];
         const plan::PlanChoice& c = plan.choices[i];
         const graph::WeightView& w = *found[i];
-        out[k] = encode_layer(w, c.label, defaults, seed, i);
+        schemes::SchemeParams p = defaults;
+        if (const auto g = grams.find(c.layer); g != grams.end()) p.gram = g->second;
+        out[k] = encode_layer(w, c.label, p, seed, i);
       } catch (...) {
         std::lock_guard lock(mu);
         if (!failure) failure = std::current_exception();

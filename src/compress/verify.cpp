@@ -243,6 +243,18 @@ bool ocr_task(const graph::Model& m, const CompressOptions& o, std::string& keys
   return true;
 }
 
+/// A check asked for (--task ocr, --ocr-lines, --ocr-keys) that cannot run
+/// is an error, never a silent fall-back to random inputs.
+void refuse_impossible_ocr(const CompressOptions& o, bool ocr, const std::string& why) {
+  const bool asked =
+      o.task == "ocr" || (o.task == "auto" && (!o.ocr_lines.empty() || !o.ocr_keys.empty()));
+  if (asked && !ocr)
+    throw Error(o.model,
+                "the OCR check was asked for (--task ocr, --ocr-lines or --ocr-keys) "
+                "but cannot run: " +
+                    (!o.calib_dir.empty() ? std::string("--calib was given") : why));
+}
+
 /// The node producing `value` in the main graph, or nullptr.
 const graph::Node* producer(const graph::Model& m, const std::string& value) {
   for (const graph::Node& n : m.graph.nodes)
@@ -305,10 +317,11 @@ Calibration onnx_calibration(const graph::Model& original, const CompressOptions
   Calibration c;
   c.metric = onnx_metric(original);
   c.outputs = damage_outputs(original, c.metric);
-  std::string keys, lines;
+  std::string keys, lines, why;
   std::vector<std::string> classes;
   const bool ocr = (o.task == "auto" || o.task == "ocr") && o.calib_dir.empty() &&
-                   ocr_task(original, o, keys, lines, classes);
+                   ocr_task(original, o, keys, lines, classes, why);
+  refuse_impossible_ocr(o, ocr, why);
   if (ocr) {
     const auto labels = tasks::read_ocr_labels(lines);
     for (size_t i : half(labels.size(), 0)) {
@@ -364,15 +377,7 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
   std::vector<std::string> classes;
   const bool ocr = (o.task == "auto" || o.task == "ocr") && o.calib_dir.empty() &&
                    ocr_task(original, o, keys, lines, classes, why);
-  // A check asked for (--task ocr, --ocr-lines, --ocr-keys) that cannot run
-  // is an error, never a silent fall-back to random inputs.
-  const bool asked =
-      o.task == "ocr" || (o.task == "auto" && (!o.ocr_lines.empty() || !o.ocr_keys.empty()));
-  if (asked && !ocr)
-    throw Error(o.model,
-                "the OCR check was asked for (--task ocr, --ocr-lines or --ocr-keys) "
-                "but cannot run: " +
-                    (!o.calib_dir.empty() ? std::string("--calib was given") : why));
+  refuse_impossible_ocr(o, ocr, why);
   if (o.task == "saliency" && !mask_shaped(original))
     throw Error(o.model, "--task saliency: the first output '" +
                              (outs.empty() ? std::string() : outs[0]) +

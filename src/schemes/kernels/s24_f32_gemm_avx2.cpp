@@ -48,11 +48,11 @@ inline __m256 expand8(const float* v, uint32_t key) {
 }
 
 template <int NB>
-inline constexpr int kChains = NB == 1 ? 4 : 1;
+inline constexpr int kS24Chains = NB == 1 ? 4 : 1;
 
 template <int NB>
 void fused(const Sparse24GemmArgs& a, int64_t b0) {
-  constexpr int C = kChains<NB>;
+  constexpr int C = kS24Chains<NB>;
   // Kept values of full groups: 2·floor(in/4); the rest (a short group) is scalar.
   const int64_t in = a.in, kr = sparse24_kept_per_row(in), full = 2 * (in / 4);
   const float* x = a.x + b0 * in;
