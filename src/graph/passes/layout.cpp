@@ -121,8 +121,8 @@ void cancel_pairs(Graph& g) {
   }
   g.nodes = std::move(kept);
   // Subgraphs may read a renamed value from this scope.
-  for (const auto& [from, to] : renamed)
-    for_each_subgraph(g, [&](Graph& sub) { rename_reads(sub.nodes, from, to); });
+  for (const auto& rename : renamed)  // (clang 14 cannot capture structured bindings)
+    for_each_subgraph(g, [&](Graph& sub) { rename_reads(sub.nodes, rename.first, rename.second); });
   // Drop the transposes to NCHW that no node, subgraph or graph output reads,
   // sweeping backwards so a transpose only read by a dropped one goes too.
   const Uses u = compute_uses(g);
