@@ -56,18 +56,18 @@ bool same_tensor(const Tensor& a, const Tensor& b) {
 std::vector<size_t> cone_of(const Graph& g, const std::string& v,
                             const std::unordered_map<std::string, size_t>& producer) {
   std::vector<size_t> cone;
-  std::vector<std::string> todo{v};
+  std::vector<std::string> unvisited{v};
   std::set<std::string> seen;
-  while (!todo.empty()) {
-    const std::string x = todo.back();
-    todo.pop_back();
+  while (!unvisited.empty()) {
+    const std::string x = unvisited.back();
+    unvisited.pop_back();
     if (x.empty() || !seen.insert(x).second || g.initializers.count(x)) continue;
     const auto it = producer.find(x);
     if (it == producer.end()) return {};
     const Node& n = g.nodes[it->second];
     if (n.outputs.size() != 1 || has_subgraph(n) || !n.domain.empty()) return {};
     cone.push_back(it->second);
-    for (const auto& in : n.inputs) todo.push_back(in);
+    for (const auto& in : n.inputs) unvisited.push_back(in);
   }
   std::sort(cone.begin(), cone.end());
   return cone;
