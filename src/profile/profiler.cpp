@@ -473,9 +473,10 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
         return;
       }
       const size_t n = ++done;
-      if (progress) {
+      if (progress || options.on_layer) {
         std::lock_guard lock(mu);
-        draw_progress(n, layers.size(), seconds_since(t0));
+        if (progress) draw_progress(n, layers.size(), seconds_since(t0));
+        if (options.on_layer) options.on_layer(n, layers.size());
       }
     }
   };

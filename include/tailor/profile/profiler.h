@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -44,6 +45,10 @@ struct ProfileOptions {
   uint64_t seed = 0x7a11;
   /// Draw a progress bar on stderr (only when stderr is a terminal).
   bool progress = false;
+  /// Called after each profiled layer with (layers done, layers to profile),
+  /// from the worker that finished it, one call at a time (the Python API's
+  /// progress callback). Not part of the profile cache key.
+  std::function<void(size_t, size_t)> on_layer;
   /// Defaults of the scheme parameters (tucker rank fraction, tt cores, SVD options).
   schemes::SchemeParams scheme_defaults;
   /// Per layer name, its calibration Gram XᵀX (runtime::gram); a layer found
