@@ -169,10 +169,12 @@ ProfileHandle profile(Model& model, std::optional<std::vector<std::string>> sche
   Progress progress(std::move(progress_fn));
   if (progress.active())
     options.on_layer = [&progress](size_t done, size_t total) {
-      progress.call([&] {
-        return event("profile", py::int_(done), py::int_(total),
-                     std::to_string(done) + "/" + std::to_string(total) + " layers");
-      });
+      progress.call(
+          [&] {
+            return event("profile", py::int_(done), py::int_(total),
+                         std::to_string(done) + "/" + std::to_string(total) + " layers");
+          },
+          /*may_unwind=*/false);
     };
   return released(progress, [&] {
     linalg::set_threads(threads);
@@ -194,10 +196,12 @@ ProfileHandle profile(Model& model, std::optional<std::vector<std::string>> sche
       d.scheme_defaults = options.scheme_defaults;
       d.seed = options.seed;
       d.progress = [&progress](size_t done, size_t total) {
-        progress.call([&] {
-          return event("output damage", py::int_(done), py::int_(total),
-                       std::to_string(done) + "/" + std::to_string(total) + " layers");
-        });
+        progress.call(
+            [&] {
+              return event("output damage", py::int_(done), py::int_(total),
+                           std::to_string(done) + "/" + std::to_string(total) + " layers");
+            },
+            true);
       };
       compress::measure_output_damage(g, inputs, h.profile, d);
       h.profile.calibration = std::to_string(inputs.size()) + " inputs given to tailor.profile";
@@ -265,7 +269,7 @@ py::dict compress(const std::string& path, const std::string& budget, const std:
   Progress progress(std::move(progress_fn));
   if (progress.active())
     o.progress = [&progress](const std::string& stage, const std::string& msg) {
-      progress.call([&] { return event(stage.c_str(), py::none(), py::none(), msg); });
+      progress.call([&] { return event(stage.c_str(), py::none(), py::none(), msg); }, true);
     };
   auto handles = released(progress, [&] {
     linalg::set_threads(o.threads);

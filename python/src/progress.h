@@ -18,9 +18,11 @@ struct CallbackRaised {};
 /// Wraps an optional Python callable taking one argument (the Python layer's
 /// progress event). Calls take the GIL; calls are serialised. When the
 /// callable raises, its exception is kept, later calls do nothing, and a call
-/// on the thread that made the Progress (where the C++ work may unwind) throws
-/// CallbackRaised; worker threads never see an exception (a profile worker
-/// must not). finish() raises the kept exception with the GIL held.
+/// made with `may_unwind` on the thread that made the Progress throws
+/// CallbackRaised to end the work; other calls never throw (a profile
+/// worker's, the calling thread's too, must not: profile_model joins its
+/// workers only on its normal path). finish() raises the kept exception with
+/// the GIL held.
 class Progress {
  public:
   /// `fn` may be None. Construct with the GIL held.
@@ -35,8 +37,9 @@ class Progress {
   bool active() const { return !fn_.is_none(); }
 
   /// Calls fn(make_event()) with the GIL held. `make_event` builds the argument.
+  /// `may_unwind`: the caller's C++ code is safe to unwind from here.
   template <class MakeEvent>
-  void call(MakeEvent&& make_event) {
+  void call(MakeEvent&& make_event, bool may_unwind) {
     if (!active()) return;
     std::lock_guard lock(mu_);
     if (!error_) {
@@ -47,7 +50,7 @@ class Progress {
         error_.emplace(std::move(e));
       }
     }
-    if (error_ && std::this_thread::get_id() == origin_) throw CallbackRaised{};
+    if (error_ && may_unwind && std::this_thread::get_id() == origin_) throw CallbackRaised{};
   }
 
   /// Raises the callback's exception, if any (GIL held).
