@@ -32,8 +32,11 @@ configure: deps
 	cmake -S . -B $(BUILD_DIR) $$gen -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	  -DTAILOR_ARCH_FLAGS="$(ARCH_FLAGS)" $(CMAKE_FLAGS)
 
+# Then `import tailor` works: scripts/python-path.sh writes tailor.pth (the
+# path of $(BUILD_DIR)/python) into the user site-packages (docs/python.md).
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+	@bash scripts/python-path.sh $(BUILD_DIR)
 
 test: models build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
@@ -71,7 +74,7 @@ bench-profile: models build
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DTAILOR_ARCH_FLAGS="$(ARCH_FLAGS)" -DTAILOR_BUILD_FUZZ=ON -DTAILOR_BUILD_TESTS=OFF \
-	  -DTAILOR_BUILD_BENCH=OFF
+	  -DTAILOR_BUILD_BENCH=OFF -DTAILOR_BUILD_PYTHON=OFF
 	cmake --build build-fuzz -j $(JOBS)
 
 format:

@@ -11,6 +11,7 @@ packages=(
   libpng-dev  # tasks: the OCR fixture images
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
+  pybind11-dev python3-dev  # the Python module (python/, docs/python.md)
   python3-onnx bc time  # bench/profile: numpy peer reads ONNX weights; compare.sh, memory_check.sh
   clang libclang-rt-14-dev clang-format
   coinor-cbc  # test-only oracle: tests/plan/exact_test.cpp checks solve_exact against CBC
