@@ -5,6 +5,7 @@ plan → compress → run, each checked against a value derived independently
 import json
 import math
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -13,7 +14,7 @@ import unittest
 import numpy as np
 
 import tailor
-from tailor_test_util import REC, cli, cli_error, cli_run, need, ort_unavailable, run_ort, main
+from tailor_test_util import REC, SOURCE, cli, cli_error, cli_run, need, ort_unavailable, run_ort, main
 
 SCHEMES = ["int8", "int4"]
 
@@ -204,10 +205,22 @@ class Recogniser(unittest.TestCase):
         self.assertFalse(os.path.exists(out))
 
     def test_compress(self):
+        # Six of the OCR fixture lines keep it quick: the odd-numbered three verify.
+        lines = self.path("lines")
+        os.makedirs(lines)
+        fixtures = os.path.join(SOURCE, "tests", "fixtures", "ocr")
+        with open(os.path.join(fixtures, "labels.tsv")) as f:
+            rows = f.read().splitlines()[:6]
+        with open(os.path.join(lines, "labels.tsv"), "w") as f:
+            f.write("\n".join(rows) + "\n")
+        for row in rows:
+            name = row.split("\t")[0]
+            shutil.copy(os.path.join(fixtures, name), lines)
         events = []
         out = self.path("compressed")
         r = tailor.compress(REC, "30%", out, progress=events.append, schemes=SCHEMES,
-                            objective="numel", cache=False)
+                            objective="numel", cache=False, ocr_lines=lines)
+        self.assertEqual(r.details["verification"]["inputs"], 3)
         self.assertEqual(r.kind, "onnx")
         self.assertEqual(r.total_bytes, r.plan.total_bytes)
         self.assertLessEqual(r.total_bytes, r.budget_bytes)
