@@ -107,6 +107,39 @@ class Recogniser(unittest.TestCase):
         self.assertEqual(sorted(e.done for e in self.events), list(range(1, n + 1)))
         self.assertTrue(all(e.stage == "profile" and e.total == n for e in self.events))
 
+    def test_output_damage_is_the_kl_of_the_swapped_model(self):
+        import onnx
+        from onnx import numpy_helper
+        x = np.random.default_rng(5).uniform(-1, 1, (1, 3, 48, 320)).astype(np.float32)
+        prof = tailor.profile(self.model, schemes=["int8"], layers="^linear_85\\.w_0$",
+                              damage_inputs=[{"x": x}])
+        self.assertEqual(prof.output_metric, "kl")
+        d = prof.layer("linear_85.w_0").candidate("int8").output_damage
+        self.assertIsNotNone(d)
+        self.assertEqual(tailor.plan(prof, budget="90%").objective_name, "output")
+        # By definition: the model with only this weight replaced by its int8
+        # decode (numpy), both run; mean KL(P || Q) over the output rows.
+        m = onnx.load(REC)
+        w = onnx_weights(REC)["linear_85.w_0"].astype(np.float64).T  # [out, in]
+        mx = np.abs(w).max(axis=1)
+        s = np.where(mx == 0, 1.0, f16(mx / 127.0))
+        q = np.clip(np.sign(w / s[:, None]) * np.floor(np.abs(w / s[:, None]) + 0.5), -127, 127)
+        decoded = (q * s[:, None]).astype(np.float32).T  # back to MatMul's [in, out]
+        new = numpy_helper.from_array(np.ascontiguousarray(decoded), "linear_85.w_0")
+        for i, t in enumerate(m.graph.initializer):
+            if t.name == "linear_85.w_0":
+                m.graph.initializer[i].CopyFrom(new)
+        for n in m.graph.node:
+            if n.op_type == "Constant" and n.output[0] == "linear_85.w_0":
+                n.attribute[0].t.CopyFrom(new)
+        swapped = self.path("swapped.onnx")
+        onnx.save(m, swapped)
+        p = tailor.run(self.model, {"x": x}, passes="none")["softmax_11.tmp_0"].astype(np.float64)
+        qq = tailor.run(tailor.load(swapped), {"x": x}, passes="none")["softmax_11.tmp_0"]
+        qq = np.maximum(qq.astype(np.float64), 1e-30)
+        kl = (p * (np.log(np.maximum(p, 1e-300)) - np.log(qq))).sum(axis=-1).mean()
+        self.assertAlmostEqual(d, kl, delta=1e-3 * kl + 1e-9)
+
     def test_plan_objective_and_bytes(self):
         p = tailor.plan(self.profile, budget="30%")
         self.assertEqual(p.budget_bytes, math.floor(0.30 * self.profile.dense_bytes))
