@@ -76,11 +76,18 @@ class Model {
     return out;
   }
 
+  /// One output of run: `writeable` is false when it shares bytes with a
+  /// weight (a constant output), which numpy must not write.
+  struct Output {
+    std::string name;
+    Tensor tensor;
+    bool writeable = true;
+  };
   /// Runs the model on `feeds` (name → owned tensor) as `tailor run --passes
   /// passes` does: KV-cache pasts a decoder omits are fed empty. Serialised
   /// per model (one executor, one arena). Returns the outputs in graph order.
-  std::vector<std::pair<std::string, Tensor>> run(std::map<std::string, Tensor> feeds,
-                                                  const std::string& passes, int threads) {
+  std::vector<Output> run(std::map<std::string, Tensor> feeds, const std::string& passes,
+                          int threads) {
     std::lock_guard lock(mu_);
     linalg::set_threads(threads);
     if (!executor_ || passes != passes_) {
@@ -99,15 +106,15 @@ class Model {
     for (auto& [name, t] : llm::empty_pasts(executor_->model(), feeds)) feeds[name] = std::move(t);
     llm::check_decoder_feeds(executor_->model(), feeds);
     std::map<std::string, Tensor> outs = executor_->run(feeds);
-    std::vector<std::pair<std::string, Tensor>> ordered;
-    for (const std::string& name : executor_->output_names())
-      ordered.emplace_back(name, std::move(outs.at(name)));
+    std::vector<Output> ordered;
+    for (const std::string& name : executor_->output_names()) {
+      Tensor& t = outs.at(name);
+      // An output sharing bytes with a weight (a constant output) is read-only.
+      const bool writeable = weight_storage_.count(t.storage().get()) == 0;
+      ordered.push_back({name, std::move(t), writeable});
+    }
     return ordered;
   }
-
-  /// Whether `t` shares bytes with a weight of the running graph (an output
-  /// that is a constant): numpy must not write it then.
-  bool is_weight(const Tensor& t) const { return weight_storage_.count(t.storage().get()) > 0; }
 
  private:
   std::string path_;
@@ -288,13 +295,13 @@ py::dict run(Model& model, const py::dict& feeds, const std::string& passes, int
     const std::string name = k.cast<std::string>();
     tensors[name] = tensor_from_array(v.cast<py::array>(), "input '" + name + "'");
   }
-  std::vector<std::pair<std::string, Tensor>> outs;
+  std::vector<Model::Output> outs;
   {
     py::gil_scoped_release nogil;
     outs = model.run(std::move(tensors), passes, threads);
   }
   py::dict d;
-  for (const auto& [name, t] : outs) d[py::str(name)] = array_from_tensor(t, !model.is_weight(t));
+  for (const Model::Output& o : outs) d[py::str(o.name)] = array_from_tensor(o.tensor, o.writeable);
   return d;
 }
 
