@@ -71,6 +71,13 @@ class Stories(unittest.TestCase):
         with self.assertRaises(tailor.Error) as e:
             tailor.run(self.model, {"input_ids": np.array([[1, 100000]], np.int64)})
         self.assertIn("input_ids", str(e.exception))
+        with self.assertRaises(tailor.Error) as e:  # numpy has dtypes tailor lacks
+            tailor.run(self.model, {"input_ids": ids.astype(np.complex64)})
+        self.assertEqual(e.exception.source, "input 'input_ids'")
+        self.assertIn("complex64", e.exception.message)
+        with self.assertRaises(tailor.Error) as e:  # and tailor's run refuses the wrong one
+            tailor.run(self.model, {"input_ids": ids.astype(np.int32)})
+        self.assertIn("input_ids", str(e.exception))
 
     def test_compress_reports_what_the_command_prints(self):
         out = os.path.join(self.tmp.name, "py")
