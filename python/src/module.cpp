@@ -175,7 +175,10 @@ ProfileHandle profile(Model& model, std::optional<std::vector<std::string>> sche
   }
   Progress progress(std::move(progress_fn));
   if (progress.active())
-    options.on_layer = [&progress](size_t done, size_t total) {
+    // Counted here, under profile_model's lock, so `done` ascends call by call
+    // (the workers' own counts can reach the lock out of order).
+    options.on_layer = [&progress, done = size_t{0}](size_t, size_t total) mutable {
+      ++done;
       progress.call(
           [&] {
             return event("profile", py::int_(done), py::int_(total),
