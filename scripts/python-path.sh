@@ -25,7 +25,11 @@ print(site.getusersitepackages())' 2>/dev/null); then
 fi
 pth="$site/tailor.pth"
 if [ "$(cat "$pth" 2>/dev/null)" != "$dir" ]; then
-  mkdir -p "$site"
-  printf '%s\n' "$dir" > "$pth.tmp.$$" && mv "$pth.tmp.$$" "$pth"
+  if ! { mkdir -p "$site" && printf '%s\n' "$dir" > "$pth.tmp.$$" && mv "$pth.tmp.$$" "$pth"; } \
+    2>/dev/null; then
+    rm -f "$pth.tmp.$$" 2>/dev/null || true
+    echo "python: cannot write $pth: use PYTHONPATH=$dir"
+    exit 0
+  fi
 fi
 echo "python: \`import tailor\` loads $dir/tailor ($pth; $py)"
