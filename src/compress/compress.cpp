@@ -14,6 +14,7 @@
 #include "tailor/compress/output_damage.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
+#include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/llama_graph.h"
 #include "tailor/io/load_model.h"
@@ -26,6 +27,7 @@
 #include "tailor/plan/budget.h"
 #include "tailor/profile/profile_cache.h"
 #include "tailor/profile/profiler.h"
+#include "tailor/runtime/calibration.h"
 
 namespace tailor::compress {
 namespace fs = std::filesystem;
@@ -141,6 +143,18 @@ std::string calibration_key(const Calibration& c) {
   return sha256_hex(text);
 }
 
+/// H = XᵀX per weight layer of `model` (runtime::gram) over the calibration
+/// inputs, by weight name: what the -gptq labels quantize against. f16
+/// models run in f32 (graph::promote_f16_to_f32), as the damage pass runs them.
+Grams calibration_grams(const graph::Model& model, const Calibration& c) {
+  graph::Model promoted = model;
+  graph::promote_f16_to_f32(promoted);
+  Grams out;
+  for (auto& [name, g] : runtime::gram(promoted, c.inputs))
+    out[name] = std::make_shared<const schemes::Gram>(std::move(g));
+  return out;
+}
+
 /// Σ_ℓ D(ℓ, c_ℓ) of `plan` over `profile` (NaN when a choice has no damage).
 double predicted_damage(const ModelProfile& profile, const plan::Plan& plan) {
   double sum = 0;
@@ -184,8 +198,8 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
 }  // namespace
 
 const std::vector<std::string>& default_schemes() {
-  static const std::vector<std::string> s{"dense",    "int8",      "int4",    "int3",   "int4-g32",
-                                          "int4-g64", "int4-g128", "ternary", "lowrank"};
+  static const std::vector<std::string> s{"dense",    "int8",      "int4",    "int3",    "int4-g32",
+                                          "int4-g64", "int4-g128", "ternary", "lowrank", "gptq"};
   return s;
 }
 
@@ -284,11 +298,19 @@ CompressResult compress_model(const CompressOptions& o) {
       re += (re.empty() ? "" : "|") + regex_escape(n);
     po.layer_regex = "^(" + re + ")$";
   }
-  // 2a. calibration inputs of the output objective (never verification's)
+  // 2a. calibration inputs of the output objective (never verification's),
+  // and their Grams XᵀX, which give every layer its -gptq candidates. The
+  // cache key holds the calibration set (damage_key): D and the Grams both
+  // come from it.
   std::optional<Calibration> calibration;
+  Grams grams;
   if (objective == plan::Objective::output) {
     calibration = llama ? llama_calibration(*llama, o) : onnx_calibration(mf, o);
-    po.damage_key = calibration_key(*calibration);
+    po.damage_key = "grams+damage:" + calibration_key(*calibration);
+    const auto t0 = Clock::now();
+    grams = calibration_grams(llama ? *llama : mf, *calibration);
+    r.gram_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    po.grams = grams;
   }
   std::string key;
   std::optional<ModelProfile> cached;
@@ -305,6 +327,8 @@ CompressResult compress_model(const CompressOptions& o) {
     d.metric = calibration->metric;
     d.outputs = calibration->outputs;
     d.scheme_defaults = po.scheme_defaults;
+    d.grams = grams;
+    d.threads = o.threads;
     measure_output_damage(llama ? *llama : mf, calibration->inputs, r.profile, d);
     r.profile.calibration = calibration->description;
     r.damage_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -314,7 +338,8 @@ CompressResult compress_model(const CompressOptions& o) {
        fmt::format("{} layers, dense {} bytes{}{}", r.profile.layers.size(), r.profile.dense_bytes,
                    cached ? ", from the profile cache" : "",
                    calibration
-                       ? fmt::format("; output damage ({}) on {}{}", r.profile.output_metric,
+                       ? fmt::format("; Grams of {} layers in {:.2f} s; output damage ({}) on {}{}",
+                                     grams.size(), r.gram_seconds, r.profile.output_metric,
                                      r.profile.calibration,
                                      cached ? "" : fmt::format(" in {:.2f} s", r.damage_seconds))
                        : std::string()));
@@ -341,7 +366,8 @@ CompressResult compress_model(const CompressOptions& o) {
 
   // 4. rewrite
   begin("rewrite", "");
-  std::vector<EncodedLayer> layers = encode_plan(mf, r.plan, po.scheme_defaults, 0x7a11, o.threads);
+  std::vector<EncodedLayer> layers =
+      encode_plan(mf, r.plan, po.scheme_defaults, 0x7a11, o.threads, grams);
   std::optional<graph::Model> standard, tailor_graph, original;
   if (llama) {
     // The decoder graph holds every linear as an f32 [out, in] initializer

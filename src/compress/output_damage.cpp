@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "compress/rewrite_util.h"
 #include "tailor/compress/rewrite.h"
@@ -14,6 +17,7 @@
 #include "tailor/core/finite.h"
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/graph/weights.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/llm/kld.h"
 #include "tailor/runtime/executor.h"
 
@@ -113,6 +117,17 @@ void DamageMeter::add(const std::map<std::string, Tensor>& reference,
   }
 }
 
+void DamageMeter::merge(const DamageMeter& other) {
+  if (other.metric_ != metric_ || other.outputs_ != outputs_)
+    throw Error(kSource, "merging damage of another metric or other outputs");
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    dd_[i] += other.dd_[i];
+    yy_[i] += other.yy_[i];
+  }
+  kl_sum_ += other.kl_sum_;
+  rows_ += other.rows_;
+}
+
 double DamageMeter::value() const {
   // A KL is ≥ 0; f32 rows that do not sum exactly to 1 can give −1e-9.
   if (metric_ != DamageMetric::relative_error)
@@ -168,28 +183,56 @@ void measure_output_damage(const graph::Model& model,
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cut[a] < cut[b]; });
 
+  // Each worker takes whole inputs: advances its run to the cut and runs
+  // every candidate's suffix on it, into that input's own meters.
+  const size_t workers =
+      std::min(static_cast<size_t>(linalg::resolve_threads(o.threads)), runs.size());
   for (size_t done = 0; done < n; ++done) {
     const size_t l = order[done];
     LayerProfile& layer = profile.layers[l];
     const graph::WeightView* w = graph::find_weight(weights, layer.name);
     const DType run_dtype = graph::find_weight(run_weights, layer.name)->tensor.dtype();
+    schemes::SchemeParams params = o.scheme_defaults;
+    if (const auto g = o.grams.find(layer.name); g != o.grams.end()) params.gram = g->second;
     std::vector<Tensor> stored(layer.candidates.size());
-    std::vector<DamageMeter> meters;
     for (size_t c = 0; c < layer.candidates.size(); ++c) {
-      meters.emplace_back(o.metric, outputs);
       if (layer.candidates[c].label == "dense") continue;
-      const EncodedLayer e =
-          encode_layer(*w, layer.candidates[c].label, o.scheme_defaults, o.seed, l);
+      const EncodedLayer e = encode_layer(*w, layer.candidates[c].label, params, o.seed, l);
       stored[c] = detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, run_dtype);
     }
-    for (size_t k = 0; k < runs.size(); ++k) {
-      runs[k].advance(cut[l]);
-      for (size_t c = 0; c < stored.size(); ++c)
-        if (stored[c].defined())
-          meters[c].add(reference[k], runs[k].finish({{layer.name, stored[c]}}));
+    std::vector<std::vector<DamageMeter>> meters(runs.size());  // [input][candidate]
+    for (auto& m : meters) m.assign(stored.size(), DamageMeter(o.metric, outputs));
+    std::atomic<size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex mu;
+    auto work = [&](int inner) {
+      const linalg::ThreadLimit limit(inner);
+      for (size_t k; (k = next++) < runs.size();) {
+        try {
+          runs[k].advance(cut[l]);
+          for (size_t c = 0; c < stored.size(); ++c)
+            if (stored[c].defined())
+              meters[k][c].add(reference[k], runs[k].finish({{layer.name, stored[c]}}));
+        } catch (...) {
+          std::lock_guard lock(mu);
+          if (!failure) failure = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < workers; ++t) pool.emplace_back(work, 1);
+    work(workers > 1 ? 1 : linalg::threads());
+    for (auto& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
+    for (size_t c = 0; c < stored.size(); ++c) {
+      if (!stored[c].defined()) {
+        layer.candidates[c].output_damage = 0.0;
+        continue;
+      }
+      DamageMeter total(o.metric, outputs);
+      for (const auto& m : meters) total.merge(m[c]);
+      layer.candidates[c].output_damage = total.value();
     }
-    for (size_t c = 0; c < stored.size(); ++c)
-      layer.candidates[c].output_damage = stored[c].defined() ? meters[c].value() : 0.0;
     if (o.progress) o.progress(done + 1, n);
   }
   profile.output_metric = damage_metric_name(o.metric);

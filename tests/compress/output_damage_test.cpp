@@ -17,6 +17,7 @@
 #include "tailor/io/npy.h"
 #include "tailor/io/onnx.h"
 #include "tailor/profile/profiler.h"
+#include "tailor/runtime/calibration.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/schemes/registry.h"
 #include "test_util.h"
@@ -79,18 +80,35 @@ TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
   const graph::Model m = graph::import_onnx(kCls);
   const std::string out = m.graph.outputs[0];
   ASSERT_EQ(compress::detect_damage_metric(m, out), compress::DamageMetric::kl_probabilities);
+  std::vector<std::map<std::string, Tensor>> inputs = {{{m.graph.inputs[0], wavy(1)}},
+                                                       {{m.graph.inputs[0], wavy(2)}}};
+  compress::Grams grams;  // the -gptq candidates quantize against these
+  for (auto& [name, g] : runtime::gram(m, {{{m.graph.inputs[0], wavy(5)}}}))
+    grams[name] = std::make_shared<const schemes::Gram>(std::move(g));
   ProfileOptions po;
-  po.schemes = {"dense", "int4", "int3"};
+  po.schemes = {"dense", "int4", "int3", "int4-gptq"};
   po.threads = 1;
+  po.grams = grams;
   ModelProfile profile = profile_model(m, po);
   ASSERT_GE(profile.layers.size(), 3u);
   profile.layers.resize(3);  // three layers keep the test fast
-  std::vector<std::map<std::string, Tensor>> inputs = {{{m.graph.inputs[0], wavy(1)}},
-                                                       {{m.graph.inputs[0], wavy(2)}}};
   compress::DamageOptions d;
   d.metric = compress::DamageMetric::kl_probabilities;
+  d.grams = grams;
+  d.threads = 1;
+  ModelProfile serial = profile;
+  compress::measure_output_damage(m, inputs, serial, d);
+  d.threads = 2;  // one input per worker: the same D bit for bit
   compress::measure_output_damage(m, inputs, profile, d);
   EXPECT_EQ(profile.output_metric, "kl");
+  int gptq = 0;
+  for (size_t l = 0; l < profile.layers.size(); ++l)
+    for (size_t c = 0; c < profile.layers[l].candidates.size(); ++c) {
+      EXPECT_EQ(*profile.layers[l].candidates[c].output_damage,
+                *serial.layers[l].candidates[c].output_damage);
+      gptq += profile.layers[l].candidates[c].label == "int4-gptq";
+    }
+  EXPECT_GE(gptq, 1);
 
   runtime::Executor ref(m);
   std::vector<std::vector<float>> p;
@@ -106,7 +124,9 @@ TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
       }
       // The whole model with this one weight decoded, run from the start.
       const graph::WeightView& w = *graph::find_weight(ws, layer.name);
-      const compress::EncodedLayer e = compress::encode_layer(w, c.label, {}, 0x7a11, l);
+      schemes::SchemeParams params;
+      if (grams.count(layer.name)) params.gram = grams.at(layer.name);
+      const compress::EncodedLayer e = compress::encode_layer(w, c.label, params, 0x7a11, l);
       graph::Model changed = m;
       Tensor dec = e.encoded->decode().contiguous();
       if (w.layout == WeightLayout::in_out) dec = dec.transpose(0, 1).contiguous();
@@ -208,6 +228,46 @@ TEST(OutputDamage, OneCalibrationInputAndUniformBaseline) {
   for (const plan::PlanChoice& c : r.plan.choices) EXPECT_EQ(c.label, "int4") << c.layer;
   o.uniform = "int4-g32";  // not profiled
   testing::expect_error_naming([&] { compress::compress_model(o); }, "--uniform", "no layer");
+}
+
+TEST(OutputDamage, CompressQuantizesGptqWithTheGramsOfItsCalibrationInputs) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  write_npy(dir.file("calib/a.npy"), wavy(3));  // even: calibrates
+  write_npy(dir.file("calib/b.npy"), wavy(4));  // odd: verifies
+  compress::CompressOptions o = cls_options(dir);
+  o.calib_dir = dir.file("calib");
+  o.schemes = {"dense", "int4-gptq"};
+  o.uniform = "int4-gptq";
+  const compress::CompressResult r = compress::compress_model(o);
+  // Each int4-gptq candidate is GPTQ against H = XᵀX of the calibration
+  // input alone (runtime::gram on a.npy), measured on its stored factors.
+  const graph::Model m = graph::import_onnx(kCls);
+  const auto grams = runtime::gram(m, {{{m.graph.inputs[0], wavy(3)}}});
+  const std::vector<graph::WeightView> ws = graph::weights(m);
+  int checked = 0;
+  for (const LayerProfile& l : r.profile.layers)
+    for (const Candidate& c : l.candidates) {
+      if (c.label != "int4-gptq") continue;
+      ASSERT_TRUE(grams.count(l.name)) << l.name;
+      schemes::SchemeParams p;
+      p.gram = std::make_shared<const schemes::Gram>(grams.at(l.name));
+      const Tensor w = graph::find_weight(ws, l.name)->out_in();
+      const Tensor in = graph::find_weight(ws, l.name)->layout == WeightLayout::conv
+                            ? w.reshape(graph::find_weight(ws, l.name)->tensor.shape())
+                            : w;
+      EXPECT_NEAR(c.rel_error,
+                  schemes::rel_error(in, *schemes::parse_scheme("int4-gptq", p).encode(in)), 1e-9)
+          << l.name;
+      ASSERT_TRUE(c.output_damage);
+      ++checked;
+    }
+  EXPECT_GE(checked, 1);
+  for (const plan::PlanChoice& c : r.plan.choices)
+    if (c.label != "dense") EXPECT_EQ(c.label, "int4-gptq") << c.layer;
+  EXPECT_GT(r.verification.measured_damage, 0.0);
+  EXPECT_GT(r.gram_seconds, 0.0);
 }
 
 }  // namespace

@@ -40,7 +40,9 @@
 namespace tailor::compress {
 
 /// The schemes profiled unless told otherwise: dense (kept as is), int8, int4,
-/// int3, int4-g32, int4-g64, int4-g128, ternary and low-rank (the profiler's ranks).
+/// int3, int4-g32, int4-g64, int4-g128, ternary, low-rank (the profiler's ranks)
+/// and, where the output objective gives calibration Grams, the "gptq" family
+/// (int8, int4, int3 and int4-g{32,64,128} quantized by GPTQ).
 /// sparse-2:4, monarch, tt and tucker (each written at its planned bytes too,
 /// rewrite.h) are left to --schemes: they cost more profiling time.
 const std::vector<std::string>& default_schemes();
@@ -59,7 +61,9 @@ struct CompressOptions {
   /// --calib inputs, kld_sequences × kld_length tokens sampled from a llama
   /// with seed + 2, else random_inputs N(0, 1) inputs seeded seed + 2; the
   /// damages are stored in the profile (and its cache entry, keyed by the
-  /// calibration inputs). activation on a llama checkpoint collects the
+  /// calibration inputs). The same inputs give each layer's Gram XᵀX
+  /// (runtime::gram), which the -gptq candidates are profiled, measured and
+  /// encoded with. activation on a llama checkpoint collects the
   /// calibration statistics itself (llm::collect_input_stats over the same
   /// sampled sequences); on an ONNX model it is an error (no calibration data).
   std::string objective = "output";
@@ -118,6 +122,8 @@ struct CompressResult {
   bool profile_cached = false;
   /// Seconds spent measuring output damage (0 when cached or not measured).
   double damage_seconds = 0;
+  /// Seconds spent computing the calibration Grams (0 without the output objective).
+  double gram_seconds = 0;
   plan::Plan plan;
   std::vector<LayerRewrite> rewrites;
   report::Verification verification;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@
 #include "tailor/schemes/scheme.h"
 
 namespace tailor::compress {
+
+/// Per weight name, its calibration Gram XᵀX (runtime::gram): what a -gptq
+/// label quantizes against.
+using Grams = std::map<std::string, std::shared_ptr<const schemes::Gram>>;
 
 /// How a compressed run's outputs are compared with the original's.
 enum class DamageMetric {
@@ -57,6 +62,9 @@ class DamageMeter {
   /// lacks it or the shapes differ.
   void add(const std::map<std::string, Tensor>& reference,
            const std::map<std::string, Tensor>& compressed);
+  /// Adds what `other` (same metric and outputs) accumulated, as if its
+  /// inputs had been added here after this meter's: sums combine in call order.
+  void merge(const DamageMeter& other);
   /// The damage so far (0 before any add; NaN when an output held NaN; a KL
   /// below 0 by rounding, as f32 probability rows need not sum to exactly 1,
   /// is 0).
@@ -79,6 +87,14 @@ struct DamageOptions {
   /// compress's encode_plan encodes them: layer i's SVDs Rng(seed).split(i)).
   schemes::SchemeParams scheme_defaults;
   uint64_t seed = 0x7a11;
+  /// Per layer name, the Gram its -gptq candidates are encoded with (as
+  /// encode_plan's `grams`); a -gptq candidate of a layer not found: Error.
+  Grams grams;
+  /// Workers (0: all cores): the inputs' suffix runs of a layer run in
+  /// parallel, one input per worker; each input's damage is summed on its
+  /// own and the sums are combined in input order, so D does not depend on
+  /// the count.
+  int threads = 0;
   /// Called after each layer: (layers done, layers).
   std::function<void(size_t, size_t)> progress;
 };
