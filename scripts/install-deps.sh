@@ -16,6 +16,7 @@ packages=(
   clang libclang-rt-14-dev clang-format
   coinor-cbc  # test-only oracle: tests/plan/exact_test.cpp checks solve_exact against CBC
   libssl-dev  # SHA-256 (OpenSSL EVP) keys the profile cache
+  openmpi-bin libopenmpi-dev  # optional: `mpirun -n N tailor profile` and its 2-rank test
   gnuplot-nox fonts-dejavu-core  # the report's SVG plots
   chromium python3-pil  # test-only: tests/report/report_page_test.cpp loads report.html headless
 )

@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 using OJson = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "tailor-profile-cache";
+constexpr const char* kLayerFormat = "tailor-profile-layer-cache";
 
 void check_key(const std::string& key) {
   const bool ok = key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
@@ -64,33 +65,69 @@ std::string profile_cache_dir() {
   throw Error("profile cache", "none of TAILOR_CACHE_DIR, XDG_CACHE_HOME and HOME is set");
 }
 
-std::string profile_cache_key(const std::string& model_path, const ProfileOptions& options) {
+namespace {
+
+/// The settings part of every cache key: what the profile depends on besides
+/// the model's bytes.
+OJson settings_json(const ProfileOptions& options) {
   std::vector<std::string> schemes = options.schemes;
   std::sort(schemes.begin(), schemes.end());
   schemes.erase(std::unique(schemes.begin(), schemes.end()), schemes.end());
   const schemes::SchemeParams& s = options.scheme_defaults;
-  const OJson key = {
-      {"format", kFormat},
-      {"version", kProfileFormatVersion},
-      {"model_sha256", model_digest(model_path)},
-      {"schemes", schemes},
-      {"min_params", options.min_params},
-      {"layers", options.layer_regex},
-      {"calib_sha256", options.calib.empty() ? std::string() : sha256_file(options.calib)},
-      {"seed", options.seed},
-      {"damage", options.damage_key},
-      {"scheme_params",
-       {{"group", s.group},
-        {"rank", s.rank},
-        {"tucker_rank_fraction", s.tucker_rank_fraction},
-        {"tt_cores", s.tt_cores},
-        {"tt_max_rank", s.tt_max_rank},
-        {"svd",
-         {{"oversampling", s.svd.oversampling},
-          {"power_iterations", s.svd.power_iterations},
-          {"seed", s.svd.seed},
-          {"exact_max_dim", s.svd.exact_max_dim}}}}}};
-  return sha256_hex(key.dump(-1, ' ', false, OJson::error_handler_t::replace));
+  return {{"schemes", schemes},
+          {"min_params", options.min_params},
+          {"layers", options.layer_regex},
+          {"calib_sha256", options.calib.empty() ? std::string() : sha256_file(options.calib)},
+          {"seed", options.seed},
+          {"damage", options.damage_key},
+          {"scheme_params",
+           {{"group", s.group},
+            {"rank", s.rank},
+            {"tucker_rank_fraction", s.tucker_rank_fraction},
+            {"tt_cores", s.tt_cores},
+            {"tt_max_rank", s.tt_max_rank},
+            {"svd",
+             {{"oversampling", s.svd.oversampling},
+              {"power_iterations", s.svd.power_iterations},
+              {"seed", s.svd.seed},
+              {"exact_max_dim", s.svd.exact_max_dim}}}}}};
+}
+
+std::string digest(const OJson& j) {
+  return sha256_hex(j.dump(-1, ' ', false, OJson::error_handler_t::replace));
+}
+
+}  // namespace
+
+std::string profile_cache_key(const std::string& model_path, const ProfileOptions& options) {
+  OJson key = {{"format", kFormat},
+               {"version", kProfileFormatVersion},
+               {"model_sha256", model_digest(model_path)}};
+  key.update(settings_json(options));
+  return digest(key);
+}
+
+std::string profile_settings_key(const ProfileOptions& options) {
+  OJson key = {{"format", kFormat}, {"version", kProfileFormatVersion}};
+  key.update(settings_json(options));
+  return digest(key);
+}
+
+std::string layer_cache_key(const std::string& settings_key, size_t index,
+                            const graph::WeightView& weight) {
+  const Tensor t = weight.tensor.is_contiguous() ? weight.tensor : weight.tensor.contiguous();
+  const std::string bytes =
+      sha256_hex(t.nbytes() ? std::string_view(reinterpret_cast<const char*>(t.raw()), t.nbytes())
+                            : std::string_view());
+  const OJson key = {{"format", kLayerFormat},
+                     {"settings", settings_key},
+                     {"index", index},
+                     {"name", weight.name},
+                     {"layout", static_cast<int>(weight.layout)},
+                     {"dtype", dtype_name(t.dtype())},
+                     {"shape", t.shape()},
+                     {"sha256", bytes}};
+  return digest(key);
 }
 
 std::optional<ModelProfile> load_cached_profile(const std::string& key) {
@@ -145,6 +182,34 @@ bool store_cached_profile(const std::string& key, const ModelProfile& profile) {
     warn("", std::string(e.what()) + "; the profile is not cached");
     return false;
   }
+}
+
+namespace {
+
+/// A one-layer profile as profile_to_json writes it (no model totals).
+ModelProfile as_profile(const LayerProfile& layer) {
+  ModelProfile p;
+  p.model = "layer";
+  p.dense_bytes = layer.dense_bytes;
+  p.layers = {layer};
+  return p;
+}
+
+}  // namespace
+
+std::optional<LayerProfile> load_cached_layer(const std::string& key) {
+  std::optional<ModelProfile> p = load_cached_profile(key);
+  if (!p) return std::nullopt;
+  if (p->layers.size() != 1) {
+    warn("", "profile cache entry " + key + " holds " + std::to_string(p->layers.size()) +
+                 " layers, not one; profiling the layer again");
+    return std::nullopt;
+  }
+  return std::move(p->layers.front());
+}
+
+bool store_cached_layer(const std::string& key, const LayerProfile& layer) {
+  return store_cached_profile(key, as_profile(layer));
 }
 
 }  // namespace tailor

@@ -401,6 +401,11 @@ bool is_profiled(const graph::WeightView& weight, const ProfileOptions& options)
 }
 
 ModelProfile profile_model(const graph::Model& model, const ProfileOptions& options) {
+  return profile_model(model, options, LayerSelection{});
+}
+
+ModelProfile profile_model(const graph::Model& model, const ProfileOptions& options,
+                           const LayerSelection& selection) {
   try {
     std::regex check(options.layer_regex, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
@@ -450,9 +455,21 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
     }
   }
 
-  profile.layers.resize(layers.size());
+  std::vector<size_t> todo;
+  if (selection.only) {
+    todo = *selection.only;
+    for (size_t k = 0; k < todo.size(); ++k)
+      if (todo[k] >= layers.size() || (k > 0 && todo[k] <= todo[k - 1]))
+        throw Error("profile", fmt::format("layer index {} is not one of the {} profiled layers "
+                                           "in ascending order",
+                                           todo[k], layers.size()));
+  } else {
+    todo.resize(layers.size());
+    for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  }
+  profile.layers.resize(todo.size());
   const size_t workers = std::clamp<size_t>(linalg::resolve_threads(options.threads), 1,
-                                            std::max<size_t>(1, layers.size()));
+                                            std::max<size_t>(1, todo.size()));
   const bool progress = options.progress && ::isatty(STDERR_FILENO);
   const auto t0 = Clock::now();
   std::atomic<size_t> next{0}, done{0};
@@ -463,9 +480,20 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
     // One layer per worker: the pool is the --threads bound, so a worker's own
     // OpenMP regions (scheme kernels) stay on it.
     const linalg::ThreadLimit serial(1);
-    for (size_t i; !failed && (i = next++) < layers.size();) {
+    for (size_t k; !failed && (k = next++) < todo.size();) {
+      const size_t i = todo[k];
       try {
-        profile.layers[i] = profile_layer(*layers[i], options, i, importance[i]);
+        std::optional<LayerProfile> hit;
+        if (selection.lookup) hit = selection.lookup(i, *layers[i]);
+        if (hit) {
+          profile.layers[k] = std::move(*hit);
+        } else {
+          profile.layers[k] = profile_layer(*layers[i], options, i, importance[i]);
+          if (selection.done) {
+            std::lock_guard lock(mu);
+            selection.done(i, *layers[i], profile.layers[k]);
+          }
+        }
       } catch (...) {
         std::lock_guard lock(mu);
         if (!error) error = std::current_exception();
@@ -475,8 +503,8 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
       const size_t n = ++done;
       if (progress || options.on_layer) {
         std::lock_guard lock(mu);
-        if (progress) draw_progress(n, layers.size(), seconds_since(t0));
-        if (options.on_layer) options.on_layer(n, layers.size());
+        if (progress) draw_progress(n, todo.size(), seconds_since(t0));
+        if (options.on_layer) options.on_layer(n, todo.size());
       }
     }
   };

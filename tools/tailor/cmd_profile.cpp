@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <iostream>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -16,6 +19,8 @@
 #include "tailor/profile/model_profile.h"
 #include "tailor/profile/profile_cache.h"
 #include "tailor/profile/profiler.h"
+#include "tailor/profile/shard.h"
+#include "tailor/profile/shard_mpi.h"
 
 namespace tailor::cli {
 namespace {
@@ -89,17 +94,77 @@ void print_table(const ModelProfile& p, bool calibrated) {
       p.fixed_bytes, marked_total, p.dense_bytes ? 100.0 * marked_total / p.dense_bytes : 0.0);
 }
 
+/// Whether the profile cache can be used here (a folder is configured); says
+/// why not on stderr otherwise.
+bool cache_usable() {
+  try {
+    profile_cache_dir();
+    return true;
+  } catch (const tailor::Error& e) {
+    std::cerr << "tailor: warning: " << e.what() << "; finished layers are not cached\n";
+    return false;
+  }
+}
+
+/// `mpirun -n N tailor profile`: every rank profiles its layers, rank 0 writes.
+void profile_mpi(const std::string& path, const std::string& output, const ProfileOptions& options,
+                 bool calibrated) {
+  const mpi::World world;
+  try {
+    const bool cache = cache_usable();
+    const graph::Model model = load_model_mapped(path);
+    const std::optional<ModelProfile> profile = profile_model_world(model, options, world, cache);
+    if (!profile) return;
+    write_profile(output, *profile);
+    print_table(*profile, calibrated);
+    std::cout << fmt::format("wrote {} ({} ranks)\n", output, world.size());
+  } catch (const std::exception& e) {
+    // The other ranks may wait in a collective call: end the whole job.
+    std::fprintf(stderr, "tailor: error: %s\n", e.what());
+    std::fflush(stderr);
+    std::cout.flush();
+    world.abort(2);
+  }
+}
+
+/// `tailor profile --shard I/N`: this shard's layers, written as a shard file.
+void profile_shard(const std::string& path, const std::string& output,
+                   const ProfileOptions& options, const std::string& shard_text) {
+  const auto [index, count] = parse_shard(shard_text);
+  const graph::Model model = load_model_mapped(path);
+  ProfileShard shard;
+  shard.index = index;
+  shard.count = count;
+  shard.key = profile_cache_key(path, options);
+  const std::vector<PlannedLayer> layers = plan_layers(model, options);
+  for (const PlannedLayer& l : layers) shard.layers.push_back(l.name);
+  const std::vector<size_t> mine = layers_of_shard(shard_layers(layers, count), index);
+  const auto reused = std::make_shared<std::atomic<size_t>>(0);
+  LayerSelection sel;
+  if (cache_usable())
+    sel = cached_selection(mine, profile_settings_key(options), reused);
+  else
+    sel.only = mine;
+  shard.part = profile_model(model, options, sel);
+  shard.part.model = path;
+  write_shard(output, shard);
+  std::cout << fmt::format("shard {}/{}: {} of {} layers ({} from the cache); wrote {}\n", index,
+                           count, mine.size(), layers.size(), reused->load(), output);
+}
+
 }  // namespace
 
 void add_profile(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "profile", "Measure every layer under every applicable scheme; write profile.json");
-  static std::string path, output = "profile.json", scheme_list;
+  static std::string path, output = "profile.json", scheme_list, shard;
   static ProfileOptions options;
   static bool cache = false;
   cmd->add_option("MODEL", path, "ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin")
       ->required();
-  cmd->add_option("-o,--output", output, "Profile to write (JSON, schema in docs/formats.md)")
+  cmd->add_option("-o,--output", output,
+                  "Profile to write (JSON, schema in docs/formats.md); with --shard, the shard "
+                  "file")
       ->capture_default_str();
   cmd->add_option("--schemes", scheme_list,
                   "Comma-separated labels (int8, int4-g64, lowrank-r32, ...) or families "
@@ -115,10 +180,24 @@ void add_profile(CLI::App& app) {
   cmd->add_flag("--cache", cache,
                 "Reuse a cached profile of the same model bytes and settings, or store this one "
                 "(in $TAILOR_CACHE_DIR, else $XDG_CACHE_HOME/tailor, else ~/.cache/tailor)");
+  cmd->add_option("--shard", shard,
+                  "I/N: profile only shard I (0-based) of N, layers dealt out by estimated cost; "
+                  "writes a shard file for `tailor profile-merge` (finished layers are cached)");
   cmd->callback([] {
     tailor::linalg::set_threads(options.threads);
     if (!scheme_list.empty()) options.schemes = split_list(scheme_list);
     options.progress = true;
+    const bool calibrated = !options.calib.empty();
+    if (mpi::launched_size() > 1) {
+      if (!shard.empty())
+        throw tailor::Error("--shard", "not with mpirun: the ranks are the shards");
+      profile_mpi(path, output, options, calibrated);
+      return;
+    }
+    if (!shard.empty()) {
+      profile_shard(path, output, options, shard);
+      return;
+    }
     const std::string key = cache ? profile_cache_key(path, options) : std::string();
     std::optional<ModelProfile> cached = cache ? load_cached_profile(key) : std::nullopt;
     if (cached) {
@@ -128,8 +207,23 @@ void add_profile(CLI::App& app) {
     const ModelProfile profile = cached ? *cached : profile_model(load_model_mapped(path), options);
     if (cache && !cached) store_cached_profile(key, profile);
     write_profile(output, profile);
-    print_table(profile, !options.calib.empty());
+    print_table(profile, calibrated);
     std::cout << "wrote " << output << "\n";
+  });
+
+  auto* merge = app.add_subcommand(
+      "profile-merge", "Merge the shard files of `tailor profile --shard I/N` into profile.json");
+  static std::vector<std::string> shard_paths;
+  static std::string merged = "profile.json";
+  merge->add_option("SHARD", shard_paths, "Every shard file of one run (any order)")->required();
+  merge->add_option("-o,--output", merged, "Profile to write")->capture_default_str();
+  merge->callback([] {
+    std::vector<ProfileShard> shards;
+    for (const std::string& p : shard_paths) shards.push_back(read_shard(p));
+    const ModelProfile profile = merge_shards(shards, shard_paths);
+    write_profile(merged, profile);
+    std::cout << fmt::format("merged {} shards, {} layers; wrote {}\n", shards.size(),
+                             profile.layers.size(), merged);
   });
 }
 

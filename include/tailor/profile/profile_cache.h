@@ -32,6 +32,28 @@ std::string profile_cache_dir();
 /// Error naming the model or calibration file when it cannot be read.
 std::string profile_cache_key(const std::string& model_path, const ProfileOptions& options);
 
+/// The settings part of profile_cache_key (every field but the model's
+/// SHA-256): equal for two runs that profile alike. Throws Error naming the
+/// calibration file when it cannot be read.
+std::string profile_settings_key(const ProfileOptions& options);
+
+/// The cache key of one layer's profile: the SHA-256 of `settings_key`
+/// (profile_settings_key), the layer's `index` among the profiled layers (it
+/// seeds the layer's SVDs), its name, layout, dtype, shape and the SHA-256 of
+/// its stored bytes; reads only this weight's bytes (of a mapped file: only its
+/// pages), so a rank of a sharded profile keys its own layers without reading
+/// the rest of the model.
+std::string layer_cache_key(const std::string& settings_key, size_t index,
+                            const graph::WeightView& weight);
+
+/// The cached profile of one layer under a layer_cache_key, verified as
+/// load_cached_profile verifies (nullopt, with a warning, when it fails).
+std::optional<LayerProfile> load_cached_layer(const std::string& key);
+
+/// Stores one layer's profile under a layer_cache_key (as store_cached_profile:
+/// false, with a warning, when it cannot be written).
+bool store_cached_layer(const std::string& key, const LayerProfile& layer);
+
 /// The cached profile for `key`, or nullopt on a miss. The entry is verified
 /// before it is used: a file that is not valid JSON, has the wrong format
 /// version or key, fails read_profile's validation, or whose SHA-256 of the

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -133,5 +134,27 @@ bool is_profiled(const graph::WeightView& weight, const ProfileOptions& options)
 /// calibration file and the layer) for a missing, non-f32 or wrong-length
 /// calibration vector.
 ModelProfile profile_model(const graph::Model& model, const ProfileOptions& options);
+
+/// A part of profile_model's work (a shard of a distributed profile) and a
+/// store for finished layers. Indices count the layers is_profiled accepts, in
+/// graph::weights order (index i seeds layer i's SVDs whatever the part).
+struct LayerSelection {
+  /// The layers to profile, ascending and unique; nullopt: every layer.
+  std::optional<std::vector<size_t>> only;
+  /// Asked before a layer is profiled; a layer it returns is taken as it is
+  /// (a cache hit). May be empty.
+  std::function<std::optional<LayerProfile>(size_t index, const graph::WeightView&)> lookup;
+  /// Called once per layer profiled (not for lookup hits), from the worker
+  /// that profiled it, one call at a time. May be empty.
+  std::function<void(size_t index, const graph::WeightView&, const LayerProfile&)> done;
+};
+
+/// profile_model of the layers `selection` names: the returned profile has
+/// the whole model's dense_bytes and fixed_bytes and only those layers, in
+/// index order, each equal to its entry in the whole profile_model. Throws as
+/// profile_model, and Error (source "profile") for an index past the last
+/// profiled layer.
+ModelProfile profile_model(const graph::Model& model, const ProfileOptions& options,
+                           const LayerSelection& selection);
 
 }  // namespace tailor
