@@ -11,11 +11,13 @@
 #include <set>
 
 #include "compress/verify.h"
+#include "tailor/compress/gguf_out.h"
 #include "tailor/compress/output_damage.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/atomic_file.h"
+#include "tailor/io/llama2c.h"
 #include "tailor/io/llama_graph.h"
 #include "tailor/io/load_model.h"
 #include "tailor/io/onnx.h"
@@ -47,8 +49,8 @@ void refuse_foreign(const fs::path& out) {
   if (ec || !fs::exists(st)) return;
   if (!fs::is_directory(st))
     throw Error(out.string(), "-o: exists and is not a folder; give another output folder");
-  static const std::set<std::string> ours = {"model.onnx", "weights.safetensors", "plan.json",
-                                             "report.html", "report.json"};
+  static const std::set<std::string> ours = {"model.onnx",  "weights.safetensors", "plan.json",
+                                             "report.html", "report.json",         "model.gguf"};
   for (const auto& e : fs::directory_iterator(out, ec))
     if (!e.is_regular_file() || !ours.count(e.path().filename().string()))
       throw Error(out.string(),
@@ -242,12 +244,26 @@ CompressResult compress_model(const CompressOptions& o) {
   begin("load", o.model);
   const graph::Model mf = load_model(o.model);
   std::optional<graph::Model> llama;  // the decoder graph of a llama checkpoint
+  std::optional<LlamaCheckpoint> ck;
   if (is_llama_candidate(mf)) {
-    const LlamaCheckpoint ck = llama_checkpoint(mf);  // the file read once
-    llama = llama_graph(ck.weights, ck.config, ck.pairing, o.model);
+    ck = llama_checkpoint(mf);  // the file read once
+    llama = llama_graph(ck->weights, ck->config, ck->pairing, o.model);
     r.kind = "llama";
   } else {
     r.kind = "onnx";
+  }
+  // --gguf: a llama checkpoint, its tokenizer and GGUF-storable schemes (checked before any work).
+  std::optional<Llama2cTokenizer> gguf_tokenizer;
+  if (o.gguf) {
+    if (!ck)
+      throw Error(o.model, "--gguf: not a llama checkpoint (" + mf.format +
+                               "); model.gguf needs a llama2.c, Hugging Face llama or GGUF llama "
+                               "checkpoint");
+    gguf_tokenizer = Llama2cTokenizer::load(
+        find_llama2c_tokenizer(o.model, o.tokenizer, ck->config.vocab_size), ck->config.vocab_size);
+    for (const std::string& s : o.uniform.empty() ? o.schemes : std::vector{o.uniform})
+      if (!ggml_type_of(s))
+        throw Error("--gguf", "scheme '" + s + "' has no ggml type (dense, q8_0, q4_0)");
   }
   std::string out_dir = o.out_dir;
   if (out_dir.empty()) out_dir = fs::path(o.model).filename().stem().string() + ".tailor";
@@ -287,7 +303,7 @@ CompressResult compress_model(const CompressOptions& o) {
   // 2. profile (cached)
   begin("profile", "");
   ProfileOptions po;
-  po.schemes = o.schemes.empty() ? default_schemes() : o.schemes;
+  po.schemes = !o.schemes.empty() ? o.schemes : o.gguf ? gguf_schemes() : default_schemes();
   po.min_params = o.min_params;
   po.threads = o.threads;
   po.progress = true;
@@ -396,7 +412,8 @@ CompressResult compress_model(const CompressOptions& o) {
   if (standard) graph::write_onnx(*standard, staging.file("model.onnx"));
   write_weights(staging.file("weights.safetensors"), mf, r.plan, layers);
   plan::write_plan(staging.file("plan.json"), r.plan);
-  done("write", "model files staged");
+  if (o.gguf) write_llama_gguf(staging.file("model.gguf"), *ck, layers, *gguf_tokenizer);
+  done("write", o.gguf ? "model files and model.gguf staged" : "model files staged");
 
   // 6. verify
   begin("verify", "");

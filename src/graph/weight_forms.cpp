@@ -111,10 +111,10 @@ std::string emit_codes(Emit& e, const Tensor& stream, int64_t count, int bits, b
 }
 
 int quantized_bits(const std::string& label) {
-  if (label == "int8") return 8;
+  if (label == "int8" || label == "q8_0") return 8;
   if (label == "int3") return 3;
   if (label == "ternary") return 2;
-  return 4;  // int4, int4-g{G}
+  return 4;  // int4, int4-g{G}, q4_0
 }
 
 /// Ŵ [out, in] = q·s: codes unpacked (int8: Cast of the i8 [out, in] codes),
@@ -305,8 +305,9 @@ bool has_weight_form(const std::string& label_in) {
   if (label.rfind("lowrank-q", 0) == 0 || label.find("+r") != std::string::npos)
     return true;  // composites (schemes/composite.h)
   return label == "int8" || label == "int4" || label == "int3" || label == "ternary" ||
-         label.rfind("int4-g", 0) == 0 || label == "sparse-2:4" || label == "monarch" ||
-         label == "tt" || label == "tucker" || label.rfind("lowrank-r", 0) == 0;
+         label.rfind("int4-g", 0) == 0 || label == "q8_0" || label == "q4_0" ||
+         label == "sparse-2:4" || label == "monarch" || label == "tt" || label == "tucker" ||
+         label.rfind("lowrank-r", 0) == 0;
 }
 
 int64_t emit_weight_form(FormSink& sink, const StoredWeight& sw, const schemes::Encoded& enc,

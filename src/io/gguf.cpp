@@ -192,14 +192,16 @@ void skip_array(ByteCursor& c, std::string_view key, int depth) {
 
 struct TensorInfo {
   std::string name;
-  Shape shape;  // row-major (ne reversed)
-  DType dtype = DType::f32;
-  uint64_t offset = 0;  // relative to the data section
+  Shape shape;               // row-major (ne reversed)
+  uint32_t type = 0;         // ggml_type
+  DType dtype = DType::f32;  // u8 for the block types
+  uint64_t offset = 0;       // relative to the data section
   uint64_t nbytes = 0;
   uint64_t begin = 0;  // absolute, filled in once the data section is known
 };
 
-TensorInfo read_tensor_info(ByteCursor& c) {
+/// Reads one tensor info; Q4_0 and Q8_0 are accepted (as u8 bytes) only with `blocks`.
+TensorInfo read_tensor_info(ByteCursor& c, bool blocks) {
   TensorInfo t;
   t.name = std::string(read_string(c, "tensor name"));
   const std::string& path = c.path();
@@ -218,6 +220,18 @@ TensorInfo read_tensor_info(ByteCursor& c) {
   }
   const auto type = c.read<uint32_t>("tensor type");
   t.offset = c.read<uint64_t>("tensor offset");
+  t.type = type;
+  if (blocks && (type == 2 || type == 8)) {
+    if (n_dims == 0 || ne[0] % 32 != 0)
+      throw Error(path, "tensor " + io_detail::quoted(t.name) + " of type " + ggml_type_name(type) +
+                            " has rows of " + std::to_string(n_dims ? ne[0] : 0) +
+                            " elements, not whole blocks of 32");
+    t.dtype = DType::u8;
+    t.nbytes =
+        checked_mul(numel / 32, type == 2 ? 18 : 34, path, "tensor " + io_detail::quoted(t.name));
+    for (uint32_t i = n_dims; i-- > 0;) t.shape.push_back(static_cast<int64_t>(ne[i]));
+    return t;
+  }
   switch (type) {
     case 0:
       t.dtype = DType::f32;
@@ -241,16 +255,52 @@ TensorInfo read_tensor_info(ByteCursor& c) {
   return t;
 }
 
+/// A parsed file: metadata in `model` (no initializers yet), the checked
+/// tensor infos and the mapping they point into.
+struct ParsedGguf {
+  graph::Model model;
+  std::vector<TensorInfo> infos;
+  std::shared_ptr<Storage> storage;
+};
+
+ParsedGguf parse_gguf(const std::string& path, bool blocks);
+
 }  // namespace
 
 // Every Error leaving the reader names the file (see attribute_errors).
-static graph::Model read_gguf_unattributed(const std::string& path);
-
 graph::Model read_gguf(const std::string& path) {
-  return attribute_errors(path, [&] { return read_gguf_unattributed(path); });
+  return attribute_errors(path, [&] {
+    ParsedGguf p = parse_gguf(path, false);
+    for (TensorInfo& t : p.infos) {
+      // A view of the mapping; copied when the data is not aligned for the dtype
+      // (possible only with general.alignment 1 or 2).
+      p.model.graph.add_initializer(
+          t.name,
+          Tensor::view(p.storage, static_cast<size_t>(t.begin), t.dtype, t.shape).contiguous());
+    }
+    return std::move(p.model);
+  });
 }
 
-static graph::Model read_gguf_unattributed(const std::string& path) {
+std::vector<GgufTensor> read_gguf_tensors(const std::string& path) {
+  return attribute_errors(path, [&] {
+    ParsedGguf p = parse_gguf(path, true);
+    std::vector<GgufTensor> out;
+    for (const TensorInfo& t : p.infos)
+      out.push_back({t.name, static_cast<GgmlType>(t.type), t.shape,
+                     Tensor::view(p.storage, static_cast<size_t>(t.begin), DType::u8,
+                                  {static_cast<int64_t>(t.nbytes)})});
+    return out;
+  });
+}
+
+std::string ggml_type_name(GgmlType type) {
+  return ggml_type_name(static_cast<uint32_t>(type));
+}
+
+namespace {
+
+ParsedGguf parse_gguf(const std::string& path, bool blocks) {
   const std::shared_ptr<Storage> storage = Storage::map_file(path);
   const size_t size = storage->size();
   ByteCursor c(storage->data(), size, path);
@@ -275,7 +325,9 @@ static graph::Model read_gguf_unattributed(const std::string& path) {
                           " cannot fit in the file (each takes at least " + std::to_string(kMinKv) +
                           " bytes, " + std::to_string(c.remaining()) + " remain)");
 
-  graph::Model model;
+  ParsedGguf parsed;
+  parsed.storage = storage;
+  graph::Model& model = parsed.model;
   model.source = path;
   model.format = "gguf";
   model.weight_convention = graph::WeightConvention::out_in;
@@ -317,7 +369,7 @@ static graph::Model read_gguf_unattributed(const std::string& path) {
   infos.reserve(static_cast<size_t>(std::min<uint64_t>(tensor_count, 1024)));
   std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < tensor_count; ++i) {
-    infos.push_back(read_tensor_info(c));
+    infos.push_back(read_tensor_info(c, blocks));
     if (!names.insert(infos.back().name).second)
       throw Error(path, "duplicate tensor name " + io_detail::quoted(infos.back().name));
   }
@@ -353,13 +405,9 @@ static graph::Model read_gguf_unattributed(const std::string& path) {
                             std::to_string(a.offset) + " and " + std::to_string(b.offset) + ")");
   }
 
-  for (TensorInfo& t : infos) {
-    // A view of the mapping; copied when the data is not aligned for the dtype
-    // (possible only with general.alignment 1 or 2).
-    model.graph.add_initializer(
-        t.name, Tensor::view(storage, static_cast<size_t>(t.begin), t.dtype, t.shape).contiguous());
-  }
-  return model;
+  parsed.infos = std::move(infos);
+  return parsed;
 }
 
+}  // namespace
 }  // namespace tailor

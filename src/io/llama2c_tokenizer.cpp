@@ -1,5 +1,6 @@
 // llama2.c's tokenizer (run.c: build_tokenizer, encode, decode): a
 // SentencePiece-style BPE vocabulary with scores and byte fallback.
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -25,6 +26,21 @@ int hex_digit(char c) {
 }
 
 }  // namespace
+
+std::string find_llama2c_tokenizer(const std::string& model_path, const std::string& given,
+                                   int32_t vocab) {
+  if (!given.empty()) return given;
+  namespace fs = std::filesystem;
+  const fs::path p(model_path);
+  const fs::path folder = fs::is_directory(p) ? p : p.parent_path();
+  for (const std::string& name :
+       {"tok" + std::to_string(vocab) + ".bin", std::string("tokenizer.bin")}) {
+    const fs::path candidate = folder / name;
+    if (fs::is_regular_file(candidate)) return candidate.string();
+  }
+  throw Error(model_path, "no llama2.c tokenizer found beside the model (tok" +
+                              std::to_string(vocab) + ".bin or tokenizer.bin); give --tokenizer");
+}
 
 Llama2cTokenizer Llama2cTokenizer::load(const std::string& path, int32_t vocab_size) {
   if (vocab_size <= 0)

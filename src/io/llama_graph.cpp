@@ -506,6 +506,31 @@ LlamaConfig config_from_hf(const graph::Model& file, const std::string& config_p
 
 }  // namespace
 
+std::string llama_gguf_name(const std::string& name) {
+  const NameScheme& hf = kHfNames;
+  const NameScheme& gg = kGgufNames;
+  for (const auto& [from, to] :
+       {std::pair{&hf.embed, &gg.embed}, std::pair{&hf.final_norm, &gg.final_norm},
+        std::pair{&hf.classifier, &gg.classifier}}) {
+    if (name == *from) return *to;
+    if (name == *to) return name;
+  }
+  for (const NameScheme* n : {&hf, &gg}) {
+    if (!name.starts_with(n->layer_prefix)) continue;
+    const std::string rest = name.substr(n->layer_prefix.size());
+    const size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789") != dot)
+      continue;
+    const std::string index = rest.substr(0, dot), suffix = rest.substr(dot);
+    const auto to = [&](const std::string& s) { return gg.layer_prefix + index + s; };
+    if (suffix == n->attn_norm) return to(gg.attn_norm);
+    if (suffix == n->ffn_norm) return to(gg.ffn_norm);
+    for (int k = 0; k < 7; ++k)
+      if (suffix == n->proj[k]) return to(gg.proj[k]);
+  }
+  return "";
+}
+
 LlamaCheckpoint llama_checkpoint(const graph::Model& file) {
   const std::string& path = file.source;
   return attribute_errors(path, [&] {

@@ -107,6 +107,14 @@ LayerProfile read_layer(const Reader& r, const Json& j, const std::string& index
     l.candidates.push_back(std::move(c));
   }
   if (j.contains("kept_dense")) l.kept_dense = r.string(j, where, "kept_dense");
+  if (j.contains("notes")) {
+    const Json& notes = j["notes"];
+    if (!notes.is_array()) r.fail(where, "\"notes\" must be an array of strings");
+    for (const Json& n : notes) {
+      if (!n.is_string()) r.fail(where, "\"notes\" must be an array of strings");
+      l.notes.push_back(n.get<std::string>());
+    }
+  }
   return l;
 }
 
@@ -173,6 +181,7 @@ std::string profile_to_json(const ModelProfile& profile) {
                 {"dense_bytes", l.dense_bytes},
                 {"candidates", std::move(cands)}};
     if (!l.kept_dense.empty()) lj["kept_dense"] = l.kept_dense;
+    if (!l.notes.empty()) lj["notes"] = l.notes;
     layers.push_back(std::move(lj));
   }
   OJson out = {{"model", profile.model},

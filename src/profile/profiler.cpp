@@ -24,6 +24,7 @@
 #include "tailor/linalg/randqb.h"
 #include "tailor/linalg/svd.h"
 #include "tailor/linalg/threads.h"
+#include "tailor/schemes/ggml_blocks.h"
 #include "tailor/schemes/registry.h"
 
 namespace tailor {
@@ -40,6 +41,13 @@ bool wants_lowrank(const ProfileOptions& o) {
   return o.schemes.empty() ||
          std::find(o.schemes.begin(), o.schemes.end(), "lowrank") != o.schemes.end() ||
          std::find(o.schemes.begin(), o.schemes.end(), "lowrank-q") != o.schemes.end();
+}
+
+/// Whether the scheme list asks for ggml's block formats (or is empty: all).
+bool wants_ggml_blocks(const ProfileOptions& o) {
+  return o.schemes.empty() || std::any_of(o.schemes.begin(), o.schemes.end(), [](const auto& s) {
+           return schemes::is_ggml_block_label(s);
+         });
 }
 
 /// The kinds a family name of ProfileOptions::schemes stands for ("mse",
@@ -300,6 +308,9 @@ LayerProfile measure(LayerProfile layer, const Tensor& m, const Tensor& w, const
                      std::span<const float> importance) {
   LowRankPlan plan;
   if (wants_lowrank(o)) plan = plan_lowrank(m, o.scheme_defaults.svd);
+  if (wants_ggml_blocks(o))
+    if (std::string note = schemes::ggml_block_note(w.shape()); !note.empty())
+      layer.notes.push_back(std::move(note));
   for (const schemes::Scheme& s : select_schemes(w.shape(), o, plan.ranks)) {
     const auto t0 = Clock::now();
     // Low-rank candidates are cut from the one shared SVD (its time counted in each).

@@ -25,6 +25,8 @@ extern const SchemeTraits kQuantMseTraits;      // quant_mse.cpp
 extern const SchemeTraits kQuantGptqTraits;     // quant_gptq.cpp
 extern const SchemeTraits kLowRankQuantTraits;  // composite.cpp
 extern const SchemeTraits kQuantLowRankTraits;  // composite.cpp
+extern const SchemeTraits kQ8_0Traits;          // ggml_blocks.cpp
+extern const SchemeTraits kQ4_0Traits;          // ggml_blocks.cpp
 
 // Encoded weights from stored factors whose dtypes and shapes the caller
 // (from_factors.cpp: encoded_from_factors) has checked; each in its scheme's file.

@@ -47,17 +47,24 @@ std::unique_ptr<Encoded> encoded_from_factors(std::string_view label_view, int64
     case SchemeKind::int4:
     case SchemeKind::int3:
     case SchemeKind::ternary:
-    case SchemeKind::int4_grouped: {
-      const int bits = kind == SchemeKind::int8      ? 8
-                       : kind == SchemeKind::int3    ? 3
-                       : kind == SchemeKind::ternary ? 2
-                                                     : 4;
-      const int64_t group = kind == SchemeKind::int4_grouped ? scheme.params().group : in;
+    case SchemeKind::int4_grouped:
+    case SchemeKind::q8_0:
+    case SchemeKind::q4_0: {
+      const bool ggml = kind == SchemeKind::q8_0 || kind == SchemeKind::q4_0;
+      if (ggml && in % 32 != 0)
+        throw Error(label, fmt::format("row length {} is not a multiple of 32", in));
+      const int bits = kind == SchemeKind::int8 || kind == SchemeKind::q8_0 ? 8
+                       : kind == SchemeKind::int3                           ? 3
+                       : kind == SchemeKind::ternary                        ? 2
+                                                                            : 4;
+      const int64_t group = ggml                               ? 32
+                            : kind == SchemeKind::int4_grouped ? scheme.params().group
+                                                               : in;
       const int64_t ng = (in + group - 1) / group;
       Tensor q = bits == 8 ? take(factors, label, "q", DType::i8, {out, in})
                            : u8_stream("q", out * in, bits);
       Tensor s = take(factors, label, "scale", DType::f16,
-                      kind == SchemeKind::int4_grouped ? Shape{out, ng} : Shape{out});
+                      kind == SchemeKind::int4_grouped || ggml ? Shape{out, ng} : Shape{out});
       return std::make_unique<detail::QuantizedWeight>(label, out, in, bits, group, std::move(q),
                                                        std::move(s));
     }

@@ -13,13 +13,13 @@
 namespace tailor::schemes {
 namespace {
 
-constexpr std::array<const SchemeTraits*, 16> kAll{
-    &detail::kDenseTraits,       &detail::kInt8Traits,      &detail::kInt8A8Traits,
-    &detail::kInt4Traits,        &detail::kInt3Traits,      &detail::kInt4GroupedTraits,
-    &detail::kTernaryTraits,     &detail::kSparse24Traits,  &detail::kLowRankTraits,
-    &detail::kMonarchTraits,     &detail::kTuckerTraits,    &detail::kTtTraits,
-    &detail::kQuantMseTraits,    &detail::kQuantGptqTraits, &detail::kLowRankQuantTraits,
-    &detail::kQuantLowRankTraits};
+constexpr std::array<const SchemeTraits*, 18> kAll{
+    &detail::kDenseTraits,        &detail::kInt8Traits,      &detail::kInt8A8Traits,
+    &detail::kInt4Traits,         &detail::kInt3Traits,      &detail::kInt4GroupedTraits,
+    &detail::kTernaryTraits,      &detail::kSparse24Traits,  &detail::kLowRankTraits,
+    &detail::kMonarchTraits,      &detail::kTuckerTraits,    &detail::kTtTraits,
+    &detail::kQuantMseTraits,     &detail::kQuantGptqTraits, &detail::kLowRankQuantTraits,
+    &detail::kQuantLowRankTraits, &detail::kQ8_0Traits,      &detail::kQ4_0Traits};
 
 /// Ranks of the quantized-weight + low-rank-correction composites.
 constexpr std::array<int64_t, 3> kCorrectionRanks{8, 16, 32};

@@ -66,7 +66,9 @@ TEST(Schemes, ApplicabilityPerShape) {
   EXPECT_EQ(applicable_schemes({7, 13}, ranks).size(), 13u + 6 + 4);
   EXPECT_EQ(applicable_schemes({1, 1}, ranks).size(), 13u + 6);  // rank 2 > min side; monarch m = 1
   EXPECT_EQ(applicable_schemes({5}, ranks).size(), 0u);
-  EXPECT_EQ(all_schemes().size(), 16u);  // and int8-a8, applicable only when named
+  // q8_0 and q4_0 only where rows are whole blocks of 32 (none of the above).
+  EXPECT_EQ(applicable_schemes({3, 64}, ranks).size(), 13u + 6 + 4 + 2);
+  EXPECT_EQ(all_schemes().size(), 18u);  // and int8-a8, applicable only when named
   EXPECT_EQ(default_ranks({4096, 4096}),
             (std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512, 1024}));
   EXPECT_EQ(default_ranks({64, 64}), (std::vector<int64_t>{8, 16}));

@@ -171,6 +171,11 @@ void add_compress(CLI::App& app) {
       ->expected(3);
   cmd->add_option("-o,--output", o.out_dir, "Output folder (default <model stem>.tailor)");
   cmd->add_flag("--report", o.report, "Also write report.html and report.json");
+  cmd->add_flag("--gguf", o.gguf,
+                "llama: also write model.gguf for llama.cpp (schemes dense, q8_0, q4_0)");
+  cmd->add_option("--tokenizer", o.tokenizer,
+                  "llama2.c tokenizer for --gguf (default tok{vocab}.bin or tokenizer.bin beside "
+                  "MODEL)");
   cmd->add_option(
       "--schemes", schemes,
       "Comma-separated scheme labels or families to profile (default: dense, int8, int4, "

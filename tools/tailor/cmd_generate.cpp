@@ -23,22 +23,6 @@
 namespace tailor::cli {
 namespace {
 
-// The tokenizer given, or llama2.c's convention beside the model:
-// tok{vocab}.bin, then tokenizer.bin.
-std::string find_tokenizer(const std::string& model_path, const std::string& given, int32_t vocab) {
-  if (!given.empty()) return given;
-  namespace fs = std::filesystem;
-  const fs::path p(model_path);
-  const fs::path folder = fs::is_directory(p) ? p : p.parent_path();
-  for (const std::string& name :
-       {"tok" + std::to_string(vocab) + ".bin", std::string("tokenizer.bin")}) {
-    const fs::path candidate = folder / name;
-    if (fs::is_regular_file(candidate)) return candidate.string();
-  }
-  throw Error(model_path, "no llama2.c tokenizer found beside the model (tok" +
-                              std::to_string(vocab) + ".bin or tokenizer.bin); give --tokenizer");
-}
-
 /// Bytes of the checkpoint's weights in `g` (initializers but the llama
 /// builder's constants), as f32.
 uint64_t weight_bytes(const graph::Model& g) {
@@ -70,7 +54,7 @@ void add_generate(CLI::App& app) {
     const llm::DecoderSignature sig = llm::decoder_signature(model);
     const auto vocab = static_cast<int32_t>(sig.vocab);
     const Llama2cTokenizer tok =
-        Llama2cTokenizer::load(find_tokenizer(path, tokenizer, vocab), vocab);
+        Llama2cTokenizer::load(find_llama2c_tokenizer(path, tokenizer, vocab), vocab);
     const std::vector<int32_t> ids = tok.encode(prompt, true, false);
     const int64_t room =
         sig.context > 0 ? sig.context + 1 - static_cast<int64_t>(ids.size()) : int64_t{tokens};

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "tailor/compress/gguf_out.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/plan/budget.h"
 #include "tailor/plan/plan.h"
@@ -23,6 +24,7 @@ struct PlanArgs {
   double time_limit = 0;
   int threads = 0;
   std::string output;
+  std::string llama_tensor_types;
 };
 
 std::string percent_of(int64_t part, int64_t whole) {
@@ -108,6 +110,11 @@ void run_plan(const PlanArgs& a) {
     plan::write_plan(a.output, plans.front());
     std::cout << fmt::format("\nwrote {} ({} plan)\n", a.output, plans.front().solver);
   }
+  if (!a.llama_tensor_types.empty()) {
+    compress::write_llama_tensor_types(a.llama_tensor_types, plans.front());
+    std::cout << fmt::format("wrote {} (llama-quantize --tensor-type-file)\n",
+                             a.llama_tensor_types);
+  }
 }
 
 }  // namespace
@@ -135,6 +142,9 @@ void add_plan(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", args.output,
                   "Write plan.json (schema in docs/formats.md; with --solver all, exact's plan)");
+  cmd->add_option("--llama-tensor-types", args.llama_tensor_types,
+                  "Write llama-quantize's --tensor-type-file of the plan (schemes dense, q8_0, "
+                  "q4_0; llama tensor names)");
   cmd->callback([] {
     linalg::set_threads(args.threads);
     run_plan(args);

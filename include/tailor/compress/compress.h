@@ -87,6 +87,12 @@ struct CompressOptions {
   std::array<float, 3> image_std{256.f, 256.f, 256.f};
   /// Write report.html and report.json.
   bool report = false;
+  /// Also write model.gguf (gguf_out.h: write_llama_gguf) for a llama
+  /// checkpoint; the profile then takes only the schemes a GGUF holds
+  /// (gguf_schemes(); --schemes must be among them).
+  bool gguf = false;
+  /// The llama2.c tokenizer for model.gguf (empty: find_llama2c_tokenizer's default).
+  std::string tokenizer;
   /// Schemes to profile (ProfileOptions::schemes); empty: default_schemes().
   std::vector<std::string> schemes;
   int64_t min_params = 4096;

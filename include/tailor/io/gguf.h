@@ -1,7 +1,11 @@
 // GGUF (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md), versions 2 and 3.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "tailor/graph/graph.h"
 
@@ -30,5 +34,49 @@ namespace tailor {
 /// the alignment or whose data reaches past the end of the file, overlapping
 /// tensors, or a truncated file.
 graph::Model read_gguf(const std::string& path);
+
+/// The ggml tensor types tailor writes, and reads as stored bytes
+/// (ggml.h's enum ggml_type values).
+enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, bf16 = 30 };
+
+/// ggml's name of `type` ("F32", "Q4_0", ...).
+std::string ggml_type_name(GgmlType type);
+
+/// One tensor of a GGUF file as stored.
+struct GgufTensor {
+  std::string name;
+  GgmlType type = GgmlType::f32;
+  /// Row-major shape: ggml's ne reversed, so a matrix with ne = [in, out] is
+  /// [out, in]; Q4_0 / Q8_0 rows (the last dimension) hold whole blocks of 32.
+  Shape shape;
+  /// Its bytes as stored, u8 [nbytes]: elements little-endian (F32, F16,
+  /// BF16) or ggml blocks (Q4_0: 18 bytes, Q8_0: 34 bytes per 32 elements).
+  Tensor data;
+};
+
+/// Every tensor of a GGUF file as stored (views of the mapped file), in
+/// tensor-info order: F32, F16, BF16, Q4_0 and Q8_0. Throws Error naming the
+/// file as read_gguf does, and for any other type or a Q4_0 / Q8_0 tensor
+/// whose first dimension (ne[0]) is not a multiple of 32.
+std::vector<GgufTensor> read_gguf_tensors(const std::string& path);
+
+/// A metadata value to write: uint32, int32, float32, bool, string, or an
+/// array of strings, float32 or int32 (GGUF value types 4, 5, 6, 7, 8, 9).
+using GgufValue = std::variant<uint32_t, int32_t, float, bool, std::string,
+                               std::vector<std::string>, std::vector<float>, std::vector<int32_t>>;
+
+/// Writes a GGUF version 3 file atomically (write_file_atomic): the metadata
+/// in the order given, the tensor infos, then each tensor's bytes at the next
+/// multiple of 32 (the default general.alignment, not written). Throws Error
+/// naming `path` for a duplicate key or tensor name, a tensor whose data is
+/// not u8 of exactly the bytes its type and shape take, a rank outside 1..4,
+/// or a Q4_0 / Q8_0 row length that is not a multiple of 32.
+void write_gguf(const std::string& path,
+                const std::vector<std::pair<std::string, GgufValue>>& metadata,
+                const std::vector<GgufTensor>& tensors);
+
+/// Bytes a tensor of `type` and row-major `shape` takes. Throws Error naming
+/// `name` when a block type's row length is not a multiple of 32.
+uint64_t ggml_nbytes(GgmlType type, const Shape& shape, const std::string& name);
 
 }  // namespace tailor

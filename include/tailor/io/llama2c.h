@@ -68,6 +68,13 @@ graph::Model read_llama2c(const std::string& path, LlamaConfig* config = nullptr
 /// written or moved into place (e.g. out_dir/config.json is a folder).
 void convert_llama2c_to_hf(const std::string& checkpoint, const std::string& out_dir);
 
+/// The llama2.c tokenizer of a checkpoint: `given` when not empty, else
+/// llama2.c's convention beside the model (its folder, or the folder it is):
+/// tok{vocab}.bin, then tokenizer.bin. Throws Error naming `model_path` when
+/// neither exists ("... give --tokenizer").
+std::string find_llama2c_tokenizer(const std::string& model_path, const std::string& given,
+                                   int32_t vocab);
+
 /// A llama2.c tokenizer (tokenizer.bin): int32 max_token_length, then per
 /// token f32 score, int32 length, bytes.
 struct Llama2cTokenizer {

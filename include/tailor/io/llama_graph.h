@@ -96,6 +96,12 @@ LlamaCheckpoint llama_checkpoint(const graph::Model& file);
 /// is not a llama, or an unreadable or inconsistent configuration.
 LlamaCheckpoint read_llama_checkpoint(const std::string& path);
 
+/// llama.cpp's GGUF name of a llama checkpoint tensor: Hugging Face / llama2.c
+/// names (model.embed_tokens.weight, model.layers.{i}.self_attn.q_proj.weight,
+/// ...) become token_embd.weight, blk.{i}.attn_q.weight, ...; GGUF names are
+/// returned as they are; empty for a name of neither family.
+std::string llama_gguf_name(const std::string& name);
+
 /// llama_graph of read_llama_checkpoint(path), `source` = path.
 graph::Model load_llama_graph(const std::string& path);
 

@@ -53,6 +53,10 @@ struct LayerProfile {
   /// first problem found. Empty for a layer profiled with every scheme;
   /// profile.json's optional "kept_dense".
   std::string kept_dense;
+  /// Schemes asked for that the layer's shape cannot hold, one line each
+  /// (e.g. ggml's q8_0 / q4_0 on a row length that is not a multiple of 32);
+  /// profile.json's optional "notes".
+  std::vector<std::string> notes;
 };
 
 /// A model's profile.

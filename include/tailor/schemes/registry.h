@@ -12,7 +12,8 @@
 namespace tailor::schemes {
 
 /// The traits of every scheme, in catalog order: dense, int8, int8-a8, int4, int3,
-/// int4-g{G}, ternary, sparse-2:4, lowrank-r{R}, monarch, tucker, tt.
+/// int4-g{G}, ternary, sparse-2:4, lowrank-r{R}, monarch, tucker, tt, the
+/// data-aware and composite families, and ggml's block formats q8_0, q4_0.
 std::span<const SchemeTraits* const> all_schemes();
 
 /// The traits of `kind`.
@@ -21,7 +22,8 @@ const SchemeTraits& scheme_traits(SchemeKind kind);
 /// Parses a label: "dense", "int8", "int8-a8", "int4", "int3", "int4-g32", "int4-g64",
 /// "int4-g128", "ternary", "sparse-2:4", "lowrank-r{R}" (R ≥ 1, decimal),
 /// "monarch", "tucker", "tt", and the data-aware quantizers "<q>-mse" and
-/// "<q>-gptq" for q one of int8, int4, int3, int4-g{32,64,128}. Other
+/// "<q>-gptq" for q one of int8, int4, int3, int4-g{32,64,128}, and ggml's
+/// block formats "q8_0", "q4_0" (schemes/ggml_blocks.h). Other
 /// parameters take `defaults`' values.
 /// Throws tailor::Error naming the label and listing the known ones.
 Scheme parse_scheme(std::string_view label, const SchemeParams& defaults = {});

@@ -125,6 +125,8 @@ enum class SchemeKind {
   quant_gptq,
   lowrank_quant,
   quant_lowrank,
+  q8_0,
+  q4_0,
 };
 
 /// The one place a scheme is described (ggml-style traits): label, byte

@@ -136,7 +136,7 @@ std::vector<std::pair<std::string, std::vector<schemes::Factor>>> candidates(con
         s->rank() == 2 ? s->reshape({s->dim(0)}) : s->reshape({s->dim(0), s->dim(1)});
     std::vector<std::string> labels;
     if (q->dtype() == DType::i8)
-      labels = {"int8"};
+      labels = {s->rank() == 2 ? "int8" : "q8_0"};  // grouped int8: ggml's q8_0 form
     else if (s->rank() == 2)
       labels = {"int4", "int3", "ternary"};
     else
