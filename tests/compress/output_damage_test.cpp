@@ -86,7 +86,7 @@ TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
   for (auto& [name, g] : runtime::gram(m, {{{m.graph.inputs[0], wavy(5)}}}))
     grams[name] = std::make_shared<const schemes::Gram>(std::move(g));
   ProfileOptions po;
-  po.schemes = {"dense", "int4", "int3", "int4-gptq"};
+  po.schemes = {"dense", "int4", "int4-gptq"};
   po.threads = 1;
   po.grams = grams;
   ModelProfile profile = profile_model(m, po);
