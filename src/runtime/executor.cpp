@@ -6,6 +6,7 @@
 #include <new>
 #include <set>
 
+#include "runtime/kv_cache.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
 
@@ -271,7 +272,9 @@ Executor::Executor(graph::Model model, ExecutorOptions options) : model_(std::mo
 Executor::~Executor() = default;
 
 namespace {
-/// `inputs` checked against `g`'s declared inputs, in graph-input order (contiguous).
+/// `inputs` checked against `g`'s declared inputs, in graph-input order
+/// (contiguous, but for a KV cache view (runtime/kv_cache.h), passed as it is
+/// so that GroupQueryAttention appends to its cache in place).
 std::vector<Tensor> ordered_inputs(const graph::Graph& g,
                                    const std::map<std::string, Tensor>& inputs) {
   for (const auto& [name, t] : inputs)
@@ -296,7 +299,7 @@ std::vector<Tensor> ordered_inputs(const graph::Graph& g,
                                graph::sym_shape_to_string(*vt->shape));
       }
     }
-    ordered.push_back(t.contiguous());
+    ordered.push_back(kv_cache_of(t) ? t : t.contiguous());
   }
   return ordered;
 }
