@@ -6,6 +6,7 @@
 #include <new>
 #include <set>
 
+#include "runtime/kv_cache.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
 
@@ -271,32 +272,44 @@ Executor::Executor(graph::Model model, ExecutorOptions options) : model_(std::mo
 Executor::~Executor() = default;
 
 namespace {
-/// `inputs` checked against `g`'s declared inputs, in graph-input order (contiguous).
+/// `inputs` checked against `g`'s declared inputs, in graph-input order
+/// (contiguous, but for a KV cache view (runtime/kv_cache.h), passed as it is
+/// so that GroupQueryAttention appends to its cache in place).
 std::vector<Tensor> ordered_inputs(const graph::Graph& g,
                                    const std::map<std::string, Tensor>& inputs) {
-  for (const auto& [name, t] : inputs)
-    if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end())
-      throw Error("input '" + name + "'", "the model has no such input");
+  // Names the first given input the graph lacks. Needed only when the counts
+  // differ or a graph input is missing: as many inputs as graph inputs, each
+  // found, leave no room for another (this runs per decoder step).
+  auto refuse_unknown = [&] {
+    for (const auto& [name, t] : inputs)
+      if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end())
+        throw Error("input '" + name + "'", "the model has no such input");
+  };
+  if (inputs.size() != g.inputs.size()) refuse_unknown();
   std::vector<Tensor> ordered;
+  ordered.reserve(g.inputs.size());
   for (const auto& name : g.inputs) {
     auto it = inputs.find(name);
-    const std::string who = "input '" + name + "'";
-    if (it == inputs.end() || !it->second.defined()) throw Error(who, "missing");
+    const auto who = [&] { return "input '" + name + "'"; };  // built only for an error
+    if (it == inputs.end() || !it->second.defined()) {
+      refuse_unknown();
+      throw Error(who(), "missing");
+    }
     const Tensor& t = it->second;
     if (const graph::ValueType* vt = g.type_of(name)) {
       if (vt->dtype && *vt->dtype != t.dtype())
-        throw Error(who, "dtype " + std::string(dtype_name(t.dtype())) + ", the model expects " +
-                             std::string(dtype_name(*vt->dtype)));
+        throw Error(who(), "dtype " + std::string(dtype_name(t.dtype())) + ", the model expects " +
+                               std::string(dtype_name(*vt->dtype)));
       if (vt->shape) {
         bool ok = vt->shape->size() == t.rank();
         for (size_t d = 0; ok && d < t.rank(); ++d)
           ok = !(*vt->shape)[d].is_known() || (*vt->shape)[d].value == t.dim(d);
         if (!ok)
-          throw Error(who, "shape " + shape_to_string(t.shape()) + ", the model expects " +
-                               graph::sym_shape_to_string(*vt->shape));
+          throw Error(who(), "shape " + shape_to_string(t.shape()) + ", the model expects " +
+                                 graph::sym_shape_to_string(*vt->shape));
       }
     }
-    ordered.push_back(t.contiguous());
+    ordered.push_back(kv_cache_of(t) ? t : t.contiguous());
   }
   return ordered;
 }

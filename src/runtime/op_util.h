@@ -22,6 +22,15 @@ inline const float* f32_ptr(const OpContext& ctx, const Tensor& t, const char* w
   return t.data<float>();
 }
 
+/// Input `i` itself when contiguous and aligned (no Tensor copy, so nothing
+/// allocated), else a contiguous copy of it stored in `hold`.
+inline const Tensor& dense_input(const OpContext& ctx, size_t i, Tensor& hold) {
+  const Tensor& x = ctx.in(i);
+  if (x.is_contiguous() && x.is_aligned()) return x;
+  hold = x.contiguous();
+  return hold;
+}
+
 /// Registration hooks, one per ops_*.cpp file.
 void register_elementwise_ops();
 void register_shape_ops();

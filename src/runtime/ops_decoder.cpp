@@ -5,9 +5,11 @@
 // the residual Add before it).
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "op_util.h"
+#include "runtime/kv_cache.h"
 #include "tailor/runtime/kernels/registry.h"
 #include "tailor/runtime/op.h"
 
@@ -40,7 +42,7 @@ class AttentionKernel final : public Kernel {
     const float* vp = f32_ptr(ctx, v, "V");
     Tensor y = ctx.alloc(DType::f32, q.shape());
     kernels::active_kernels().attention(qp, kp, vp, mask, y.mutable_data<float>(), b * g, r, t, d,
-                                        t * d, scale_);
+                                        t * d, d, scale_);
     ctx.outputs[0] = std::move(y);
   }
 
@@ -48,11 +50,37 @@ class AttentionKernel final : public Kernel {
   float scale_;
 };
 
+/// The cache to write positions p … t − 1 of `past` ([1, kv, p, d], f32, any
+/// strides) into: the past's own KV cache when `past` is its latest view
+/// (positions == filled, so no view sees what is written) with room for t
+/// positions and `reuse`; else a new one, room for at least twice t, holding
+/// a copy of the past.
+std::shared_ptr<KvCacheStorage> cache_for(const OpContext& ctx, const Tensor& past, int64_t t,
+                                          bool reuse, const char* what) {
+  const int64_t kv = past.dim(1), p = past.dim(2), d = past.dim(3);
+  if (const KvCacheStorage* c = kv_cache_of(past); reuse && c && c->filled == p && t <= c->capacity)
+    return std::static_pointer_cast<KvCacheStorage>(past.storage());
+  auto fresh = std::make_shared<KvCacheStorage>(std::max<int64_t>(2 * t, 16), kv, d);
+  if (p > 0) {
+    const Tensor src = past.strides()[3] == 1 || d == 1 ? past : past.contiguous();
+    const float* sp = f32_ptr(ctx, src, what);
+    const int64_t hs = src.strides()[1], js = src.strides()[2];
+    float* o = reinterpret_cast<float*>(fresh->mutable_data());
+    for (int64_t j = 0; j < p; ++j)
+      for (int64_t h = 0; h < kv; ++h) std::copy_n(sp + h * hs + j * js, d, o + (j * kv + h) * d);
+  }
+  fresh->filled = p;
+  return fresh;
+}
+
 /// ai.tailor GroupQueryAttention (graph/fused_ops.h): RoPE on the new queries
-/// and keys, the keys and values appended to copies of the pasts, attention
-/// of each KV head's query group over them, the heads back side by side. The
-/// arithmetic is the unfused graph's: (t·R)[c] = Σ_e t[e]·R[e, c] in e order,
-/// t·cos + (t·R)·sin as two products and a sum, the Attention kernel.
+/// and keys, the keys and values appended to the pasts, attention of each KV
+/// head's query group over them, the heads back side by side. The arithmetic
+/// is the unfused graph's: (t·R)[c] = Σ_e t[e]·R[e, c] in e order, t·cos +
+/// (t·R)·sin as two products and a sum, the Attention kernel. The presents
+/// are views of a KV cache grown in place (runtime/kv_cache.h): a past that
+/// is the latest view of its cache gets the new positions written after its
+/// own, without a copy.
 class GroupQueryAttentionKernel final : public Kernel {
  public:
   explicit GroupQueryAttentionKernel(const KernelInit& init)
@@ -64,10 +92,11 @@ class GroupQueryAttentionKernel final : public Kernel {
   }
 
   void run(OpContext& ctx) override {
-    const Tensor q = ctx.in(0).contiguous(), k = ctx.in(1).contiguous(), v = ctx.in(2).contiguous();
-    const Tensor pk = ctx.in(3).contiguous(), pv = ctx.in(4).contiguous();
-    const Tensor cos = ctx.in(5).contiguous(), sin = ctx.in(6).contiguous();
-    const Tensor rot = ctx.in(7).contiguous();
+    Tensor held[9];  // copies of the inputs that are not contiguous
+    auto dense = [&](size_t i) -> const Tensor& { return dense_input(ctx, i, held[i]); };
+    const Tensor &q = dense(0), &k = dense(1), &v = dense(2);
+    const Tensor &pk = ctx.in(3), &pv = ctx.in(4);  // read at their strides
+    const Tensor &cos = dense(5), &sin = dense(6), &rot = dense(7);
     if (pk.rank() != 4 || pk.dim(0) != 1 || pk.dim(1) != kv_heads_ || pv.shape() != pk.shape())
       ctx.fail("past key " + shape_to_string(pk.shape()) + " and value " +
                shape_to_string(pv.shape()) + " are not both [1, " + std::to_string(kv_heads_) +
@@ -86,29 +115,31 @@ class GroupQueryAttentionKernel final : public Kernel {
                ", 1, " + std::to_string(d) + "] and [" + std::to_string(d) + ", " +
                std::to_string(d) + "]");
     const float* mask = nullptr;
-    Tensor m;
     if (ctx.has(8)) {
-      m = ctx.in(8).contiguous();
+      const Tensor& m = dense(8);
       if (m.shape() != Shape{rows, t})
         ctx.fail("mask " + shape_to_string(m.shape()) + " is not [" + std::to_string(rows) + ", " +
                  std::to_string(t) + "]");
       mask = f32_ptr(ctx, m, "mask");
     }
     const float *qp = f32_ptr(ctx, q, "Q"), *kp = f32_ptr(ctx, k, "K"), *vp = f32_ptr(ctx, v, "V");
-    const float *pkp = f32_ptr(ctx, pk, "past key"), *pvp = f32_ptr(ctx, pv, "past value");
     const float *cp = f32_ptr(ctx, cos, "cos"), *sp = f32_ptr(ctx, sin, "sin");
     const float* rp = f32_ptr(ctx, rot, "R");
-    Tensor present_k = ctx.alloc(DType::f32, {1, kv_heads_, t, d});
-    Tensor present_v = ctx.alloc(DType::f32, {1, kv_heads_, t, d});
-    float *ok = present_k.mutable_data<float>(), *ov = present_v.mutable_data<float>();
-    for (int64_t h = 0; h < kv_heads_; ++h) {
-      std::copy(pkp + h * p * d, pkp + (h + 1) * p * d, ok + h * t * d);
-      std::copy(pvp + h * p * d, pvp + (h + 1) * p * d, ov + h * t * d);
-      for (int64_t i = 0; i < s; ++i) {
-        rope(kp + i * kvd + h * d, cp + i * d, sp + i * d, rp, d, ok + (h * t + p + i) * d);
-        std::copy(vp + i * kvd + h * d, vp + i * kvd + (h + 1) * d, ov + (h * t + p + i) * d);
+    if (pk.dtype() != DType::f32 || pv.dtype() != DType::f32)
+      ctx.fail("past key and value must be f32");
+    const std::shared_ptr<KvCacheStorage> ck = cache_for(ctx, pk, t, true, "past key");
+    // A value cache that is the key cache (one tensor fed as both pasts) is copied.
+    std::shared_ptr<KvCacheStorage> cv = cache_for(ctx, pv, t, true, "past value");
+    if (cv == ck) cv = cache_for(ctx, pv, t, false, "past value");
+    float *ok = reinterpret_cast<float*>(ck->mutable_data()),
+          *ov = reinterpret_cast<float*>(cv->mutable_data());
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t h = 0; h < kv_heads_; ++h) {
+        rope(kp + i * kvd + h * d, cp + i * d, sp + i * d, rp, d,
+             ok + ((p + i) * kv_heads_ + h) * d);
+        std::copy_n(vp + i * kvd + h * d, d, ov + ((p + i) * kv_heads_ + h) * d);
       }
-    }
+    ck->filled = cv->filled = t;
     // Queries as [KV, group·S, d]: head h, row i at (h·S + i)·d.
     queries_.resize(static_cast<size_t>(heads_ * s * d));
     context_.resize(queries_.size());
@@ -117,15 +148,16 @@ class GroupQueryAttentionKernel final : public Kernel {
         rope(qp + i * heads_ * d + h * d, cp + i * d, sp + i * d, rp, d,
              queries_.data() + (h * s + i) * d);
     kernels::active_kernels().attention(queries_.data(), ok, ov, mask, context_.data(), kv_heads_,
-                                        rows, t, d, t * d, scale_);
+                                        rows, t, d, /*kv_head_stride=*/d, /*key_stride=*/kvd,
+                                        scale_);
     Tensor y = ctx.alloc(DType::f32, {s, heads_ * d});
     float* yp = y.mutable_data<float>();
     for (int64_t h = 0; h < heads_; ++h)
       for (int64_t i = 0; i < s; ++i)
         std::copy_n(context_.data() + (h * s + i) * d, d, yp + i * heads_ * d + h * d);
     ctx.outputs[0] = std::move(y);
-    ctx.outputs[1] = std::move(present_k);
-    ctx.outputs[2] = std::move(present_v);
+    ctx.outputs[1] = kv_cache_view(ck, t);
+    ctx.outputs[2] = kv_cache_view(cv, t);
   }
 
  private:
@@ -149,27 +181,28 @@ class GroupQueryAttentionKernel final : public Kernel {
 /// with a third input `skip`, X is first replaced by the sum X + skip (f32,
 /// as the Add it replaces), given back as a second output.
 void rms_normalization(OpContext& ctx, float eps) {
-  Tensor x = ctx.in(0).contiguous();
-  const Tensor g = ctx.in(1).contiguous();
-  if (x.rank() < 1) ctx.fail("X must have rank ≥ 1");
-  const int64_t n = x.dim(x.rank() - 1), rows = n > 0 ? x.numel() / n : 0;
+  Tensor held[3], sum;  // copies of the inputs that are not contiguous; X + skip
+  const Tensor* x = &dense_input(ctx, 0, held[0]);
+  const Tensor& g = dense_input(ctx, 1, held[1]);
+  if (x->rank() < 1) ctx.fail("X must have rank ≥ 1");
+  const int64_t n = x->dim(x->rank() - 1), rows = n > 0 ? x->numel() / n : 0;
   if (g.numel() != n)
     ctx.fail("scale has " + std::to_string(g.numel()) + " elements, the last axis " +
              std::to_string(n));
   if (ctx.has(2)) {
-    const Tensor skip = ctx.in(2).contiguous();
-    if (skip.shape() != x.shape())
+    const Tensor& skip = dense_input(ctx, 2, held[2]);
+    if (skip.shape() != x->shape())
       ctx.fail("skip " + shape_to_string(skip.shape()) + " is not X's shape " +
-               shape_to_string(x.shape()));
-    const float *a = f32_ptr(ctx, x, "X"), *b = f32_ptr(ctx, skip, "skip");
-    Tensor sum = ctx.alloc(DType::f32, x.shape());
+               shape_to_string(x->shape()));
+    const float *a = f32_ptr(ctx, *x, "X"), *b = f32_ptr(ctx, skip, "skip");
+    sum = ctx.alloc(DType::f32, x->shape());
     float* sp = sum.mutable_data<float>();
-    for (int64_t i = 0; i < x.numel(); ++i) sp[i] = a[i] + b[i];
-    x = std::move(sum);
+    for (int64_t i = 0; i < x->numel(); ++i) sp[i] = a[i] + b[i];
+    x = &sum;
   }
-  const float* xp = f32_ptr(ctx, x, "X");
+  const float* xp = f32_ptr(ctx, *x, "X");
   const float* gp = f32_ptr(ctx, g, "scale");
-  Tensor y = ctx.alloc(DType::f32, x.shape());
+  Tensor y = ctx.alloc(DType::f32, x->shape());
   float* yp = y.mutable_data<float>();
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = xp + r * n;
@@ -179,7 +212,7 @@ void rms_normalization(OpContext& ctx, float eps) {
     for (int64_t j = 0; j < n; ++j) yp[r * n + j] = xr[j] * inv * gp[j];
   }
   ctx.outputs[0] = std::move(y);
-  if (ctx.outputs.size() > 1) ctx.outputs[1] = std::move(x);
+  if (ctx.outputs.size() > 1) ctx.outputs[1] = ctx.has(2) ? std::move(sum) : *x;
 }
 
 }  // namespace

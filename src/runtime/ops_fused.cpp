@@ -195,19 +195,24 @@ class FusedElementwiseKernel final : public Kernel {
   }
 
   void run(OpContext& ctx) override {
-    std::array<Tensor, kMaxInputs> ins;
-    Shape shape;
-    for (int64_t i = 0; i < n_in_; ++i) {
-      ins[static_cast<size_t>(i)] = ctx.in(static_cast<size_t>(i)).contiguous();
-      if (ins[static_cast<size_t>(i)].dtype() != DType::f32) ctx.fail("inputs must be f32");
-      shape = i == 0 ? ins[0].shape()
-                     : broadcast_shapes(ctx, shape, ins[static_cast<size_t>(i)].shape());
-    }
-    const std::vector<float> zero1{0.f};
-    const Tensor one = Tensor::from_f32({1}, zero1);
+    std::array<Tensor, kMaxInputs> held;  // copies of the inputs that are not contiguous
     std::array<const Tensor*, kMaxInputs> ptrs;
-    for (size_t i = 0; i < kMaxInputs; ++i)
-      ptrs[i] = static_cast<int64_t>(i) < n_in_ ? &ins[i] : &one;
+    ptrs.fill(&zero_);
+    for (int64_t i = 0; i < n_in_; ++i) {
+      const Tensor& x = dense_input(ctx, static_cast<size_t>(i), held[static_cast<size_t>(i)]);
+      if (x.dtype() != DType::f32) ctx.fail("inputs must be f32");
+      ptrs[static_cast<size_t>(i)] = &x;
+    }
+    // The output shape: the inputs' when they agree (no Shape copied), else their broadcast.
+    const bool same =
+        n_in_ > 0 && std::all_of(ptrs.begin() + 1, ptrs.begin() + n_in_,
+                                 [&](const Tensor* x) { return x->shape() == ptrs[0]->shape(); });
+    Shape broadcast;
+    for (int64_t i = 0; i < n_in_ && !same; ++i)
+      broadcast = i == 0 ? ptrs[0]->shape()
+                         : broadcast_shapes(ctx, broadcast, ptrs[static_cast<size_t>(i)]->shape());
+    const Shape& shape = same ? ptrs[0]->shape() : broadcast;
+    std::array<const Tensor*, kMaxInputs>& ins = ptrs;
     Tensor out = ctx.alloc(DType::f32, shape);
     float* po = out.mutable_data<float>();
     std::array<const float*, kMaxInputs> base;
@@ -217,7 +222,7 @@ class FusedElementwiseKernel final : public Kernel {
     const int64_t total = out.numel();
     bool flat = true;
     for (int64_t i = 0; i < n_in_; ++i) {
-      const int64_t ni = ins[static_cast<size_t>(i)].numel();
+      const int64_t ni = ins[static_cast<size_t>(i)]->numel();
       flat = flat && (ni == total || ni == 1);
     }
     if (flat) {
@@ -227,7 +232,7 @@ class FusedElementwiseKernel final : public Kernel {
       for (int64_t blk = 0; blk < blocks; ++blk) {
         std::array<int64_t, kMaxInputs> off{}, st{};
         for (int64_t i = 0; i < n_in_; ++i) {
-          const bool full = ins[static_cast<size_t>(i)].numel() == total && total > 1;
+          const bool full = ins[static_cast<size_t>(i)]->numel() == total && total > 1;
           st[static_cast<size_t>(i)] = full ? 1 : 0;
           off[static_cast<size_t>(i)] = full ? blk * kBlock : 0;
         }
@@ -245,6 +250,8 @@ class FusedElementwiseKernel final : public Kernel {
 
  private:
   static constexpr size_t kMaxInputs = kFusedElementwiseMaxInputs;
+  /// Stands in for the unused inputs (one element, read never).
+  const Tensor zero_ = Tensor::zeros(DType::f32, {1});
   static constexpr int64_t kMaxRegs = kFusedElementwiseMaxInputs + kFusedElementwiseMaxSteps;
   static constexpr int64_t kChunk = 256;
   struct Step {

@@ -235,8 +235,9 @@ class GemmKernel final : public Kernel {
     p_.beta = init.node.attr_float("beta", 1.0f);
   }
   void run(OpContext& ctx) override {
-    const Tensor a = ctx.in(0).contiguous();
-    const Tensor b = ctx.in(1).contiguous();
+    Tensor held[3];
+    const Tensor& a = dense_input(ctx, 0, held[0]);
+    const Tensor& b = dense_input(ctx, 1, held[1]);
     if (a.rank() != 2 || b.rank() != 2) ctx.fail("A and B must be matrices");
     k::GemmParams p = p_;
     p.m = p.trans_a ? a.dim(1) : a.dim(0);
@@ -245,11 +246,10 @@ class GemmKernel final : public Kernel {
     const int64_t kb = p.trans_b ? b.dim(1) : b.dim(0);
     if (kb != p.k)
       ctx.fail("inner dimensions differ: " + std::to_string(p.k) + " and " + std::to_string(kb));
-    Tensor c = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
+    const Tensor* c = ctx.has(2) ? &dense_input(ctx, 2, held[2]) : nullptr;
     Tensor y = ctx.alloc(DType::f32, {p.m, p.n});
-    k::gemm(p, f32_ptr(ctx, a, "A"), f32_ptr(ctx, b, "B"),
-            c.defined() ? f32_ptr(ctx, c, "C") : nullptr,
-            c.defined() ? std::span<const int64_t>(c.shape()) : std::span<const int64_t>(),
+    k::gemm(p, f32_ptr(ctx, a, "A"), f32_ptr(ctx, b, "B"), c ? f32_ptr(ctx, *c, "C") : nullptr,
+            c ? std::span<const int64_t>(c->shape()) : std::span<const int64_t>(),
             y.mutable_data<float>(), act_);
     ctx.outputs[0] = std::move(y);
   }

@@ -13,7 +13,7 @@ namespace tailor::runtime::kernels {
 
 void f32_attention_ref(const float* q, const float* k, const float* v, const float* mask, float* y,
                        int64_t heads, int64_t rows, int64_t keys, int64_t d, int64_t kv_head_stride,
-                       float scale) {
+                       int64_t key_stride, float scale) {
   std::vector<float> scores(static_cast<size_t>(keys));
   for (int64_t h = 0; h < heads; ++h) {
     const float* kh = k + h * kv_head_stride;
@@ -23,7 +23,7 @@ void f32_attention_ref(const float* q, const float* k, const float* v, const flo
       float best = -INFINITY;
       for (int64_t j = 0; j < keys; ++j) {
         float dot = 0;
-        for (int64_t c = 0; c < d; ++c) dot += qi[c] * kh[j * d + c];
+        for (int64_t c = 0; c < d; ++c) dot += qi[c] * kh[j * key_stride + c];
         const float s = dot * scale + (mask ? mask[i * keys + j] : 0.0f);
         scores[static_cast<size_t>(j)] = s;
         if (s > best || std::isnan(s)) best = s;  // a NaN score makes the row NaN
@@ -39,7 +39,7 @@ void f32_attention_ref(const float* q, const float* k, const float* v, const flo
       const float inv = sum > 0 ? 1.0f / sum : 0.0f;
       for (int64_t j = 0; j < keys; ++j) {
         const float a = scores[static_cast<size_t>(j)] * inv;
-        for (int64_t c = 0; c < d; ++c) yi[c] += a * vh[j * d + c];
+        for (int64_t c = 0; c < d; ++c) yi[c] += a * vh[j * key_stride + c];
       }
     }
   }

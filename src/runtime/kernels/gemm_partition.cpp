@@ -15,27 +15,40 @@ bool blas_is_serial() {
 void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                   float* c, int64_t ldc) {
-  // The partition depends only on the shape, never on the thread count.
+  // The partition depends only on the shape, never on the thread count. A
+  // product too small to be worth waking the team (worth_threads) runs the
+  // same blocks in order on the calling thread, so its result is the same.
   const bool parallel = blas_is_serial() && !omp_in_parallel();
+  const bool threads = worth_threads(m * n * k);
   const int64_t bn = block_columns(n);
   if (parallel && n > bn) {
     const int64_t blocks = (n + bn - 1) / bn;
-#pragma omp parallel for schedule(static)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
+    auto block = [&](int64_t blk) {
       const int64_t j0 = blk * bn, nb = std::min(bn, n - j0);
       gemm(trans_a, trans_b, m, nb, k, alpha, a, lda, trans_b ? b + j0 * ldb : b + j0, ldb, beta,
            c + j0, ldc);
+    };
+    if (!threads) {
+      for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
+      return;
     }
+#pragma omp parallel for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
     return;
   }
   if (parallel && m >= 2 * kBlockM) {
     const int64_t blocks = (m + kBlockM - 1) / kBlockM;
-#pragma omp parallel for schedule(static)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
+    auto block = [&](int64_t blk) {
       const int64_t i0 = blk * kBlockM, mb = std::min(kBlockM, m - i0);
       gemm(trans_a, trans_b, mb, n, k, alpha, trans_a ? a + i0 : a + i0 * lda, lda, b, ldb, beta,
            c + i0 * ldc, ldc);
+    };
+    if (!threads) {
+      for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
+      return;
     }
+#pragma omp parallel for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
     return;
   }
   // Small products (or a multi-threaded OpenBLAS) run as one call.

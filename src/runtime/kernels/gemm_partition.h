@@ -37,8 +37,9 @@ bool blas_is_serial();
 
 /// C = alpha·op(A)·op(B) + beta·C by `gemm` (F32GemmFn's contract), split by
 /// columns in block_columns(n) blocks when that gives several, else by rows
-/// in kBlockM blocks, over OpenMP threads when blas_is_serial() and not
-/// already in a parallel region; otherwise one call.
+/// in kBlockM blocks, over OpenMP threads when blas_is_serial(), not already
+/// in a parallel region and worth_threads(m·n·k) (else the same blocks in
+/// order on the calling thread); with a multi-threaded OpenBLAS one call.
 void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                   float* c, int64_t ldc);

@@ -60,13 +60,16 @@ using F32PoolFn = void (*)(const Pool2dParams& p, const float* x, float* y);
 using F32ResizeFn = void (*)(const ResizeParams& p, const float* x, float* y);
 /// Scaled dot-product attention of `heads` heads (Vaswani et al., 2017):
 /// for each query row i, y_i = softmax_j(q_i·k_j·scale + mask[i, j])·v.
-/// q and y [heads, rows, d] contiguous; head h's keys and values [keys, d]
-/// contiguous at k + h·kv_head_stride and v + h·kv_head_stride (stride ≥
-/// keys·d, so a cache with room for more keys is read in place); mask
-/// [rows, keys] or null. A row masked everywhere gives zeros.
+/// q and y [heads, rows, d] contiguous; head h's key j (d contiguous
+/// values) at k + h·kv_head_stride + j·key_stride, its value likewise in v
+/// (so a cache with room for more keys is read in place: head-major
+/// [heads, capacity, d] with kv_head_stride = capacity·d and key_stride = d,
+/// or position-major [capacity, heads, d] with kv_head_stride = d and
+/// key_stride = heads·d); mask [rows, keys] or null. A row masked everywhere
+/// gives zeros.
 using F32AttentionFn = void (*)(const float* q, const float* k, const float* v, const float* mask,
                                 float* y, int64_t heads, int64_t rows, int64_t keys, int64_t d,
-                                int64_t kv_head_stride, float scale);
+                                int64_t kv_head_stride, int64_t key_stride, float scale);
 
 // Scalar references (src/runtime/kernels/*_ref.cpp), serial. f32_conv_ref
 // serves every conv path; f32_bias_act_ref and f32_exp_ref use std::exp and
@@ -88,7 +91,7 @@ void f32_maxpool_ref(const Pool2dParams& p, const float* x, float* y);
 void f32_resize_ref(const ResizeParams& p, const float* x, float* y);
 void f32_attention_ref(const float* q, const float* k, const float* v, const float* mask, float* y,
                        int64_t heads, int64_t rows, int64_t keys, int64_t d, int64_t kv_head_stride,
-                       float scale);
+                       int64_t key_stride, float scale);
 
 // Optimised kernels (built when the compiler targets AVX2 and FMA, e.g.
 // -march=x86-64-v3; f32_gemm_openblas always). Parallel ones split fixed,
@@ -129,7 +132,7 @@ void f32_resize_avx2(const ResizeParams& p, const float* x, float* y);
 /// summed in 8-lane accumulators per head_dim chunk.
 void f32_attention_avx2(const float* q, const float* k, const float* v, const float* mask, float* y,
                         int64_t heads, int64_t rows, int64_t keys, int64_t d,
-                        int64_t kv_head_stride, float scale);
+                        int64_t kv_head_stride, int64_t key_stride, float scale);
 
 /// One kernel per operation for one instruction set.
 struct KernelTable {
