@@ -94,6 +94,9 @@ TEST_F(GgufOut, PlanMixesBlockFormatsAndNotesRowsThatDoNotFit) {
   }
   EXPECT_EQ(noted, 5);  // the FFN down projection [64, 172] of each of the 5 layers
   EXPECT_EQ(result().file_bytes.at("model.gguf"), static_cast<int64_t>(fs::file_size(gguf())));
+  // model.onnx's q8_0 / q4_0 forms (int8 or int4 codes, f16 scales per 32) run
+  // as tailor's compressed ops with the standard graph's outputs.
+  EXPECT_LE(result().standard_vs_tailor_max_rel, 1e-5);
 }
 
 TEST_F(GgufOut, ReadBackEqualsPlan) {
