@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "io/byte_cursor.h"
+#include "io/gguf_value_types.h"
 #include "tailor/core/error.h"
 
 namespace tailor {
@@ -40,22 +41,7 @@ constexpr uint64_t kDefaultAlignment = 32;
 constexpr uint64_t kMinTensorInfo = 8 + 4 + 4 + 8;  // empty name, n_dims 0, type, offset
 constexpr uint64_t kMinKv = 8 + 4 + 1;              // empty key, type, 1-byte value
 
-// Metadata value types.
-enum : uint32_t {
-  kU8 = 0,
-  kI8 = 1,
-  kU16 = 2,
-  kI16 = 3,
-  kU32 = 4,
-  kI32 = 5,
-  kF32 = 6,
-  kBool = 7,
-  kString = 8,
-  kArray = 9,
-  kU64 = 10,
-  kI64 = 11,
-  kF64 = 12,
-};
+using namespace gguf_value;  // NOLINT: the type codes read as in the spec
 
 const char* value_type_name(uint32_t t) {
   static constexpr const char* names[] = {"uint8",  "int8",    "uint16", "int16",  "uint32",

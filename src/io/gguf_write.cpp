@@ -9,6 +9,7 @@
 #include <set>
 #include <type_traits>
 
+#include "io/gguf_value_types.h"
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/gguf.h"
@@ -18,8 +19,7 @@ namespace {
 
 constexpr uint64_t kAlignment = 32;
 
-// GGUF metadata value types.
-enum : uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9 };
+using namespace gguf_value;  // NOLINT: the type codes read as in the spec
 
 struct Out {
   std::string bytes;
