@@ -150,6 +150,9 @@ void measure_output_damage(const graph::Model& model,
                            const std::vector<std::map<std::string, Tensor>>& inputs,
                            ModelProfile& profile, const DamageOptions& o) {
   if (inputs.empty()) throw Error(kSource, "no calibration inputs");
+  // A non-finite input makes every KL NaN or 0 and every candidate look free.
+  for (size_t k = 0; k < inputs.size(); ++k)
+    check_finite_inputs(inputs[k], fmt::format("{} input {}", kSource, k));
   graph::Model promoted = model;
   graph::promote_f16_to_f32(promoted);
   const std::vector<graph::WeightView> weights = graph::weights(model);

@@ -205,6 +205,14 @@ class Recogniser(unittest.TestCase):
         # With the GIL held through a run, this thread would stall for a whole run.
         self.assertLess(gaps.max(), 0.5 * took, (gaps.max(), took))
 
+    def test_non_finite_damage_inputs_are_refused(self):
+        x = np.zeros((1, 3, 48, 320), np.float32)
+        x[0, 1, 2, 3] = np.nan
+        with self.assertRaises(tailor.Error) as e:
+            tailor.profile(self.model, schemes=["int8"], layers="^linear_85\\.w_0$",
+                           damage_inputs=[{"x": x}])
+        self.assertIn("'x' holds 1 non-finite value", str(e.exception))
+
     def test_errors_carry_the_commands_message(self):
         missing = self.path("missing.onnx")
         with self.assertRaises(tailor.Error) as e:
