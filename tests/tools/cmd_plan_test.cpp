@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "tailor/io/atomic_file.h"
 #include "tailor/profile/model_profile.h"
 #include "test_util.h"
@@ -72,6 +74,21 @@ TEST_F(PlanCli, WritesPlanJsonWithEveryDocumentedField) {
     total += c["bytes"].get<int64_t>();
   }
   EXPECT_EQ(total, j["total_bytes"].get<int64_t>());
+}
+
+// The profile's layers are not llama tensors: the type file cannot be written,
+// and the plan.json asked for beside it must not be left behind either.
+TEST_F(PlanCli, ATensorTypeFileItCannotWriteLeavesNoPlanJson) {
+  const std::string out = dir_.file("plan.json");
+  const std::string types = dir_.file("types.txt");
+  const auto r =
+      run_cli("plan " + profile_ + " --budget 25% -o " + out + " --llama-tensor-types " + types);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("blocks.0.weight: --llama-tensor-types: not a llama tensor"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(types));
 }
 
 TEST_F(PlanCli, EverySolverAndTheAllTable) {

@@ -102,6 +102,10 @@ void run_plan(const PlanArgs& a) {
       a.solver == "all" ? plan::solver_names() : std::vector<std::string>{a.solver};
   const std::vector<plan::Plan> plans =
       plan::solve_plans(profile, problem, solvers, options, objective);
+  // The type file is checked whole and written first, so a plan it cannot
+  // hold leaves no plan.json behind.
+  if (!a.llama_tensor_types.empty())
+    compress::write_llama_tensor_types(a.llama_tensor_types, plans.front());
   if (a.solver == "all")
     print_table(plans);
   else
@@ -110,11 +114,9 @@ void run_plan(const PlanArgs& a) {
     plan::write_plan(a.output, plans.front());
     std::cout << fmt::format("\nwrote {} ({} plan)\n", a.output, plans.front().solver);
   }
-  if (!a.llama_tensor_types.empty()) {
-    compress::write_llama_tensor_types(a.llama_tensor_types, plans.front());
+  if (!a.llama_tensor_types.empty())
     std::cout << fmt::format("wrote {} (llama-quantize --tensor-type-file)\n",
                              a.llama_tensor_types);
-  }
 }
 
 }  // namespace
