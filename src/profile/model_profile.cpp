@@ -131,6 +131,10 @@ ModelProfile parse_profile(const std::string& text, const std::string& path) {
   } catch (const Json::parse_error& e) {
     throw Error(path, std::string("not valid JSON: ") + e.what());
   }
+  if (j.is_object() && j.contains("format") && j["format"] == "tailor-profile-shard")
+    throw Error(path,
+                "a profile shard (tailor profile --shard), not a profile: merge the shards "
+                "with tailor profile-merge SHARD... -o profile.json");
   const Reader r(path);
   ModelProfile p;
   p.model = r.string(j, "", "model");

@@ -125,6 +125,12 @@ TEST(ProfileShard, MergeRefusesMismatchedShardSets) {
   refused(a0 + " " + dir.file("junk.json"), dir.file("junk.json"), "not a tailor profile shard");
   const auto ok = run_cli("profile-merge " + a1 + " " + a0 + " -o " + dir.file("m.json"));
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  // A shard given where a profile belongs says so and names the merge.
+  const auto plan = run_cli("plan " + a0 + " --budget 50%");
+  EXPECT_EQ(plan.exit_code, 2) << plan.output;
+  EXPECT_NE(plan.output.find(a0 + ": a profile shard (tailor profile --shard), not a profile"),
+            std::string::npos)
+      << plan.output;
 }
 
 }  // namespace
