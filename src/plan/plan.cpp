@@ -25,8 +25,9 @@ Solution solve(const std::string& name, const Problem& problem, const SolveOptio
   if (name == "cem") return solve_cem(problem, options);
   if (name == "dado") return solve_dado(problem, options);
   if (name == "gumbel") return solve_gumbel(problem, options);
-  throw Error("--solver",
-              "unknown solver \"" + name + "\" (expected exact, greedy, cem, dado, gumbel or all)");
+  throw Error("--solver", "unknown solver \"" + name +
+                              "\" (expected exact, greedy, cem, dado or gumbel" +
+                              "; `tailor plan` also takes all)");
 }
 
 Plan make_plan(const ModelProfile& profile, const Problem& problem, const Solution& solution,
