@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "commands.h"
 #include "tailor/core/checked.h"
@@ -119,8 +121,13 @@ void profile_mpi(const std::string& path, const std::string& output, const Profi
     print_table(*profile, calibrated);
     std::cout << fmt::format("wrote {} ({} ranks)\n", output, world.size());
   } catch (const std::exception& e) {
-    // The other ranks may wait in a collective call: end the whole job.
-    std::fprintf(stderr, "tailor: error: %s\n", e.what());
+    // The other ranks may wait in a collective call: end the whole job. An
+    // error every rank meets alike (a bad model file) is printed once, by
+    // rank 0; another rank prints only when rank 0 has not ended the job
+    // within two seconds (its error is its own).
+    if (world.rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(2));
+    const std::string where = world.rank() == 0 ? "" : fmt::format("rank {}: ", world.rank());
+    std::fprintf(stderr, "tailor: error: %s%s\n", where.c_str(), e.what());
     std::fflush(stderr);
     std::cout.flush();
     world.abort(2);
