@@ -466,21 +466,21 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
     }
   }
 
-  std::vector<size_t> todo;
+  std::vector<size_t> selected;
   if (selection.only) {
-    todo = *selection.only;
-    for (size_t k = 0; k < todo.size(); ++k)
-      if (todo[k] >= layers.size() || (k > 0 && todo[k] <= todo[k - 1]))
+    selected = *selection.only;
+    for (size_t k = 0; k < selected.size(); ++k)
+      if (selected[k] >= layers.size() || (k > 0 && selected[k] <= selected[k - 1]))
         throw Error("profile", fmt::format("layer index {} is not one of the {} profiled layers "
                                            "in ascending order",
-                                           todo[k], layers.size()));
+                                           selected[k], layers.size()));
   } else {
-    todo.resize(layers.size());
-    for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+    selected.resize(layers.size());
+    for (size_t i = 0; i < selected.size(); ++i) selected[i] = i;
   }
-  profile.layers.resize(todo.size());
+  profile.layers.resize(selected.size());
   const size_t workers = std::clamp<size_t>(linalg::resolve_threads(options.threads), 1,
-                                            std::max<size_t>(1, todo.size()));
+                                            std::max<size_t>(1, selected.size()));
   const bool progress = options.progress && ::isatty(STDERR_FILENO);
   const auto t0 = Clock::now();
   std::atomic<size_t> next{0}, done{0};
@@ -491,8 +491,8 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
     // One layer per worker: the pool is the --threads bound, so a worker's own
     // OpenMP regions (scheme kernels) stay on it.
     const linalg::ThreadLimit serial(1);
-    for (size_t k; !failed && (k = next++) < todo.size();) {
-      const size_t i = todo[k];
+    for (size_t k; !failed && (k = next++) < selected.size();) {
+      const size_t i = selected[k];
       try {
         std::optional<LayerProfile> hit;
         if (selection.lookup) hit = selection.lookup(i, *layers[i]);
@@ -514,8 +514,8 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
       const size_t n = ++done;
       if (progress || options.on_layer) {
         std::lock_guard lock(mu);
-        if (progress) draw_progress(n, todo.size(), seconds_since(t0));
-        if (options.on_layer) options.on_layer(n, todo.size());
+        if (progress) draw_progress(n, selected.size(), seconds_since(t0));
+        if (options.on_layer) options.on_layer(n, selected.size());
       }
     }
   };
