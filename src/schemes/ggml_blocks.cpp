@@ -36,9 +36,12 @@ float stored_scale(float d, const std::string& label, int64_t row, int64_t block
   return s;
 }
 
-/// quantize_row_q8_0_ref's codes and scales for W [out, in] (in % 32 == 0).
-std::unique_ptr<Encoded> encode_q8_0(const Tensor& w) {
-  const std::string label = "q8_0";
+/// Codes and scales of W [out, in] (in % 32 == 0), block by block along each
+/// row: `block(x, codes)` reads the 32 weights x and writes their 32 codes,
+/// returning the block's scale d (before its f16 rounding).
+template <typename Block>
+std::unique_ptr<Encoded> encode_blocks(const Tensor& w, const std::string& label, int bits,
+                                       Block block) {
   const Tensor m = weight_matrix(w, label);
   const int64_t out = m.dim(0), in = m.dim(1), blocks = in / kGgmlBlock;
   check(in % kGgmlBlock == 0, label, ggml_block_note(m.shape()));
@@ -47,50 +50,46 @@ std::unique_ptr<Encoded> encode_q8_0(const Tensor& w) {
   std::vector<float> scales(static_cast<size_t>(out * blocks));
   for (int64_t o = 0; o < out; ++o)
     for (int64_t b = 0; b < blocks; ++b) {
-      const float* x = p + o * in + b * kGgmlBlock;
-      float amax = 0;
-      for (int64_t j = 0; j < kGgmlBlock; ++j) amax = std::max(amax, std::abs(x[j]));
-      const float d = amax / 127.0f;
-      const float id = d != 0 ? 1.0f / d : 0.0f;
+      const int64_t at = o * in + b * kGgmlBlock;
+      const float d = block(p + at, q.data() + at);
       scales[static_cast<size_t>(o * blocks + b)] = stored_scale(d, label, o, b);
-      for (int64_t j = 0; j < kGgmlBlock; ++j)
-        q[static_cast<size_t>(o * in + b * kGgmlBlock + j)] =
-            static_cast<int32_t>(std::round(x[j] * id));  // half away from zero, as roundf
     }
-  return pack_quantized(q, out, in, label, 8, kGgmlBlock, scales);
+  return pack_quantized(q, out, in, label, bits, kGgmlBlock, scales);
+}
+
+/// quantize_row_q8_0_ref's codes and scales.
+std::unique_ptr<Encoded> encode_q8_0(const Tensor& w) {
+  return encode_blocks(w, "q8_0", 8, [](const float* x, int32_t* codes) {
+    float amax = 0;
+    for (int64_t j = 0; j < kGgmlBlock; ++j) amax = std::max(amax, std::abs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    for (int64_t j = 0; j < kGgmlBlock; ++j)
+      codes[j] = static_cast<int32_t>(std::round(x[j] * id));  // half away from zero, as roundf
+    return d;
+  });
 }
 
 /// quantize_row_q4_0_ref's codes (c − 8, in −8..7) and scales.
 std::unique_ptr<Encoded> encode_q4_0(const Tensor& w) {
-  const std::string label = "q4_0";
-  const Tensor m = weight_matrix(w, label);
-  const int64_t out = m.dim(0), in = m.dim(1), blocks = in / kGgmlBlock;
-  check(in % kGgmlBlock == 0, label, ggml_block_note(m.shape()));
-  const float* p = m.data<float>();
-  std::vector<int32_t> q(static_cast<size_t>(out * in));
-  std::vector<float> scales(static_cast<size_t>(out * blocks));
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* x = p + o * in + b * kGgmlBlock;
-      float amax = 0, max = 0;
-      for (int64_t j = 0; j < kGgmlBlock; ++j)
-        if (amax < std::abs(x[j])) {  // strictly larger: the first on ties
-          amax = std::abs(x[j]);
-          max = x[j];
-        }
-      const float d = max / -8.0f;
-      const float id = d != 0 ? 1.0f / d : 0.0f;
-      scales[static_cast<size_t>(o * blocks + b)] = stored_scale(d, label, o, b);
-      for (int64_t j = 0; j < kGgmlBlock; ++j) {
-        // Two roundings, as ggml's source reads (no fused multiply-add): the
-        // product stored first. In [0.5, 16.5], so truncation is floor.
-        volatile float scaled = x[j] * id;
-        const float v = scaled + 8.5f;
-        const int32_t c = std::min(15, static_cast<int32_t>(v));
-        q[static_cast<size_t>(o * in + b * kGgmlBlock + j)] = c - 8;
+  return encode_blocks(w, "q4_0", 4, [](const float* x, int32_t* codes) {
+    float amax = 0, max = 0;
+    for (int64_t j = 0; j < kGgmlBlock; ++j)
+      if (amax < std::abs(x[j])) {  // strictly larger: the first on ties
+        amax = std::abs(x[j]);
+        max = x[j];
       }
+    const float d = max / -8.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    for (int64_t j = 0; j < kGgmlBlock; ++j) {
+      // Two roundings, as ggml's source reads (no fused multiply-add): the
+      // product stored first. In [0.5, 16.5], so truncation is floor.
+      volatile float scaled = x[j] * id;
+      const float v = scaled + 8.5f;
+      codes[j] = std::min(15, static_cast<int32_t>(v)) - 8;
     }
-  return pack_quantized(q, out, in, label, 4, kGgmlBlock, scales);
+    return d;
+  });
 }
 
 }  // namespace
