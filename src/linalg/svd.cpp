@@ -38,10 +38,14 @@ Svd svd_exact(const Matrix& a) {
   r.u.resize(m, k);
   r.s.resize(k);
   r.vt.resize(k, n);
+  // Row-major A [m, n] is column-major Aᵀ [n, m] = V·Σ·Uᵀ: LAPACK's "U" of Aᵀ,
+  // column-major [n, k], is Vᵀ row-major [k, n], and its "Vᵀ" [k, m] is U
+  // row-major [m, k]. Calling it on that layout spares LAPACKE's row-major
+  // wrapper its transposed copies of A, U and Vᵀ.
   const lapack_int info =
-      LAPACKE_sgesdd(LAPACK_ROW_MAJOR, 'S', static_cast<lapack_int>(m), static_cast<lapack_int>(n),
-                     work.data(), static_cast<lapack_int>(n), r.s.data(), r.u.data(),
-                     static_cast<lapack_int>(k), r.vt.data(), static_cast<lapack_int>(n));
+      LAPACKE_sgesdd(LAPACK_COL_MAJOR, 'S', static_cast<lapack_int>(n), static_cast<lapack_int>(m),
+                     work.data(), static_cast<lapack_int>(n), r.s.data(), r.vt.data(),
+                     static_cast<lapack_int>(n), r.u.data(), static_cast<lapack_int>(k));
   check(info == 0, "linalg::svd_exact",
         fmt::format("LAPACK sgesdd failed on a [{}, {}] matrix (info {})", m, n, info));
   return r;

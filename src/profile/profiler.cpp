@@ -4,6 +4,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,6 +30,7 @@
 #include "tailor/linalg/threads.h"
 #include "tailor/schemes/ggml_blocks.h"
 #include "tailor/schemes/registry.h"
+#include "tailor/schemes/tucker.h"
 
 namespace tailor {
 namespace {
@@ -121,32 +126,79 @@ void release_mapped_pages(const Tensor& t) {
             MADV_DONTNEED);  // advice: failure is harmless
 }
 
+/// Σ d_j·(a_j − b_j)² over one row of `n` (d_j = 1 when `d` is null), in
+/// double: four lanes of four partial sums each (AVX2), added in a fixed order,
+/// so a row's sum is the same on every run.
+double row_sum_sq(const float* a, const float* b, const float* d, size_t n) {
+  size_t j = 0;
+  double total = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                    _mm256_setzero_pd()};
+  for (; j + 16 <= n; j += 16)
+    for (int k = 0; k < 4; ++k) {
+      const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(a + j + 4 * k));
+      const __m256d y = b ? _mm256_cvtps_pd(_mm_loadu_ps(b + j + 4 * k)) : _mm256_setzero_pd();
+      const __m256d diff = _mm256_sub_pd(x, y);
+      const __m256d w =
+          d ? _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(d + j + 4 * k)), diff) : diff;
+      acc[k] = _mm256_fmadd_pd(w, diff, acc[k]);
+    }
+  const __m256d sum = _mm256_add_pd(_mm256_add_pd(acc[0], acc[1]), _mm256_add_pd(acc[2], acc[3]));
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, sum);
+  total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+#endif
+  for (; j < n; ++j) {
+    const double diff = double(a[j]) - (b ? double(b[j]) : 0.0);
+    total += (d ? double(d[j]) : 1.0) * diff * diff;
+  }
+  return total;
+}
+
+/// Σ_ij d_j·(A_ij − B_ij)² of [rows, in] matrices (B null: zero; d null: 1).
+double sum_sq(const float* a, const float* b, const float* d, size_t rows, size_t in) {
+  double total = 0;
+  for (size_t i = 0; i < rows; ++i)
+    total += row_sum_sq(a + i * in, b ? b + i * in : nullptr, d, in);
+  return total;
+}
+
+/// ‖W‖_F² and, with importance d, Σ_ij d_j·W_ij²: the denominators of a
+/// layer's errors, the same for every candidate.
+struct WeightNorms {
+  double plain = 0, activation = 0;
+};
+
+WeightNorms weight_norms(const Tensor& m, std::span<const float> importance) {
+  const size_t rows = static_cast<size_t>(m.dim(0)), in = static_cast<size_t>(m.dim(1));
+  WeightNorms n;
+  n.plain = sum_sq(m.data<float>(), nullptr, nullptr, rows, in);
+  if (!importance.empty())
+    n.activation = sum_sq(m.data<float>(), nullptr, importance.data(), rows, in);
+  return n;
+}
+
 /// rel_error (schemes::rel_error's definition, ‖W − Ŵ‖_F / ‖W‖_F, 0 when
 /// ‖W‖ = 0) and, with `importance`, the activation-aware error of
 /// activation_rel_error, from one decode of `e` read against `m` [out, in]
-/// f32 in place: no f32 copies of W or Ŵ beyond the decoded Ŵ itself.
-void measure_errors(const Tensor& m, const schemes::Encoded& e, std::span<const float> importance,
-                    Candidate& c) {
+/// f32 in place (norms: weight_norms(m, importance)): no f32 copies of W or Ŵ
+/// beyond the decoded Ŵ itself.
+void measure_errors(const Tensor& m, const WeightNorms& norms, const schemes::Encoded& e,
+                    std::span<const float> importance, Candidate& c) {
   const Tensor w_hat = e.decode().contiguous();
   check(w_hat.dtype() == DType::f32 && w_hat.numel() == m.numel(), e.label(),
         fmt::format("decoded {} {} does not match the weight {}", dtype_name(w_hat.dtype()),
                     shape_to_string(w_hat.shape()), shape_to_string(m.shape())));
   const float* a = m.data<float>();
   const float* b = w_hat.data<float>();
-  const size_t n = static_cast<size_t>(m.numel()), in = static_cast<size_t>(m.dim(1));
-  double num = 0, den = 0, num_d = 0, den_d = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double x = a[i], diff = x - double(b[i]);
-    num += diff * diff;
-    den += x * x;
-    if (!importance.empty()) {
-      const double dj = importance[i % in];
-      num_d += dj * diff * diff;
-      den_d += dj * x * x;
-    }
+  const size_t rows = static_cast<size_t>(m.dim(0)), in = static_cast<size_t>(m.dim(1));
+  const double num = sum_sq(a, b, nullptr, rows, in);
+  c.rel_error = norms.plain == 0 ? 0.0 : std::sqrt(num / norms.plain);
+  if (!importance.empty()) {
+    const double num_d = sum_sq(a, b, importance.data(), rows, in);
+    c.rel_error_activation = norms.activation > 0 ? std::sqrt(num_d / norms.activation) : 0.0;
   }
-  c.rel_error = den == 0 ? 0.0 : std::sqrt(num / den);
-  if (!importance.empty()) c.rel_error_activation = den_d > 0 ? std::sqrt(num_d / den_d) : 0.0;
   // Weights near the f32 range can decode to ±Inf; such a candidate has no error.
   check(std::isfinite(c.rel_error) && std::isfinite(c.rel_error_activation.value_or(0)), e.label(),
         "the reconstruction error is not finite (weights near the f32 range)");
@@ -186,6 +238,9 @@ constexpr double kEnergyLevels[] = {0.9, 0.99, 0.999};
 struct LowRankPlan {
   std::vector<int64_t> ranks;
   linalg::Svd svd;
+  /// Whether svd.u is linalg::svd_exact's U of W (truncated), which tucker's
+  /// mode-0 factor reuses (schemes::encode_tucker_reusing).
+  bool exact_u = false;
   /// Wall time of the SVDs (seconds).
   double svd_seconds = 0;
 };
@@ -203,7 +258,8 @@ std::vector<int64_t> energy_ranks(const std::vector<double>& s2, double total, i
   return found;
 }
 
-LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
+/// `total` = ‖W‖_F² (weight_norms).
+LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd, double total) {
   if (w.shape().size() != 2 || w.dtype() != DType::f32)
     throw Error("lowrank ranks", fmt::format("expected an f32 matrix, found {} {}",
                                              dtype_name(w.dtype()), shape_to_string(w.shape())));
@@ -224,8 +280,6 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   // candidates form the other from W) and is never copied.
   const bool large = out * in >= svd.gram_min_elements;
   const linalg::SvdSides side = out <= in ? linalg::SvdSides::left : linalg::SvdSides::right;
-  double total = 0;
-  for (int64_t i = 0; i < out * in; ++i) total += double(data[i]) * data[i];
   std::vector<int64_t> found(std::size(kEnergyLevels), 0);
   // Rank-`rank` SVD of W: gesdd (or randomized) on a copy for a small layer,
   // the Gram matrix of the smaller side for a large one (linalg::svd_gram).
@@ -246,6 +300,7 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
   const auto exact = [&] {
     std::vector<double> s2;
     plan.svd = truncated(kmax, &s2);
+    plan.exact_u = !large && linalg::svd_prefers_exact(out, in, kmax, svd);
     found = energy_ranks(s2, total, kmax);
   };
   if (total > 0 && (std::min(out, in) <= svd.exact_max_dim ||
@@ -296,8 +351,10 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
     if (r) plan.ranks.push_back(r);
   std::sort(plan.ranks.begin(), plan.ranks.end());
   plan.ranks.erase(std::unique(plan.ranks.begin(), plan.ranks.end()), plan.ranks.end());
-  if (!plan.ranks.empty() && plan.svd.s.size() < plan.ranks.back())
+  if (!plan.ranks.empty() && plan.svd.s.size() < plan.ranks.back()) {
     plan.svd = truncated(plan.ranks.back(), nullptr);
+    plan.exact_u = false;
+  }
   plan.svd_seconds = seconds_since(t0);
   return plan;
 }
@@ -306,8 +363,9 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd) {
 /// (w: W as encoded, conv kernels in their own shape).
 LayerProfile measure(LayerProfile layer, const Tensor& m, const Tensor& w, const ProfileOptions& o,
                      std::span<const float> importance) {
+  const WeightNorms norms = weight_norms(m, importance);
   LowRankPlan plan;
-  if (wants_lowrank(o)) plan = plan_lowrank(m, o.scheme_defaults.svd);
+  if (wants_lowrank(o)) plan = plan_lowrank(m, o.scheme_defaults.svd, norms.plain);
   if (wants_ggml_blocks(o))
     if (std::string note = schemes::ggml_block_note(w.shape()); !note.empty())
       layer.notes.push_back(std::move(note));
@@ -316,12 +374,16 @@ LayerProfile measure(LayerProfile layer, const Tensor& m, const Tensor& w, const
     // Low-rank candidates are cut from the one shared SVD (its time counted in each).
     const bool shared =
         s.kind() == schemes::SchemeKind::lowrank && s.params().rank <= plan.svd.s.size();
+    // Tucker's mode-0 factor is the same exact SVD's U where it would take that SVD.
+    const bool tucker_u = s.kind() == schemes::SchemeKind::tucker && plan.exact_u;
     const std::unique_ptr<schemes::Encoded> e =
-        shared ? schemes::lowrank_from_svd(plan.svd, s.params().rank, m) : s.encode(w);
+        shared     ? schemes::lowrank_from_svd(plan.svd, s.params().rank, m)
+        : tucker_u ? schemes::encode_tucker_reusing(w, s.params(), plan.svd.u)
+                   : s.encode(w);
     Candidate c;
     c.encode_seconds = seconds_since(t0) + (shared ? plan.svd_seconds : 0.0);
     c.label = e->label();
-    measure_errors(m, *e, importance, c);
+    measure_errors(m, norms, *e, importance, c);
     c.bytes = static_cast<int64_t>(e->bytes());
     c.macs = e->macs(1);
     c.params = stored_params(*e);
@@ -333,7 +395,11 @@ LayerProfile measure(LayerProfile layer, const Tensor& m, const Tensor& w, const
 }  // namespace
 
 std::vector<int64_t> profile_lowrank_ranks(const Tensor& w, const linalg::SvdOptions& svd) {
-  return plan_lowrank(w, svd).ranks;
+  if (w.shape().size() != 2 || w.dtype() != DType::f32)
+    throw Error("lowrank ranks", fmt::format("expected an f32 matrix, found {} {}",
+                                             dtype_name(w.dtype()), shape_to_string(w.shape())));
+  const Tensor c = w.contiguous();
+  return plan_lowrank(c, svd, weight_norms(c, {}).plain).ranks;
 }
 
 double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<const float> d) {

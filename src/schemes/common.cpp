@@ -33,10 +33,16 @@ Tensor weight_matrix(const Tensor& w, std::string_view label) {
   Tensor m = w.dtype() == DType::f32 ? w.contiguous() : w.to(DType::f32);
   m = m.reshape({d.out, d.in});
   const float* p = m.data<float>();
-  for (int64_t i = 0; i < m.numel(); ++i)
-    if (!std::isfinite(p[i]))
-      throw Error(who, fmt::format("weight element {} (row {}, column {}) is not finite", i,
-                                   i / d.in, i % d.in));
+  // A branch-free scan first (all exponent bits set: Inf or NaN), then the
+  // first bad element only when there is one.
+  const auto* bits = reinterpret_cast<const uint32_t*>(p);
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < m.numel(); ++i) bad |= uint32_t((bits[i] & 0x7f800000u) == 0x7f800000u);
+  if (bad)
+    for (int64_t i = 0; i < m.numel(); ++i)
+      if (!std::isfinite(p[i]))
+        throw Error(who, fmt::format("weight element {} (row {}, column {}) is not finite", i,
+                                     i / d.in, i % d.in));
   return m;
 }
 

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "common.h"
 #include "packing.h"
 #include "tailor/core/dtype.h"
@@ -27,13 +31,29 @@ Tensor QuantizedWeight::decode() const {
   const Tensor& q = factor("q");
   const auto* codes = reinterpret_cast<const uint8_t*>(q.raw());
   const uint16_t* scales = factor("scale").data<uint16_t>();
-  const int64_t groups = (in() + group_ - 1) / group_;
-  Tensor w = Tensor::zeros(DType::f32, {out(), in()});
+  const int64_t in = this->in(), groups = (in + group_ - 1) / group_;
+  Tensor w = Tensor::zeros(DType::f32, {out(), in});
   float* p = w.mutable_data<float>();
+  // Group by group: one scale conversion per group; int8 codes read as bytes,
+  // others through the bit stream.
   for (int64_t o = 0; o < out(); ++o)
-    for (int64_t j = 0; j < in(); ++j) {
-      const float s = f16_to_f32(scales[o * groups + j / group_]);
-      p[o * in() + j] = static_cast<float>(get_code(codes, q.nbytes(), o * in() + j, bits_)) * s;
+    for (int64_t g = 0; g < groups; ++g) {
+      const float s = f16_to_f32(scales[o * groups + g]);
+      const int64_t j0 = g * group_, j1 = std::min(in, j0 + group_);
+      float* row = p + o * in;
+      if (bits_ == 8) {
+        const auto* c = reinterpret_cast<const int8_t*>(codes) + o * in;
+        for (int64_t j = j0; j < j1; ++j) row[j] = static_cast<float>(c[j]) * s;
+      } else if (bits_ == 4) {  // code i in the low (even i) or high nibble of byte i/2
+        for (int64_t j = j0; j < j1; ++j) {
+          const int64_t i = o * in + j;
+          const int32_t u = (codes[i >> 1] >> ((i & 1) * 4)) & 0xF;
+          row[j] = static_cast<float>((u ^ 8) - 8) * s;
+        }
+      } else {
+        for (int64_t j = j0; j < j1; ++j)
+          row[j] = static_cast<float>(get_code(codes, q.nbytes(), o * in + j, bits_)) * s;
+      }
     }
   return w;
 }
@@ -78,9 +98,13 @@ std::vector<float> absmax_scales(const float* p, int64_t out, int64_t in, int bi
   return scales;
 }
 
-std::unique_ptr<Encoded> pack_quantized(const std::vector<int32_t>& q, int64_t out, int64_t in,
-                                        const std::string& label, int bits, int64_t group,
-                                        const std::vector<float>& scales) {
+namespace {
+
+/// pack_quantized of codes of any integer type (|q| ≤ 127).
+template <typename Code>
+std::unique_ptr<Encoded> pack_codes(const std::vector<Code>& q, int64_t out, int64_t in,
+                                    const std::string& label, int bits, int64_t group,
+                                    const std::vector<float>& scales) {
   const bool per_channel = group == 0;
   if (per_channel) group = in;
   const int64_t groups = (in + group - 1) / group;
@@ -92,10 +116,30 @@ std::unique_ptr<Encoded> pack_quantized(const std::vector<int32_t>& q, int64_t o
   auto* stream = reinterpret_cast<uint8_t*>(codes.mutable_raw());
   uint16_t* s16 = stored.mutable_data<uint16_t>();
   for (int64_t i = 0; i < out * groups; ++i) s16[i] = f32_to_f16(scales[static_cast<size_t>(i)]);
-  for (int64_t i = 0; i < out * in; ++i)
-    if (q[static_cast<size_t>(i)] != 0) put_code(stream, i, bits, q[static_cast<size_t>(i)]);
+  if (bits == 8) {
+    std::transform(q.begin(), q.end(), reinterpret_cast<int8_t*>(stream),
+                   [](Code c) { return static_cast<int8_t>(c); });
+  } else if (bits == 4) {
+    // Two codes a byte, the first in the low nibble (put_code's order).
+    const int64_t n = out * in;
+    for (int64_t i = 0; i + 1 < n; i += 2)
+      stream[i / 2] =
+          static_cast<uint8_t>((uint32_t(q[i]) & 0xF) | ((uint32_t(q[i + 1]) & 0xF) << 4));
+    if (n % 2) stream[n / 2] = static_cast<uint8_t>(uint32_t(q[n - 1]) & 0xF);
+  } else {
+    for (int64_t i = 0; i < out * in; ++i)
+      if (q[static_cast<size_t>(i)] != 0) put_code(stream, i, bits, q[static_cast<size_t>(i)]);
+  }
   return std::make_unique<QuantizedWeight>(label, out, in, bits, group, std::move(codes),
                                            std::move(stored));
+}
+
+}  // namespace
+
+std::unique_ptr<Encoded> pack_quantized(const std::vector<int32_t>& q, int64_t out, int64_t in,
+                                        const std::string& label, int bits, int64_t group,
+                                        const std::vector<float>& scales) {
+  return pack_codes(q, out, in, label, bits, group, scales);
 }
 
 std::unique_ptr<Encoded> quantize_with_scales(const float* p, int64_t out, int64_t in,
@@ -104,15 +148,38 @@ std::unique_ptr<Encoded> quantize_with_scales(const float* p, int64_t out, int64
   const int64_t g = group == 0 ? in : group;
   const int64_t groups = (in + g - 1) / g;
   const auto limit = static_cast<float>((1 << (bits - 1)) - 1);
-  std::vector<int32_t> q(static_cast<size_t>(out * in), 0);
+  std::vector<int8_t> q(static_cast<size_t>(out * in));
   for (int64_t o = 0; o < out; ++o)
-    for (int64_t j = 0; j < in; ++j) {
-      const float s = scales[static_cast<size_t>(o * groups + j / g)];
-      if (s == 0) continue;  // every |W| rounds below the smallest f16 step: q = 0
-      q[static_cast<size_t>(o * in + j)] =
-          static_cast<int32_t>(std::clamp(round_half_away(p[o * in + j] / s), -limit, limit));
+    for (int64_t k = 0; k < groups; ++k) {
+      const float s = scales[static_cast<size_t>(o * groups + k)];
+      const int64_t j0 = k * g, j1 = std::min(in, j0 + g);
+      const float* row = p + o * in;
+      int8_t* qr = q.data() + o * in;
+      if (s == 0) {  // every |W| rounds below the smallest f16 step: q = 0
+        std::fill(qr + j0, qr + j1, int8_t{0});
+        continue;
+      }
+      int64_t j = j0;
+#if defined(__AVX2__)
+      // Eight at a time, the same arithmetic: round_half_away(x) is
+      // copysign(floor(|x| + 0.5), x), then the clamp and the conversion.
+      const __m256 vs = _mm256_set1_ps(s), half = _mm256_set1_ps(0.5f);
+      const __m256 hi = _mm256_set1_ps(limit), lo = _mm256_set1_ps(-limit);
+      const __m256 sign = _mm256_set1_ps(-0.0f);
+      for (; j + 8 <= j1; j += 8) {
+        const __m256 x = _mm256_div_ps(_mm256_loadu_ps(row + j), vs);
+        __m256 r = _mm256_floor_ps(_mm256_add_ps(_mm256_andnot_ps(sign, x), half));
+        r = _mm256_or_ps(r, _mm256_and_ps(sign, x));
+        r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
+        alignas(32) int32_t codes[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(codes), _mm256_cvttps_epi32(r));
+        for (int k = 0; k < 8; ++k) qr[j + k] = static_cast<int8_t>(codes[k]);
+      }
+#endif
+      for (; j < j1; ++j)
+        qr[j] = static_cast<int8_t>(std::clamp(round_half_away(row[j] / s), -limit, limit));
     }
-  return pack_quantized(q, out, in, label, bits, group, scales);
+  return pack_codes(q, out, in, label, bits, group, scales);
 }
 
 std::unique_ptr<Encoded> quantize_symmetric(const Tensor& w, const std::string& label, int bits,

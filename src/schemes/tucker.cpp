@@ -15,6 +15,7 @@
 #include "common.h"
 #include "tailor/linalg/blas.h"
 #include "tailor/linalg/svd.h"
+#include "tailor/schemes/tucker.h"
 
 namespace tailor::schemes::detail {
 namespace {
@@ -151,7 +152,10 @@ linalg::Matrix leading_vectors(const float* x, const std::vector<int64_t>& dims,
   return linalg::top_eigenpairs(g, r).vectors;
 }
 
-std::unique_ptr<Encoded> encode_tucker(const Tensor& w, const SchemeParams& params) {
+/// encode_tucker with the mode-0 factor from `u0_svd` where leading_vectors
+/// would take the same exact SVD (encode_tucker_reusing).
+std::unique_ptr<Encoded> encode_tucker_with(const Tensor& w, const SchemeParams& params,
+                                            const linalg::Matrix* u0_svd) {
   const Tensor m = weight_matrix(w, "tucker");
   TuckerPlan p = plan_tucker(w.shape(), params.tucker_rank_fraction);
   const auto [d0, d1, d2] = std::array{p.dims[0], p.dims[1], p.dims[2]};
@@ -159,7 +163,11 @@ std::unique_ptr<Encoded> encode_tucker(const Tensor& w, const SchemeParams& para
   const float* x = m.data<float>();
 
   // HOSVD factors: leading left singular vectors of each mode's unfolding.
-  const linalg::Matrix u0 = leading_vectors(x, p.dims, 0, r0, params.svd);
+  const bool reuse = u0_svd && d0 * d1 * d2 < params.svd.gram_min_elements &&
+                     linalg::svd_prefers_exact(d0, d1 * d2, r0, params.svd) &&
+                     u0_svd->rows() == d0 && u0_svd->cols() >= r0;
+  const linalg::Matrix u0 =
+      reuse ? linalg::Matrix(u0_svd->leftCols(r0)) : leading_vectors(x, p.dims, 0, r0, params.svd);
   const linalg::Matrix u1 = leading_vectors(x, p.dims, 1, r1, params.svd);
   linalg::Matrix u2;
   if (p.factor_mode2) u2 = leading_vectors(x, p.dims, 2, r2, params.svd);
@@ -183,6 +191,10 @@ std::unique_ptr<Encoded> encode_tucker(const Tensor& w, const SchemeParams& para
       {"core", core}, {"U0", to_tensor(u0, {d0, r0})}, {"U1", to_tensor(u1, {d1, r1})}};
   if (p.factor_mode2) factors.push_back({"U2", to_tensor(u2, {d2, r2})});
   return std::make_unique<TuckerWeight>(std::move(p), std::move(factors));
+}
+
+std::unique_ptr<Encoded> encode_tucker(const Tensor& w, const SchemeParams& params) {
+  return encode_tucker_with(w, params, nullptr);
 }
 
 }  // namespace
@@ -217,3 +229,12 @@ const SchemeTraits kTuckerTraits{
 };
 
 }  // namespace tailor::schemes::detail
+
+namespace tailor::schemes {
+
+std::unique_ptr<Encoded> encode_tucker_reusing(const Tensor& w, const SchemeParams& params,
+                                               const linalg::Matrix& u) {
+  return detail::encode_tucker_with(w, params, &u);
+}
+
+}  // namespace tailor::schemes
