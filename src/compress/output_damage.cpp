@@ -174,16 +174,26 @@ void measure_output_damage(const graph::Model& model,
   }
 
   // Layers in the order of their first reader, so every cut moves forward.
-  const size_t n = profile.layers.size();
-  std::vector<size_t> cut(n);
-  for (size_t l = 0; l < n; ++l) {
+  std::vector<size_t> order;
+  if (o.layers) {
+    order = *o.layers;
+    for (size_t k = 0; k < order.size(); ++k)
+      if (order[k] >= profile.layers.size() || (k > 0 && order[k] <= order[k - 1]))
+        throw Error(kSource, fmt::format("layer index {} is not one of the {} profiled layers in "
+                                         "ascending order",
+                                         order[k], profile.layers.size()));
+  } else {
+    order.resize(profile.layers.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+  }
+  const size_t n = order.size();
+  std::vector<size_t> cut(profile.layers.size());
+  for (size_t l : order) {
     const std::string& name = profile.layers[l].name;
     if (!graph::find_weight(run_weights, name) || !ex.plan().slot_of.count(name))
       throw Error(name, "output damage: the weight is not a value of the model's main graph");
     cut[l] = runs.front().first_reader(name);
   }
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cut[a] < cut[b]; });
 
   // Each worker takes whole inputs: advances its run to the cut and runs

@@ -1,7 +1,7 @@
 // Output damage: a suffix re-run from a cut equals a full run bit for bit;
 // D(ℓ, c) equals a full run of the model with that one weight replaced, KL
 // computed here by definition; metric detection; bad calibration inputs;
-// uniform baselines.
+// uniform baselines; a pass sharded by layer equals the whole pass.
 #include "tailor/compress/output_damage.h"
 
 #include <gtest/gtest.h>
@@ -109,6 +109,31 @@ TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
       gptq += profile.layers[l].candidates[c].label == "int4-gptq";
     }
   EXPECT_GE(gptq, 1);
+
+  // Sharded by layer (as ranks would): shards {0, 2} and {1} measure only
+  // their layers, leave the others unset, and together equal the whole pass.
+  d.threads = 1;
+  ModelProfile even = profile, odd = profile;
+  for (ModelProfile* p : {&even, &odd})
+    for (LayerProfile& l : p->layers)
+      for (Candidate& c : l.candidates) c.output_damage.reset();
+  d.layers = std::vector<size_t>{0, 2};
+  compress::measure_output_damage(m, inputs, even, d);
+  d.layers = std::vector<size_t>{1};
+  compress::measure_output_damage(m, inputs, odd, d);
+  for (size_t l = 0; l < profile.layers.size(); ++l) {
+    const ModelProfile& mine = l == 1 ? odd : even;
+    const ModelProfile& other = l == 1 ? even : odd;
+    for (size_t c = 0; c < profile.layers[l].candidates.size(); ++c) {
+      ASSERT_TRUE(mine.layers[l].candidates[c].output_damage);
+      EXPECT_EQ(*mine.layers[l].candidates[c].output_damage,
+                *serial.layers[l].candidates[c].output_damage);
+      EXPECT_FALSE(other.layers[l].candidates[c].output_damage);
+    }
+  }
+  d.layers = std::vector<size_t>{2, 1};
+  EXPECT_THROW(compress::measure_output_damage(m, inputs, odd, d), Error);
+  d.layers.reset();
 
   runtime::Executor ref(m);
   std::vector<std::vector<float>> p;

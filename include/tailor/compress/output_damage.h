@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,11 @@ struct DamageOptions {
   int threads = 0;
   /// Called after each layer: (layers done, layers).
   std::function<void(size_t, size_t)> progress;
+  /// When set, only these layers (indices into profile.layers, ascending) are
+  /// measured and the others' candidates are left as they are: a shard of the
+  /// pass (layer l's candidates are encoded with seed split l whichever layers
+  /// are measured, so the shards' parts together equal one whole pass).
+  std::optional<std::vector<size_t>> layers;
 };
 
 /// Sets output_damage of every candidate of every layer of `profile` (made
