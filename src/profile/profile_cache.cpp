@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "json_entry.h"
 #include "tailor/core/error.h"
 #include "tailor/core/text.h"
 #include "tailor/core/warning.h"
@@ -135,27 +136,15 @@ std::optional<ModelProfile> load_cached_profile(const std::string& key) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
   try {
-    const std::string text = read_file(path);
-    OJson j;
-    try {
-      j = OJson::parse(text);
-    } catch (const OJson::parse_error& e) {
-      throw Error(path, std::string("not valid JSON: ") + e.what());
-    }
-    auto field = [&](const char* name) -> const OJson& {
-      if (!j.is_object() || !j.contains(name))
-        throw Error(path, std::string("missing field \"") + name + "\"");
-      return j[name];
-    };
-    if (field("format") != kFormat || field("version") != kProfileFormatVersion)
-      throw Error(path, "not a tailor profile cache entry of version " +
-                            std::to_string(kProfileFormatVersion));
-    if (field("key") != key) throw Error(path, "stored under another key");
-    if (!field("profile_sha256").is_string()) throw Error(path, "\"profile_sha256\" not a string");
-    ModelProfile profile = parse_profile(field("profile").dump(), path);
+    const detail::JsonEntry j(read_file(path), path, "tailor profile cache entry");
+    j.check_format(kFormat, kProfileFormatVersion);
+    if (j.field("key") != key) throw Error(path, "stored under another key");
+    if (!j.field("profile_sha256").is_string())
+      throw Error(path, "\"profile_sha256\" not a string");
+    ModelProfile profile = parse_profile(j.field("profile").dump(), path);
     // The digest covers the profile as profile_to_json writes it, so any
     // change to a number, a label or a layer shows.
-    if (sha256_hex(profile_to_json(profile)) != j["profile_sha256"].get<std::string>())
+    if (sha256_hex(profile_to_json(profile)) != j.field("profile_sha256").get<std::string>())
       throw Error(path, "checksum mismatch: the profile was altered");
     return profile;
   } catch (const Error& e) {

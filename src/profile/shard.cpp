@@ -10,6 +10,7 @@
 #include <numeric>
 #include <regex>
 
+#include "json_entry.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/weights.h"
 #include "tailor/io/atomic_file.h"
@@ -91,23 +92,11 @@ void write_shard(const std::string& path, const ProfileShard& shard) {
 }
 
 ProfileShard read_shard(const std::string& path) {
-  const std::string text = read_file(path);
-  OJson j;
-  try {
-    j = OJson::parse(text);
-  } catch (const OJson::parse_error& e) {
-    throw Error(path, std::string("not valid JSON: ") + e.what());
-  }
-  auto field = [&](const char* name) -> const OJson& {
-    if (!j.is_object() || !j.contains(name))
-      throw Error(path, fmt::format("not a tailor profile shard: missing field \"{}\"", name));
-    return j[name];
-  };
-  if (field("format") != kShardFormat || field("version") != kShardVersion)
-    throw Error(path, fmt::format("not a tailor profile shard of version {}", kShardVersion));
+  const detail::JsonEntry j(read_file(path), path, "tailor profile shard");
+  j.check_format(kShardFormat, kShardVersion);
   ProfileShard s;
-  const OJson &index = field("shard"), &count = field("shards"), &key = field("key"),
-              &layers = field("layers");
+  const OJson &index = j.field("shard"), &count = j.field("shards"), &key = j.field("key"),
+              &layers = j.field("layers");
   if (!index.is_number_integer() || !count.is_number_integer() || !key.is_string() ||
       !layers.is_array())
     throw Error(path,
@@ -122,7 +111,7 @@ ProfileShard read_shard(const std::string& path) {
     if (!name.is_string()) throw Error(path, "\"layers\" must hold layer names");
     s.layers.push_back(name.get<std::string>());
   }
-  s.part = parse_profile(field("profile").dump(), path);
+  s.part = parse_profile(j.field("profile").dump(), path);
   return s;
 }
 
@@ -208,6 +197,8 @@ std::optional<ModelProfile> profile_model_world(const graph::Model& model,
   const OJson plan = OJson::parse(world.broadcast(plan_text));
   OJson reply;
   ModelProfile own;
+  // Layers this rank measured and stored in the cache (whatever happens next).
+  const auto stored = std::make_shared<std::atomic<size_t>>(0);
   try {
     std::vector<std::string> names;
     for (const PlannedLayer& l : layers) names.push_back(l.name);
@@ -221,6 +212,11 @@ std::optional<ModelProfile> profile_model_world(const graph::Model& model,
     LayerSelection sel;
     if (cache) {
       sel = cached_selection(mine, profile_settings_key(options), hits);
+      sel.done = [store = sel.done, stored](size_t i, const graph::WeightView& w,
+                                            const LayerProfile& l) {
+        store(i, w, l);
+        ++*stored;
+      };
     } else {
       sel.only = mine;
     }
@@ -229,18 +225,29 @@ std::optional<ModelProfile> profile_model_world(const graph::Model& model,
   } catch (const std::exception& e) {
     reply = {{"error", e.what()}};
   }
+  reply["stored"] = stored->load();
   const std::vector<std::string> parts = world.gather(reply.dump());
   if (world.rank() != 0) return std::nullopt;
+  std::vector<OJson> replies;
+  size_t finished = 0;
+  for (const std::string& p : parts) {
+    replies.push_back(OJson::parse(p));
+    finished += replies.back()["stored"].get<size_t>();
+  }
   std::map<std::string, LayerProfile> found;
   ModelProfile whole;
-  for (size_t r = 0; r < parts.size(); ++r) {
-    const OJson j = OJson::parse(parts[r]);
+  for (size_t r = 0; r < replies.size(); ++r) {
+    const OJson& j = replies[r];
+    // Only layers measured before the error are worth a rerun's time: an
+    // error met before any (an unknown scheme, a bad model) gets no such hint.
     if (j.contains("error"))
       throw Error(fmt::format("rank {}", r),
                   j["error"].get<std::string>() +
-                      (cache ? "; the layers finished are kept in the profile cache: run again "
-                               "to profile only the rest"
-                             : ""));
+                      (finished ? fmt::format("; the {} layer{} finished {} kept in the profile "
+                                              "cache, so a rerun profiles only the rest",
+                                              finished, finished == 1 ? "" : "s",
+                                              finished == 1 ? "is" : "are")
+                                : ""));
     // Rank 0's own layers as measured (with their encode_seconds); the others'
     // through JSON, which gives back every double exactly (shortest round trip).
     ModelProfile part =

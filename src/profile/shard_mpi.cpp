@@ -1,32 +1,112 @@
 #include "tailor/profile/shard_mpi.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 
+#include "mpi_module.h"
 #include "tailor/core/error.h"
 
-#ifdef TAILOR_HAVE_MPI
-#include <mpi.h>
+#ifndef TAILOR_MPI_MODULE_DIR
+#define TAILOR_MPI_MODULE_DIR "../lib/tailor"
 #endif
 
 namespace tailor::mpi {
+
+/// The functions of libtailor_mpi.so (mpi_module.h), resolved by dlopen.
+struct Module {
+  int (*init)(int*, int*) = nullptr;
+  int (*finalize)() = nullptr;
+  int (*broadcast)(void*, int) = nullptr;
+  int (*gather_int)(int, int*) = nullptr;
+  int (*gatherv)(const char*, int, char*, const int*, const int*) = nullptr;
+  int (*abort)(int) = nullptr;
+  void (*error_string)(int, char*, size_t) = nullptr;
+};
+
 namespace {
+
+constexpr const char* kModuleName = "libtailor_mpi.so";
 
 int env_int(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : 0;
 }
 
-#ifdef TAILOR_HAVE_MPI
-void ok(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw Error("mpi", fmt::format("{} failed: {}", what, std::string(text, len)));
+/// Where the module may be, in order: beside the running binary (a build
+/// tree) and in the install layout's TAILOR_MPI_MODULE_DIR relative to it
+/// (bin/../lib/tailor).
+std::vector<std::filesystem::path> module_candidates() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const std::filesystem::path dir = exe.parent_path();
+  return {dir / kModuleName, (dir / TAILOR_MPI_MODULE_DIR / kModuleName).lexically_normal()};
+}
+
+std::filesystem::path find_module() {
+  for (const auto& p : module_candidates()) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(p, ec)) return p;
+  }
+  return {};
+}
+
+template <typename F>
+void resolve(void* handle, const char* name, F& f, const std::filesystem::path& path) {
+  void* symbol = ::dlsym(handle, name);
+  if (!symbol)
+    throw Error(path.string(), fmt::format("not a tailor MPI module: no symbol {}", name));
+  f = reinterpret_cast<F>(symbol);
+}
+
+/// Loads the module once per process (it stays loaded: MPI cannot be
+/// initialised twice anyway).
+const Module& load_module() {
+  static const Module module = [] {
+    const std::filesystem::path path = find_module();
+    if (path.empty()) {
+      std::string looked;
+      for (const auto& p : module_candidates()) looked += (looked.empty() ? "" : ", ") + p.string();
+      throw Error("mpi", fmt::format("started by mpirun with {} ranks, but tailor's MPI module "
+                                     "{} is not installed (looked in {}); build tailor with MPI "
+                                     "(libopenmpi-dev), or use `tailor profile --shard I/N` and "
+                                     "`tailor profile-merge`",
+                                     launched_size(), kModuleName, looked));
+    }
+    // RTLD_GLOBAL: Open MPI's own plugins resolve symbols of libmpi it loads.
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!handle) throw Error(path.string(), fmt::format("cannot load: {}", ::dlerror()));
+    int (*version)() = nullptr;
+    resolve(handle, "tailor_mpi_version", version, path);
+    if (version() != kTailorMpiVersion)
+      throw Error(path.string(), fmt::format("MPI module of interface {}, this tailor needs {} "
+                                             "(a module from another build)",
+                                             version(), kTailorMpiVersion));
+    Module m;
+    resolve(handle, "tailor_mpi_init", m.init, path);
+    resolve(handle, "tailor_mpi_finalize", m.finalize, path);
+    resolve(handle, "tailor_mpi_broadcast", m.broadcast, path);
+    resolve(handle, "tailor_mpi_gather_int", m.gather_int, path);
+    resolve(handle, "tailor_mpi_gatherv", m.gatherv, path);
+    resolve(handle, "tailor_mpi_abort", m.abort, path);
+    resolve(handle, "tailor_mpi_error_string", m.error_string, path);
+    return m;
+  }();
+  return module;
+}
+
+void ok(const Module& m, int rc, const char* what) {
+  if (rc == 0) return;
+  char text[512];
+  m.error_string(rc, text, sizeof text);
+  throw Error("mpi", fmt::format("{} failed: {}", what, text));
 }
 
 int as_count(size_t n) {
@@ -34,16 +114,11 @@ int as_count(size_t n) {
     throw Error("mpi", fmt::format("a message of {} bytes is past MPI's int count", n));
   return static_cast<int>(n);
 }
-#endif
 
 }  // namespace
 
 bool available() {
-#ifdef TAILOR_HAVE_MPI
-  return true;
-#else
-  return false;
-#endif
+  return !find_module().empty();
 }
 
 int launched_size() {
@@ -52,33 +127,34 @@ int launched_size() {
   return 1;
 }
 
-#ifdef TAILOR_HAVE_MPI
+int launched_rank() {
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_RANK"); v && *v) return std::atoi(v);
+  return env_int("PMI_RANK");
+}
 
-World::World() {
-  int ready = 0;
-  MPI_Initialized(&ready);
-  if (ready) throw Error("mpi", "MPI is already initialised (one World per process)");
-  ok(MPI_Init(nullptr, nullptr), "MPI_Init");
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+World::World() : m_(&load_module()) {
+  static bool started = false;
+  if (started) throw Error("mpi", "MPI is already initialised (one World per process)");
+  started = true;
+  ok(*m_, m_->init(&rank_, &size_), "MPI_Init");
 }
 
 World::~World() {
-  MPI_Finalize();
+  m_->finalize();
 }
 
 std::string World::broadcast(const std::string& text) const {
   uint64_t n = rank_ == 0 ? text.size() : 0;
-  ok(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  ok(*m_, m_->broadcast(&n, sizeof n), "MPI_Bcast");
   std::string out = rank_ == 0 ? text : std::string(n, '\0');
-  ok(MPI_Bcast(out.data(), as_count(n), MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  ok(*m_, m_->broadcast(out.data(), as_count(n)), "MPI_Bcast");
   return out;
 }
 
 std::vector<std::string> World::gather(const std::string& text) const {
   const int mine = as_count(text.size());
   std::vector<int> counts(rank_ == 0 ? size_ : 0), offsets(counts.size());
-  ok(MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
+  ok(*m_, m_->gather_int(mine, counts.data()), "MPI_Gather");
   size_t total = 0;
   for (size_t r = 0; r < counts.size(); ++r) {
     offsets[r] = as_count(total);
@@ -86,42 +162,15 @@ std::vector<std::string> World::gather(const std::string& text) const {
   }
   as_count(total);
   std::string all(total, '\0');
-  ok(MPI_Gatherv(text.data(), mine, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR,
-                 0, MPI_COMM_WORLD),
-     "MPI_Gatherv");
+  ok(*m_, m_->gatherv(text.data(), mine, all.data(), counts.data(), offsets.data()), "MPI_Gatherv");
   std::vector<std::string> out;
   for (size_t r = 0; r < counts.size(); ++r) out.push_back(all.substr(offsets[r], counts[r]));
   return out;
 }
 
 void World::abort(int code) const {
-  MPI_Abort(MPI_COMM_WORLD, code);
+  m_->abort(code);
   std::abort();  // MPI_Abort does not return
 }
-
-#else
-
-World::World() {
-  throw Error("mpi", fmt::format("started by mpirun with {} ranks, but this tailor was built "
-                                 "without MPI (install libopenmpi-dev and rebuild), or use "
-                                 "`tailor profile --shard I/N` and `tailor profile-merge`",
-                                 launched_size()));
-}
-
-World::~World() = default;
-
-std::string World::broadcast(const std::string& text) const {
-  return text;
-}
-
-std::vector<std::string> World::gather(const std::string& text) const {
-  return {text};
-}
-
-void World::abort(int code) const {
-  std::exit(code);
-}
-
-#endif
 
 }  // namespace tailor::mpi

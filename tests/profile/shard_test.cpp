@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
@@ -63,10 +64,20 @@ TEST(ProfileShard, MergedShardsEqualTheOneProcessProfile) {
   const std::string model = fixture_path("stories260K.bin");
   const auto one = run_cli("profile " + model + " --threads 1 -o " + dir.file("one.json"));
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  for (int i = 0; i < 3; ++i)
-    ASSERT_EQ(sh(with_cache(dir, "profile " + model + " --threads 1 --shard " + std::to_string(i) +
-                                     "/3 -o " + dir.file("s" + std::to_string(i) + ".json"))),
+  // Shard 0 names its file; shards 1 and 2, run in one folder without -o,
+  // write profile.shard-I-of-3.json each.
+  ASSERT_EQ(sh(with_cache(
+                dir, "profile " + model + " --threads 1 --shard 0/3 -o " + dir.file("s0.json"))),
+            0);
+  for (int i = 1; i < 3; ++i) {
+    ASSERT_EQ(sh("cd " + dir.path().string() + " && " +
+                 with_cache(
+                     dir, "profile " + model + " --threads 1 --shard " + std::to_string(i) + "/3")),
               0);
+    std::filesystem::rename(dir.file("profile.shard-" + std::to_string(i) + "-of-3.json"),
+                            dir.file("s" + std::to_string(i) + ".json"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("profile.json")));
   // Any order of the shard files.
   const auto merged = run_cli("profile-merge " + dir.file("s2.json") + " " + dir.file("s0.json") +
                               " " + dir.file("s1.json") + " -o " + dir.file("merged.json"));

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -111,7 +112,17 @@ bool cache_usable() {
 /// `mpirun -n N tailor profile`: every rank profiles its layers, rank 0 writes.
 void profile_mpi(const std::string& path, const std::string& output, const ProfileOptions& options,
                  bool calibrated) {
-  const mpi::World world;
+  // Without the MPI module every rank fails alike: rank 0 says why, once (the
+  // others wait so that mpirun does not end the job before it has).
+  std::optional<mpi::World> started;
+  try {
+    started.emplace();
+  } catch (const std::exception&) {
+    if (mpi::launched_rank() == 0) throw;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    std::exit(2);
+  }
+  const mpi::World& world = *started;
   try {
     const bool cache = cache_usable();
     const graph::Model model = load_model_mapped(path);
@@ -135,9 +146,12 @@ void profile_mpi(const std::string& path, const std::string& output, const Profi
 }
 
 /// `tailor profile --shard I/N`: this shard's layers, written as a shard file.
-void profile_shard(const std::string& path, const std::string& output,
+/// Without -o the file is profile.shard-I-of-N.json, so that the shards of one
+/// run written in one folder do not overwrite each other.
+void profile_shard(const std::string& path, std::string output, bool output_given,
                    const ProfileOptions& options, const std::string& shard_text) {
   const auto [index, count] = parse_shard(shard_text);
+  if (!output_given) output = fmt::format("profile.shard-{}-of-{}.json", index, count);
   const graph::Model model = load_model_mapped(path);
   ProfileShard shard;
   shard.index = index;
@@ -169,10 +183,11 @@ void add_profile(CLI::App& app) {
   static bool cache = false;
   cmd->add_option("MODEL", path, "ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin")
       ->required();
-  cmd->add_option("-o,--output", output,
-                  "Profile to write (JSON, schema in docs/formats.md); with --shard, the shard "
-                  "file")
-      ->capture_default_str();
+  static CLI::Option* output_option = cmd->add_option(
+      "-o,--output", output,
+      "Profile to write (JSON, schema in docs/formats.md); with --shard I/N, the shard file "
+      "(default profile.shard-I-of-N.json)");
+  output_option->capture_default_str();
   cmd->add_option("--schemes", scheme_list,
                   "Comma-separated labels (int8, int4-g64, lowrank-r32, ...) or families "
                   "(lowrank, int4-g); default: the whole catalog");
@@ -202,7 +217,7 @@ void add_profile(CLI::App& app) {
       return;
     }
     if (!shard.empty()) {
-      profile_shard(path, output, options, shard);
+      profile_shard(path, output, output_option->count() > 0, options, shard);
       return;
     }
     const std::string key = cache ? profile_cache_key(path, options) : std::string();

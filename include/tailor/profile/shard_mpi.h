@@ -1,6 +1,9 @@
-// The one place tailor talks MPI (mpi.h is included by src/profile/shard_mpi.cpp
-// only): the world of `mpirun -n N tailor profile`, a broadcast from rank 0 and
-// a gather to it. Built without MPI, available() is false and World throws.
+// The one place tailor talks MPI: the world of `mpirun -n N tailor profile`, a
+// broadcast from rank 0 and a gather to it. tailor links no MPI library: the
+// calls live in the module libtailor_mpi.so (tools/mpi/mpi_module.cpp, built
+// when CMake finds MPI), which World loads with dlopen, beside the binary (a
+// build tree) or in bin/../lib/tailor (installed). Without it available() is
+// false and World throws.
 #pragma once
 
 #include <string>
@@ -8,7 +11,9 @@
 
 namespace tailor::mpi {
 
-/// Whether this tailor was built with MPI (CMake found it).
+struct Module;
+
+/// Whether tailor's MPI module (libtailor_mpi.so) is where World looks for it.
 bool available();
 
 /// How many processes the launcher started this one among:
@@ -16,13 +21,18 @@ bool available();
 /// PMI), else 1. Needs no MPI: a build without it uses this to say so.
 int launched_size();
 
+/// This process's rank as the launcher set it (OMPI_COMM_WORLD_RANK, else
+/// PMI_RANK), 0 when neither is set. Needs no MPI.
+int launched_rank();
+
 /// MPI_COMM_WORLD for the lifetime of the object (MPI_Init … MPI_Finalize).
 /// At most one per process. Messages are byte strings; collective calls must
 /// be made by every rank in the same order.
 class World {
  public:
-  /// Throws Error (source "mpi") when tailor was built without MPI or
-  /// MPI_Init fails.
+  /// Loads the MPI module and calls MPI_Init. Throws Error (source "mpi", or
+  /// the module's path) when the module is missing, cannot be loaded or is of
+  /// another interface version, or MPI_Init fails.
   World();
   ~World();
   World(const World&) = delete;
@@ -42,6 +52,7 @@ class World {
   [[noreturn]] void abort(int code) const;
 
  private:
+  const Module* m_;
   int rank_ = 0, size_ = 1;
 };
 
