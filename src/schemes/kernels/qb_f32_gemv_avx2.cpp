@@ -4,7 +4,7 @@
 // stream: kRows rows of Ŵ per pass share each load of x (an x of 14336
 // inputs does not fit L1; one row per pass would re-read it from L2 four
 // bytes per weight byte), two independent accumulators per row, and a
-// software prefetch kPrefetchBytes ahead on every row's stream. Codes become
+// software prefetch of the rows the next pass reads. Codes become
 // f32 lanes straight from memory: VPMOVSXBD of 8 bytes (int8: 8 codes; int4:
 // 8 bytes of two nibbles each, whose signed high nibble is the byte >> 4
 // (arithmetic) and signed low nibble (byte << 28) >> 28). The int4 kernel
@@ -30,8 +30,13 @@ using avx2::hsum;
 
 /// Rows of Ŵ per pass.
 constexpr int kRows = 4;
-/// How far ahead of its loads each row's stream is prefetched (bytes).
-constexpr int64_t kPrefetchBytes = 512;
+/// Software prefetch: each load of a row's codes prefetches the same offset
+/// of the row kRows rows further, the row the next pass reads (rows of a few
+/// KiB are too short for the hardware's stream prefetchers, which stop at
+/// 4 KiB pages and train anew on every row).
+inline void prefetch_next_pass(const void* p, int64_t ahead) {
+  _mm_prefetch(static_cast<const char*>(p) + ahead, _MM_HINT_T0);
+}
 
 inline __m256 bytes8_f32(const int8_t* p) {
   return _mm256_cvtepi32_ps(
@@ -64,8 +69,7 @@ void q8_rows(const PackedGemmArgs& a, int64_t o0, const float* x) {
     const float* xg = x + j0;
     int64_t j = 0;
     for (; j + 32 <= n; j += 32) {
-      for (int r = 0; r < R; ++r)
-        _mm_prefetch(reinterpret_cast<const char*>(w[r] + j + kPrefetchBytes), _MM_HINT_T0);
+      for (int r = 0; r < R; ++r) prefetch_next_pass(w[r] + j, R * in);
       const __m256 x0 = _mm256_loadu_ps(xg + j), x1 = _mm256_loadu_ps(xg + j + 8);
       const __m256 x2 = _mm256_loadu_ps(xg + j + 16), x3 = _mm256_loadu_ps(xg + j + 24);
       for (int r = 0; r < R; ++r) {
@@ -98,12 +102,49 @@ inline void nibbles16(const uint8_t* p, __m256& lo, __m256& hi) {
   hi = _mm256_cvtepi32_ps(_mm256_srai_epi32(v, 4));
 }
 
+// int4-g32 rows o0 … o0+R−1 over groups [0, 8·floor(in/256)) into total:
+// blocks of 8 groups (256 inputs, 128 bytes per row), row by row so the
+// block's 1 KiB of xp stays in L1 for the next rows. A row's 8 f16 scales are
+// widened in one VCVTPH2PS and staged on the stack (then one broadcast load
+// per group, no conversion); each group's 32 products form one FMA chain,
+// scaled into the row's total. Returns the first group not done.
+template <int R>
+int64_t q4_g32_blocks(const PackedGemmArgs& a, const uint8_t* const (&row)[R],
+                      const uint16_t* const (&sc)[R], const float* xp, __m256 (&total)[R]) {
+  const int64_t blocks = a.in / 256;
+  alignas(32) float sv[8];
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const float* xb = xp + blk * 256;
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* w = row[r] + blk * 128;
+      prefetch_next_pass(w, R * a.in / 2);
+      prefetch_next_pass(w + 64, R * a.in / 2);
+      _mm256_store_ps(
+          sv, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc[r] + 8 * blk))));
+      __m256 t = total[r];
+      for (int k = 0; k < 8; ++k) {
+        __m256 lo0, hi0, lo1, hi1;
+        nibbles16(w + 16 * k, lo0, hi0);
+        nibbles16(w + 16 * k + 8, lo1, hi1);
+        const float* xg = xb + 32 * k;
+        __m256 p = _mm256_mul_ps(lo0, _mm256_loadu_ps(xg));
+        p = _mm256_fmadd_ps(hi0, _mm256_loadu_ps(xg + 8), p);
+        p = _mm256_fmadd_ps(lo1, _mm256_loadu_ps(xg + 16), p);
+        p = _mm256_fmadd_ps(hi1, _mm256_loadu_ps(xg + 24), p);
+        t = _mm256_fmadd_ps(p, _mm256_broadcast_ss(sv + k), t);
+      }
+      total[r] = t;
+    }
+  }
+  return blocks * 8;
+}
+
 // y[o0 … o0+R−1] for int4 codes: `in` even, groups a multiple of 16 inputs
 // or one group per row (q4_gemv_supported); xp is x permuted per 16-element
-// block (evens, then odds) over the first in − in mod 16 inputs. A group of
-// exactly 32 (int4-g32) is one straight block per row, its two partial sums
-// scaled into the row's total at once: no loop or accumulator state per
-// group, so the 4 rows' totals and x stay in registers.
+// block (evens, then odds) over the first in − in mod 16 inputs. int4-g32
+// goes by blocks of 8 groups (q4_g32_blocks); any other whole group of 32 is
+// one straight block per row, its two partial sums scaled into the row's
+// total at once.
 template <int R>
 void q4_rows(const PackedGemmArgs& a, int64_t o0, const float* x, const float* xp) {
   const int64_t in = a.in, groups = (in + a.group - 1) / a.group;
@@ -117,13 +158,11 @@ void q4_rows(const PackedGemmArgs& a, int64_t o0, const float* x, const float* x
     total[r] = _mm256_setzero_ps();
     tail_total[r] = 0;
   }
-  for (int64_t g = 0; g < groups; ++g) {
+  for (int64_t g = a.group == 32 ? q4_g32_blocks<R>(a, row, sc, xp, total) : 0; g < groups; ++g) {
     const int64_t j0 = g * a.group, n = std::min(in, j0 + a.group) - j0;
     if (n == 32) {
       if ((g & 3) == 0)  // one prefetch per 64 bytes of each row
-        for (int r = 0; r < R; ++r)
-          _mm_prefetch(reinterpret_cast<const char*>(row[r] + j0 / 2 + kPrefetchBytes),
-                       _MM_HINT_T0);
+        for (int r = 0; r < R; ++r) prefetch_next_pass(row[r] + j0 / 2, R * in / 2);
       const float* xg = xp + j0;
       for (int r = 0; r < R; ++r) {
         __m256 lo0, hi0, lo1, hi1;
@@ -142,9 +181,7 @@ void q4_rows(const PackedGemmArgs& a, int64_t o0, const float* x, const float* x
     const float* xg = xp + j0;
     int64_t j = 0;
     for (; j + 32 <= n; j += 32) {
-      for (int r = 0; r < R; ++r)
-        _mm_prefetch(reinterpret_cast<const char*>(row[r] + (j0 + j) / 2 + kPrefetchBytes),
-                     _MM_HINT_T0);
+      for (int r = 0; r < R; ++r) prefetch_next_pass(row[r] + (j0 + j) / 2, R * in / 2);
       const __m256 xe0 = _mm256_loadu_ps(xg + j), xo0 = _mm256_loadu_ps(xg + j + 8);
       const __m256 xe1 = _mm256_loadu_ps(xg + j + 16), xo1 = _mm256_loadu_ps(xg + j + 24);
       for (int r = 0; r < R; ++r) {
