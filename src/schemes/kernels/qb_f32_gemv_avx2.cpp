@@ -221,16 +221,21 @@ void q4_rows(const PackedGemmArgs& a, int64_t o0, const float* x, const float* x
 
 // Every row: blocks of kRows rows handed to OpenMP threads kTaskRows rows at a
 // time (whole cache lines of y per task: no false sharing), the last out mod
-// kRows rows one by one.
+// kRows rows one by one. Below kParallelMinWeights no parallel region is
+// entered at all (a decode step of a small model makes dozens of such calls).
 template <class Rows, class Row>
 void over_rows(const PackedGemmArgs& a, const Rows& rows, const Row& row) {
   constexpr int64_t kTaskRows = avx2::kRowsPerTask;
   static_assert(kTaskRows % kRows == 0 && kTaskRows * sizeof(float) % 64 == 0);
   const int64_t full = a.out / kRows * kRows, tasks = (full + kTaskRows - 1) / kTaskRows;
-#pragma omp parallel for schedule(dynamic, 1) if (a.out * a.in >= avx2::kParallelMinWeights)
-  for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t end = std::min(full, (t + 1) * kTaskRows);
-    for (int64_t o = t * kTaskRows; o < end; o += kRows) rows(o);
+  if (a.out * a.in >= avx2::kParallelMinWeights) {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t end = std::min(full, (t + 1) * kTaskRows);
+      for (int64_t o = t * kTaskRows; o < end; o += kRows) rows(o);
+    }
+  } else {
+    for (int64_t o = 0; o < full; o += kRows) rows(o);
   }
   for (int64_t o = full; o < a.out; ++o) row(o);
 }
