@@ -121,7 +121,7 @@ int64_t q4_g32_blocks(const PackedGemmArgs& a, const uint8_t* const (&row)[R],
       prefetch_next_pass(w + 64, R * a.in / 2);
       _mm256_store_ps(
           sv, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc[r] + 8 * blk))));
-      __m256 t = total[r];
+      __m256 t[2] = {total[r], _mm256_setzero_ps()};  // two chains: even and odd groups
       for (int k = 0; k < 8; ++k) {
         __m256 lo0, hi0, lo1, hi1;
         nibbles16(w + 16 * k, lo0, hi0);
@@ -131,9 +131,9 @@ int64_t q4_g32_blocks(const PackedGemmArgs& a, const uint8_t* const (&row)[R],
         p = _mm256_fmadd_ps(hi0, _mm256_loadu_ps(xg + 8), p);
         p = _mm256_fmadd_ps(lo1, _mm256_loadu_ps(xg + 16), p);
         p = _mm256_fmadd_ps(hi1, _mm256_loadu_ps(xg + 24), p);
-        t = _mm256_fmadd_ps(p, _mm256_broadcast_ss(sv + k), t);
+        t[k % 2] = _mm256_fmadd_ps(p, _mm256_broadcast_ss(sv + k), t[k % 2]);
       }
-      total[r] = t;
+      total[r] = _mm256_add_ps(t[0], t[1]);
     }
   }
   return blocks * 8;
