@@ -111,7 +111,7 @@ inline void nibbles16(const uint8_t* p, __m256& lo, __m256& hi) {
 template <int R>
 int64_t q4_g32_blocks(const PackedGemmArgs& a, const uint8_t* const (&row)[R],
                       const uint16_t* const (&sc)[R], const float* xp, __m256 (&total)[R]) {
-  const int64_t blocks = a.in / 256;
+  const int64_t blocks = a.in / 256, groups = (a.in + 31) / 32;
   alignas(32) float sv[8];
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const float* xb = xp + blk * 256;
@@ -119,6 +119,9 @@ int64_t q4_g32_blocks(const PackedGemmArgs& a, const uint8_t* const (&row)[R],
       const uint8_t* w = row[r] + blk * 128;
       prefetch_next_pass(w, R * a.in / 2);
       prefetch_next_pass(w + 64, R * a.in / 2);
+      // The scales are a stream of their own ([out, groups] f16, 1/16 of the
+      // codes' bytes): too short per row for the hardware prefetchers as well.
+      if ((blk & 3) == 0) prefetch_next_pass(sc[r] + 8 * blk, R * groups * 2);
       _mm256_store_ps(
           sv, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc[r] + 8 * blk))));
       __m256 t[2] = {total[r], _mm256_setzero_ps()};  // two chains: even and odd groups
