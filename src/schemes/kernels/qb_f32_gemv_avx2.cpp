@@ -142,6 +142,57 @@ int64_t q4_g32_blocks(const PackedGemmArgs& a, const uint8_t* const (&row)[R],
   return blocks * 8;
 }
 
+// One group g (inputs j0 … j0+n−1) of rows o0 … o0+R−1 of any length, added
+// into total / tail_total (a multiple of 16 inputs but a row's last group).
+// Out of line: its accumulators would otherwise be set up on the stack on
+// every group of q4_rows, the int4-g32 path's included.
+template <int R>
+[[gnu::noinline]] void q4_group(const PackedGemmArgs& a, int64_t o0, const uint8_t* const (&row)[R],
+                                const uint16_t* const (&sc)[R], int64_t g, int64_t j0, int64_t n,
+                                const float* x, const float* xp, __m256 (&total)[R],
+                                float (&tail_total)[R]) {
+  const int64_t in = a.in;
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const float* xg = xp + j0;
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    for (int r = 0; r < R; ++r) prefetch_next_pass(row[r] + (j0 + j) / 2, R * in / 2);
+    const __m256 xe0 = _mm256_loadu_ps(xg + j), xo0 = _mm256_loadu_ps(xg + j + 8);
+    const __m256 xe1 = _mm256_loadu_ps(xg + j + 16), xo1 = _mm256_loadu_ps(xg + j + 24);
+    for (int r = 0; r < R; ++r) {
+      __m256 lo, hi;
+      nibbles16(row[r] + (j0 + j) / 2, lo, hi);
+      acc[r][0] = _mm256_fmadd_ps(lo, xe0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(hi, xo0, acc[r][1]);
+      nibbles16(row[r] + (j0 + j) / 2 + 8, lo, hi);
+      acc[r][0] = _mm256_fmadd_ps(lo, xe1, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(hi, xo1, acc[r][1]);
+    }
+  }
+  for (; j + 16 <= n; j += 16) {
+    const __m256 xe = _mm256_loadu_ps(xg + j), xo = _mm256_loadu_ps(xg + j + 8);
+    for (int r = 0; r < R; ++r) {
+      __m256 lo, hi;
+      nibbles16(row[r] + (j0 + j) / 2, lo, hi);
+      acc[r][0] = _mm256_fmadd_ps(lo, xe, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(hi, xo, acc[r][1]);
+    }
+  }
+  // Only the row's last group can end off a 16-block: its tail in x's own order.
+  float tail[R] = {};
+  for (; j < n; ++j)
+    for (int r = 0; r < R; ++r)
+      tail[r] +=
+          static_cast<float>(detail::get_code(a.codes, a.code_bytes, (o0 + r) * in + j0 + j, 4)) *
+          x[j0 + j];
+  for (int r = 0; r < R; ++r) {
+    total[r] =
+        _mm256_fmadd_ps(_mm256_add_ps(acc[r][0], acc[r][1]), f16_broadcast(sc[r][g]), total[r]);
+    tail_total[r] += tail[r] * _cvtsh_ss(sc[r][g]);
+  }
+}
+
 // y[o0 … o0+R−1] for int4 codes: `in` even, groups a multiple of 16 inputs
 // or one group per row (q4_gemv_supported); xp is x permuted per 16-element
 // block (evens, then odds) over the first in − in mod 16 inputs. int4-g32
@@ -179,45 +230,7 @@ void q4_rows(const PackedGemmArgs& a, int64_t o0, const float* x, const float* x
       }
       continue;
     }
-    __m256 acc[R][2];
-    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    const float* xg = xp + j0;
-    int64_t j = 0;
-    for (; j + 32 <= n; j += 32) {
-      for (int r = 0; r < R; ++r) prefetch_next_pass(row[r] + (j0 + j) / 2, R * in / 2);
-      const __m256 xe0 = _mm256_loadu_ps(xg + j), xo0 = _mm256_loadu_ps(xg + j + 8);
-      const __m256 xe1 = _mm256_loadu_ps(xg + j + 16), xo1 = _mm256_loadu_ps(xg + j + 24);
-      for (int r = 0; r < R; ++r) {
-        __m256 lo, hi;
-        nibbles16(row[r] + (j0 + j) / 2, lo, hi);
-        acc[r][0] = _mm256_fmadd_ps(lo, xe0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(hi, xo0, acc[r][1]);
-        nibbles16(row[r] + (j0 + j) / 2 + 8, lo, hi);
-        acc[r][0] = _mm256_fmadd_ps(lo, xe1, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(hi, xo1, acc[r][1]);
-      }
-    }
-    for (; j + 16 <= n; j += 16) {
-      const __m256 xe = _mm256_loadu_ps(xg + j), xo = _mm256_loadu_ps(xg + j + 8);
-      for (int r = 0; r < R; ++r) {
-        __m256 lo, hi;
-        nibbles16(row[r] + (j0 + j) / 2, lo, hi);
-        acc[r][0] = _mm256_fmadd_ps(lo, xe, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(hi, xo, acc[r][1]);
-      }
-    }
-    // Only the row's last group can end off a 16-block: its tail in x's own order.
-    float tail[R] = {};
-    for (; j < n; ++j)
-      for (int r = 0; r < R; ++r)
-        tail[r] +=
-            static_cast<float>(detail::get_code(a.codes, a.code_bytes, (o0 + r) * in + j0 + j, 4)) *
-            x[j0 + j];
-    for (int r = 0; r < R; ++r) {
-      total[r] =
-          _mm256_fmadd_ps(_mm256_add_ps(acc[r][0], acc[r][1]), f16_broadcast(sc[r][g]), total[r]);
-      tail_total[r] += tail[r] * _cvtsh_ss(sc[r][g]);
-    }
+    q4_group<R>(a, o0, row, sc, g, j0, n, x, xp, total, tail_total);
   }
   for (int r = 0; r < R; ++r) a.y[o0 + r] = hsum(total[r]) + tail_total[r];
 }
