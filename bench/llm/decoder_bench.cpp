@@ -49,6 +49,8 @@ BENCHMARK_CAPTURE(BM_Stories260KDecode128, int8, std::string("int8"))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Stories260KDecode128, int4, std::string("int4"))
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Stories260KDecode128, int4_g32, std::string("int4-g32"))
+    ->Unit(benchmark::kMillisecond);
 
 // compare_models at its defaults (16 sequences × 128 tokens) against int4.
 void BM_Stories260KCompareInt4(benchmark::State& state) {

@@ -23,13 +23,11 @@
 #include <omp.h>
 
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "tailor/core/rng.h"
-#include "tailor/schemes/registry.h"
+#include "bench_inputs.h"
 
 namespace {
 
@@ -37,24 +35,7 @@ using tailor::Tensor;
 using tailor::schemes::Encoded;
 
 const std::vector<float>& values(int64_t n, uint64_t seed) {
-  static std::map<std::pair<int64_t, uint64_t>, std::vector<float>> cache;
-  auto& v = cache[{n, seed}];
-  if (v.empty()) {
-    tailor::Rng rng(seed);
-    v.resize(static_cast<size_t>(n));
-    for (float& x : v) x = static_cast<float>(0.02 * rng.normal());
-  }
-  return v;
-}
-
-// W [out, in] drawn once per shape (seed 1); X [1, in] (seed 2).
-const Encoded& encoded(const std::string& label, int64_t out, int64_t in) {
-  static std::map<std::string, std::unique_ptr<Encoded>> cache;
-  auto& e = cache[label + "/" + std::to_string(out) + "x" + std::to_string(in)];
-  if (!e)
-    e = tailor::schemes::parse_scheme(label).encode(
-        Tensor::from_f32({out, in}, values(out * in, 1)));
-  return *e;
+  return tailor::bench::normal_values(n, seed, 0.02);
 }
 
 void set_gbs(benchmark::State& state, double bytes) {
@@ -64,10 +45,9 @@ void set_gbs(benchmark::State& state, double bytes) {
 
 void BM_TailorGemv(benchmark::State& state, std::string label) {
   const int64_t out = state.range(0), in = state.range(1);
-  const int threads = static_cast<int>(state.range(2));
-  const Encoded& e = encoded(label, out, in);
+  const Encoded& e = tailor::bench::encoded_weight(label, out, in, 0.02);
   const Tensor x = Tensor::from_f32({1, in}, values(in, 2));
-  omp_set_num_threads(threads);
+  tailor::bench::set_threads(state, 2);
   for (auto _ : state) {
     Tensor y = e.matmul(x);
     benchmark::DoNotOptimize(y.raw());
@@ -76,19 +56,9 @@ void BM_TailorGemv(benchmark::State& state, std::string label) {
   state.SetLabel(std::to_string(e.bytes()) + " B");
 }
 
-// Sum of 256 MiB of f32 (far beyond the caches) on `threads` OpenMP threads.
 void BM_StreamRead(benchmark::State& state) {
-  const int64_t n = int64_t{64} << 20;
-  static std::vector<float> buf(static_cast<size_t>(n), 1.0f);
-  omp_set_num_threads(static_cast<int>(state.range(0)));
-  for (auto _ : state) {
-    float total = 0;
-#pragma omp parallel for simd reduction(+ : total) schedule(static)
-    for (int64_t i = 0; i < n; ++i) total += buf[static_cast<size_t>(i)];
-    benchmark::DoNotOptimize(total);
-  }
-  state.counters["read_GB/s"] =
-      benchmark::Counter(4.0 * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  tailor::bench::set_threads(state, 0);
+  tailor::bench::stream_read(state);
 }
 
 // The part of ggml's public C API the bench calls, resolved with dlsym.
@@ -179,9 +149,8 @@ void BM_GgmlGemv(benchmark::State& state, int type) {
 const bool registered = [] {
   const std::vector<std::vector<int64_t>> shapes{{4096, 14336}, {14336, 4096}};
   auto args = [&](benchmark::internal::Benchmark* b) {
-    for (const auto& s : shapes)
-      for (int64_t t : {1, 2}) b->Args({s[0], s[1], t});
-    b->ArgNames({"out", "in", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+    tailor::bench::shapes_by_threads(b, shapes, {1, 2}, {"out", "in", "threads"});
+    b->Unit(benchmark::kMillisecond)->UseRealTime();
   };
   for (const char* label : {"int8", "int4", "int4-g32", "int8-a8"})
     args(benchmark::RegisterBenchmark(("BM_TailorGemv/" + std::string(label)).c_str(),

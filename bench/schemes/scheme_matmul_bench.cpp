@@ -10,14 +10,11 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
-#include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "tailor/core/rng.h"
+#include "bench_inputs.h"
 #include "tailor/linalg/blas.h"
-#include "tailor/schemes/registry.h"
 
 namespace {
 
@@ -27,14 +24,7 @@ using tailor::schemes::Encoded;
 constexpr int64_t kN = 4096;
 
 const std::vector<float>& values(int64_t n, uint64_t seed) {
-  static std::map<std::pair<int64_t, uint64_t>, std::vector<float>> cache;
-  auto& v = cache[{n, seed}];
-  if (v.empty()) {
-    tailor::Rng rng(seed);
-    v.resize(static_cast<size_t>(n));
-    for (float& x : v) x = static_cast<float>(0.02 * rng.normal());
-  }
-  return v;
+  return tailor::bench::normal_values(n, seed, 0.02);
 }
 
 const Tensor& weight() {
@@ -43,10 +33,7 @@ const Tensor& weight() {
 }
 
 const Encoded& encoded(const std::string& label) {
-  static std::map<std::string, std::unique_ptr<Encoded>> cache;
-  auto& e = cache[label];
-  if (!e) e = tailor::schemes::parse_scheme(label).encode(weight());
-  return *e;
+  return tailor::bench::encoded_weight(label, kN, kN, 0.02);
 }
 
 void set_counters(benchmark::State& state, double bytes, double macs) {
@@ -113,16 +100,7 @@ BENCHMARK(BM_LimitSgemm)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime(
 // Machine limit 2: streaming read of 256 MiB (vectorized sum, OpenMP threads), far
 // beyond the caches: the bandwidth a weight-bound GEMV can at best reach.
 void BM_LimitStreamRead(benchmark::State& state) {
-  const int64_t n = int64_t{64} << 20;  // floats
-  static std::vector<float> buf(static_cast<size_t>(n), 1.0f);
-  for (auto _ : state) {
-    float total = 0;
-#pragma omp parallel for simd reduction(+ : total) schedule(static)
-    for (int64_t i = 0; i < n; ++i) total += buf[static_cast<size_t>(i)];
-    benchmark::DoNotOptimize(total);
-  }
-  state.counters["read_GB/s"] =
-      benchmark::Counter(4.0 * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  tailor::bench::stream_read(state);
 }
 BENCHMARK(BM_LimitStreamRead)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -12,14 +12,11 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
-#include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "tailor/core/rng.h"
+#include "bench_inputs.h"
 #include "tailor/linalg/blas.h"
-#include "tailor/schemes/registry.h"
 
 namespace {
 
@@ -27,23 +24,7 @@ using tailor::Tensor;
 using tailor::schemes::Encoded;
 
 const std::vector<float>& values(int64_t n, uint64_t seed) {
-  static std::map<std::pair<int64_t, uint64_t>, std::vector<float>> cache;
-  auto& v = cache[{n, seed}];
-  if (v.empty()) {
-    tailor::Rng rng(seed);
-    v.resize(static_cast<size_t>(n));
-    for (float& x : v) x = static_cast<float>(rng.normal());
-  }
-  return v;
-}
-
-const Encoded& encoded(const std::string& label, int64_t out, int64_t in) {
-  static std::map<std::string, std::unique_ptr<Encoded>> cache;
-  auto& e = cache[label + "/" + std::to_string(out) + "x" + std::to_string(in)];
-  if (!e)
-    e = tailor::schemes::parse_scheme(label).encode(
-        Tensor::from_f32({out, in}, values(out * in, 1)));
-  return *e;
+  return tailor::bench::normal_values(n, seed, 1.0);
 }
 
 void set_gflops(benchmark::State& state, int64_t pix, int64_t out, int64_t in) {
@@ -53,8 +34,8 @@ void set_gflops(benchmark::State& state, int64_t pix, int64_t out, int64_t in) {
 
 void BM_Scheme(benchmark::State& state, std::string label) {
   const int64_t pix = state.range(0), out = state.range(1), in = state.range(2);
-  omp_set_num_threads(static_cast<int>(state.range(3)));
-  const Encoded& e = encoded(label, out, in);
+  tailor::bench::set_threads(state, 3);
+  const Encoded& e = tailor::bench::encoded_weight(label, out, in, 1.0);
   const Tensor x = Tensor::from_f32({pix, in}, values(pix * in, 2));
   for (auto _ : state) {
     Tensor y = e.matmul(x);
@@ -65,7 +46,7 @@ void BM_Scheme(benchmark::State& state, std::string label) {
 
 void BM_OpenblasSgemm(benchmark::State& state) {
   const int64_t pix = state.range(0), out = state.range(1), in = state.range(2);
-  omp_set_num_threads(static_cast<int>(state.range(3)));
+  tailor::bench::set_threads(state, 3);
   const std::vector<float>& w = values(out * in, 1);
   const std::vector<float>& x = values(pix * in, 2);
   std::vector<float> y(static_cast<size_t>(pix * out));
@@ -83,9 +64,8 @@ const bool registered = [] {
       {3840, 64, 32},  {3840, 64, 64},  {1920, 128, 64}, {1920, 128, 128}, {960, 240, 128},
       {960, 240, 240}, {480, 480, 240}, {480, 480, 480}, {240, 480, 480}};
   auto args = [&](benchmark::internal::Benchmark* b) {
-    for (const auto& s : shapes)
-      for (int64_t t : {1, 2}) b->Args({s[0], s[1], s[2], t});
-    b->ArgNames({"pix", "out", "in", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+    tailor::bench::shapes_by_threads(b, shapes, {1, 2}, {"pix", "out", "in", "threads"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
   };
   args(benchmark::RegisterBenchmark("BM_Scheme/int8-a8", BM_Scheme, std::string("int8-a8")));
   args(benchmark::RegisterBenchmark("BM_Scheme/int8", BM_Scheme, std::string("int8")));

@@ -92,6 +92,24 @@ void s24_f32_gemm_avx2(const Sparse24GemmArgs& args);
 /// tiles of X rows × Ŵ rows; int32 lanes are reduced every 2^16 inputs.
 void q8_q8_gemm_avx2(const PackedGemmArgs& args);
 
+/// Batch-1 GEMV (LLM decode) on int8 / int4 codes, AVX2/FMA/F16C, the same
+/// product and f32 arithmetic as q8/q4_f32_gemm_ref at batch 1 (weight-only:
+/// x is not rounded; sums in another order, so within f32 rounding of the
+/// reference). Built to stream the weights: 4 rows of Ŵ per pass share each
+/// load of x, two accumulators per row, software prefetch on every row,
+/// codes widened straight from memory (VPMOVSXBD; int4 nibbles by shifts,
+/// against x permuted once per call). Rows split across OpenMP threads in
+/// tasks of whole cache lines of y. q8/q4_f32_gemm_avx2 call these at batch
+/// 1. Throws tailor::Error unless batch is 1; q4 also needs
+/// q4_gemv_supported(args).
+void q8_f32_gemv_avx2(const PackedGemmArgs& args);
+void q4_f32_gemv_avx2(const PackedGemmArgs& args);
+/// Whether q4_f32_gemv_avx2 takes `args`: batch 1, an even `in`, and groups
+/// of a multiple of 16 inputs or one group per row (group ≥ in).
+inline bool q4_gemv_supported(const PackedGemmArgs& args) {
+  return args.batch == 1 && args.in % 2 == 0 && (args.group >= args.in || args.group % 16 == 0);
+}
+
 /// Instruction sets a kernel table exists for (tailor/core/cpu.h, shared with
 /// the runtime kernels' registry).
 using tailor::Isa;

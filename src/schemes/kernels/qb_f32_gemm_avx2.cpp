@@ -308,7 +308,11 @@ void fused_batch(const PackedGemmArgs& a) {
 
 template <int Bits>
 void gemm(const PackedGemmArgs& a) {
-  if (a.batch > avx2::kFusedMaxBatch) {
+  if (Bits == 8 && a.batch == 1) {
+    q8_f32_gemv_avx2(a);
+  } else if (Bits == 4 && q4_gemv_supported(a)) {
+    q4_f32_gemv_avx2(a);
+  } else if (a.batch > avx2::kFusedMaxBatch) {
     avx2::panel_gemm(a.out, a.in, a.x, a.batch, a.y,
                      [&a](int64_t o, float* row) { decode_row<Bits>(a, o, row); });
   } else if (Bits == 4 && a.group == 32 && a.in % 2 == 0) {

@@ -73,6 +73,82 @@ TEST_F(GemmKernels, PackedAvx2MatchesReference) {
       }
 }
 
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+// Batch-1 GEMV kernels against the exact product (double over the same codes
+// and f16 scales). Each output is a sum of `in` products plus one scale
+// multiply per group, so f32 in any order is within γ = (in + 2)·u/(1 −
+// (in + 2)·u) · Σ_j |s·q_j·x_j| of it (Higham, Accuracy and Stability, §3.1;
+// u = 2^-24); the reference is held to the same bound. Shapes: rows not a
+// multiple of the 4-row pass nor of a thread's task, `in` off the 32- and
+// 16-input steps (odd for int8), groups of 16…128 with a short last one; a NaN
+// in x makes every output NaN.
+TEST_F(GemmKernels, GemvAvx2WithinF32RoundingOfTheExactProduct) {
+  struct GemvCase {
+    int bits;
+    int64_t out, in, group;  // group 0: per channel
+  };
+  const std::vector<GemvCase> cases{
+      {8, 1, 1, 0},     {8, 5, 13, 0},   {8, 7, 33, 0},     {8, 130, 1001, 0},
+      {8, 67, 262, 32}, {8, 9, 200, 7},  {8, 3, 4098, 128}, {4, 1, 2, 0},
+      {4, 5, 14, 0},    {4, 7, 46, 0},   {4, 130, 1000, 0}, {4, 67, 262, 32},
+      {4, 9, 200, 16},  {4, 6, 208, 48}, {4, 3, 4098, 128}, {4, 69, 4096, 32}};
+  Rng rng(80);
+  for (const GemvCase& c : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.bits << "-bit " << c.out << "x" << c.in << " group " << c.group);
+    const int64_t group = c.group == 0 ? c.in : c.group;
+    const int64_t groups = (c.in + group - 1) / group;
+    std::vector<uint8_t> codes((static_cast<uint64_t>(c.out * c.in) * c.bits + 7) / 8);
+    for (uint8_t& b : codes) b = static_cast<uint8_t>(rng.next_u64());
+    std::vector<uint16_t> scales(static_cast<size_t>(c.out * groups));
+    for (uint16_t& s : scales) s = f32_to_f16(static_cast<float>(0.01 + rng.uniform(0, 1)));
+    std::vector<float> x = normals(c.in, rng);
+    auto code = [&](int64_t i) -> int {
+      if (c.bits == 8) return static_cast<int8_t>(codes[static_cast<size_t>(i)]);
+      const int nib = (codes[static_cast<size_t>(i / 2)] >> (4 * (i % 2))) & 0xF;
+      return nib >= 8 ? nib - 16 : nib;
+    };
+    std::vector<float> want(static_cast<size_t>(c.out), -1.0f), got = want;
+    PackedGemmArgs a{codes.data(), codes.size(), scales.data(), c.out, c.in, group, x.data(), 1,
+                     want.data()};
+    gemm_kernels(Isa::ref).packed(c.bits)(a);
+    a.y = got.data();
+    ASSERT_TRUE(c.bits == 8 || q4_gemv_supported(a));
+    (c.bits == 8 ? q8_f32_gemv_avx2 : q4_f32_gemv_avx2)(a);
+    const double nu = static_cast<double>(c.in + 2) * 0x1p-24;
+    for (int64_t o = 0; o < c.out; ++o) {
+      double exact = 0, magnitude = 0;
+      for (int64_t j = 0; j < c.in; ++j) {
+        const double t =
+            static_cast<double>(f16_to_f32(scales[static_cast<size_t>(o * groups + j / group)])) *
+            code(o * c.in + j) * x[static_cast<size_t>(j)];
+        exact += t;
+        magnitude += std::abs(t);
+      }
+      const double bound = nu / (1 - nu) * magnitude;
+      EXPECT_LE(std::abs(got[static_cast<size_t>(o)] - exact), bound) << "row " << o;
+      EXPECT_LE(std::abs(want[static_cast<size_t>(o)] - exact), bound) << "row " << o;
+    }
+    x[static_cast<size_t>(c.in / 2)] = std::nanf("");
+    (c.bits == 8 ? q8_f32_gemv_avx2 : q4_f32_gemv_avx2)(a);
+    for (float y : got) EXPECT_TRUE(std::isnan(y));
+  }
+  // Batches other than 1, and int4 shapes the nibble layout cannot take, are refused.
+  std::vector<uint8_t> codes(64);
+  std::vector<uint16_t> scales(8, f32_to_f16(1.0f));
+  std::vector<float> x(64), y(8);
+  PackedGemmArgs a{codes.data(), codes.size(), scales.data(), 2, 15, 15, x.data(), 2, y.data()};
+  EXPECT_THROW(q8_f32_gemv_avx2(a), Error);
+  a.batch = 1;
+  EXPECT_FALSE(q4_gemv_supported(a));  // odd in
+  EXPECT_THROW(q4_f32_gemv_avx2(a), Error);
+  a.in = 40;
+  a.group = 20;
+  EXPECT_FALSE(q4_gemv_supported(a));  // groups off the 16-input blocks
+  EXPECT_THROW(q4_f32_gemv_avx2(a), Error);
+}
+#endif
+
 TEST_F(GemmKernels, Sparse24Avx2MatchesReference) {
   Rng rng(78);
   for (const Case& c : kCases)
