@@ -56,7 +56,7 @@ class Reader {
             detail::strip_onnx_payloads(std::span<const std::byte>(file->data(), file->size()),
                                         fs::path(path_).filename().string(), kMappedMinBytes);
       } catch (const Error& e) {
-        fail(std::string(e.what()));
+        fail("not a valid ONNX model: " + std::string(e.what()));
       }
       if (structure.size() >= (size_t{1} << 31))
         fail("the model's structure without its weight payloads is " +
@@ -75,7 +75,7 @@ class Reader {
           detail::strip_onnx_payloads(std::span<const std::byte>(file->data(), file->size()),
                                       fs::path(path_).filename().string(), SIZE_MAX);
         } catch (const Error& e) {
-          fail(std::string(e.what()));
+          fail("not a valid ONNX model: " + std::string(e.what()));
         }
         fail("not a valid ONNX model (protobuf parse failed)");
       }
