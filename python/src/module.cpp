@@ -240,10 +240,18 @@ PlanHandle make_plan(const ProfileHandle& h, const std::string& budget_text,
   return PlanHandle{plan::solve_plans(profile, problem, {solver}, options, objective).front()};
 }
 
+/// Option `key` of `options` into `field` (popped); a value of the wrong type
+/// or range is an Error naming the key (the Python layer checks each first).
 template <class T>
 void take(py::dict& options, const char* key, T& field) {
   if (options.contains(key)) {
-    field = options[key].cast<T>();
+    const py::object value = options[key];
+    try {
+      field = value.cast<T>();
+    } catch (const py::cast_error&) {
+      throw Error(key, std::string("a value of type ") + Py_TYPE(value.ptr())->tp_name +
+                           " does not fit this option");
+    }
     options.attr("pop")(key);
   }
 }

@@ -48,11 +48,117 @@ class ProgressEvent:
     message: str
 
 
+def _arg_error(name, what):
+    """A tailor.Error for argument `name`, as the library's own ("name: what")."""
+    e = Error(f"{name}: {what}")
+    e.source, e.message = name, what
+    return e
+
+
+def _shown(value):
+    """`value` in a message: its type and a one-line repr of at most 40 characters."""
+    r = repr(value).replace("\n", " ")
+    return f"{type(value).__name__} {r if len(r) <= 40 else r[:37] + '...'}"
+
+
+def _integer(value, name, lo, hi):
+    """`value` as an int in lo..hi (a Python or numpy integer, not a bool)."""
+    if isinstance(value, (bool, _np.bool_)) or not isinstance(value, (int, _np.integer)):
+        raise _arg_error(name, f"expected an integer, got {_shown(value)}")
+    if not lo <= int(value) <= hi:
+        raise _arg_error(name, f"{int(value)} is outside {lo}..{hi}")
+    return int(value)
+
+
+_INT32 = (-2**31, 2**31 - 1)
+_INT64 = (-2**63, 2**63 - 1)
+_UINT64 = (0, 2**64 - 1)
+
+
+def _number(value, name):
+    """`value` as a float (a Python or numpy real number, not a bool)."""
+    if isinstance(value, (bool, _np.bool_)) or not isinstance(value, (int, float, _np.integer,
+                                                                       _np.floating)):
+        raise _arg_error(name, f"expected a number, got {_shown(value)}")
+    return float(value)
+
+
+def _flag(value, name):
+    if not isinstance(value, (bool, _np.bool_)):
+        raise _arg_error(name, f"expected True or False, got {_shown(value)}")
+    return bool(value)
+
+
+def _text(value, name, optional=False):
+    """`value` as a str (None passes through when `optional`)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise _arg_error(name, f"expected a string, got {_shown(value)}")
+    return value
+
+
+def _path(value, name, optional=False):
+    """`value` (str or os.PathLike) as a str path (None passes through when `optional`)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, (str, _os.PathLike)):
+        raise _arg_error(name, f"expected a path (str or os.PathLike), got {_shown(value)}")
+    path = _os.fspath(value)
+    if not isinstance(path, str):
+        raise _arg_error(name, f"expected a str path, got {_shown(path)}")
+    return path
+
+
+def _texts(value, name, optional=False):
+    """A list of str from a list/tuple of str or one comma-separated str."""
+    if value is None and optional:
+        return None
+    if isinstance(value, str):
+        return [s.strip() for s in value.split(",")]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(s, str) for s in value):
+        raise _arg_error(name, f"expected a list of strings, got {_shown(value)}")
+    return list(value)
+
+
+def _budget(value):
+    """A budget ("25%", "4.5bpw", "300MB", or bytes as an int or a str)."""
+    if isinstance(value, (int, _np.integer)) and not isinstance(value, (bool, _np.bool_)):
+        return str(int(value))
+    if not isinstance(value, str):
+        raise _arg_error("budget", "expected a string such as '25%', '4.5bpw' or '300MB', or a "
+                                   f"byte count, got {_shown(value)}")
+    return value
+
+
+def _triple(value, name):
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise _arg_error(name, f"expected 3 numbers (R, G, B), got {_shown(value)}")
+    return [_number(v, name) for v in value]
+
+
+# compress()'s options: how each is checked (the flags of `tailor compress`).
+_COMPRESS_OPTIONS = {
+    "solver": _text, "objective": _text, "uniform": _text, "task": _text,
+    "seed": lambda v, n: _integer(v, n, *_UINT64),
+    "calib": _path, "ocr_lines": _path, "ocr_keys": _path,
+    "report": _flag, "cache": _flag,
+    "schemes": _texts,
+    "min_params": lambda v, n: _integer(v, n, *_INT64),
+    "threads": lambda v, n: _integer(v, n, *_INT32),
+    "inputs": lambda v, n: _integer(v, n, *_INT32),
+    "sequences": lambda v, n: _integer(v, n, *_INT32),
+    "length": lambda v, n: _integer(v, n, *_INT32),
+    "image_mean": _triple, "image_std": _triple,
+}
+
+
 def _progress(fn):
     if fn is None:
         return None
     if not callable(fn):
-        raise TypeError("progress must be callable (it receives a tailor.ProgressEvent)")
+        raise _arg_error("progress", "expected a callable (it receives a tailor.ProgressEvent), "
+                                     f"got {_shown(fn)}")
     return lambda e: fn(ProgressEvent(*e))
 
 
@@ -285,12 +391,17 @@ class CompressResult:
 def load(path) -> Model:
     """Loads a model as `tailor profile` reads it: ONNX, safetensors (file or
     HF folder), GGUF or a llama2.c .bin. Raises tailor.Error naming the file."""
-    return Model(_tailor.load(_os.fspath(path)))
+    return Model(_tailor.load(_path(path, "path")))
+
+
+def _model(model, name):
+    if not isinstance(model, Model):
+        raise _arg_error(name, f"expected a tailor.Model (tailor.load), got {_shown(model)}")
 
 
 def _feeds(feeds, what):
     if not isinstance(feeds, dict):
-        raise TypeError(f"{what} must be a dict {{input name: numpy array}}")
+        raise _arg_error(what, f"expected a dict {{input name: numpy array}}, got {_shown(feeds)}")
     out = {}
     for name, value in feeds.items():
         a = _np.ascontiguousarray(value)
@@ -311,13 +422,15 @@ def profile(model: Model, schemes: Optional[Sequence[str]] = None, calib=None,
     profile cache. `damage_inputs`: a list of {input: array} calibration
     inputs; every candidate's output damage is then measured on them (ONNX).
     `progress` gets a ProgressEvent per layer done."""
-    if isinstance(schemes, str):
-        schemes = [s.strip() for s in schemes.split(",")]
+    _model(model, "model")
+    schemes = _texts(schemes, "schemes", optional=True)
     inputs = None if damage_inputs is None else [_feeds(f, "each damage input")
                                                   for f in damage_inputs]
-    handle = _tailor.profile(model._handle, None if schemes is None else list(schemes),
-                             None if calib is None else _os.fspath(calib), layers, min_params,
-                             threads, cache, inputs, _progress(progress))
+    handle = _tailor.profile(model._handle, schemes, _path(calib, "calib", optional=True),
+                             _text(layers, "layers", optional=True),
+                             _integer(min_params, "min_params", *_INT64),
+                             _integer(threads, "threads", *_INT32), _flag(cache, "cache"),
+                             inputs, _progress(progress))
     return Profile(handle)
 
 
@@ -333,8 +446,12 @@ def plan(profile: Profile, budget: str = "25%", solver: str = "exact", *,
     f32 bytes, "4.5bpw", "300MB", bytes), as `tailor plan` does. `solver`:
     exact, greedy, cem, dado or gumbel. `objective`: numel, sum, activation or
     output (default: output when the profile has output damage, else numel)."""
-    return Plan(_tailor.plan(profile._handle, str(budget), solver, objective, seed, time_limit,
-                             threads))
+    if not isinstance(profile, Profile):
+        raise _arg_error("profile", f"expected a tailor.Profile, got {_shown(profile)}")
+    return Plan(_tailor.plan(profile._handle, _budget(budget), _text(solver, "solver"),
+                             _text(objective, "objective", optional=True),
+                             _integer(seed, "seed", *_UINT64), _number(time_limit, "time_limit"),
+                             _integer(threads, "threads", *_INT32)))
 
 
 def compress(path, budget: str, output, progress: Optional[Callable[[ProgressEvent], None]] = None,
@@ -345,12 +462,10 @@ def compress(path, budget: str, output, progress: Optional[Callable[[ProgressEve
     report, schemes (list), min_params, threads, cache, ocr_lines, ocr_keys,
     inputs, sequences, length, image_mean, image_std. `progress` gets a
     ProgressEvent at the start and end of each stage."""
-    if "schemes" in options and isinstance(options["schemes"], str):
-        options["schemes"] = [s.strip() for s in options["schemes"].split(",")]
-    for key in ("calib", "ocr_lines", "ocr_keys"):
-        if key in options:
-            options[key] = _os.fspath(options[key])
-    d = _tailor.compress(_os.fspath(path), str(budget), _os.fspath(output), options,
+    for key, value in options.items():
+        if key in _COMPRESS_OPTIONS:
+            options[key] = _COMPRESS_OPTIONS[key](value, key)
+    d = _tailor.compress(_path(path, "path"), _budget(budget), _path(output, "output"), options,
                          _progress(progress))
     p, prof, v = Plan(d["plan"]), Profile(d["profile"]), d["verification"]
     return CompressResult(
@@ -371,7 +486,9 @@ def run(model: Model, feeds: Dict[str, _np.ndarray], *, passes: str = "all",
     graph order, as numpy arrays over tailor's own buffers (no copy; an output
     that is a model constant is read-only). Raises tailor.Error naming the
     input or node."""
-    return _tailor.run(model._handle, _feeds(feeds, "feeds"), passes, threads)
+    _model(model, "model")
+    return _tailor.run(model._handle, _feeds(feeds, "feeds"), _text(passes, "passes"),
+                       _integer(threads, "threads", *_INT32))
 
 
 def default_schemes() -> List[str]:

@@ -265,6 +265,13 @@ CompressResult compress_model(const CompressOptions& o) {
       if (!ggml_type_of(s))
         throw Error("--gguf", "scheme '" + s + "' has no ggml type (dense, q8_0, q4_0)");
   }
+  // Options that would otherwise be accepted and ignored.
+  if (ck && !o.calib_dir.empty())
+    throw Error("--calib",
+                "applies to ONNX models; a llama checkpoint is verified on sequences "
+                "sampled from itself (--sequences, --length)");
+  if (!o.gguf && !o.tokenizer.empty())
+    throw Error("--tokenizer", "applies only with --gguf (the tokenizer written into model.gguf)");
   std::string out_dir = o.out_dir;
   if (out_dir.empty()) out_dir = fs::path(o.model).filename().stem().string() + ".tailor";
   refuse_foreign(fs::absolute(out_dir).lexically_normal());  // before any work

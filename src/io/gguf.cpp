@@ -26,6 +26,7 @@
 #include "io/byte_cursor.h"
 #include "io/gguf_value_types.h"
 #include "tailor/core/error.h"
+#include "tailor/schemes/ggml_blocks.h"
 
 namespace tailor {
 namespace {
@@ -92,6 +93,11 @@ std::string ggml_type_name(uint32_t t) {
       "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
   if (t < std::size(names)) return names[t];
   return std::to_string(t);
+}
+
+/// The scheme of a ggml block type ("q8_0", "q4_0"); empty for the others.
+std::string block_label(GgmlType t) {
+  return t == GgmlType::q8_0 ? "q8_0" : t == GgmlType::q4_0 ? "q4_0" : "";
 }
 
 bool is_quantized_type(uint32_t t) {
@@ -186,8 +192,8 @@ struct TensorInfo {
   uint64_t begin = 0;  // absolute, filled in once the data section is known
 };
 
-/// Reads one tensor info; Q4_0 and Q8_0 are accepted (as u8 bytes) only with `blocks`.
-TensorInfo read_tensor_info(ByteCursor& c, bool blocks) {
+/// Reads one tensor info; Q4_0 and Q8_0 blocks are u8 bytes.
+TensorInfo read_tensor_info(ByteCursor& c) {
   TensorInfo t;
   t.name = std::string(read_string(c, "tensor name"));
   const std::string& path = c.path();
@@ -207,7 +213,7 @@ TensorInfo read_tensor_info(ByteCursor& c, bool blocks) {
   const auto type = c.read<uint32_t>("tensor type");
   t.offset = c.read<uint64_t>("tensor offset");
   t.type = type;
-  if (blocks && (type == 2 || type == 8)) {
+  if (type == 2 || type == 8) {
     if (n_dims == 0 || ne[0] % 32 != 0)
       throw Error(path, "tensor " + io_detail::quoted(t.name) + " of type " + ggml_type_name(type) +
                             " has rows of " + std::to_string(n_dims ? ne[0] : 0) +
@@ -229,9 +235,10 @@ TensorInfo read_tensor_info(ByteCursor& c, bool blocks) {
       t.dtype = DType::bf16;
       break;
     default: {
-      const std::string why = is_quantized_type(type) ? "quantized types are not read"
-                              : type < 40             ? "only F32, F16 and BF16 tensors are read"
-                                                      : "unknown type";
+      const std::string why = is_quantized_type(type)
+                                  ? "of the quantized types only Q8_0 and Q4_0 are read"
+                              : type < 40 ? "only F32, F16, BF16, Q8_0 and Q4_0 tensors are read"
+                                          : "unknown type";
       throw Error(path, "tensor " + io_detail::quoted(t.name) + " has unsupported GGUF type " +
                             ggml_type_name(type) + " (" + why + ")");
     }
@@ -249,15 +256,21 @@ struct ParsedGguf {
   std::shared_ptr<Storage> storage;
 };
 
-ParsedGguf parse_gguf(const std::string& path, bool blocks);
+ParsedGguf parse_gguf(const std::string& path);
 
 }  // namespace
 
 // Every Error leaving the reader names the file (see attribute_errors).
 graph::Model read_gguf(const std::string& path) {
   return attribute_errors(path, [&] {
-    ParsedGguf p = parse_gguf(path, false);
+    ParsedGguf p = parse_gguf(path);
     for (TensorInfo& t : p.infos) {
+      if (t.dtype == DType::u8) {  // Q8_0 / Q4_0 blocks, decoded to f32
+        const auto* data = reinterpret_cast<const uint8_t*>(p.storage->data()) + t.begin;
+        p.model.graph.add_initializer(
+            t.name, decode_ggml_tensor(static_cast<GgmlType>(t.type), t.shape, data, t.nbytes));
+        continue;
+      }
       // A view of the mapping; copied when the data is not aligned for the dtype
       // (possible only with general.alignment 1 or 2).
       p.model.graph.add_initializer(
@@ -270,7 +283,7 @@ graph::Model read_gguf(const std::string& path) {
 
 std::vector<GgufTensor> read_gguf_tensors(const std::string& path) {
   return attribute_errors(path, [&] {
-    ParsedGguf p = parse_gguf(path, true);
+    ParsedGguf p = parse_gguf(path);
     std::vector<GgufTensor> out;
     for (const TensorInfo& t : p.infos)
       out.push_back({t.name, static_cast<GgmlType>(t.type), t.shape,
@@ -284,9 +297,31 @@ std::string ggml_type_name(GgmlType type) {
   return ggml_type_name(static_cast<uint32_t>(type));
 }
 
+std::unique_ptr<schemes::Encoded> ggml_tensor_encoded(const GgufTensor& t) {
+  const std::string label = block_label(t.type);
+  check(!label.empty(), t.name, "GGUF type " + ggml_type_name(t.type) + " is not Q8_0 or Q4_0");
+  check(t.shape.size() == 2, t.name,
+        "a " + ggml_type_name(t.type) + " tensor of shape " + shape_to_string(t.shape) +
+            " is not a matrix");
+  return attribute_errors(t.name, [&] {
+    return schemes::from_ggml_blocks(label, t.shape[0], t.shape[1],
+                                     reinterpret_cast<const uint8_t*>(t.data.raw()),
+                                     t.data.nbytes());
+  });
+}
+
+Tensor decode_ggml_tensor(GgmlType type, const Shape& shape, const uint8_t* data, uint64_t nbytes) {
+  const int64_t numel = shape_numel(shape);
+  if (numel == 0) return Tensor::zeros(DType::f32, shape);
+  const std::string label = block_label(type);
+  check(!label.empty(), ggml_type_name(type), "is not Q8_0 or Q4_0");
+  const int64_t in = shape.back();
+  return schemes::from_ggml_blocks(label, numel / in, in, data, nbytes)->decode().reshape(shape);
+}
+
 namespace {
 
-ParsedGguf parse_gguf(const std::string& path, bool blocks) {
+ParsedGguf parse_gguf(const std::string& path) {
   const std::shared_ptr<Storage> storage = Storage::map_file(path);
   const size_t size = storage->size();
   ByteCursor c(storage->data(), size, path);
@@ -355,7 +390,7 @@ ParsedGguf parse_gguf(const std::string& path, bool blocks) {
   infos.reserve(static_cast<size_t>(std::min<uint64_t>(tensor_count, 1024)));
   std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < tensor_count; ++i) {
-    infos.push_back(read_tensor_info(c, blocks));
+    infos.push_back(read_tensor_info(c));
     if (!names.insert(infos.back().name).second)
       throw Error(path, "duplicate tensor name " + io_detail::quoted(infos.back().name));
   }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -15,6 +16,8 @@
 
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
+#include "tailor/graph/weight_forms.h"
+#include "tailor/io/gguf.h"
 #include "tailor/io/load_model.h"
 
 namespace tailor {
@@ -107,13 +110,14 @@ Tensor weight(const std::map<std::string, Tensor>& weights, const std::string& n
   return t.to(DType::f32).contiguous();
 }
 
-/// Appends nodes and initializers to one graph under unique names.
-class Builder {
+/// Appends nodes and initializers to one graph under unique names; as a
+/// FormSink it takes a packed weight's standard form.
+class Builder final : public graph::FormSink {
  public:
   explicit Builder(graph::Model& m) : m_(m) {}
 
   /// A value name from `base`, unique in the graph.
-  std::string fresh(const std::string& base) {
+  std::string fresh(const std::string& base) override {
     std::string name = base;
     for (int i = 1; !names_.insert(name).second; ++i) name = base + "_" + std::to_string(i);
     return name;
@@ -124,23 +128,21 @@ class Builder {
     return name;
   }
   /// A constant of the builder, named kLlamaConstantPrefix + base.
-  std::string constant(const std::string& base, Tensor t) {
-    const std::string n = fresh(kLlamaConstantPrefix + base);
-    m_.graph.add_initializer(n, std::move(t));
-    return n;
+  std::string own(const std::string& base, Tensor t) {
+    return constant(kLlamaConstantPrefix + base, std::move(t));
   }
   std::string ints(const std::string& base, const std::vector<int64_t>& v) {
     Tensor t = Tensor::zeros(DType::i64, {static_cast<int64_t>(v.size())});
     std::copy(v.begin(), v.end(), t.mutable_data<int64_t>());
-    return constant(base, std::move(t));
+    return own(base, std::move(t));
   }
   std::string int_scalar(const std::string& base, int64_t v) {
     Tensor t = Tensor::zeros(DType::i64, {});
     t.mutable_data<int64_t>()[0] = v;
-    return constant(base, std::move(t));
+    return own(base, std::move(t));
   }
   std::string scalar(const std::string& base, float v) {
-    return constant(base, Tensor::from_f32({}, std::vector<float>{v}));
+    return own(base, Tensor::from_f32({}, std::vector<float>{v}));
   }
   /// One node of `op_type` reading `inputs`; returns its output, named from `out`
   /// (exactly `out` when `exact`).
@@ -159,6 +161,19 @@ class Builder {
   }
   void declare(const std::string& name) { names_.insert(name); }
 
+  // FormSink: a form's factors under "<weight>.<factor>", its nodes in order.
+  std::string constant(const std::string& base, Tensor t) override {
+    const std::string n = fresh(base);
+    m_.graph.add_initializer(n, std::move(t));
+    return n;
+  }
+  void emit(Node n) override {
+    for (const std::string& o : n.outputs) names_.insert(o);
+    names_.insert(n.name);
+    m_.graph.nodes.push_back(std::move(n));
+  }
+  int64_t opset() const override { return m_.opset; }
+
  private:
   graph::Model& m_;
   std::set<std::string> names_;
@@ -173,8 +188,10 @@ Attribute attr_is(std::vector<int64_t> v) {
 
 }  // namespace
 
-graph::Model llama_graph(const std::map<std::string, Tensor>& weights, const LlamaConfig& c,
-                         RopePairing pairing, const std::string& source) {
+graph::Model llama_graph(
+    const std::map<std::string, Tensor>& weights, const LlamaConfig& c, RopePairing pairing,
+    const std::string& source,
+    const std::map<std::string, std::shared_ptr<const schemes::Encoded>>& packed) {
   return attribute_errors(source, [&] {
     validate(c, source);
     const NameScheme& names = weights.count(kGgufNames.embed) ? kGgufNames : kHfNames;
@@ -210,7 +227,16 @@ graph::Model llama_graph(const std::map<std::string, Tensor>& weights, const Lla
 
     // Weights, under their names in the file.
     auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
-      return b.weight(name, weight(weights, name, {out, in}, source));
+      const auto p = packed.find(name);
+      if (p == packed.end()) return b.weight(name, weight(weights, name, {out, in}, source));
+      const schemes::Encoded& e = *p->second;
+      check(e.out() == out && e.in() == in, source,
+            fmt::format("llama tensor '{}' has shape [{}, {}], expected [{}, {}]", name, e.out(),
+                        e.in(), out, in));
+      b.declare(name);
+      std::string form;
+      graph::emit_weight_form(b, {name, WeightLayout::out_in, {out, in}, DType::f32}, e, form);
+      return name;
     };
     auto vec = [&](const std::string& name) {
       return b.weight(name, weight(weights, name, {dim}, source));
@@ -244,9 +270,9 @@ graph::Model llama_graph(const std::map<std::string, Tensor>& weights, const Lla
       rot[bb * hd + a] = -1.0f;
       rot[a * hd + bb] = 1.0f;
     }
-    const std::string cos_all = b.constant("rope.cos", Tensor::from_f32({seq_len, 1, hd}, cos_t));
-    const std::string sin_all = b.constant("rope.sin", Tensor::from_f32({seq_len, 1, hd}, sin_t));
-    const std::string rot_m = b.constant("rope.rotation", Tensor::from_f32({hd, hd}, rot));
+    const std::string cos_all = b.own("rope.cos", Tensor::from_f32({seq_len, 1, hd}, cos_t));
+    const std::string sin_all = b.own("rope.sin", Tensor::from_f32({seq_len, 1, hd}, sin_t));
+    const std::string rot_m = b.own("rope.rotation", Tensor::from_f32({hd, hd}, rot));
 
     // Positions: P from the first past, S from the ids; the tables sliced to P … T − 1.
     const std::string zero = b.ints("zero", {0}), one = b.ints("one", {1}),
@@ -504,6 +530,35 @@ LlamaConfig config_from_hf(const graph::Model& file, const std::string& config_p
   return c;
 }
 
+/// Layers the weights hold: 1 + the largest i of a name "<prefix>{i}.…" (0 when none).
+int64_t layers_held(const std::map<std::string, Tensor>& weights, const std::string& prefix) {
+  int64_t n = 0;
+  for (auto it = weights.lower_bound(prefix); it != weights.end(); ++it) {
+    const std::string& name = it->first;
+    if (!name.starts_with(prefix)) break;
+    const size_t dot = name.find('.', prefix.size());
+    const std::string index = name.substr(prefix.size(), dot - prefix.size());
+    if (dot == std::string::npos || index.empty() || index.size() > 9 ||
+        index.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    n = std::max<int64_t>(n, std::stoll(index) + 1);
+  }
+  return n;
+}
+
+/// The configuration's layer count must be the file's: a config declaring
+/// fewer layers would run on part of the model, more would miss tensors.
+void check_layer_count(const LlamaCheckpoint& ck, const NameScheme& names,
+                       const std::string& config_file, const std::string& key,
+                       const std::string& weights_file) {
+  const int64_t held = layers_held(ck.weights, names.layer_prefix);
+  const std::string& p = names.layer_prefix;
+  check(
+      held == ck.config.n_layers, config_file,
+      fmt::format("{} declares {} layers but {} holds {}{}", key, ck.config.n_layers, weights_file,
+                  held, held > 0 ? fmt::format(" ({}0 … {}{})", p, p, held - 1) : std::string()));
+}
+
 }  // namespace
 
 std::string llama_gguf_name(const std::string& name) {
@@ -535,21 +590,28 @@ LlamaCheckpoint llama_checkpoint(const graph::Model& file) {
   const std::string& path = file.source;
   return attribute_errors(path, [&] {
     LlamaCheckpoint ck;
+    ck.weights = file.graph.initializers;
     if (file.format == "llama2c") {
       ck.config = config_from_llama2c(file);
     } else if (file.format == "gguf") {
       ck.config = config_from_gguf(file);
+      check_layer_count(ck, kGgufNames, path, "llama.block_count", "the file");
+      // Q8_0 / Q4_0 tensors also as stored (the file mapped again), to run packed.
+      for (const GgufTensor& t : read_gguf_tensors(path))
+        if (t.type == GgmlType::q8_0 || t.type == GgmlType::q4_0)
+          if (t.shape.size() == 2) ck.packed.emplace(t.name, ggml_tensor_encoded(t));
     } else if (file.format == "safetensors") {
       namespace fs = std::filesystem;
       const fs::path folder =
           fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
-      ck.config = config_from_hf(file, (folder / "config.json").string());
+      const std::string config = (folder / "config.json").string();
+      ck.config = config_from_hf(file, config);
       ck.pairing = RopePairing::rotate_half;
+      check_layer_count(ck, kHfNames, config, "num_hidden_layers", path);
     } else {
       throw Error(path, "not a llama checkpoint (format " + file.format +
                             "; expected llama2.c, a HF folder or GGUF)");
     }
-    ck.weights = file.graph.initializers;
     return ck;
   });
 }
@@ -560,7 +622,7 @@ LlamaCheckpoint read_llama_checkpoint(const std::string& path) {
 
 graph::Model load_llama_graph(const std::string& path) {
   const LlamaCheckpoint ck = read_llama_checkpoint(path);
-  return llama_graph(ck.weights, ck.config, ck.pairing, path);
+  return llama_graph(ck.weights, ck.config, ck.pairing, path, ck.packed);
 }
 
 }  // namespace tailor

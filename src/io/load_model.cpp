@@ -82,7 +82,7 @@ graph::Model load_runnable_model(const std::string& path) {
   // weights, read once, become its initializers).
   if (is_llama_checkpoint(m)) {
     const LlamaCheckpoint ck = llama_checkpoint(m);
-    return llama_graph(ck.weights, ck.config, ck.pairing, path);
+    return llama_graph(ck.weights, ck.config, ck.pairing, path, ck.packed);
   }
   if (m.graph.nodes.empty())
     throw Error(path, "has no graph to run (a weights-only " + m.format + " model)");

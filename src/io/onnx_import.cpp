@@ -3,6 +3,7 @@
 // where the graph is to be run (import_onnx).
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -55,7 +56,7 @@ class Reader {
             detail::strip_onnx_payloads(std::span<const std::byte>(file->data(), file->size()),
                                         fs::path(path_).filename().string(), kMappedMinBytes);
       } catch (const Error& e) {
-        fail(std::string(e.what()));
+        fail("not a valid ONNX model: " + std::string(e.what()));
       }
       if (structure.size() >= (size_t{1} << 31))
         fail("the model's structure without its weight payloads is " +
@@ -67,8 +68,17 @@ class Reader {
         fail("file is " + std::to_string(file->size()) +
              " bytes; a protobuf ONNX model must be under 2 GiB (larger models keep their "
              "weights in external data files)");
-      if (!proto->ParseFromArray(file->data(), static_cast<int>(file->size())))
+      if (!proto->ParseFromArray(file->data(), static_cast<int>(file->size()))) {
+        // The wire walker read_onnx_mapped runs names what is wrong (a
+        // truncated field and its byte offset) where it can.
+        try {
+          detail::strip_onnx_payloads(std::span<const std::byte>(file->data(), file->size()),
+                                      fs::path(path_).filename().string(), SIZE_MAX);
+        } catch (const Error& e) {
+          fail("not a valid ONNX model: " + std::string(e.what()));
+        }
         fail("not a valid ONNX model (protobuf parse failed)");
+      }
     }
     if (!proto->has_graph()) fail("not a valid ONNX model (no graph)");
     decoder_.emplace(path_, proto, mapped_ ? file : std::shared_ptr<Storage>());

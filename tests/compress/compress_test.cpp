@@ -217,6 +217,21 @@ TEST(Compress, Stories260KReportsKlAndTopOne) {
   EXPECT_LT(r.file_bytes.at("model.onnx"), 1081600 + r.plan.total_bytes + 100000);
 }
 
+// The check of model.onnx said "max |Δ| 1.14e-05 (relative to max |logit|
+// 5.58e-07)", which read as if max |logit| were 5.58e-07.
+TEST(Compress, Stories260KNamesEachNumberOfTheModelOnnxCheck) {
+  TempDir dir;
+  const auto r =
+      testing::run_cli("compress " + testing::fixture_path("stories260K.bin") +
+                       " --uniform int8 --no-cache --sequences 2 --length 8 -o " + dir.file("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t at = r.output.find("vs compressed llama forward: max |Δ| ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  EXPECT_NE(line.find(", max |Δ| / max |logit| "), std::string::npos) << line;
+  EXPECT_EQ(line.find("relative to"), std::string::npos) << line;
+}
+
 // --objective activation on a llama: statistics collected from sequences the
 // model samples (seed + 2), the profile's activation-aware errors follow
 // DESIGN.md's definition with them, and the plan uses that objective.

@@ -14,13 +14,18 @@
 #include <map>
 #include <sstream>
 
+#include "llm/stories.h"
 #include "tailor/compress/compress.h"
 #include "tailor/core/error.h"
+#include "tailor/core/text.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/gguf.h"
 #include "tailor/io/llama2c.h"
 #include "tailor/io/llama_graph.h"
+#include "tailor/io/load_model.h"
 #include "tailor/io/npy.h"
+#include "tailor/llm/llama.h"
+#include "tailor/runtime/executor.h"
 #include "tailor/schemes/ggml_blocks.h"
 #include "tailor/schemes/registry.h"
 #include "test_util.h"
@@ -62,6 +67,7 @@ class GgufOut : public ::testing::Test {
     delete dir_;
   }
   static std::string gguf() { return dir_->file("out/model.gguf"); }
+  static std::string onnx() { return dir_->file("out/model.onnx"); }
   static const compress::CompressResult& result() { return *result_; }
   /// The ggml label of a checkpoint tensor under the plan ("dense" when not planned).
   static std::string label_of(const std::string& name) {
@@ -165,6 +171,58 @@ TEST_F(GgufOut, NumpyDecoderAgrees) {
         "tokenizer.ggml.tokens = [array of 512] <unk> <s> </s>\n",
         "tokenizer.ggml.token_type = [array of 512] 2 3 3\n", "tokenizer.ggml.bos_token_id = 1\n"})
     EXPECT_NE(meta.find(line), std::string::npos) << line << meta;
+}
+
+/// Compressed-linear nodes of a decoder's compiled graph.
+int64_t compressed_ops(llm::Decoder& d) {
+  int64_t n = 0;
+  for (const graph::Node& node : d.executor().model().graph.nodes)
+    n += node.op_type.rfind("Compressed", 0) == 0;
+  return n;
+}
+
+// model.gguf runs (`tailor run`, `tailor generate`) as model.onnx does: both
+// are the llama decoder graph with each q8_0 / q4_0 linear in the same packed
+// codes and f16 scales (the GGUF's blocks hold exactly the codes and scales
+// model.onnx stores, ReadBackEqualsPlan), every other tensor the same f32
+// values, and the same hyper-parameters (eps and theta exact in f32). The
+// two graphs are the same operations on the same values, run by the same
+// kernels, so the tolerance is zero: logits bit for bit, the same tokens.
+TEST_F(GgufOut, RunAndGenerateOnModelGgufEqualModelOnnx) {
+  const graph::Model g = load_runnable_model(gguf()), o = load_runnable_model(onnx());
+  llm::Decoder dg(g), dn(o);
+  // Every planned linear runs packed, not decoded to f32; but the tied
+  // embedding, whose form Gather reads as well, is folded in both files.
+  int64_t packed = 0;
+  for (const auto& c : result().plan.choices)
+    packed += c.label != "dense" && c.layer != "model.embed_tokens.weight";
+  EXPECT_EQ(compressed_ops(dg), packed);
+  EXPECT_EQ(compressed_ops(dn), packed);
+  EXPECT_EQ(dg.forward(testing::kStoriesTokens), dn.forward(testing::kStoriesTokens));
+  const std::vector<int32_t> prompt = {1, 403, 407};
+  const std::vector<int32_t> a = llm::generate_greedy(dg, prompt, 40, 2);
+  EXPECT_EQ(a, llm::generate_greedy(dn, prompt, 40, 2));
+  EXPECT_EQ(a, llm::generate_greedy(load_llama_graph(gguf()), prompt, 40, 2));
+  EXPECT_GE(a.size(), 10u);
+}
+
+// `tailor inspect model.gguf` lists each tensor's ggml type and stored bytes.
+TEST_F(GgufOut, InspectListsTheBlockTypes) {
+  const auto r = testing::run_cli("inspect " + gguf());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int blocks = 0;
+  for (const auto& c : result().plan.choices) {
+    const std::string name = llama_gguf_name(c.layer);
+    const size_t at = r.output.find("\n" + name + " ");
+    ASSERT_NE(at, std::string::npos) << name << r.output;
+    const std::string line = r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);
+    const std::string type =
+        c.label == "dense" ? "f32" : ggml_type_name(*compress::ggml_type_of(c.label));
+    EXPECT_NE(line.find(" " + type + " "), std::string::npos) << line;
+    EXPECT_NE(line.find(" " + with_commas(c.bytes)), std::string::npos) << line;
+    blocks += c.label != "dense";
+  }
+  EXPECT_GT(blocks, 0);
 }
 
 TEST_F(GgufOut, TensorTypeFileOfThePlan) {

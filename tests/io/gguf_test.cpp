@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/analysed.h"
+#include "io/gguf_bytes.h"
 #include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
 #include "tailor/io/load_model.h"
@@ -19,133 +20,18 @@ namespace {
 using testing::TempDir;
 using testing::write_bytes;
 
-// --- A tiny GGUF writer, byte by byte after docs/gguf.md -------------------
-
-template <class T>
-void put(std::string& out, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  out.append(b, sizeof(T));
-}
-void put_str(std::string& out, const std::string& s) {
-  put<uint64_t>(out, s.size());
-  out += s;
-}
-
-// Encoded key/value pairs.
-std::string kv_string(const std::string& key, const std::string& v) {
-  std::string o;
-  put_str(o, key);
-  put<uint32_t>(o, 8);
-  put_str(o, v);
-  return o;
-}
-std::string kv_u32(const std::string& key, uint32_t v) {
-  std::string o;
-  put_str(o, key);
-  put<uint32_t>(o, 4);
-  put<uint32_t>(o, v);
-  return o;
-}
-std::string kv_f32(const std::string& key, float v) {
-  std::string o;
-  put_str(o, key);
-  put<uint32_t>(o, 6);
-  put<float>(o, v);
-  return o;
-}
-std::string kv_bool(const std::string& key, bool v) {
-  std::string o;
-  put_str(o, key);
-  put<uint32_t>(o, 7);
-  put<uint8_t>(o, v ? 1 : 0);
-  return o;
-}
-std::string kv_i32_array(const std::string& key, const std::vector<int32_t>& v) {
-  std::string o;
-  put_str(o, key);
-  put<uint32_t>(o, 9);
-  put<uint32_t>(o, 5);
-  put<uint64_t>(o, v.size());
-  for (int32_t x : v) put<int32_t>(o, x);
-  return o;
-}
-std::string kv_string_array(const std::string& key, const std::vector<std::string>& v) {
-  std::string o;
-  put_str(o, key);
-  put<uint32_t>(o, 9);
-  put<uint32_t>(o, 8);
-  put<uint64_t>(o, v.size());
-  for (const std::string& s : v) put_str(o, s);
-  return o;
-}
-// An array nested `depth` levels deep around one u8 (depth 1 = array of u8).
-std::string kv_nested_array(const std::string& key, int depth) {
-  std::string o;
-  put_str(o, key);
-  put<uint32_t>(o, 9);
-  for (int i = 1; i < depth; ++i) {
-    put<uint32_t>(o, 9);
-    put<uint64_t>(o, 1);
-  }
-  put<uint32_t>(o, 0);
-  put<uint64_t>(o, 1);
-  put<uint8_t>(o, 42);
-  return o;
-}
-
-struct TensorSpec {
-  std::string name;
-  std::vector<uint64_t> ne;  // ggml order: ne[0] varies fastest
-  uint32_t type = 0;
-  uint64_t offset = 0;  // relative to the data section
-  std::string data;
-};
-
-struct GgufSpec {
-  uint32_t version = 3;
-  std::vector<std::string> kvs;
-  std::vector<TensorSpec> tensors;
-  uint64_t alignment = 32;    // for the padding only; set general.alignment in kvs
-  int64_t tensor_count = -1;  // override when ≥ 0
-  int64_t kv_count = -1;
-
-  // Bytes of the file; the data section starts at *data_start.
-  std::string build(size_t* data_start = nullptr) const {
-    std::string o = "GGUF";
-    put<uint32_t>(o, version);
-    put<uint64_t>(o, tensor_count >= 0 ? static_cast<uint64_t>(tensor_count) : tensors.size());
-    put<uint64_t>(o, kv_count >= 0 ? static_cast<uint64_t>(kv_count) : kvs.size());
-    for (const std::string& kv : kvs) o += kv;
-    for (const TensorSpec& t : tensors) {
-      put_str(o, t.name);
-      put<uint32_t>(o, static_cast<uint32_t>(t.ne.size()));
-      for (uint64_t d : t.ne) put<uint64_t>(o, d);
-      put<uint32_t>(o, t.type);
-      put<uint64_t>(o, t.offset);
-    }
-    while (o.size() % alignment) o += '\0';
-    const size_t start = o.size();
-    if (data_start) *data_start = start;
-    for (const TensorSpec& t : tensors) {
-      const size_t end = start + t.offset + t.data.size();
-      if (o.size() < end) o.resize(end, '\0');
-      std::memcpy(o.data() + start + t.offset, t.data.data(), t.data.size());
-    }
-    return o;
-  }
-};
-
-std::string f32_bytes(const std::vector<float>& v) {
-  std::string o;
-  for (float x : v) put<float>(o, x);
-  return o;
-}
-std::string u16_bytes(const std::vector<uint16_t>& v) {
-  std::string o;
-  for (uint16_t x : v) put<uint16_t>(o, x);
-  return o;
-}
+using testing::f32_bytes;
+using testing::GgufSpec;
+using testing::kv_bool;
+using testing::kv_f32;
+using testing::kv_i32_array;
+using testing::kv_nested_array;
+using testing::kv_string;
+using testing::kv_string_array;
+using testing::kv_u32;
+using testing::put;
+using testing::put_str;
+using testing::u16_bytes;
 
 // The valid reference file: five kinds of metadata, an F32 [2, 3] matrix, an
 // F16 vector and a BF16 [2, 2] matrix, each at a 32-aligned offset, the last
@@ -238,6 +124,40 @@ TEST(Gguf, RankThreeTensorShapeIsReversed) {
   EXPECT_EQ(m.weights[0].tensor.shape(), (Shape{2, 3, 4}));
   EXPECT_EQ(m.weights[0].out_in_shape(), (Shape{2, 12}));
   EXPECT_EQ(m.weights[0].tensor.to_f32_vector(), v);
+}
+
+// Q8_0 and Q4_0 (ggml-common.h's block_q8_0 / block_q4_0) decoded by hand:
+// x = code · d, with d the block's f16 scale; Q4_0 byte t holds code t in its
+// low nibble and code t + 16 in its high one, stored as code + 8.
+TEST(Gguf, ReadsQ8_0AndQ4_0DecodedToF32) {
+  std::string q8 = u16_bytes({f32_to_f16(0.5f)}), q4 = u16_bytes({f32_to_f16(0.25f)});
+  std::vector<float> want8, want4(32);
+  for (int j = 0; j < 32; ++j) {
+    const int code = j * 8 - 128;  // -128 … 120
+    q8 += static_cast<char>(static_cast<int8_t>(code));
+    want8.push_back(0.5f * static_cast<float>(code));
+  }
+  for (int t = 0; t < 16; ++t) {
+    const int lo = t, hi = 15 - t;  // stored codes 0 … 15
+    q4 += static_cast<char>(lo | hi << 4);
+    want4[t] = 0.25f * static_cast<float>(lo - 8);
+    want4[t + 16] = 0.25f * static_cast<float>(hi - 8);
+  }
+  GgufSpec s;
+  s.tensors = {{"a", {32, 1}, 8, 0, q8}, {"b", {32, 1}, 2, 64, q4}};
+  TempDir dir;
+  const testing::Analysed m = read_bytes(dir, s.build(), "q.gguf");
+  ASSERT_EQ(m.weights.size(), 2u);
+  EXPECT_EQ(m.weights[0].tensor.dtype(), DType::f32);
+  EXPECT_EQ(m.weights[0].tensor.shape(), (Shape{1, 32}));
+  EXPECT_EQ(m.weights[0].tensor.to_f32_vector(), want8);
+  EXPECT_EQ(m.weights[1].tensor.to_f32_vector(), want4);
+  // As stored: the blocks, and the packed codes the kernels run.
+  const std::vector<GgufTensor> stored = read_gguf_tensors(dir.file("q.gguf"));
+  EXPECT_EQ(stored[0].data.nbytes(), 34u);
+  EXPECT_EQ(stored[1].data.nbytes(), 18u);
+  EXPECT_EQ(ggml_tensor_encoded(stored[0])->label(), "q8_0");
+  EXPECT_EQ(ggml_tensor_encoded(stored[1])->decode().to_f32_vector(), want4);
 }
 
 TEST(Gguf, HonoursGeneralAlignment) {
@@ -392,8 +312,9 @@ TEST(Gguf, RejectsBadTensorInfos) {
   s = valid_spec();
   s.tensors[0].type = 12;
   expect_error(s.build(), "tensor 'w' has unsupported GGUF type Q4_K");
-  s.tensors[0].type = 8;
-  expect_error(s.build(), "unsupported GGUF type Q8_0 (quantized types are not read)");
+  expect_error(s.build(), "(of the quantized types only Q8_0 and Q4_0 are read)");
+  s.tensors[0].type = 8;  // 'w' has rows of 3
+  expect_error(s.build(), "tensor 'w' of type Q8_0 has rows of 3 elements, not whole blocks of 32");
   s.tensors[0].type = 26;
   expect_error(s.build(), "unsupported GGUF type I32");
   s.tensors[0].type = 1000;

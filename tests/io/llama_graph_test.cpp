@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "io/gguf_bytes.h"
 #include "llm/stories.h"
 #include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
@@ -27,8 +28,10 @@ namespace {
 using testing::expect_error_naming;
 using testing::fixture_path;
 using testing::kStoriesTokens;
+using testing::llama_gguf_bytes;
 using testing::logits_of;
 using testing::rel_diff;
+using testing::stories_as_gguf;
 using testing::TempDir;
 using testing::write_bytes;
 
@@ -114,132 +117,11 @@ TEST(LlamaGraph, ConvertedHfFolderGivesTheSameLogits) {
   EXPECT_GT(rel_diff(la, logits_of(wrong, kTokens)), 1e-3);
 }
 
-// --- GGUF built byte by byte (docs/gguf.md, version 3) ------------------------
-
-template <class T>
-void put(std::string& out, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  out.append(b, sizeof(T));
-}
-void put_str(std::string& out, const std::string& s) {
-  put<uint64_t>(out, s.size());
-  out += s;
-}
-
-struct GgufTensor {
-  std::string name;
-  Shape shape;  // row-major [out, in]; ggml's ne is the reverse
-  std::vector<float> values;
-};
-
-// A GGUF v3 file: general.architecture "llama", the llama.* hyper-parameters,
-// tensors as F32 (type 0) or F16 (type 1), 32-byte aligned.
-std::string build_gguf(const LlamaConfig& c, const std::vector<GgufTensor>& tensors, bool f16) {
-  std::string o = "GGUF";
-  put<uint32_t>(o, 3);
-  put<uint64_t>(o, tensors.size());
-  const std::vector<std::pair<std::string, uint32_t>> ints = {
-      {"llama.embedding_length", c.dim},
-      {"llama.feed_forward_length", c.hidden_dim},
-      {"llama.block_count", c.n_layers},
-      {"llama.attention.head_count", c.n_heads},
-      {"llama.attention.head_count_kv", c.n_kv_heads},
-      {"llama.context_length", c.seq_len},
-      {"llama.rope.dimension_count", c.head_dim()}};
-  put<uint64_t>(o, 1 + ints.size() + 2);
-  put_str(o, "general.architecture");
-  put<uint32_t>(o, 8);  // string
-  put_str(o, "llama");
-  for (const auto& [key, v] : ints) {
-    put_str(o, key);
-    put<uint32_t>(o, 4);  // uint32
-    put<uint32_t>(o, v);
-  }
-  for (const auto& [key, v] :
-       {std::pair<std::string, float>{"llama.attention.layer_norm_rms_epsilon", c.rms_norm_eps},
-        {"llama.rope.freq_base", c.rope_theta}}) {
-    put_str(o, key);
-    put<uint32_t>(o, 6);  // float32
-    put<float>(o, v);
-  }
-  std::string data;
-  for (const GgufTensor& t : tensors) {
-    put_str(o, t.name);
-    put<uint32_t>(o, static_cast<uint32_t>(t.shape.size()));
-    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) put<uint64_t>(o, *it);
-    put<uint32_t>(o, f16 ? 1 : 0);
-    put<uint64_t>(o, data.size());
-    for (float v : t.values) {
-      if (f16)
-        put<uint16_t>(data, f32_to_f16(v));
-      else
-        put<float>(data, v);
-    }
-    while (data.size() % 32) data += '\0';
-  }
-  while (o.size() % 32) o += '\0';
-  return o + data;
-}
-
-// llama.cpp's convert_hf_to_gguf.py LlamaModel.permute on the rows of an HF
-// q/k weight [heads·hd, in]: reshape(heads, 2, hd/2, in).swapaxes(1, 2), i.e.
-// the row of (head h, half a, index j) moves to (h, j, a): rotate-half order
-// back to interleaved pairs.
-std::vector<float> llama_cpp_permute(const std::vector<float>& w, int64_t heads, int64_t in) {
-  const int64_t rows = static_cast<int64_t>(w.size()) / in, hd = rows / heads;
-  std::vector<float> out(w.size());
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t a = 0; a < 2; ++a)
-      for (int64_t j = 0; j < hd / 2; ++j)
-        std::copy_n(w.begin() + (h * hd + a * (hd / 2) + j) * in, in,
-                    out.begin() + (h * hd + 2 * j + a) * in);
-  return out;
-}
-
-// The stories260K weights under llama.cpp's names. With `hf_folder` they are
-// read from the `tailor convert` copy and q/k go through llama_cpp_permute,
-// as llama.cpp's converter does; otherwise they come from the llama2.c file,
-// whose rows already pair (2i, 2i+1). `round16` rounds every value to f16;
-// `separate_output` adds output.weight (a copy of the embedding) so the
-// classifier is untied.
-std::vector<GgufTensor> stories_as_gguf(bool round16, bool separate_output,
-                                        const std::string& hf_folder = "") {
-  const graph::Model f = load_model(hf_folder.empty() ? kStories : hf_folder);
-  auto get = [&](const std::string& hf, const std::string& gg) {
-    const auto it = f.graph.initializers.find(hf);
-    EXPECT_NE(it, f.graph.initializers.end()) << hf;
-    const Tensor& w = it->second;
-    std::vector<float> v = w.to_f32_vector();
-    if (!hf_folder.empty() && hf.find("q_proj") != std::string::npos)
-      v = llama_cpp_permute(v, 8, 64);
-    if (!hf_folder.empty() && hf.find("k_proj") != std::string::npos)
-      v = llama_cpp_permute(v, 4, 64);
-    if (round16)
-      for (float& x : v) x = round_to_f16(x);
-    return GgufTensor{gg, w.shape(), std::move(v)};
-  };
-  std::vector<GgufTensor> t;
-  t.push_back(get("model.embed_tokens.weight", "token_embd.weight"));
-  const char* hf[9] = {"input_layernorm",  "self_attn.q_proj", "self_attn.k_proj",
-                       "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
-                       "mlp.gate_proj",    "mlp.down_proj",    "mlp.up_proj"};
-  const char* gg[9] = {"attn_norm", "attn_q",   "attn_k",   "attn_v", "attn_output",
-                       "ffn_norm",  "ffn_gate", "ffn_down", "ffn_up"};
-  for (int i = 0; i < 5; ++i)
-    for (int k = 0; k < 9; ++k)
-      t.push_back(get("model.layers." + std::to_string(i) + "." + hf[k] + ".weight",
-                      "blk." + std::to_string(i) + "." + gg[k] + ".weight"));
-  t.push_back(get("model.norm.weight", "output_norm.weight"));
-  if (separate_output) t.push_back(get("model.embed_tokens.weight", "output.weight"));
-  return t;
-}
-
 TEST(LlamaGraph, GgufF32GivesTheSameLogits) {
   TempDir dir;
   const LlamaConfig c = stories_config();
   const std::string path = dir.file("stories.gguf");
-  write_bytes(path, build_gguf(c, stories_as_gguf(false, false), false));
+  write_bytes(path, llama_gguf_bytes(c, stories_as_gguf(false, false), false));
   const LlamaCheckpoint ck = read_llama_checkpoint(path);
   EXPECT_EQ(ck.config.n_kv_heads, 4);
   EXPECT_EQ(ck.config.vocab_size, 512);
@@ -251,7 +133,7 @@ TEST(LlamaGraph, GgufF32GivesTheSameLogits) {
   // HF → GGUF as llama.cpp converts it (q/k permuted back): the same model.
   const std::string hf = dir.file("hf"), via_hf = dir.file("via_hf.gguf");
   convert_llama2c_to_hf(kStories, hf);
-  write_bytes(via_hf, build_gguf(c, stories_as_gguf(false, false, hf), false));
+  write_bytes(via_hf, llama_gguf_bytes(c, stories_as_gguf(false, false, hf), false));
   EXPECT_LE(rel_diff(la, logits_of(load_llama_graph(via_hf), kTokens)), 1e-6);
 }
 
@@ -259,8 +141,8 @@ TEST(LlamaGraph, GgufF16MatchesF32OfTheRoundedValues) {
   TempDir dir;
   const LlamaConfig c = stories_config();
   const std::string f32 = dir.file("r.gguf"), f16 = dir.file("h.gguf");
-  write_bytes(f32, build_gguf(c, stories_as_gguf(true, false), false));
-  write_bytes(f16, build_gguf(c, stories_as_gguf(true, true), true));
+  write_bytes(f32, llama_gguf_bytes(c, stories_as_gguf(true, false), false));
+  write_bytes(f16, llama_gguf_bytes(c, stories_as_gguf(true, true), true));
   const graph::Model a = load_llama_graph(f32), b = load_llama_graph(f16);
   EXPECT_FALSE(read_llama_checkpoint(f16).config.shared_classifier);
   EXPECT_EQ(llm::linear_weights(b).back(), "output.weight");
@@ -281,10 +163,10 @@ TEST(LlamaGraph, RejectsBadInput) {
   expect_error_naming([&] { load_llama_graph(st); }, dir.file("config.json"), "cannot open");
   // A GGUF llama missing a tensor.
   const LlamaConfig c = stories_config();
-  std::vector<GgufTensor> t = stories_as_gguf(false, false);
+  std::vector<testing::LlamaTensor> t = stories_as_gguf(false, false);
   t.erase(t.begin() + 3);  // blk.0.attn_k.weight
   const std::string gg = dir.file("broken.gguf");
-  write_bytes(gg, build_gguf(c, t, false));
+  write_bytes(gg, llama_gguf_bytes(c, t, false));
   expect_error_naming([&] { load_llama_graph(gg); }, gg, "'blk.0.attn_k.weight' is missing");
   // A HF config for another architecture.
   const std::string hf = dir.file("hf");
@@ -303,6 +185,26 @@ TEST(LlamaGraph, RejectsBadInput) {
                       "not divisible by n_kv_heads 3");
 }
 
+// A config declaring fewer layers than the file holds ran on the first ones
+// without a word; more declared than held named a missing tensor.
+TEST(LlamaGraph, ALayerCountOtherThanTheFilesIsAOneLineError) {
+  TempDir dir;
+  const std::string hf = dir.file("hf");
+  convert_llama2c_to_hf(kStories, hf);
+  auto config = nlohmann::json::parse(read_file(hf + "/config.json"));
+  for (int declared : {3, 7}) {
+    config["num_hidden_layers"] = declared;
+    write_bytes(hf + "/config.json", config.dump());
+    expect_error_naming([&] { load_llama_graph(hf); }, hf + "/config.json",
+                        "num_hidden_layers declares " + std::to_string(declared) + " layers but " +
+                            hf + "/model.safetensors holds 5 (model.layers.0 … model.layers.4)");
+  }
+  const std::string gg = dir.file("three.gguf");
+  write_bytes(gg, llama_gguf_bytes(stories_config(), stories_as_gguf(false, false), false, 3));
+  expect_error_naming([&] { load_llama_graph(gg); }, gg,
+                      "llama.block_count declares 3 layers but the file holds 5 (blk.0 … blk.4)");
+}
+
 // A context of 2^31 − 1 built RoPE tables of 2^31 · head_dim floats eagerly
 // (64 GiB each for stories260K): out of memory, or the machine swapping.
 TEST(LlamaGraph, AContextTooLargeForTheRopeTablesIsAOneLineError) {
@@ -310,7 +212,7 @@ TEST(LlamaGraph, AContextTooLargeForTheRopeTablesIsAOneLineError) {
   LlamaConfig c = stories_config();
   c.seq_len = 2147483647;
   const std::string gg = dir.file("huge.gguf");
-  write_bytes(gg, build_gguf(c, stories_as_gguf(false, false), false));
+  write_bytes(gg, llama_gguf_bytes(c, stories_as_gguf(false, false), false));
   expect_error_naming([&] { load_llama_graph(gg); }, gg,
                       "context length 2147483647 is too large: its RoPE tables would hold "
                       "2147483647 × 8 elements each, more than 134217728 (a context of at most "
@@ -323,7 +225,7 @@ TEST(LlamaGraph, AContextTooLargeForTheRopeTablesIsAOneLineError) {
   expect_error_naming([&] { load_llama_graph(hf); }, hf, "context length 2147483647 is too large");
   // A large context within the limit still loads.
   c.seq_len = 1 << 20;
-  write_bytes(gg, build_gguf(c, stories_as_gguf(false, false), false));
+  write_bytes(gg, llama_gguf_bytes(c, stories_as_gguf(false, false), false));
   EXPECT_NO_THROW(load_llama_graph(gg));
 }
 

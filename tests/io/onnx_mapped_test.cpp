@@ -170,6 +170,32 @@ TEST(OnnxMappedMalformed, EveryTruncationIsAOneLineErrorNamingTheFile) {
   }
 }
 
+// read_onnx (inspect, run) and read_onnx_mapped (profile) refuse a truncated
+// file with the same message: the wire walker's, naming the field's byte offset.
+TEST(OnnxMappedMalformed, ParsedReaderGivesTheWireWalkersTruncationMessage) {
+  TempDir dir;
+  std::string bytes;
+  ASSERT_TRUE(sample_model().SerializeToString(&bytes));
+  const auto message = [](auto&& read) {
+    try {
+      read();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  int walked = 0;
+  for (size_t cut = 1; cut < bytes.size() - 4; cut += 61) {
+    const std::string path = save(dir, bytes.substr(0, cut), "cut.onnx");
+    const std::string parsed = message([&] { read_onnx(path); });
+    EXPECT_EQ(parsed, message([&] { read_onnx_mapped(path); })) << "cut at " << cut;
+    EXPECT_EQ(parsed.find("protobuf parse failed"), std::string::npos) << parsed;
+    walked += parsed.find("not a valid ONNX model: ONNX wire format") != std::string::npos &&
+              parsed.find(" field at byte ") != std::string::npos;
+  }
+  EXPECT_GT(walked, 0);
+}
+
 TEST(OnnxMappedMalformed, LyingLengthsAndOffsetsPastTheEnd) {
   TempDir dir;
   std::string bytes;

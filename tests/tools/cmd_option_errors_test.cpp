@@ -101,5 +101,19 @@ TEST(CmdOptionErrors, CompressBudgetInHexadecimalOrOutOfRangeIsNamed) {
                  "--budget: cannot read \"1e400\": the number is out of range", out);
 }
 
+// --calib on a llama and --tokenizer without --gguf were accepted and ignored.
+TEST(CmdOptionErrors, CompressRefusesOptionsThatWouldBeIgnored) {
+  TempDir dir;
+  const std::string model = fixture_path("stories260K.bin"), out = dir.file("out");
+  std::filesystem::create_directories(dir.file("calib"));
+  expect_refused("compress " + model + " --budget 50% --calib " + dir.file("calib") + " -o " + out,
+                 "--calib: applies to ONNX models; a llama checkpoint is verified on sequences "
+                 "sampled from itself (--sequences, --length)",
+                 out);
+  expect_refused("compress " + model + " --budget 50% --tokenizer " + fixture_path("tok512.bin") +
+                     " -o " + out,
+                 "--tokenizer: applies only with --gguf", out);
+}
+
 }  // namespace
 }  // namespace tailor::testing

@@ -114,8 +114,8 @@ void print_result(const compress::CompressResult& r) {
         r.plan.objective, v.predicted_error, v.measured_error);
   if (!std::isnan(r.standard_vs_tailor_max_abs) && r.kind == "llama")
     std::cout << fmt::format(
-        "  model.onnx (standard ops, tailor runtime) vs compressed llama forward: max |Δ| {:.3g} "
-        "(relative to max |logit| {:.3g})\n",
+        "  model.onnx (standard ops, tailor runtime) vs compressed llama forward: max |Δ| {:.3g}, "
+        "max |Δ| / max |logit| {:.3g}\n",
         r.standard_vs_tailor_max_abs, r.standard_vs_tailor_max_rel);
   else if (!std::isnan(r.standard_vs_tailor_max_abs))
     std::cout << fmt::format(

@@ -2,11 +2,13 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "format.h"
 #include "tailor/graph/weights.h"
+#include "tailor/io/gguf.h"
 #include "tailor/io/load_model.h"
 
 namespace tailor::cli {
@@ -15,10 +17,24 @@ namespace {
 void run_inspect(const std::string& path, bool json) {
   const graph::Model model = load_model(path);
   const std::vector<graph::WeightView> weights = graph::weights(model);
+  // A GGUF's Q8_0 / Q4_0 tensors are read decoded to f32: listed as stored.
+  std::map<std::string, std::pair<std::string, int64_t>> blocks;
+  if (model.format == "gguf")
+    for (const GgufTensor& t : read_gguf_tensors(model.source))
+      if (t.type == GgmlType::q8_0 || t.type == GgmlType::q4_0)
+        blocks[t.name] = {ggml_type_name(t.type), static_cast<int64_t>(t.data.nbytes())};
+  const auto dtype_of = [&](const graph::WeightView& w) {
+    const auto it = blocks.find(w.name);
+    return it == blocks.end() ? std::string(dtype_name(w.tensor.dtype())) : it->second.first;
+  };
+  const auto bytes_of = [&](const graph::WeightView& w) {
+    const auto it = blocks.find(w.name);
+    return it == blocks.end() ? static_cast<int64_t>(w.tensor.nbytes()) : it->second.second;
+  };
   int64_t numel = 0, floating = 0, bytes = 0, matrices = 0;
   for (const graph::WeightView& w : weights) {
     numel += w.tensor.numel();
-    bytes += static_cast<int64_t>(w.tensor.nbytes());
+    bytes += bytes_of(w);
     if (is_floating(w.tensor.dtype())) floating += w.tensor.numel();
     if (w.layout != WeightLayout::none) ++matrices;
   }
@@ -32,12 +48,12 @@ void run_inspect(const std::string& path, bool json) {
       const Shape v = w.out_in_shape();
       const nlohmann::ordered_json t = {
           {"name", w.name},
-          {"dtype", std::string(dtype_name(w.tensor.dtype()))},
+          {"dtype", dtype_of(w)},
           {"shape", w.tensor.shape()},
           {"layout", layout_name(w.layout)},
           {"out_in", v.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v)},
           {"numel", w.tensor.numel()},
-          {"bytes", w.tensor.nbytes()}};
+          {"bytes", bytes_of(w)}};
       std::cout << (i ? ",\n    " : "\n    ") << dump(t, -1);
     }
     const nlohmann::ordered_json totals = {{"tensors", weights.size()},
@@ -58,10 +74,10 @@ void run_inspect(const std::string& path, bool json) {
   for (const graph::WeightView& w : weights) {
     const Shape v = w.out_in_shape();
     std::cout << fmt::format("{:<{}}  {:<5} {:<20} {:<14} {:<15} {:>12} {:>12}\n",
-                             printable(w.name), name_w, dtype_name(w.tensor.dtype()),
+                             printable(w.name), name_w, dtype_of(w),
                              shape_to_string(w.tensor.shape()), layout_name(w.layout),
                              v.empty() ? std::string("-") : shape_to_string(v),
-                             with_commas(w.tensor.numel()), with_commas(w.tensor.nbytes()));
+                             with_commas(w.tensor.numel()), with_commas(bytes_of(w)));
   }
   std::cout << fmt::format(
       "\ntotal: {} tensors ({} with an [out, in] view), {} parameters ({} floating point), {} "

@@ -74,7 +74,8 @@ struct CompressOptions {
   /// Output folder; empty: "<model file stem>.tailor" beside the working directory.
   std::string out_dir;
   /// Folder of .npy (or, for one image input [1, 3, H, W], .png)
-  /// calibration inputs (see compress_model); empty: none.
+  /// calibration inputs (see compress_model); empty: none. ONNX models only:
+  /// compress_model refuses it for a llama checkpoint ("--calib").
   std::string calib_dir;
   /// Task check of the verification: "auto" (OCR for a PaddleOCR
   /// recogniser, saliency for a model whose first output is an N×1×H×W map
@@ -91,7 +92,8 @@ struct CompressOptions {
   /// checkpoint; the profile then takes only the schemes a GGUF holds
   /// (gguf_schemes(); --schemes must be among them).
   bool gguf = false;
-  /// The llama2.c tokenizer for model.gguf (empty: find_llama2c_tokenizer's default).
+  /// The llama2.c tokenizer for model.gguf (empty: find_llama2c_tokenizer's
+  /// default); refused without `gguf` ("--tokenizer").
   std::string tokenizer;
   /// Schemes to profile (ProfileOptions::schemes); empty: default_schemes().
   std::vector<std::string> schemes;

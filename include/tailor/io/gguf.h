@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "tailor/graph/graph.h"
+#include "tailor/schemes/scheme.h"
 
 namespace tailor {
 
@@ -15,7 +17,10 @@ namespace tailor {
 /// F16 and BF16 tensors become zero-copy views of the mapping (owned copies
 /// where the data is not aligned for the element type, possible only with
 /// general.alignment 1 or 2), with shape reversed from ggml's ne order, so a
-/// matrix with ne = [in, out] is stored [out, in]. A weights-only
+/// matrix with ne = [in, out] is stored [out, in]. Q8_0 and Q4_0 tensors
+/// (ggml blocks of 32 along ne[0]) are decoded to f32 as ggml dequantizes
+/// them (code · f16 scale; decode_ggml_tensor): 4 bytes per weight in memory;
+/// read_gguf_tensors gives their blocks as stored. A weights-only
 /// graph::Model: one initializer per tensor in tensor-info order, no nodes,
 /// weight_convention out_in (graph::weights: rank ≥ 2 out_in, rank < 2
 /// none). Metadata keys with string,
@@ -28,9 +33,10 @@ namespace tailor {
 /// other unsupported version (big-endian files included), counts or string
 /// lengths that cannot fit in the bytes remaining (checked before anything is
 /// allocated for them), an unknown metadata value type, arrays nested deeper than 8,
-/// duplicate keys or tensor names, more than 4 dimensions, a quantized,
+/// duplicate keys or tensor names, more than 4 dimensions, a Q8_0 / Q4_0
+/// tensor whose ne[0] is not a multiple of 32, another quantized, an
 /// integer, F64 or unknown tensor type ("tensor 'x' has unsupported GGUF type
-/// Q4_K (quantized types are not read)"), an offset that is not a multiple of
+/// Q4_K (of the quantized types only Q8_0 and Q4_0 are read)"), an offset that is not a multiple of
 /// the alignment or whose data reaches past the end of the file, overlapping
 /// tensors, or a truncated file.
 graph::Model read_gguf(const std::string& path);
@@ -74,6 +80,17 @@ using GgufValue = std::variant<uint32_t, int32_t, float, bool, std::string,
 void write_gguf(const std::string& path,
                 const std::vector<std::pair<std::string, GgufValue>>& metadata,
                 const std::vector<GgufTensor>& tensors);
+
+/// A Q8_0 / Q4_0 matrix of a GGUF as the scheme q8_0 / q4_0 stores it (its
+/// codes and f16 scales, schemes::from_ggml_blocks): what the packed kernels
+/// run. Throws Error naming the tensor for another type or a rank other than 2.
+std::unique_ptr<schemes::Encoded> ggml_tensor_encoded(const GgufTensor& t);
+
+/// The f32 values of a Q8_0 / Q4_0 tensor of row-major `shape` held in
+/// `nbytes` bytes of ggml blocks at `data`: code · f16 scale per block of 32
+/// along the last dimension (ggml's dequantize_row_q8_0 / _q4_0). Throws
+/// Error naming the type when the bytes do not hold the blocks of `shape`.
+Tensor decode_ggml_tensor(GgmlType type, const Shape& shape, const uint8_t* data, uint64_t nbytes);
 
 /// Bytes a tensor of `type` and row-major `shape` takes. Throws Error naming
 /// `name` when a block type's row length is not a multiple of 32.

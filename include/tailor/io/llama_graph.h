@@ -42,11 +42,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "tailor/core/tensor.h"
 #include "tailor/graph/graph.h"
 #include "tailor/io/llama2c.h"
+#include "tailor/schemes/scheme.h"
 
 namespace tailor {
 
@@ -72,15 +74,27 @@ inline constexpr const char* kLlamaConstantPrefix = "llama.";
 /// Matrices are [out, in]; f32 weights become initializers without a copy,
 /// f16/bf16 ones are widened to f32. `config` gives the sizes (classifier
 /// tied when config.shared_classifier), `pairing` how q/k rows pair for RoPE.
-/// `source` names the checkpoint in messages. Throws Error naming `source`
-/// for an inconsistent configuration, or a missing, misshapen or non-float tensor.
-graph::Model llama_graph(const std::map<std::string, Tensor>& weights, const LlamaConfig& config,
-                         RopePairing pairing, const std::string& source = "llama");
+/// `source` names the checkpoint in messages. A matrix named in `packed`
+/// (a GGUF's Q8_0 / Q4_0 tensors as schemes q8_0 / q4_0, LlamaCheckpoint::packed)
+/// is taken from there instead of `weights`: its stored codes and f16 scales
+/// become initializers "<name>.q" / "<name>.scale" computing the weight in
+/// their standard form (graph/weight_forms.h, as `tailor compress` writes
+/// model.onnx), which the runtime's compressed pass runs on the packed
+/// kernels without forming the f32 matrix. Throws Error naming `source` for
+/// an inconsistent configuration, or a missing, misshapen or non-float tensor.
+graph::Model llama_graph(
+    const std::map<std::string, Tensor>& weights, const LlamaConfig& config, RopePairing pairing,
+    const std::string& source = "llama",
+    const std::map<std::string, std::shared_ptr<const schemes::Encoded>>& packed = {});
 
 /// A llama checkpoint read with its configuration.
 struct LlamaCheckpoint {
-  /// Every weight by its name in the file (views of the mapped file).
+  /// Every weight by its name in the file (views of the mapped file; a GGUF's
+  /// Q8_0 / Q4_0 tensors decoded to f32 as read_gguf decodes them).
   std::map<std::string, Tensor> weights;
+  /// A GGUF's Q8_0 / Q4_0 tensors as stored, by name: schemes q8_0 / q4_0
+  /// (schemes::from_ggml_blocks); empty for the other formats.
+  std::map<std::string, std::shared_ptr<const schemes::Encoded>> packed;
   LlamaConfig config;
   RopePairing pairing = RopePairing::interleaved;
 };
@@ -92,8 +106,8 @@ LlamaCheckpoint llama_checkpoint(const graph::Model& file);
 /// Reads a llama2.c checkpoint (.bin, interleaved), a Hugging Face folder
 /// (config.json with LlamaForCausalLM fields + model.safetensors; rotate_half)
 /// or a GGUF file with general.architecture "llama" (llama.cpp names,
-/// F32/F16/BF16; interleaved). Throws Error naming the file for a model that
-/// is not a llama, or an unreadable or inconsistent configuration.
+/// F32/F16/BF16, Q8_0 and Q4_0 (also in `packed`); interleaved). Throws Error naming the file for a
+/// model that is not a llama, or an unreadable or inconsistent configuration.
 LlamaCheckpoint read_llama_checkpoint(const std::string& path);
 
 /// llama.cpp's GGUF name of a llama checkpoint tensor: Hugging Face / llama2.c
@@ -102,7 +116,8 @@ LlamaCheckpoint read_llama_checkpoint(const std::string& path);
 /// returned as they are; empty for a name of neither family.
 std::string llama_gguf_name(const std::string& name);
 
-/// llama_graph of read_llama_checkpoint(path), `source` = path.
+/// llama_graph of read_llama_checkpoint(path), `source` = path, its packed
+/// GGUF tensors kept packed.
 graph::Model load_llama_graph(const std::string& path);
 
 }  // namespace tailor

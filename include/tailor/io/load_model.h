@@ -30,7 +30,8 @@ graph::Model load_model_mapped(const std::string& path);
 
 /// load_model for running (`tailor run`, `tailor tune`): a llama checkpoint
 /// (is_llama_checkpoint) becomes its decoder graph with a KV cache
-/// (llama_graph, tailor/io/llama_graph.h); any other model must have a
+/// (llama_graph, tailor/io/llama_graph.h; a GGUF's Q8_0 / Q4_0 matrices kept
+/// packed, LlamaCheckpoint::packed); any other model must have a
 /// graph, and an ONNX one only what the runtime supports
 /// (check_onnx_support). Throws Error naming the file, in one line, for a
 /// weights-only model ("has no graph to run"), and everything load_model and
