@@ -15,16 +15,25 @@ namespace {
 
 using graph::Node;
 
+/// Per value: the node producing it, how often it is read, and its first
+/// reader. Hashed, sized once: a decoder graph has a few thousand values.
 struct Index {
-  std::map<std::string, size_t> producer;
-  std::map<std::string, int> uses;
+  std::unordered_map<std::string, size_t> producer;
+  std::unordered_map<std::string, int> uses;
+  std::unordered_map<std::string, size_t> first_reader;
 };
 
 Index index_of(const graph::Graph& g) {
   Index ix;
+  ix.producer.reserve(g.nodes.size() * 2);
+  ix.uses.reserve(g.nodes.size() * 3);
+  ix.first_reader.reserve(g.nodes.size() * 3);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const std::string& o : g.nodes[i].outputs) ix.producer[o] = i;
-    for (const std::string& in : g.nodes[i].inputs) ++ix.uses[in];
+    for (const std::string& in : g.nodes[i].inputs) {
+      ++ix.uses[in];
+      ix.first_reader.try_emplace(in, i);
+    }
   }
   for (const std::string& o : g.outputs) ix.uses[o] += 2;  // never an intermediate
   return ix;
@@ -76,13 +85,10 @@ std::optional<size_t> single_consumer(const graph::Graph& g, const Index& ix,
                                       const std::string& value, const char* op) {
   auto u = ix.uses.find(value);
   if (u == ix.uses.end() || u->second != 1) return std::nullopt;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (std::find(n.inputs.begin(), n.inputs.end(), value) == n.inputs.end()) continue;
-    if (n.op_type != op || !n.domain.empty() || n.outputs.size() != 1) return std::nullopt;
-    return i;
-  }
-  return std::nullopt;
+  const size_t i = ix.first_reader.at(value);
+  const Node& n = g.nodes[i];
+  if (n.op_type != op || !n.domain.empty() || n.outputs.size() != 1) return std::nullopt;
+  return i;
 }
 
 /// g.nodes without `dead`, with `fused` at their positions.
