@@ -119,7 +119,15 @@ void check_decoder_feeds(const graph::Model& model, const std::map<std::string, 
             std::to_string(sig.context));
 }
 
+std::vector<std::string> llama_graph_passes() {
+  return {"fuse", "dce"};
+}
+
 Decoder::Decoder(const graph::Model& model, const std::vector<std::string>& extra_outputs)
+    : Decoder(model, extra_outputs, graph::parse_pass_list("all")) {}
+
+Decoder::Decoder(const graph::Model& model, const std::vector<std::string>& extra_outputs,
+                 const std::vector<std::string>& passes)
     : sig_(decoder_signature(model)) {
   graph::Model m = model;
   std::set<std::string> values(m.graph.inputs.begin(), m.graph.inputs.end());
@@ -133,7 +141,7 @@ Decoder::Decoder(const graph::Model& model, const std::vector<std::string>& extr
   fuse_group_query_attention(m);
   fuse_rms_norm(m);
   fuse_skip_rms_norm(m);
-  m = graph::run_passes(m, graph::parse_pass_list("all"), runtime::default_pass_options());
+  m = graph::run_passes(m, passes, runtime::default_pass_options());
   ex_ = std::make_unique<runtime::Executor>(std::move(m));
   reset();
 }

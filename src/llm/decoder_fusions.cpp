@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,16 +16,25 @@ namespace {
 
 using graph::Node;
 
+/// Per value: the node producing it, how often it is read, and its first
+/// reader. Hashed, sized once: a decoder graph has a few thousand values.
 struct Index {
-  std::map<std::string, size_t> producer;
-  std::map<std::string, int> uses;
+  std::unordered_map<std::string, size_t> producer;
+  std::unordered_map<std::string, int> uses;
+  std::unordered_map<std::string, size_t> first_reader;
 };
 
 Index index_of(const graph::Graph& g) {
   Index ix;
+  ix.producer.reserve(g.nodes.size() * 2);
+  ix.uses.reserve(g.nodes.size() * 3);
+  ix.first_reader.reserve(g.nodes.size() * 3);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const std::string& o : g.nodes[i].outputs) ix.producer[o] = i;
-    for (const std::string& in : g.nodes[i].inputs) ++ix.uses[in];
+    for (const std::string& in : g.nodes[i].inputs) {
+      ++ix.uses[in];
+      ix.first_reader.try_emplace(in, i);
+    }
   }
   for (const std::string& o : g.outputs) ix.uses[o] += 2;  // never an intermediate
   return ix;
@@ -76,13 +86,10 @@ std::optional<size_t> single_consumer(const graph::Graph& g, const Index& ix,
                                       const std::string& value, const char* op) {
   auto u = ix.uses.find(value);
   if (u == ix.uses.end() || u->second != 1) return std::nullopt;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (std::find(n.inputs.begin(), n.inputs.end(), value) == n.inputs.end()) continue;
-    if (n.op_type != op || !n.domain.empty() || n.outputs.size() != 1) return std::nullopt;
-    return i;
-  }
-  return std::nullopt;
+  const size_t i = ix.first_reader.at(value);
+  const Node& n = g.nodes[i];
+  if (n.op_type != op || !n.domain.empty() || n.outputs.size() != 1) return std::nullopt;
+  return i;
 }
 
 /// g.nodes without `dead`, with `fused` at their positions.
@@ -292,6 +299,126 @@ std::optional<std::pair<std::string, std::string>> match_append(const graph::Gra
   return std::pair{g.nodes[*c].inputs[0], g.nodes[*c].inputs[1]};
 }
 
+/// The node producing `value` when it is `op` (default domain, one output),
+/// however often read; nullopt otherwise.
+const Node* made_by(const graph::Graph& g, const Index& ix, const std::string& value,
+                    const char* op) {
+  auto it = ix.producer.find(value);
+  if (it == ix.producer.end()) return nullptr;
+  const Node& n = g.nodes[it->second];
+  return n.op_type == op && n.domain.empty() && n.outputs.size() == 1 ? &n : nullptr;
+}
+
+/// Dim 2 of graph input `value` (rank 4), or nullopt when it is not one.
+std::optional<graph::Dim> past_dim(const graph::Graph& g, const std::string& value) {
+  if (std::find(g.inputs.begin(), g.inputs.end(), value) == g.inputs.end()) return std::nullopt;
+  const graph::ValueType* t = g.type_of(value);
+  if (!t || !t->shape || t->shape->size() != 4) return std::nullopt;
+  return (*t->shape)[2];
+}
+
+/// `value` = Slice(Shape(X), [2], [3]) with X the past `past` or a graph
+/// input whose dim 2 is the same symbol (the same past length, by the names
+/// of the inputs' dims).
+bool is_past_length(const graph::Graph& g, const Index& ix, const std::string& value,
+                    const std::string& past) {
+  const Node* sl = made_by(g, ix, value, "Slice");
+  if (!sl || sl->inputs.size() < 3 || ints(g, sl->inputs[1]) != std::vector<int64_t>{2} ||
+      ints(g, sl->inputs[2]) != std::vector<int64_t>{3} ||
+      (sl->inputs.size() > 3 && ints(g, sl->inputs[3]) != std::vector<int64_t>{0}) ||
+      sl->inputs.size() > 4)
+    return false;
+  const Node* shape = made_by(g, ix, sl->inputs[0], "Shape");
+  if (!shape || shape->inputs.size() != 1 || !shape->attributes.empty()) return false;
+  if (shape->inputs[0] == past) return true;
+  const auto a = past_dim(g, shape->inputs[0]), b = past_dim(g, past);
+  return a && b && a->is_symbolic() && *a == *b;
+}
+
+/// The table of Slice(table, P, P + S, axes [0]) producing `value`, table a
+/// f32 [n, 1, d] initializer and P `start`; nullopt otherwise.
+std::optional<std::string> table_of(const graph::Graph& g, const Index& ix,
+                                    const std::string& value, const std::string& start,
+                                    const std::string& end) {
+  const Node* sl = made_by(g, ix, value, "Slice");
+  if (!sl || sl->inputs.size() != 4 || sl->inputs[1] != start || sl->inputs[2] != end ||
+      ints(g, sl->inputs[3]) != std::vector<int64_t>{0})
+    return std::nullopt;
+  auto t = g.initializers.find(sl->inputs[0]);
+  if (t == g.initializers.end() || t->second.dtype() != DType::f32 || t->second.rank() != 3 ||
+      t->second.dim(1) != 1)
+    return std::nullopt;
+  return sl->inputs[0];
+}
+
+/// i64 Range(start, Squeeze(end, [0]), 1) producing `value`, start the
+/// Squeeze(from, [0]) of `from` or, when from is empty, the constant 0.
+bool is_range(const graph::Graph& g, const Index& ix, const std::string& value,
+              const std::string& from, const std::string& end) {
+  auto squeezed = [&](const std::string& v, const std::string& of) {
+    const Node* sq = made_by(g, ix, v, "Squeeze");
+    return sq && sq->inputs.size() == 2 && sq->inputs[0] == of &&
+           ints(g, sq->inputs[1]) == std::vector<int64_t>{0};
+  };
+  const Node* r = made_by(g, ix, value, "Range");
+  if (!r || r->inputs.size() != 3 || ints(g, r->inputs[2]) != std::vector<int64_t>{1} ||
+      !squeezed(r->inputs[1], end))
+    return false;
+  return from.empty() ? ints(g, r->inputs[0]) == std::vector<int64_t>{0}
+                      : squeezed(r->inputs[0], from);
+}
+
+/// `mask` is the causal mask the llama builder writes for `group` query heads
+/// per KV head: Where(Greater(Unsqueeze(Range(0, T), [0]), Unsqueeze(Range(P,
+/// T), [1])), −inf, 0), tiled [group, 1] when group > 1, P `start`, T `end`.
+bool is_causal_mask(const graph::Graph& g, const Index& ix, std::string mask, int64_t group,
+                    const std::string& start, const std::string& end) {
+  if (group > 1) {
+    const Node* tile = made_by(g, ix, mask, "Tile");
+    if (!tile || tile->inputs.size() != 2 ||
+        ints(g, tile->inputs[1]) != std::vector<int64_t>{group, 1})
+      return false;
+    mask = tile->inputs[0];
+  }
+  const Node* where = made_by(g, ix, mask, "Where");
+  if (!where || where->inputs.size() != 3) return false;
+  const std::optional<float> masked = scalar(g, where->inputs[1]),
+                             kept = scalar(g, where->inputs[2]);
+  if (!masked || !kept || *masked != -std::numeric_limits<float>::infinity() || *kept != 0.0f)
+    return false;
+  const Node* later = made_by(g, ix, where->inputs[0], "Greater");
+  if (!later || later->inputs.size() != 2) return false;
+  const Node* row = made_by(g, ix, later->inputs[0], "Unsqueeze");
+  const Node* col = made_by(g, ix, later->inputs[1], "Unsqueeze");
+  return row && col && row->inputs.size() == 2 && col->inputs.size() == 2 &&
+         ints(g, row->inputs[1]) == std::vector<int64_t>{0} &&
+         ints(g, col->inputs[1]) == std::vector<int64_t>{1} &&
+         is_range(g, ix, row->inputs[0], "", end) && is_range(g, ix, col->inputs[0], start, end);
+}
+
+/// GroupQueryAttention node `n` (inputs as fused above) reading the RoPE
+/// tables and the causal mask from its own past length: when cos and sin are
+/// the builder's slices of whole tables at P … P + S − 1 (P the length of n's
+/// past) and the mask is its causal mask, n takes the tables (rope_tables 1)
+/// and builds the mask (causal 1), so the slicing and mask nodes fall to dce.
+void read_positions_in_kernel(const graph::Graph& g, const Index& ix, Node& n, int64_t group) {
+  const Node* cos_slice = made_by(g, ix, n.inputs[5], "Slice");
+  if (!cos_slice || cos_slice->inputs.size() != 4) return;
+  const std::string &start = cos_slice->inputs[1], &end = cos_slice->inputs[2];
+  const Node* total = made_by(g, ix, end, "Add");
+  if (!total || total->inputs.size() != 2 || total->inputs[0] != start ||
+      !is_past_length(g, ix, start, n.inputs[3]))
+    return;
+  const auto cos = table_of(g, ix, n.inputs[5], start, end);
+  const auto sin = table_of(g, ix, n.inputs[6], start, end);
+  if (!cos || !sin || g.initializers.at(*sin).shape() != g.initializers.at(*cos).shape() ||
+      !is_causal_mask(g, ix, n.inputs[8], group, start, end))
+    return;
+  n.inputs[5] = *cos, n.inputs[6] = *sin;
+  n.inputs.pop_back();  // the mask
+  n.set("rope_tables", graph::Attribute::of_int(1));
+  n.set("causal", graph::Attribute::of_int(1));
+}
 }  // namespace
 
 int fuse_group_query_attention(graph::Model& model) {
@@ -367,6 +494,7 @@ int fuse_group_query_attention(graph::Model& model) {
     n.set("num_heads", graph::Attribute::of_int(heads));
     n.set("kv_num_heads", graph::Attribute::of_int(kv_heads));
     n.set("scale", graph::Attribute::of_float(att.attr_float("scale", 1.0f)));
+    read_positions_in_kernel(g, ix, n, heads / kv_heads);
     dead.insert(nodes.begin(), nodes.end());
     dead.erase(*merged);
     fused[*merged] = std::move(n);

@@ -39,6 +39,11 @@
 //   → Y, present_k, present_v = GroupQueryAttention(Q, K, V, past_k, past_v, cos, sin, R,
 //     mask), num_heads H, kv_num_heads KV, the scale    (one node for seventeen; the
 //     presents are still graph outputs, read by nothing else)
+//   and when cos and sin are Slice(table, P, P + S, axes 0), P = the past's
+//   length (Slice(Shape(past), 2, 3)), and the mask is the builder's causal
+//   Where(Greater(key positions, query positions), −inf, 0) (tiled H/KV ×):
+//   → the whole tables as cos and sin, no mask, rope_tables 1, causal 1 (the
+//     position nodes fall to dce)
 #pragma once
 
 #include "tailor/graph/graph.h"

@@ -5,6 +5,7 @@
 // the residual Add before it).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -86,9 +87,13 @@ class GroupQueryAttentionKernel final : public Kernel {
   explicit GroupQueryAttentionKernel(const KernelInit& init)
       : heads_(init.node.attr_int("num_heads", 0)),
         kv_heads_(init.node.attr_int("kv_num_heads", 0)),
-        scale_(init.node.attr_float("scale", 1.0f)) {
+        scale_(init.node.attr_float("scale", 1.0f)),
+        causal_(init.node.attr_int("causal", 0) != 0),
+        rope_tables_(init.node.attr_int("rope_tables", 0) != 0) {
     if (kv_heads_ <= 0 || heads_ <= 0 || heads_ % kv_heads_ != 0)
       init.fail("num_heads must be a positive multiple of kv_num_heads");
+    if (causal_ && init.node.inputs.size() > 8 && !init.node.inputs[8].empty())
+      init.fail("causal and a mask input exclude each other");
   }
 
   void run(OpContext& ctx) override {
@@ -109,13 +114,25 @@ class GroupQueryAttentionKernel final : public Kernel {
     if (k.shape() != Shape{s, kvd} || v.shape() != k.shape())
       ctx.fail("K " + shape_to_string(k.shape()) + " and V " + shape_to_string(v.shape()) +
                " are not [" + std::to_string(s) + ", " + std::to_string(kvd) + "]");
-    if (cos.shape() != Shape{s, 1, d} || sin.shape() != cos.shape() || rot.shape() != Shape{d, d})
+    // With rope_tables, cos and sin hold every position: rows P … T − 1 are read.
+    const int64_t table_rows = rope_tables_ && cos.rank() == 3 ? cos.dim(0) : s;
+    if (cos.shape() != Shape{table_rows, 1, d} || sin.shape() != cos.shape() ||
+        rot.shape() != Shape{d, d} || (rope_tables_ && table_rows < t))
       ctx.fail("cos " + shape_to_string(cos.shape()) + ", sin " + shape_to_string(sin.shape()) +
-               " and R " + shape_to_string(rot.shape()) + " are not [" + std::to_string(s) +
-               ", 1, " + std::to_string(d) + "] and [" + std::to_string(d) + ", " +
-               std::to_string(d) + "]");
+               " and R " + shape_to_string(rot.shape()) + " are not [" +
+               (rope_tables_ ? "≥ " + std::to_string(t) : std::to_string(s)) + ", 1, " +
+               std::to_string(d) + "] and [" + std::to_string(d) + ", " + std::to_string(d) + "]");
+    const int64_t first_row = rope_tables_ ? p : 0;
     const float* mask = nullptr;
-    if (ctx.has(8)) {
+    if (causal_) {
+      // The builder's mask: −inf where key j > query position P + i, else 0,
+      // the rows of the group's query heads stacked (row h·S + i).
+      mask_.assign(static_cast<size_t>(rows * t), 0.0f);
+      for (int64_t r = 0; r < rows; ++r)
+        std::fill(mask_.begin() + r * t + p + r % s + 1, mask_.begin() + (r + 1) * t,
+                  -std::numeric_limits<float>::infinity());
+      mask = mask_.data();
+    } else if (ctx.has(8)) {
       const Tensor& m = dense(8);
       if (m.shape() != Shape{rows, t})
         ctx.fail("mask " + shape_to_string(m.shape()) + " is not [" + std::to_string(rows) + ", " +
@@ -123,7 +140,8 @@ class GroupQueryAttentionKernel final : public Kernel {
       mask = f32_ptr(ctx, m, "mask");
     }
     const float *qp = f32_ptr(ctx, q, "Q"), *kp = f32_ptr(ctx, k, "K"), *vp = f32_ptr(ctx, v, "V");
-    const float *cp = f32_ptr(ctx, cos, "cos"), *sp = f32_ptr(ctx, sin, "sin");
+    const float *cp = f32_ptr(ctx, cos, "cos") + first_row * d,
+                *sp = f32_ptr(ctx, sin, "sin") + first_row * d;
     const float* rp = f32_ptr(ctx, rot, "R");
     if (pk.dtype() != DType::f32 || pv.dtype() != DType::f32)
       ctx.fail("past key and value must be f32");
@@ -174,7 +192,8 @@ class GroupQueryAttentionKernel final : public Kernel {
 
   int64_t heads_, kv_heads_;
   float scale_;
-  std::vector<float> queries_, context_;
+  bool causal_, rope_tables_;
+  std::vector<float> queries_, context_, mask_;
 };
 
 /// Y = X / sqrt(mean(X², last axis) + epsilon) · scale, the mean in double;

@@ -9,7 +9,9 @@
 // 2e-6 of their largest value (measured: ≤ 3.9e-7 on the presents, ≤ 5.8e-7
 // on the logits); layer 0's values, upstream of any RoPE, exactly.
 // Against the standard graph (MatMul, Softmax) within 1e-5. fuse_skip_rms_norm
-// against the graph before it: equal.
+// against the graph before it: equal. The fused node reading the RoPE tables
+// at its past length and building the causal mask itself against one given
+// them as inputs: equal.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -19,8 +21,10 @@
 
 #include "llm/decoder_fusions.h"
 #include "llm/stories.h"
+#include "tailor/graph/passes.h"
 #include "tailor/llm/llama.h"
 #include "tailor/runtime/executor.h"
+#include "tailor/runtime/pass_options.h"
 
 namespace tailor::llm {
 namespace {
@@ -59,8 +63,55 @@ TEST(DecoderFusions, GroupQueryAttentionFusesEachLayersBlock) {
   EXPECT_EQ(m.graph.nodes.size(), before - 5 * (21 - 1));
   EXPECT_EQ(fuse_group_query_attention(m), 0);
   size_t gqa = 0;
-  for (const graph::Node& n : m.graph.nodes) gqa += n.op_type == "GroupQueryAttention";
+  for (const graph::Node& n : m.graph.nodes)
+    if (n.op_type == "GroupQueryAttention") {
+      ++gqa;
+      // The RoPE tables whole and the mask built in the kernel: 8 inputs.
+      EXPECT_EQ(n.attr_int("rope_tables", 0), 1);
+      EXPECT_EQ(n.attr_int("causal", 0), 1);
+      EXPECT_EQ(n.inputs.size(), 8u);
+      EXPECT_EQ(n.inputs[5], "llama.rope.cos");
+      EXPECT_EQ(n.inputs[6], "llama.rope.sin");
+    }
   EXPECT_EQ(gqa, 5u);
+  // The position nodes (Shape, Slice, Add of lengths, Squeeze, Range,
+  // Unsqueeze, Greater, Where, Tile) are read by nothing now: dce drops them.
+  const graph::Model pruned = graph::run_passes(m, {"dce"}, runtime::default_pass_options());
+  for (const graph::Node& n : pruned.graph.nodes)
+    for (const char* op : {"Shape", "Slice", "Range", "Greater", "Where", "Tile", "Squeeze"})
+      EXPECT_NE(n.op_type, op) << n.name;
+}
+
+TEST(DecoderFusions, GroupQueryAttentionBuildsTheMaskAndRopeRowsAsTheGraphDid) {
+  // A mask of −1e9 instead of −inf is not the builder's causal mask: the
+  // fused node keeps the sliced tables and the mask as inputs. exp(−1e9 − m)
+  // is 0 in f32 as exp(−inf) is, so both fused forms agree bit for bit,
+  // pasts of 0 and more positions.
+  graph::Model m = load_llama_graph(testing::stories_path());
+  ASSERT_EQ(fuse_attention(m), 5);
+  graph::Model explicit_inputs = m;
+  const std::vector<float> nearly_inf = {-1e9f};
+  size_t wheres = 0;
+  for (const graph::Node& n : explicit_inputs.graph.nodes)
+    if (n.op_type == "Where") {
+      explicit_inputs.graph.initializers[n.inputs[1]] = Tensor::from_f32({}, nearly_inf);
+      ++wheres;
+    }
+  ASSERT_EQ(wheres, 1u);  // the mask, shared by the layers
+  ASSERT_EQ(fuse_group_query_attention(m), 5);
+  ASSERT_EQ(fuse_group_query_attention(explicit_inputs), 5);
+  for (const graph::Node& n : explicit_inputs.graph.nodes)
+    if (n.op_type == "GroupQueryAttention") {
+      EXPECT_EQ(n.attr_int("causal", 0), 0);
+      EXPECT_EQ(n.inputs.size(), 9u);
+    }
+  const std::vector<size_t> steps = {3, 1, 4, 1, 1, 2};
+  const auto want = run_steps(explicit_inputs, steps);
+  const auto got = run_steps(m, steps);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (const auto& [name, t] : want[s])
+      EXPECT_EQ(got[s].at(name).to_f32_vector(), t.to_f32_vector()) << name << " step " << s;
 }
 
 TEST(DecoderFusions, GroupQueryAttentionEqualsTheUnfusedSteps) {

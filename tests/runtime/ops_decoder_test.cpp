@@ -84,7 +84,8 @@ TEST(AttentionOp, RejectsMismatchedShapes) {
 
 // GroupQueryAttention (graph/fused_ops.h) against its definition in double:
 // 4 query heads over 2 KV heads, d = 4, 3 new positions after 2 cached, R a
-// random matrix (not only a rotation), the causal mask of the stacked groups.
+// random matrix (not only a rotation), the causal mask of the stacked groups;
+// and the same node reading whole RoPE tables and building the mask itself.
 TEST(GroupQueryAttentionOp, MatchesTheDefinitionInDouble) {
   Rng rng(11);
   const int64_t H = 4, KV = 2, G = H / KV, d = 4, S = 3, P = 2, T = P + S;
@@ -110,6 +111,26 @@ TEST(GroupQueryAttentionOp, MatchesTheDefinitionInDouble) {
   ASSERT_EQ(out[1].shape(), (Shape{1, KV, T, d}));
   ASSERT_EQ(out[2].shape(), (Shape{1, KV, T, d}));
   const auto f = [](const Tensor& t) { return t.to_f32_vector(); };
+  // rope_tables and causal: whole tables of T + 1 rows holding cs and sn at
+  // rows P … T − 1 (other rows random), no mask input: the same outputs, bit
+  // for bit.
+  {
+    std::vector<float> ct = f(random({T + 1, 1, d}, rng)), st = f(random({T + 1, 1, d}, rng));
+    const auto C0 = f(cs), S0 = f(sn);
+    std::copy(C0.begin(), C0.end(), ct.begin() + P * d);
+    std::copy(S0.begin(), S0.end(), st.begin() + P * d);
+    const std::vector<Tensor> built = OneOp("GroupQueryAttention",
+                                            {q, k, v, pk, pv, Tensor::from_f32({T + 1, 1, d}, ct),
+                                             Tensor::from_f32({T + 1, 1, d}, st), rot},
+                                            {{"num_heads", graph::Attribute::of_int(H)},
+                                             {"kv_num_heads", graph::Attribute::of_int(KV)},
+                                             {"scale", graph::Attribute::of_float(scale)},
+                                             {"rope_tables", graph::Attribute::of_int(1)},
+                                             {"causal", graph::Attribute::of_int(1)}},
+                                            17, 3, "ai.tailor")
+                                          .run();
+    for (size_t o = 0; o < 3; ++o) EXPECT_EQ(f(built[o]), f(out[o])) << "output " << o;
+  }
   const auto Q = f(q), K = f(k), V = f(v), PK = f(pk), PV = f(pv), C = f(cs), SN = f(sn),
              R = f(rot), Y = f(out[0]), OK = f(out[1]), OV = f(out[2]);
   // RoPE of row x (d values) at new position i, in double.
@@ -196,6 +217,18 @@ TEST(GroupQueryAttentionOp, RejectsBadShapesAndHeads) {
             .run();
       },
       "GroupQueryAttention", "multiple of kv_num_heads");
+  // Whole RoPE tables shorter than past + new positions (here 0 rows for 1).
+  testing::expect_error_naming(
+      [&] {
+        OneOp("GroupQueryAttention",
+              {q, k, k, p, p, random({0, 1, d}, rng), random({0, 1, d}, rng), rot},
+              {{"num_heads", graph::Attribute::of_int(4)},
+               {"kv_num_heads", graph::Attribute::of_int(2)},
+               {"rope_tables", graph::Attribute::of_int(1)}},
+              17, 3, "ai.tailor")
+            .run();
+      },
+      "GroupQueryAttention", "are not [≥ 1, 1, 4]");
 }
 
 TEST(RmsNormalizationOp, MatchesTheDefinitionInDouble) {

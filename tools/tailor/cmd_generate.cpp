@@ -59,7 +59,7 @@ void add_generate(CLI::App& app) {
     const int64_t room =
         sig.context > 0 ? sig.context + 1 - static_cast<int64_t>(ids.size()) : int64_t{tokens};
     check(room >= 1, "--prompt", "the prompt fills the context length");
-    llm::Decoder decoder(model);
+    llm::Decoder decoder(model, {}, llm::llama_graph_passes());
     decoder.executor().set_profiling(profile);
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<int32_t> out =

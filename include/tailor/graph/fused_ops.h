@@ -27,7 +27,10 @@
 //   (t·R)·sin per head row; present_K = Concat(past_K, RoPE(K) as [1, KV, S, d],
 //   axis 2), present_V likewise without RoPE; Y [S, H·d] is Attention of
 //   RoPE(Q) (the H/KV query heads of a KV head stacked as its rows) over the
-//   presents, heads back side by side (llm/decoder_fusions emits it).
+//   presents, heads back side by side (llm/decoder_fusions emits it). Int
+//   `rope_tables` 1: cos and sin are whole tables [n ≥ P + S, 1, d], rows
+//   P … P + S − 1 read; int `causal` 1 (no mask input): the mask is built,
+//   −inf where key j > P + i for query row i of each head, else 0.
 // - RMSNormalization(X, scale, [skip]) → (Y, [S]): `epsilon`, `axis` (-1
 //   only); Y = X / sqrt(mean(X²) + ε) · scale over the last axis (ONNX opset
 //   23's RMSNormalization; llm/decoder_fusions emits it). With skip (X's

@@ -63,6 +63,13 @@ std::map<std::string, Tensor> empty_pasts(const graph::Model& model,
 /// executor names those). Throws Error naming the input, one line, otherwise.
 void check_decoder_feeds(const graph::Model& model, const std::map<std::string, Tensor>& feeds);
 
+/// The passes that leave a graph exactly as io's llama_graph builds it (f32
+/// weights, no constant subexpression to fold, simplify or share) as the whole
+/// default pipeline would, after the decoder fusions: "fuse" (SiLU · up into
+/// one FusedElementwise) and "dce". The others only search such a graph, ≈ 2/3
+/// of compiling it (tests/llm/decoder_test.cpp compares the two results).
+std::vector<std::string> llama_graph_passes();
+
 /// Runs a decoder graph over a growing token sequence: each forward feeds the
 /// new tokens with the previous step's presents as pasts (the KV cache).
 /// The graph is compiled once, at construction: its attention and RMSNorms
@@ -74,6 +81,11 @@ class Decoder {
   /// `extra_outputs` names intermediate values to expose as outputs (see
   /// outputs()); throws Error naming one the graph lacks.
   explicit Decoder(const graph::Model& model, const std::vector<std::string>& extra_outputs = {});
+  /// The same, running the pass list `passes` (graph::parse_pass_list names)
+  /// after the decoder fusions in place of the whole default pipeline, e.g.
+  /// llama_graph_passes() for a graph as io's llama_graph builds it.
+  Decoder(const graph::Model& model, const std::vector<std::string>& extra_outputs,
+          const std::vector<std::string>& passes);
   ~Decoder();
   Decoder(Decoder&&) noexcept;
 
