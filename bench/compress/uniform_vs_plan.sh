@@ -19,7 +19,7 @@ tailor=${TAILOR:-build/tailor}
 out=${OUT:-/tmp/uniform-vs-plan}
 mkdir -p "$out"
 stem=$(basename "$model")
-metric() { grep -m1 -E "OCR character accuracy:|top-1 agreement:|saliency mask IoU" "$1" |
+metric() { grep -m1 -E "^  (OCR character accuracy:|top-1 agreement:|saliency mask IoU)" "$1" |
   sed -E 's/.*compressed ([-0-9.]+).*/\1/;s/.*IoU \(> [0-9.]+\) ([0-9.]+).*/\1/' || true; }
 total_bytes() { grep -m1 "  total " "$1" | sed -E 's/  total ([0-9,]+).*/\1/' | tr -d ,; }
 measured() { grep -m1 "^  output damage (" "$1" | sed -E 's/.*measured ([-0-9.e+na]+) \(verification.*/\1/'; }

@@ -197,7 +197,54 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
   sol.objective = plan::evaluate(p, sol.choice);
   return plan::make_plan(profile, p, sol, "uniform " + label, objective, seed);
 }
+/// The uniform guard (CompressOptions::uniform_guard): measures r.plan and
+/// every uniform quantizer plan on the calibration inputs (those over `budget` too: the
+/// report shows them all), records them in r.guard, replaces r.plan by the
+/// kept one (guard_pick: within the budget) and returns its encoded layers.
+std::vector<EncodedLayer> run_guard(
+    const graph::Model& run_model, const Calibration& c, CompressResult& r, int64_t budget,
+    const CompressOptions& o, plan::Objective objective,
+    const std::function<std::vector<EncodedLayer>(const plan::Plan&)>& encode) {
+  const auto t0 = Clock::now();
+  const PlanDamage meter(run_model, c.inputs, c.metric, c.outputs, o.threads);
+  // The quantizers (reference, -mse, -gptq, ggml), in the profile's order:
+  // a rank or decomposition label (lowrank-r12, int4+r8, tucker) is chosen
+  // per layer, not a scheme one applies uniformly.
+  static const std::regex quantizer(R"(^(int\d+(-g\d+)?(-a8)?|ternary|q8_0|q4_0)(-mse|-gptq)?$)");
+  std::vector<std::string> labels;
+  for (const LayerProfile& l : r.profile.layers)
+    for (const Candidate& cand : l.candidates)
+      if (std::regex_match(cand.label, quantizer) &&
+          std::find(labels.begin(), labels.end(), cand.label) == labels.end())
+        labels.push_back(cand.label);
+  std::vector<EncodedLayer> best = encode(r.plan);
+  r.guard = {{"plan (" + r.plan.solver + ")", r.plan.total_bytes, meter.measure(best)}};
+  std::vector<plan::Plan> plans{r.plan};
+  for (const std::string& label : labels) {
+    plan::Plan u = uniform_plan(r.profile, label, objective, o.seed, o.model);
+    std::vector<EncodedLayer> layers = encode(u);
+    r.guard.push_back({"uniform " + label, u.total_bytes, meter.measure(layers)});
+    plans.push_back(std::move(u));
+    if (guard_pick(r.guard, budget) == r.guard.size() - 1) best = std::move(layers);
+  }
+  r.guard_kept = guard_pick(r.guard, budget);
+  r.plan = std::move(plans[r.guard_kept]);
+  r.plan.budget_bytes = budget;  // a kept uniform plan: the user's budget, not its own bytes
+  r.guard_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return best;
+}
 }  // namespace
+
+size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget) {
+  if (points.empty()) throw Error("guard", "no plan to choose from");
+  size_t best = 0;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const GuardPoint& p = points[i];
+    if (p.bytes > budget || std::isnan(p.damage)) continue;
+    if (std::isnan(points[best].damage) || p.damage < points[best].damage) best = i;
+  }
+  return best;
+}
 
 const std::vector<std::string>& default_schemes() {
   static const std::vector<std::string> s{"dense",    "int8",      "int4",    "int3",    "int4-g32",
@@ -387,15 +434,40 @@ CompressResult compress_model(const CompressOptions& o) {
                    r.plan.total_bytes, budget_bytes,
                    percent(r.plan.total_bytes, r.profile.dense_bytes), r.plan.objective_value));
 
-  // 4. rewrite
-  begin("rewrite", "");
-  std::vector<EncodedLayer> layers =
-      encode_plan(mf, r.plan, po.scheme_defaults, 0x7a11, o.threads, grams);
-  std::optional<graph::Model> standard, tailor_graph, original;
-  if (llama) {
+  auto encode = [&](const plan::Plan& p) {
+    std::vector<EncodedLayer> l = encode_plan(mf, p, po.scheme_defaults, 0x7a11, o.threads, grams);
     // The decoder graph holds every linear as an f32 [out, in] initializer
     // read by Gemm(transB = 1), half-precision checkpoints widened.
-    for (EncodedLayer& l : layers) l.stored_dtype = DType::f32;
+    if (llama)
+      for (EncodedLayer& e : l) e.stored_dtype = DType::f32;
+    return l;
+  };
+  std::optional<std::vector<EncodedLayer>> guarded;
+  if (calibration && o.uniform.empty() && o.uniform_guard) {
+    begin("guard", "");
+    guarded = run_guard(llama ? *llama : mf, *calibration, r, budget_bytes, o, objective, encode);
+    const GuardPoint& kept = r.guard[r.guard_kept];
+    const GuardPoint& mine = r.guard.front();
+    const auto within = std::count_if(r.guard.begin() + 1, r.guard.end(),
+                                      [&](const GuardPoint& p) { return p.bytes <= budget_bytes; });
+    const std::string metric = damage_metric_name(calibration->metric);
+    const std::string compared =
+        fmt::format("{} uniform scheme{} within the budget, {} over it", within,
+                    within == 1 ? "" : "s", r.guard.size() - 1 - within);
+    done("guard",
+         r.guard_kept == 0
+             ? fmt::format("kept the {}: measured calibration {} {:.4g} ({} compared)", mine.name,
+                           metric, mine.damage, compared)
+             : fmt::format("kept {}: measured calibration {} {:.4g} < {}'s {:.4g} ({} "
+                           "compared)",
+                           kept.name, metric, kept.damage, mine.name, mine.damage, compared));
+  }
+
+  // 4. rewrite
+  begin("rewrite", "");
+  std::vector<EncodedLayer> layers = guarded ? std::move(*guarded) : encode(r.plan);
+  std::optional<graph::Model> standard, tailor_graph, original;
+  if (llama) {
     original = std::move(*llama);
     standard = rewrite_standard(*original, layers, &r.rewrites);
     tailor_graph = graph::recognise_compressed_weights(*standard, {});
@@ -455,8 +527,11 @@ CompressResult compress_model(const CompressOptions& o) {
     so.time_limit_s = o.report_time_limit;
     so.threads = o.threads;
     const plan::PlanStudy study = plan::study_plan(r.profile, r.plan, "plan", so);
-    const report::Report rep =
-        report::make_report(r.profile, r.plan, "plan", study, r.verification);
+    report::Report rep = report::make_report(r.profile, r.plan, "plan", study, r.verification);
+    if (!r.guard.empty()) rep.measured_metric = r.profile.output_metric;
+    for (size_t i = 0; i < r.guard.size(); ++i)
+      rep.measured.push_back(
+          {r.guard[i].name, r.guard[i].bytes, r.guard[i].damage, i == r.guard_kept});
     report::write_report(staging.file(""), rep);
     done("report", "report.html, report.json");
   }

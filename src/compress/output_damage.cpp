@@ -252,3 +252,81 @@ void measure_output_damage(const graph::Model& model,
 }
 
 }  // namespace tailor::compress
+
+namespace tailor::compress {
+
+struct PlanDamage::State {
+  State(graph::Model promoted) : ex(std::move(promoted)) {}
+  runtime::Executor ex;
+  std::vector<std::map<std::string, Tensor>> inputs, reference;
+  std::map<std::string, DType> run_dtype;
+  DamageMetric metric = DamageMetric::relative_error;
+  std::vector<std::string> outputs;
+  size_t workers = 1;
+};
+
+PlanDamage::PlanDamage(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs,
+                       DamageMetric metric, std::vector<std::string> outputs, int threads) {
+  if (inputs.empty()) throw Error(kSource, "no calibration inputs");
+  for (size_t k = 0; k < inputs.size(); ++k)
+    check_finite_inputs(inputs[k], fmt::format("{} input {}", kSource, k));
+  graph::Model promoted = model;
+  graph::promote_f16_to_f32(promoted);
+  std::map<std::string, DType> dtypes;
+  for (const graph::WeightView& w : graph::weights(promoted)) dtypes[w.name] = w.tensor.dtype();
+  s_ = std::make_unique<State>(std::move(promoted));
+  s_->run_dtype = std::move(dtypes);
+  s_->metric = metric;
+  s_->outputs = std::move(outputs);
+  if (s_->outputs.empty()) {
+    s_->outputs = s_->ex.output_names();
+    if (metric != DamageMetric::relative_error) s_->outputs.resize(1);
+  }
+  s_->inputs = std::move(inputs);
+  for (const auto& in : s_->inputs) s_->reference.push_back(runtime::CutRun(s_->ex, in).finish());
+  s_->workers = std::min(static_cast<size_t>(linalg::resolve_threads(threads)), s_->inputs.size());
+}
+
+PlanDamage::~PlanDamage() = default;
+
+double PlanDamage::measure(const std::vector<EncodedLayer>& layers) const {
+  std::map<std::string, Tensor> replaced;
+  for (const EncodedLayer& e : layers) {
+    const auto dt = s_->run_dtype.find(e.name);
+    if (dt == s_->run_dtype.end() || !s_->ex.plan().slot_of.count(e.name))
+      throw Error(e.name, "output damage: the weight is not a value of the model's main graph");
+    replaced[e.name] = detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, dt->second);
+  }
+  std::vector<DamageMeter> meters(s_->inputs.size(), DamageMeter(s_->metric, s_->outputs));
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex mu;
+  auto work = [&](int inner) {
+    const linalg::ThreadLimit limit(inner);
+    for (size_t k; (k = next++) < s_->inputs.size();) {
+      try {
+        // Replaced from the first step that reads one of the weights, as
+        // measure_output_damage's cuts are: replaced from step 0, a run of
+        // the classifier was seen to compute with the original weights.
+        runtime::CutRun run(s_->ex, s_->inputs[k]);
+        size_t cut = run.steps();
+        for (const auto& [name, t] : replaced) cut = std::min(cut, run.first_reader(name));
+        run.advance(cut);
+        meters[k].add(s_->reference[k], run.finish(replaced));
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < s_->workers; ++t) pool.emplace_back(work, 1);
+  work(s_->workers > 1 ? 1 : linalg::threads());
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  DamageMeter total(s_->metric, s_->outputs);
+  for (const DamageMeter& m : meters) total.merge(m);
+  return total.value();
+}
+
+}  // namespace tailor::compress

@@ -63,6 +63,32 @@ std::string curve_svg(const Report& r) {
   return run_gnuplot(script, {{"curve.dat", data}, {"chosen.dat", chosen}});
 }
 
+/// (d) measured damage vs. bytes: tailor's plan and every uniform scheme
+/// (Report::measured), each point named, the kept one marked.
+std::string measured_svg(const Report& r) {
+  std::string plans, kept, labels;
+  bool log_y = true;
+  for (const MeasuredPlan& m : r.measured) {
+    if (!std::isfinite(m.damage)) continue;
+    log_y = log_y && m.damage > 0;
+    const std::string row = fmt::format("{:.17g} {:.17g}\n", double(m.bytes), m.damage);
+    (m.kept ? kept : plans) += row;
+    labels += fmt::format("set label {} at {:.17g},{:.17g} offset 0.6,0.4 font ',8'\n",
+                          gnuplot_quote(m.name, 40), double(m.bytes), m.damage);
+  }
+  const std::string script =
+      terminal(760, 460) +
+      fmt::format(
+          "set xlabel 'bytes'\nset ylabel {}\nset grid\nset key top right\n{}{}"
+          "plot 'plans.dat' using 1:2 with points pt 7 ps 1.2 lc rgb '#1f77b4' "
+          "title 'measured plans', 'kept.dat' using 1:2 with points pt 7 ps 2.2 "
+          "lc rgb '#d62728' title 'kept'\n",
+          gnuplot_quote("output damage on calibration inputs (" + r.measured_metric + ")"),
+          log_y ? "set logscale y\n" : "set yrange [0:*]\n", labels);
+  return run_gnuplot(script, {{"plans.dat", plans.empty() ? kept : plans},
+                              {"kept.dat", kept.empty() ? plans : kept}});
+}
+
 /// Height of a plot with one row per layer.
 int rows_height(size_t layers) {
   return static_cast<int>(std::clamp<size_t>(layers * 14 + 170, 300, 20000));
@@ -196,6 +222,17 @@ std::string verification_section(const Report& r) {
   return t;
 }
 
+std::string measured_table(const Report& r) {
+  std::string t =
+      "<table><thead><tr><th>plan</th><th>bytes</th><th>% of dense</th><th>damage</th>"
+      "</tr></thead><tbody>\n";
+  for (const MeasuredPlan& m : r.measured)
+    t += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{}</td></tr>\n",
+                     m.kept ? " class=\"chosen\"" : "", html_escape(m.name), with_commas(m.bytes),
+                     percent(m.bytes, r.dense_bytes), num(m.damage));
+  return t + "</tbody></table>\n";
+}
+
 std::string curve_table(const Report& r) {
   std::string t =
       "<table><thead><tr><th>budget</th><th>% of dense</th><th>bytes used</th>"
@@ -294,6 +331,12 @@ std::string report_to_html(const Report& r) {
   h += "<section id=\"error-vs-budget\">\n<h2>Error vs. budget (exact solver)</h2>\n";
   h += "<figure class=\"plot\">" + inline_svg(curve_svg(r), "curve-") + "</figure>\n";
   h += curve_table(r) + "</section>\n";
+  if (!r.measured.empty()) {
+    h += "<section id=\"measured-plans\">\n<h2>Tailor's plan and every uniform scheme, measured "
+         "on the calibration inputs</h2>\n";
+    h += "<figure class=\"plot\">" + inline_svg(measured_svg(r), "measured-") + "</figure>\n";
+    h += measured_table(r) + "</section>\n";
+  }
   h += "<section id=\"layer-map\">\n<h2>Per-layer map: error of every scheme, chosen "
        "circled</h2>\n";
   // A profile without layers (everything fixed) has nothing to map.

@@ -241,6 +241,10 @@ std::string report_to_json(const Report& r) {
       verification["measured_damage"] = number(v.measured_damage);
     }
   }
+  OJson measured = OJson::array();
+  for (const MeasuredPlan& m : r.measured)
+    measured.push_back(
+        {{"name", m.name}, {"bytes", m.bytes}, {"damage", number(m.damage)}, {"kept", m.kept}});
   const OJson out = {{"report_version", 1},
                      {"model", r.model},
                      {"dense_bytes", r.dense_bytes},
@@ -252,7 +256,9 @@ std::string report_to_json(const Report& r) {
                      {"solvers", std::move(solvers)},
                      {"schemes", r.schemes},
                      {"layers", std::move(layers)},
-                     {"verification", std::move(verification)}};
+                     {"verification", std::move(verification)},
+                     {"measured_metric", r.measured_metric},
+                     {"measured_plans", std::move(measured)}};
   return out.dump(2, ' ', false, OJson::error_handler_t::replace) + "\n";
 }
 

@@ -62,6 +62,17 @@ void print_result(const compress::CompressResult& r) {
           8.0 * static_cast<double>(p.total_bytes) / static_cast<double>(weights),
           with_commas(weights), with_commas(2 * weights));
   }
+  if (!r.guard.empty()) {
+    std::cout << fmt::format(
+        "\nuniform guard (whole plans on the calibration inputs, {} in {:.1f} s)\n",
+        r.profile.output_metric, r.guard_seconds);
+    for (size_t i = 0; i < r.guard.size(); ++i)
+      std::cout << fmt::format("  {:<28} {:>12} bytes  damage {:.4g}{}\n", r.guard[i].name,
+                               with_commas(r.guard[i].bytes), r.guard[i].damage,
+                               i == r.guard_kept                        ? "  kept"
+                               : r.guard[i].bytes > r.plan.budget_bytes ? "  over the budget"
+                                                                        : "");
+  }
 
   const report::Verification& v = r.verification;
   std::cout << fmt::format("\nverification ({} {})\n", v.inputs,
@@ -139,7 +150,7 @@ void add_compress(CLI::App& app) {
       "Compress a model to a budget: profile, plan, rewrite (standard ONNX), verify, report");
   static compress::CompressOptions o;
   static std::string schemes;
-  static bool no_cache = false;
+  static bool no_cache = false, no_guard = false;
   cmd->add_option("MODEL", o.model,
                   "ONNX model, or a llama checkpoint (llama2.c .bin, HF folder, GGUF)")
       ->required();
@@ -184,6 +195,9 @@ void add_compress(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", o.threads, "Worker threads (0: all cores)")->capture_default_str();
   cmd->add_flag("--no-cache", no_cache, "Do not read or store the profile cache");
+  cmd->add_flag("--no-guard", no_guard,
+                "Keep the solver's plan even where a uniform scheme within the budget measures "
+                "less damage on the calibration inputs");
   cmd->add_option("--ocr-lines", o.ocr_lines,
                   "OCR fixture folder for a PaddleOCR recogniser (default: the fixtures installed "
                   "with tailor, share/tailor/ocr; not the working folder)");
@@ -205,6 +219,7 @@ void add_compress(CLI::App& app) {
     if (!mean.empty()) std::copy(mean.begin(), mean.end(), o.image_mean.begin());
     if (!stdev.empty()) std::copy(stdev.begin(), stdev.end(), o.image_std.begin());
     o.cache = !no_cache;
+    o.uniform_guard = !no_guard;
     const auto t0 = std::chrono::steady_clock::now();
     o.progress = [t0](const std::string& stage, const std::string& msg) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -115,11 +115,33 @@ struct CompressOptions {
   /// llama: sequences and tokens per sequence for compare_models.
   int32_t kld_sequences = 8;
   int32_t kld_length = 64;
+  /// With calibration inputs (the output objective) and a budget: before
+  /// writing, run on the calibration inputs the solver's plan and every
+  /// uniform plan of a profiled quantizer label (int*, ternary, q8_0, q4_0,
+  /// their -mse / -gptq forms; not a rank or decomposition label), and keep
+  /// the one of lowest measured damage within the budget (guard_pick). Costs
+  /// one encode of the model and one run per calibration input per label.
+  bool uniform_guard = true;
   /// Seconds per solver run in the report's curve and comparison (0: none).
   double report_time_limit = 10;
   /// Called at the start and end of each stage: (stage, message).
   std::function<void(const std::string&, const std::string&)> progress;
 };
+
+/// A plan the uniform guard measured on the calibration inputs.
+struct GuardPoint {
+  /// "plan (<solver>)" for the solver's plan, "uniform <label>" otherwise.
+  std::string name;
+  int64_t bytes = 0;
+  /// Output damage of the whole plan on the calibration inputs (its metric).
+  double damage = 0;
+};
+
+/// The point the guard keeps: the lowest damage among `points` at no more
+/// than `budget` bytes, the first point (the solver's plan) unless another is
+/// strictly lower; a NaN damage is never lower, and a NaN first point loses
+/// to any finite one. Throws Error (source "guard") for no points.
+size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget);
 
 /// What compress_model did and measured.
 struct CompressResult {
@@ -133,6 +155,10 @@ struct CompressResult {
   /// Seconds spent computing the calibration Grams (0 without the output objective).
   double gram_seconds = 0;
   plan::Plan plan;
+  /// The uniform guard's points (empty when it did not run) and the index kept.
+  std::vector<GuardPoint> guard;
+  size_t guard_kept = 0;
+  double guard_seconds = 0;
   std::vector<LayerRewrite> rewrites;
   report::Verification verification;
   /// ONNX: the written model.onnx, run by tailor's runtime on the first

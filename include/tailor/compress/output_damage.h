@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tailor/compress/rewrite.h"
 #include "tailor/core/tensor.h"
 #include "tailor/graph/graph.h"
 #include "tailor/profile/model_profile.h"
@@ -118,6 +119,31 @@ struct DamageOptions {
 void measure_output_damage(const graph::Model& model,
                            const std::vector<std::map<std::string, Tensor>>& inputs,
                            ModelProfile& profile, const DamageOptions& options);
+
+/// The output damage of whole compressed models on fixed inputs (compress's
+/// uniform guard): the original's outputs are computed once, then every
+/// measure() runs each input with all of its layers replaced at once.
+class PlanDamage {
+ public:
+  /// `model` as measure_output_damage takes it (f16 runs in f32); `inputs`
+  /// checked finite; `outputs` empty: every graph output (KL metrics: the
+  /// first). `threads` workers take whole inputs (0: all cores); the sums are
+  /// combined in input order, so the value does not depend on the count.
+  /// Throws Error (source "output damage") for no inputs or a non-finite one.
+  PlanDamage(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs,
+             DamageMetric metric, std::vector<std::string> outputs, int threads);
+  ~PlanDamage();
+  PlanDamage(const PlanDamage&) = delete;
+  PlanDamage& operator=(const PlanDamage&) = delete;
+  /// The metric between the original's outputs and the outputs with every
+  /// weight of `layers` replaced by its decoded stored factors (in the run's
+  /// dtype); 0 for no layers. Throws Error naming a layer the model lacks.
+  double measure(const std::vector<EncodedLayer>& layers) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 /// Throws Error naming `source` (and the input) when a floating tensor of
 /// `inputs` holds NaN or ±Inf: calibration inputs must be finite.

@@ -112,6 +112,18 @@ struct LayerRow {
   std::vector<double> scheme_errors;
 };
 
+/// A whole plan measured on compress's calibration inputs (its uniform
+/// guard): tailor's solver plan or one uniform scheme.
+struct MeasuredPlan {
+  /// "plan (<solver>)" or "uniform <label>".
+  std::string name;
+  int64_t bytes = 0;
+  /// Output damage on the calibration inputs (Report::measured_metric).
+  double damage = std::numeric_limits<double>::quiet_NaN();
+  /// The plan compress kept (the lowest damage within the budget).
+  bool kept = false;
+};
+
 /// Everything the report shows; report.json and report.html hold the same numbers.
 struct Report {
   std::string model;
@@ -131,6 +143,10 @@ struct Report {
   std::vector<std::string> schemes;
   std::vector<LayerRow> layers;
   std::optional<Verification> verification;
+  /// Tailor's plan and every uniform scheme measured on the calibration
+  /// inputs, and their metric ("kl" or "relative_error"); empty when not measured.
+  std::string measured_metric;
+  std::vector<MeasuredPlan> measured;
 };
 
 /// The report of `plan` (made from `profile`), presenting what the planner
