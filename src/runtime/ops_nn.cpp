@@ -75,6 +75,10 @@ class ConvKernel final : public Kernel {
   }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
+    // The packed copy serves only the constant it was packed from: a run that
+    // feeds another weight (CutRun::finish replacing the initializer, as the
+    // output-damage pass does) convolves with that weight.
+    const bool packed_weight = packed_source_ != nullptr && ctx.in(1).raw() == packed_source_;
     const Tensor w = ctx.in(1).contiguous();
     const Tensor b = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
     if (x.rank() != 3 && x.rank() != 4)
@@ -113,7 +117,8 @@ class ConvKernel final : public Kernel {
     const int64_t scratch_n = k::conv2d_scratch_size(p);
     Tensor scratch = scratch_n > 0 ? ctx.alloc(DType::f32, {scratch_n}) : Tensor();
     k::conv2d(p, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"), bias, y.mutable_data<float>(),
-              act_, scratch_n > 0 ? scratch.mutable_data<float>() : nullptr, &packed_);
+              act_, scratch_n > 0 ? scratch.mutable_data<float>() : nullptr,
+              packed_weight ? &packed_ : nullptr);
     ctx.outputs[0] = std::move(y);
   }
 
@@ -145,6 +150,7 @@ class ConvKernel final : public Kernel {
     if (p.c_out < 1 || group_ < 1 || p.c_out % group_ != 0) return;  // run() reports it
     const Tensor wc = w->contiguous();
     packed_ = k::pack_conv2d_weights(p, wc.data<float>());
+    packed_source_ = w->raw();
   }
 
   Window win_;
@@ -152,6 +158,7 @@ class ConvKernel final : public Kernel {
   k::Activation act_;
   int64_t column_block_;
   k::PackedConvWeights packed_;
+  const std::byte* packed_source_ = nullptr;  // the constant packed_ was packed from
 };
 
 class ConvTransposeKernel final : public Kernel {

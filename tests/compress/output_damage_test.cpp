@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -73,6 +74,53 @@ TEST(CutRun, SuffixFromAnyCutEqualsAFullRunBitForBit) {
         again.finish({{"no-such", last->tensor}});
       },
       "no-such", "no such value");
+}
+
+// A run that replaces a conv weight convolves with the replacement, not with
+// the copy the Conv kernel packed from the initializer at load: the
+// recogniser's first three 3×3 full (not depthwise) conv weights, made
+// initializers (the file holds them as Constant nodes, which are not packed)
+// and each halved in turn, equal a fresh executor on the model holding the
+// halved weight (the damage pass would otherwise see no damage there).
+TEST(CutRun, ReplacedConvWeightIsTheOneConvolved) {
+  const std::string rec = testing::model_path("ch_PP-OCRv4_rec_infer.onnx");
+  if (!fs::exists(rec)) GTEST_SKIP() << rec << " not fetched (scripts/fetch-models.sh)";
+  graph::Model m = graph::import_onnx(rec);
+  std::vector<graph::WeightView> convs;
+  for (const graph::WeightView& w : graph::weights(m))
+    if (w.tensor.rank() == 4 && w.tensor.dim(1) > 1 && w.tensor.dim(2) * w.tensor.dim(3) > 1 &&
+        convs.size() < 3)
+      convs.push_back(w);
+  ASSERT_EQ(convs.size(), 3u);
+  const auto set_initializer = [](graph::Model& model, const std::string& name, Tensor t) {
+    auto& nodes = model.graph.nodes;
+    nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
+                               [&](const graph::Node& n) {
+                                 return n.op_type == "Constant" && n.outputs == std::vector{name};
+                               }),
+                nodes.end());
+    model.graph.add_initializer(name, std::move(t));
+  };
+  for (const graph::WeightView& w : convs) set_initializer(m, w.name, w.tensor.to(DType::f32));
+  runtime::Executor ex(m);
+  Tensor x = Tensor::zeros(DType::f32, {1, 3, 48, 320});
+  float* px = x.mutable_data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) px[i] = std::sin(0.003f * static_cast<float>(i));
+  const std::map<std::string, Tensor> in = {{m.graph.inputs[0], x}};
+  const auto full = ex.run(in);
+  for (const graph::WeightView& w : convs) {
+    Tensor half = w.tensor.to(DType::f32);
+    float* p = half.mutable_data<float>();
+    for (int64_t i = 0; i < half.numel(); ++i) p[i] *= 0.5f;
+    graph::Model changed = m;
+    set_initializer(changed, w.name, half);
+    const auto want = runtime::Executor(changed).run(in);
+    const auto got = runtime::CutRun(ex, in).finish({{w.name, half}});
+    for (const auto& [name, t] : want) {
+      EXPECT_TRUE(bit_equal(got.at(name), t)) << w.name;
+      EXPECT_FALSE(bit_equal(got.at(name), full.at(name))) << w.name;
+    }
+  }
 }
 
 TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
