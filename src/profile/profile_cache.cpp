@@ -75,7 +75,12 @@ OJson settings_json(const ProfileOptions& options) {
   std::sort(schemes.begin(), schemes.end());
   schemes.erase(std::unique(schemes.begin(), schemes.end()), schemes.end());
   const schemes::SchemeParams& s = options.scheme_defaults;
-  return {{"schemes", schemes},
+  // "measurement": the revision of the measuring code, raised when a fix
+  // changes the numbers a cache entry holds (2: conv layers' output damage
+  // ran on the weights packed at load, and Tucker's mode-0 factor comes from
+  // the exact SVD), so no entry from before is read back.
+  return {{"measurement", 2},
+          {"schemes", schemes},
           {"min_params", options.min_params},
           {"layers", options.layer_regex},
           {"calib_sha256", options.calib.empty() ? std::string() : sha256_file(options.calib)},
