@@ -137,6 +137,15 @@ World::World() : m_(&load_module()) {
   if (started) throw Error("mpi", "MPI is already initialised (one World per process)");
   started = true;
   ok(*m_, m_->init(&rank_, &size_), "MPI_Init");
+  // The launcher's environment promised more ranks than MPI sees: the
+  // variables were set by hand or the launch broke, and every process would
+  // profile every layer and write the same file.
+  if (const int promised = launched_size(); promised != size_) {
+    m_->finalize();
+    throw Error("mpi", fmt::format("the environment says {} ranks (OMPI_COMM_WORLD_SIZE / "
+                                   "PMI_SIZE) but MPI sees {}: start tailor with mpirun",
+                                   promised, size_));
+  }
 }
 
 World::~World() {

@@ -39,4 +39,10 @@ rm "$work/inst/bin/$module_dir/$(basename "$module")"
 if "$mpiexec" --oversubscribe -n 2 "$work/inst/bin/tailor" profile "$model" -o "$work/x.json" \
   > "$work/missing.log" 2>&1; then echo "ran without its MPI module"; exit 1; fi
 grep -q "libtailor_mpi.so is not installed" "$work/missing.log" || { cat "$work/missing.log"; exit 1; }
+# A launcher's variables without the launcher: MPI sees 1 rank, not 2; refused
+# (every process would otherwise profile every layer into the same file).
+if OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 "$tailor" profile "$model" -o "$work/y.json" \
+  > "$work/nolauncher.log" 2>&1; then echo "ran as 1 of 2 ranks without mpirun"; exit 1; fi
+grep -q "says 2 ranks .* but MPI sees 1" "$work/nolauncher.log" || { cat "$work/nolauncher.log"; exit 1; }
+[[ ! -e "$work/y.json" ]] || { echo "wrote y.json"; exit 1; }
 echo "2-rank profile equals the 1-process one ($layers layers)"
