@@ -281,6 +281,9 @@ py::dict compress(const std::string& path, const std::string& budget, const std:
   take(options, "length", o.kld_length);
   take(options, "image_mean", o.image_mean);
   take(options, "image_std", o.image_std);
+  take(options, "gguf", o.gguf);
+  take(options, "tokenizer", o.tokenizer);
+  take(options, "guard", o.uniform_guard);
   if (!options.empty())
     throw py::type_error("compress() got an unexpected keyword argument '" +
                          py::str(options.begin()->first).cast<std::string>() + "'");

@@ -142,7 +142,8 @@ _COMPRESS_OPTIONS = {
     "solver": _text, "objective": _text, "uniform": _text, "task": _text,
     "seed": lambda v, n: _integer(v, n, *_UINT64),
     "calib": _path, "ocr_lines": _path, "ocr_keys": _path,
-    "report": _flag, "cache": _flag,
+    "report": _flag, "cache": _flag, "gguf": _flag, "guard": _flag,
+    "tokenizer": _path,
     "schemes": _texts,
     "min_params": lambda v, n: _integer(v, n, *_INT64),
     "threads": lambda v, n: _integer(v, n, *_INT32),
@@ -460,7 +461,8 @@ def compress(path, budget: str, output, progress: Optional[Callable[[ProgressEve
     plan, rewrite, write, verify; returns what the command prints. Options as
     the command's flags: solver, objective, uniform, seed, calib, task,
     report, schemes (list), min_params, threads, cache, ocr_lines, ocr_keys,
-    inputs, sequences, length, image_mean, image_std. `progress` gets a
+    inputs, sequences, length, image_mean, image_std, gguf, tokenizer, and
+    guard (False: --no-guard). `progress` gets a
     ProgressEvent at the start and end of each stage."""
     for key, value in options.items():
         if key in _COMPRESS_OPTIONS:

@@ -79,6 +79,12 @@ class Arguments(unittest.TestCase):
         self.refused(lambda: go(report=1), "report", "expected True or False, got int 1")
         self.refused(lambda: go(image_mean=[1, 2]), "image_mean", "expected 3 numbers")
         self.refused(lambda: go(sequences=2**31), "sequences", "is outside")
+        self.refused(lambda: go(guard="no"), "guard", "expected True or False, got str 'no'")
+        self.refused(lambda: go(gguf=1), "gguf", "expected True or False, got int 1")
+        # The options reach compress: its own refusals, met before any work.
+        self.refused(lambda: go(tokenizer="tok.bin"), "--tokenizer", "applies only with --gguf")
+        self.refused(lambda: go(gguf=True, tokenizer="/no/such/tok.bin"), "/no/such/tok.bin",
+                     "cannot open")
         self.assertFalse(os.path.exists(out))
 
 
