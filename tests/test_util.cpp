@@ -68,4 +68,14 @@ std::string fixture_path(const std::string& name) {
   return std::string(TAILOR_FIXTURES_DIR) + "/" + name;
 }
 
+void append_matmul(graph::Graph& g, std::string& prev, const std::string& weight) {
+  graph::Node n;
+  n.op_type = "MatMul";
+  n.name = "mm_" + weight;
+  n.inputs = {prev, weight};
+  n.outputs = {"h_" + weight};
+  prev = n.outputs[0];
+  g.nodes.push_back(std::move(n));
+}
+
 }  // namespace tailor::testing

@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "tailor/graph/graph.h"
+
 namespace tailor::testing {
 
 /// A fresh empty folder under the system temp dir, removed when destroyed.
@@ -40,5 +42,9 @@ CommandResult run_cli(const std::string& args);
 std::string model_path(const std::string& name);
 /// Path of a committed fixture (tests/fixtures/NAME).
 std::string fixture_path(const std::string& name);
+
+/// Appends node "mm_WEIGHT": MatMul(prev, weight) -> "h_WEIGHT" to `g`, and
+/// sets `prev` to its output (a chain of MatMuls, one per weight).
+void append_matmul(graph::Graph& g, std::string& prev, const std::string& weight);
 
 }  // namespace tailor::testing

@@ -74,13 +74,7 @@ graph::Model cancelling_model() {
       {"a", block_matrix(3.4)}, {"b", block_matrix(2.6)}, {"c", c_matrix()}};
   for (const auto& [name, w] : layers) {
     m.graph.add_initializer(name, in_out(w));
-    graph::Node n;
-    n.op_type = "MatMul";
-    n.name = "mm_" + name;
-    n.inputs = {prev, name};
-    n.outputs = {"h_" + name};
-    prev = n.outputs[0];
-    m.graph.nodes.push_back(n);
+    testing::append_matmul(m.graph, prev, name);
   }
   m.graph.outputs = {prev};
   return m;

@@ -39,13 +39,7 @@ std::string bad_weights_model(const TempDir& dir) {
     if (name == "w_huge")
       for (float& v : w) v = v < 0 ? -3e38f : 3e38f;
     m.graph.add_initializer(name, Tensor::from_f32({64, 64}, w));
-    graph::Node n;
-    n.op_type = "MatMul";
-    n.name = "mm_" + name;
-    n.inputs = {prev, name};
-    n.outputs = {"h_" + name};
-    prev = n.outputs[0];
-    m.graph.nodes.push_back(n);
+    testing::append_matmul(m.graph, prev, name);
   }
   m.graph.outputs = {prev};
   const std::string path = dir.file("bad_weights.onnx");
