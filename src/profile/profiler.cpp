@@ -258,6 +258,11 @@ std::vector<int64_t> energy_ranks(const std::vector<double>& s2, double total, i
   return found;
 }
 
+/// Layers whose smaller side is at most this take the exact SVD at once: there
+/// the blocked QB's first sketch (≥ 64 + oversampling columns) already costs a
+/// large share of gesdd, and a flat spectrum sends it to gesdd anyway.
+constexpr int64_t kPlanExactMaxDim = 512;
+
 /// `total` = ‖W‖_F² (weight_norms).
 LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd, double total) {
   if (w.shape().size() != 2 || w.dtype() != DType::f32)
@@ -303,7 +308,7 @@ LowRankPlan plan_lowrank(const Tensor& w, const linalg::SvdOptions& svd, double 
     plan.exact_u = !large && linalg::svd_prefers_exact(out, in, kmax, svd);
     found = energy_ranks(s2, total, kmax);
   };
-  if (total > 0 && (std::min(out, in) <= svd.exact_max_dim ||
+  if (total > 0 && (std::min(out, in) <= std::max<int64_t>(svd.exact_max_dim, kPlanExactMaxDim) ||
                     std::max<int64_t>(need + svd.oversampling, 64) > exact_beyond)) {
     exact();
   } else if (total > 0) {

@@ -133,8 +133,11 @@ std::unique_ptr<Encoded> encode_tt(const Tensor& w, const SchemeParams& params) 
   for (size_t k = 0; k + 1 < d; ++k) {
     const int64_t rows = p.r[k] * p.mode(k);
     const int64_t cols = static_cast<int64_t>(c.size()) / rows;
-    // A large unfolding takes its SVD from its Gram matrix (no copies of it).
-    const linalg::Svd f = linalg::svd_leading(c.data(), rows, cols, p.r[k + 1], params.svd);
+    // A large or thin (one side ≥ 4× the other) unfolding takes its SVD from
+    // the Gram matrix of its smaller side (no copies of it; exact, not randomized).
+    const bool thin = std::max(rows, cols) >= 4 * std::min(rows, cols);
+    const linalg::Svd f = thin ? linalg::svd_gram(c.data(), rows, cols, p.r[k + 1])
+                               : linalg::svd_leading(c.data(), rows, cols, p.r[k + 1], params.svd);
     cores.push_back(
         {fmt::format("G{}", k + 1), to_tensor(f.u, {p.r[k], p.o[k], p.i[k], p.r[k + 1]})});
     linalg::Matrix rest = f.vt;  // diag(σ)·Vᵀ [r_{k+1}, cols] carries on

@@ -129,17 +129,20 @@ class TuckerWeight final : public Encoded {
 // Leading r left singular vectors [d_mode, r] of the mode-`mode` unfolding of
 // X [d0, d1, d2] (row-major at x). A small tensor takes them from an SVD of
 // the unfolding (permuted copy); one of at least svd.gram_min_elements
-// elements from the eigenvectors of the unfolding's Gram matrix X_(k)·X_(k)ᵀ
-// [d_k, d_k], accumulated in double from X in place (linalg::svd_gram's
-// method): mode 0 is X [d0, d1·d2] itself (its smaller side's Gram, then
-// U = X·V·diag(1/σ) when d0 > d1·d2), mode 1 sums X_a·X_aᵀ and mode 2 X_aᵀ·X_a
-// over the slices X_a [d1, d2]. No copy of X.
+// elements, or a thin one (below), from the eigenvectors of the unfolding's Gram matrix
+// X_(k)·X_(k)ᵀ [d_k, d_k], accumulated in double from X in place (linalg::svd_gram's method): mode
+// 0 is X [d0, d1·d2] itself (its smaller side's Gram, then U = X·V·diag(1/σ) when d0 > d1·d2), mode
+// 1 sums X_a·X_aᵀ and mode 2 X_aᵀ·X_a over the slices X_a [d1, d2]. No copy of X.
 linalg::Matrix leading_vectors(const float* x, const std::vector<int64_t>& dims, int mode,
                                int64_t r, const linalg::SvdOptions& opts) {
   const int64_t d0 = dims[0], d1 = dims[1], d2 = dims[2];
   const std::vector<int64_t> sizes{d0, d1, d2};
   const int64_t rows = sizes[mode], cols = d0 * d1 * d2 / rows;
-  if (rows * cols < opts.gram_min_elements) {
+  // A thin unfolding takes the Gram path at any size, where gesdd would also
+  // form the long side's vectors: one of few rows (cols ≥ 4·rows), or mode 0
+  // of few columns (rows ≥ 4·cols; svd_gram forms U from the [cols, cols] Gram).
+  const bool thin = cols >= 4 * rows || (mode == 0 && rows >= 4 * cols);
+  if (rows * cols < opts.gram_min_elements && !thin) {
     if (mode == 0) return linalg::svd_truncated(to_matrix(x, d0, d1 * d2), r, opts).u;
     const std::vector<int> perm = mode == 1 ? std::vector<int>{1, 0, 2} : std::vector<int>{2, 0, 1};
     const std::vector<float> unfolding = permute(x, dims, perm);
