@@ -10,6 +10,7 @@
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
+#include "tailor/core/warning.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/graph/shape_inference.h"
@@ -73,9 +74,13 @@ std::optional<LayerOp> layer_op(const graph::Model& typed, const std::string& na
   return found;
 }
 
-/// A one-node model: `op` reading input "x" of `shape`, its other inputs the
-/// initializers of `source` they name.
-graph::Model one_op(const graph::Model& source, graph::Node op, const Shape& shape) {
+/// Weights by name: initializers and Constant values (graph::weights).
+using Constants = std::map<std::string, graph::WeightView>;
+
+/// A one-node model: `op` reading its input 0 of `shape`, its other inputs the
+/// weights of `constants` they name; nullopt when one is not a weight.
+std::optional<graph::Model> one_op(const graph::Model& source, const Constants& constants,
+                                   graph::Node op, const Shape& shape) {
   graph::Model m;
   m.opset = source.opset;
   m.other_opsets = source.other_opsets;
@@ -85,11 +90,12 @@ graph::Model one_op(const graph::Model& source, graph::Node op, const Shape& sha
   const std::string x = op.inputs[0];
   g.inputs = {x};
   g.types[x] = graph::ValueType{DType::f32, graph::sym_shape_of(shape)};
-  for (size_t i = 1; i < op.inputs.size(); ++i)
-    if (const auto it = source.graph.initializers.find(op.inputs[i]);
-        !op.inputs[i].empty() && it != source.graph.initializers.end() &&
-        !g.initializers.count(op.inputs[i]))
-      g.add_initializer(op.inputs[i], it->second);
+  for (size_t i = 1; i < op.inputs.size(); ++i) {
+    if (op.inputs[i].empty() || g.initializers.count(op.inputs[i])) continue;
+    const auto it = constants.find(op.inputs[i]);
+    if (it == constants.end()) return std::nullopt;
+    g.add_initializer(op.inputs[i], it->second.tensor);
+  }
   g.outputs = {op.outputs.at(0)};
   op.outputs.resize(1);
   g.nodes.push_back(std::move(op));
@@ -148,6 +154,47 @@ std::shared_ptr<const schemes::Encoded> kernel_weight(const std::string& label, 
   }
 }
 
+/// Times every candidate of `layer` (op `op`, weight `view`) as
+/// measure_latencies describes; returns the dense op's latency, or 0 when
+/// the op cannot run alone (no latency then).
+double measure_layer(const graph::Model& typed, const Constants& views, const LayerOp& op,
+                     const graph::WeightView& view, LayerProfile& layer, Rng& rng,
+                     const LatencyOptions& options) {
+  const Tensor w = view.out_in();
+  Rng in_rng(0);
+  const std::map<std::string, Tensor> feed{{op.node->inputs[0], uniform(op.input, in_rng)}};
+  std::optional<graph::Model> dense = one_op(typed, views, *op.node, op.input);
+  if (!dense) return 0;
+  // Every candidate's op, timed in interleaved rounds; index 0 is dense.
+  std::vector<graph::Model> ops{runnable_model(*dense)};
+  std::vector<int> model_of(layer.candidates.size(), -1);
+  for (size_t c = 0; c < layer.candidates.size(); ++c) {
+    const std::string& label = layer.candidates[c].label;
+    if (label == "dense") {
+      model_of[c] = 0;
+      continue;
+    }
+    std::shared_ptr<const schemes::Encoded> e = kernel_weight(label, w, rng);
+    if (!e) continue;
+    const std::optional<graph::Node> node =
+        compressed_node(*op.node, view.tensor.shape(), std::move(e));
+    std::optional<graph::Model> m;
+    if (node) m = one_op(typed, views, *node, op.input);
+    if (!m) {
+      model_of[c] = 0;
+      continue;
+    }
+    model_of[c] = static_cast<int>(ops.size());
+    ops.push_back(std::move(*m));
+  }
+  std::vector<const graph::Model*> ptrs;
+  for (const graph::Model& m : ops) ptrs.push_back(&m);
+  const std::vector<double> ms = interleaved_latency_ms(ptrs, feed, options);
+  for (size_t c = 0; c < layer.candidates.size(); ++c)
+    if (model_of[c] >= 0) layer.candidates[c].latency_ms = ms[static_cast<size_t>(model_of[c])];
+  return ms[0];
+}
+
 }  // namespace
 
 graph::Model runnable_model(const graph::Model& model) {
@@ -197,7 +244,7 @@ void measure_latencies(const graph::Model& model, const std::map<std::string, Te
   graph::Model typed = model;
   graph::promote_f16_to_f32(typed);
   for (const auto& [name, t] : inputs) graph::specialize_input(typed, name, t.shape());
-  std::map<std::string, graph::WeightView> views;
+  Constants views;
   for (graph::WeightView& w : graph::weights(typed)) views.emplace(w.name, std::move(w));
   double dense_sum = 0;
   Rng rng(0);
@@ -205,35 +252,13 @@ void measure_latencies(const graph::Model& model, const std::map<std::string, Te
     const std::optional<LayerOp> op = layer_op(typed, layer.name);
     const auto view = views.find(layer.name);
     if (!op || view == views.end()) continue;
-    const Tensor w = view->second.out_in();
-    Rng in_rng(0);
-    const std::map<std::string, Tensor> feed{{op->node->inputs[0], uniform(op->input, in_rng)}};
-    // Every candidate's op, timed in interleaved rounds; index 0 is dense.
-    std::vector<graph::Model> ops{runnable_model(one_op(typed, *op->node, op->input))};
-    std::vector<int> model_of(layer.candidates.size(), -1);
-    for (size_t c = 0; c < layer.candidates.size(); ++c) {
-      const std::string& label = layer.candidates[c].label;
-      if (label == "dense") {
-        model_of[c] = 0;
-        continue;
-      }
-      std::shared_ptr<const schemes::Encoded> e = kernel_weight(label, w, rng);
-      if (!e) continue;
-      const std::optional<graph::Node> node =
-          compressed_node(*op->node, view->second.tensor.shape(), std::move(e));
-      if (!node) {
-        model_of[c] = 0;
-        continue;
-      }
-      model_of[c] = static_cast<int>(ops.size());
-      ops.push_back(one_op(typed, *node, op->input));
+    try {
+      dense_sum += measure_layer(typed, views, *op, view->second, layer, rng, options);
+    } catch (const Error& e) {
+      // The layer's op alone did not run: its time stays in the rest.
+      for (Candidate& c : layer.candidates) c.latency_ms.reset();
+      warn(layer.name, std::string("latency not measured: ") + e.what());
     }
-    std::vector<const graph::Model*> ptrs;
-    for (const graph::Model& m : ops) ptrs.push_back(&m);
-    const std::vector<double> ms = interleaved_latency_ms(ptrs, feed, options);
-    for (size_t c = 0; c < layer.candidates.size(); ++c)
-      if (model_of[c] >= 0) layer.candidates[c].latency_ms = ms[static_cast<size_t>(model_of[c])];
-    dense_sum += ms[0];
   }
   const graph::Model whole = runnable_model(model);
   const double total = interleaved_latency_ms({&whole}, inputs, options)[0];

@@ -46,7 +46,7 @@ std::string latency_key(const std::map<std::string, Tensor>& inputs, const Laten
 /// whose weight feeds input 1 of a MatMul, Gemm or Conv of `model`'s main
 /// graph with an input shape that shape inference fixes once the graph
 /// inputs take the shapes of `inputs`: that op alone (its weight and bias as
-/// initializers, its input of that shape, uniform [−1, 1) from seed 0) timed
+/// initializers (or Constant values), its input of that shape, uniform [−1, 1) from seed 0) timed
 /// as interleaved_latency_ms does — "dense" as the original op, every other
 /// label as the CompressedLinear / CompressedConv tailor runs for the
 /// label's stored form (schemes::stored_form) encoded from the weight, a
@@ -57,7 +57,8 @@ std::string latency_key(const std::map<std::string, Tensor>& inputs, const Laten
 /// measured this way are independent of each other; the rest of the model is
 /// profile.latency_rest_ms = (the whole model's latency, latency_model_ms) −
 /// Σ the measured layers' dense latency, at least 0. Sets latency_input.
-/// Layers not matched keep no latency (their time is in the rest).
+/// Layers not matched keep no latency (their time is in the rest), as does
+/// a layer whose op fails to run alone (a warning naming it on stderr).
 /// Throws Error naming the input for an input the model lacks, and as
 /// Executor::run does.
 void measure_latencies(const graph::Model& model, const std::map<std::string, Tensor>& inputs,
