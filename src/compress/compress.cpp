@@ -27,6 +27,8 @@
 #include "tailor/llm/kld.h"
 #include "tailor/llm/llama.h"
 #include "tailor/plan/budget.h"
+#include "tailor/plan/two_budget.h"
+#include "tailor/profile/latency.h"
 #include "tailor/profile/profile_cache.h"
 #include "tailor/profile/profiler.h"
 #include "tailor/runtime/calibration.h"
@@ -274,6 +276,17 @@ CompressResult compress_model(const CompressOptions& o) {
     throw Error("--uniform", "takes no --budget: the plan's bytes are the scheme's");
   const plan::Budget budget = o.uniform.empty() ? plan::parse_budget(o.budget) : plan::Budget{};
   const plan::Objective objective = plan::parse_objective(o.objective);
+  const bool second_budget = o.max_latency || o.max_macs;
+  if (second_budget && !o.uniform.empty())
+    throw Error(o.max_latency ? "--max-latency" : "--max-macs", "not with --uniform");
+  if (second_budget && o.solver != "exact")
+    throw Error(
+        "--solver",
+        "only exact plans under two budgets (--max-latency, --max-macs); got \"" + o.solver + "\"");
+  if (o.max_latency && !(std::isfinite(*o.max_latency) && *o.max_latency > 0))
+    throw Error("--max-latency", fmt::format("must be finite and > 0 ms, got {}", *o.max_latency));
+  if (o.max_macs && *o.max_macs <= 0)
+    throw Error("--max-macs", fmt::format("must be > 0, got {}", *o.max_macs));
   {
     const auto& names = plan::solver_names();
     if (std::find(names.begin(), names.end(), o.solver) == names.end())
@@ -313,6 +326,8 @@ CompressResult compress_model(const CompressOptions& o) {
         throw Error("--gguf", "scheme '" + s + "' has no ggml type (dense, q8_0, q4_0)");
   }
   // Options that would otherwise be accepted and ignored.
+  if (ck && o.max_latency)
+    throw Error("--max-latency", "applies to ONNX models (latencies are measured per ONNX op)");
   if (ck && !o.calib_dir.empty())
     throw Error("--calib",
                 "applies to ONNX models; a llama checkpoint is verified on sequences "
@@ -382,6 +397,13 @@ CompressResult compress_model(const CompressOptions& o) {
     r.gram_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     po.grams = grams;
   }
+  // 2b. the latency input: the first calibration input (never verification's).
+  std::map<std::string, Tensor> latency_input;
+  const LatencyOptions latency_options{1, 9};
+  if (o.max_latency) {
+    latency_input = (calibration ? *calibration : onnx_calibration(mf, o)).inputs.at(0);
+    po.latency_key = latency_key(latency_input, latency_options);
+  }
   std::string key;
   std::optional<ModelProfile> cached;
   if (o.cache) {
@@ -403,6 +425,15 @@ CompressResult compress_model(const CompressOptions& o) {
     r.profile.calibration = calibration->description;
     r.damage_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   }
+  if (o.max_latency && !cached) {
+    const auto t0 = Clock::now();
+    measure_latencies(mf, latency_input, r.profile, latency_options);
+    say("profile", fmt::format("latencies of every candidate measured in {:.2f} s ({}); model "
+                               "{:.3f} ms, rest {:.3f} ms",
+                               std::chrono::duration<double>(Clock::now() - t0).count(),
+                               r.profile.latency_input, *r.profile.latency_model_ms,
+                               *r.profile.latency_rest_ms));
+  }
   if (o.cache && !cached) store_cached_profile(key, r.profile);
   done("profile",
        fmt::format("{} layers, dense {} bytes{}{}", r.profile.layers.size(), r.profile.dense_bytes,
@@ -422,8 +453,9 @@ CompressResult compress_model(const CompressOptions& o) {
     budget_bytes = r.plan.budget_bytes;
   } else {
     budget_bytes = plan::budget_bytes(budget, r.profile);
-    const plan::Problem problem = plan::make_problem(r.profile, objective, budget_bytes, o.model);
+    plan::Problem problem = plan::make_problem(r.profile, objective, budget_bytes, o.model);
     plan::check_feasible(problem);
+    plan::add_second_budget(problem, r.profile, o.max_latency, o.max_macs);
     plan::SolveOptions so;
     so.seed = o.seed;
     so.threads = o.threads;
@@ -443,7 +475,7 @@ CompressResult compress_model(const CompressOptions& o) {
     return l;
   };
   std::optional<std::vector<EncodedLayer>> guarded;
-  if (calibration && o.uniform.empty() && o.uniform_guard) {
+  if (calibration && o.uniform.empty() && o.uniform_guard && !second_budget) {
     begin("guard", "");
     guarded = run_guard(llama ? *llama : mf, *calibration, r, budget_bytes, o, objective, encode);
     const GuardPoint& kept = r.guard[r.guard_kept];
@@ -520,6 +552,20 @@ CompressResult compress_model(const CompressOptions& o) {
     done("verify", msg);
   }
 
+  // 6b. latency of the written model against the original's, as `tailor run` runs them.
+  if (o.max_latency) {
+    begin("latency", "");
+    const graph::Model before = runnable_model(mf);
+    const graph::Model after = runnable_model(load_runnable_model(staging.file("model.onnx")));
+    const std::vector<double> ms =
+        interleaved_latency_ms({&before, &after}, latency_input, latency_options);
+    r.latency_original_ms = ms[0];
+    r.latency_compressed_ms = ms[1];
+    done("latency", fmt::format("original {:.3f} ms, compressed {:.3f} ms (predicted {:.3f}, "
+                                "budget {:.3f})",
+                                ms[0], ms[1], r.plan.predicted_latency, *o.max_latency));
+  }
+
   // 7. report
   if (o.report) {
     begin("report", "curve, solver comparison, plots");
@@ -532,6 +578,8 @@ CompressResult compress_model(const CompressOptions& o) {
     for (size_t i = 0; i < r.guard.size(); ++i)
       rep.measured.push_back(
           {r.guard[i].name, r.guard[i].bytes, r.guard[i].damage, i == r.guard_kept});
+    rep.latency_original_ms = r.latency_original_ms;
+    rep.latency_compressed_ms = r.latency_compressed_ms;
     report::write_report(staging.file(""), rep);
     done("report", "report.html, report.json");
   }

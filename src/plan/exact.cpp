@@ -7,6 +7,7 @@
 
 #include "hull.h"
 #include "tailor/linalg/threads.h"
+#include "tailor/plan/two_budget.h"
 
 namespace tailor::plan {
 namespace {
@@ -277,6 +278,7 @@ class ExactSolver {
 }  // namespace
 
 Solution solve_exact(const Problem& problem, const SolveOptions& options) {
+  if (problem.has_latency()) return solve_two_budgets(problem, options);
   require_additive(problem, "exact");
   check_feasible(problem);
   return ExactSolver(problem, options).run();

@@ -11,6 +11,7 @@
 #include "tailor/plan/exact.h"
 #include "tailor/plan/greedy.h"
 #include "tailor/plan/gumbel.h"
+#include "tailor/plan/two_budget.h"
 
 namespace tailor::plan {
 
@@ -20,6 +21,10 @@ const std::vector<std::string>& solver_names() {
 }
 
 Solution solve(const std::string& name, const Problem& problem, const SolveOptions& options) {
+  if (problem.has_latency() && name != "exact")
+    throw Error(
+        "--solver",
+        "only exact plans under two budgets (--max-latency, --max-macs); got \"" + name + "\"");
   if (name == "exact") return solve_exact(problem, options);
   if (name == "greedy") return solve_greedy(problem, options);
   if (name == "cem") return solve_cem(problem, options);
@@ -45,6 +50,11 @@ Plan make_plan(const ModelProfile& profile, const Problem& problem, const Soluti
   plan.lower_bound = solution.lower_bound;
   plan.gap = solution.objective - solution.lower_bound;
   plan.proven_optimal = solution.proven_optimal;
+  if (problem.has_latency()) {
+    plan.latency_unit = problem.latency_unit;
+    plan.max_latency = problem.latency_budget + problem.fixed_latency;
+    plan.predicted_latency = problem.fixed_latency + choice_latency(problem, solution.choice);
+  }
   plan.seconds = solution.seconds;
   plan.nodes = solution.nodes;
   for (size_t i = 0; i < profile.layers.size(); ++i) {
@@ -73,19 +83,24 @@ std::string plan_to_json(const Plan& plan) {
   for (const PlanChoice& c : plan.choices)
     choices.push_back(
         {{"layer", c.layer}, {"label", c.label}, {"rel_error", c.rel_error}, {"bytes", c.bytes}});
-  const OJson out = {{"model", plan.model},
-                     {"budget_bytes", plan.budget_bytes},
-                     {"fixed_bytes", plan.fixed_bytes},
-                     {"total_bytes", plan.total_bytes},
-                     {"solver", plan.solver},
-                     {"objective", plan.objective},
-                     {"seed", plan.seed},
-                     {"objective_value", number(plan.objective_value)},
-                     {"lower_bound", number(plan.lower_bound)},
-                     {"gap", number(plan.gap)},
-                     {"proven_optimal", plan.proven_optimal},
-                     {"nodes", plan.nodes},
-                     {"choices", std::move(choices)}};
+  OJson out = {{"model", plan.model},
+               {"budget_bytes", plan.budget_bytes},
+               {"fixed_bytes", plan.fixed_bytes},
+               {"total_bytes", plan.total_bytes},
+               {"solver", plan.solver},
+               {"objective", plan.objective},
+               {"seed", plan.seed},
+               {"objective_value", number(plan.objective_value)},
+               {"lower_bound", number(plan.lower_bound)},
+               {"gap", number(plan.gap)},
+               {"proven_optimal", plan.proven_optimal},
+               {"nodes", plan.nodes},
+               {"choices", std::move(choices)}};
+  if (!plan.latency_unit.empty()) {
+    out["latency_unit"] = plan.latency_unit;
+    out["max_latency"] = number(plan.max_latency);
+    out["predicted_latency"] = number(plan.predicted_latency);
+  }
   return out.dump(2) + "\n";
 }
 
@@ -135,6 +150,11 @@ Plan read_plan(const std::string& path) {
   p.proven_optimal = j.contains("proven_optimal") && get<bool>(j, "proven_optimal", path, "");
   p.seconds = j.contains("seconds") ? get<double>(j, "seconds", path, "") : 0;
   p.nodes = j.contains("nodes") ? get<int64_t>(j, "nodes", path, "") : 0;
+  if (j.contains("latency_unit")) {
+    p.latency_unit = get<std::string>(j, "latency_unit", path, "");
+    p.max_latency = bound(j, "max_latency", path);
+    p.predicted_latency = bound(j, "predicted_latency", path);
+  }
   const auto& choices = get<nlohmann::json>(j, "choices", path, "");
   if (!choices.is_array()) throw Error(path, "\"choices\" must be an array");
   for (size_t i = 0; i < choices.size(); ++i) {

@@ -74,6 +74,7 @@ Candidate read_candidate(const Reader& r, const Json& j, const std::string& wher
         r.error_value(j["rel_error_activation"], where, "rel_error_activation");
   if (j.contains("output_damage"))
     c.output_damage = r.error_value(j["output_damage"], where, "output_damage");
+  if (j.contains("latency_ms")) c.latency_ms = r.error_value(j["latency_ms"], where, "latency_ms");
   return c;
 }
 
@@ -142,6 +143,11 @@ ModelProfile parse_profile(const std::string& text, const std::string& path) {
   p.fixed_bytes = r.count(j, "", "fixed_bytes", true);
   if (j.contains("output_metric")) p.output_metric = r.string(j, "", "output_metric");
   if (j.contains("calibration")) p.calibration = r.string(j, "", "calibration");
+  if (j.contains("latency_rest_ms"))
+    p.latency_rest_ms = r.error_value(j["latency_rest_ms"], "", "latency_rest_ms");
+  if (j.contains("latency_model_ms"))
+    p.latency_model_ms = r.error_value(j["latency_model_ms"], "", "latency_model_ms");
+  if (j.contains("latency_input")) p.latency_input = r.string(j, "", "latency_input");
   const Json& layers = r.field(j, "", "layers");
   if (!layers.is_array()) r.fail("", "\"layers\" must be an array");
   std::set<std::string> names;
@@ -177,6 +183,7 @@ std::string profile_to_json(const ModelProfile& profile) {
                   {"params", c.params}};
       if (c.rel_error_activation) cj["rel_error_activation"] = *c.rel_error_activation;
       if (c.output_damage) cj["output_damage"] = *c.output_damage;
+      if (c.latency_ms) cj["latency_ms"] = *c.latency_ms;
       cands.push_back(std::move(cj));
     }
     OJson lj = {{"name", l.name},
@@ -195,6 +202,9 @@ std::string profile_to_json(const ModelProfile& profile) {
     out["output_metric"] = profile.output_metric;
     out["calibration"] = profile.calibration;
   }
+  if (profile.latency_rest_ms) out["latency_rest_ms"] = *profile.latency_rest_ms;
+  if (profile.latency_model_ms) out["latency_model_ms"] = *profile.latency_model_ms;
+  if (!profile.latency_input.empty()) out["latency_input"] = profile.latency_input;
   out["layers"] = std::move(layers);
   return out.dump(2) + "\n";
 }

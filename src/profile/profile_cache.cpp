@@ -79,24 +79,26 @@ OJson settings_json(const ProfileOptions& options) {
   // changes the numbers a cache entry holds (2: conv layers' output damage
   // ran on the weights packed at load, and Tucker's mode-0 factor comes from
   // the exact SVD), so no entry from before is read back.
-  return {{"measurement", 2},
-          {"schemes", schemes},
-          {"min_params", options.min_params},
-          {"layers", options.layer_regex},
-          {"calib_sha256", options.calib.empty() ? std::string() : sha256_file(options.calib)},
-          {"seed", options.seed},
-          {"damage", options.damage_key},
-          {"scheme_params",
-           {{"group", s.group},
-            {"rank", s.rank},
-            {"tucker_rank_fraction", s.tucker_rank_fraction},
-            {"tt_cores", s.tt_cores},
-            {"tt_max_rank", s.tt_max_rank},
-            {"svd",
-             {{"oversampling", s.svd.oversampling},
-              {"power_iterations", s.svd.power_iterations},
-              {"seed", s.svd.seed},
-              {"exact_max_dim", s.svd.exact_max_dim}}}}}};
+  OJson j = {{"measurement", 2},
+             {"schemes", schemes},
+             {"min_params", options.min_params},
+             {"layers", options.layer_regex},
+             {"calib_sha256", options.calib.empty() ? std::string() : sha256_file(options.calib)},
+             {"seed", options.seed},
+             {"damage", options.damage_key},
+             {"scheme_params",
+              {{"group", s.group},
+               {"rank", s.rank},
+               {"tucker_rank_fraction", s.tucker_rank_fraction},
+               {"tt_cores", s.tt_cores},
+               {"tt_max_rank", s.tt_max_rank},
+               {"svd",
+                {{"oversampling", s.svd.oversampling},
+                 {"power_iterations", s.svd.power_iterations},
+                 {"seed", s.svd.seed},
+                 {"exact_max_dim", s.svd.exact_max_dim}}}}}};
+  if (!options.latency_key.empty()) j["latency"] = options.latency_key;
+  return j;
 }
 
 std::string digest(const OJson& j) {

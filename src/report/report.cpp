@@ -245,20 +245,24 @@ std::string report_to_json(const Report& r) {
   for (const MeasuredPlan& m : r.measured)
     measured.push_back(
         {{"name", m.name}, {"bytes", m.bytes}, {"damage", number(m.damage)}, {"kept", m.kept}});
-  const OJson out = {{"report_version", 1},
-                     {"model", r.model},
-                     {"dense_bytes", r.dense_bytes},
-                     {"fixed_bytes", r.fixed_bytes},
-                     {"total_bytes", r.plan.total_bytes},
-                     {"total_percent", percent(r.plan.total_bytes)},
-                     {"plan", OJson::parse(plan::plan_to_json(r.plan))},
-                     {"error_vs_budget", std::move(curve)},
-                     {"solvers", std::move(solvers)},
-                     {"schemes", r.schemes},
-                     {"layers", std::move(layers)},
-                     {"verification", std::move(verification)},
-                     {"measured_metric", r.measured_metric},
-                     {"measured_plans", std::move(measured)}};
+  OJson out = {{"report_version", 1},
+               {"model", r.model},
+               {"dense_bytes", r.dense_bytes},
+               {"fixed_bytes", r.fixed_bytes},
+               {"total_bytes", r.plan.total_bytes},
+               {"total_percent", percent(r.plan.total_bytes)},
+               {"plan", OJson::parse(plan::plan_to_json(r.plan))},
+               {"error_vs_budget", std::move(curve)},
+               {"solvers", std::move(solvers)},
+               {"schemes", r.schemes},
+               {"layers", std::move(layers)},
+               {"verification", std::move(verification)},
+               {"measured_metric", r.measured_metric},
+               {"measured_plans", std::move(measured)}};
+  if (std::isfinite(r.latency_compressed_ms))
+    out["measured_latency"] = {{"original_ms", number(r.latency_original_ms)},
+                               {"compressed_ms", number(r.latency_compressed_ms)},
+                               {"clock", "cpu time, 1 thread, interleaved medians"}};
   return out.dump(2, ' ', false, OJson::error_handler_t::replace) + "\n";
 }
 

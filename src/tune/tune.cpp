@@ -76,6 +76,18 @@ size_t argmin(const std::vector<double>& v) {
   return static_cast<size_t>(std::min_element(v.begin(), v.end()) - v.begin());
 }
 
+/// The pool's least paired median, unless the default is in the pool and
+/// the sign test does not show it faster than the default: then the default.
+size_t pick_winner(const std::vector<Configuration>& pool, const std::vector<double>& medians,
+                   const std::vector<std::vector<double>>& rounds, const Configuration& fallback) {
+  const size_t win = argmin(medians);
+  const auto it = std::find(pool.begin(), pool.end(), fallback);
+  if (it == pool.end()) return win;
+  const auto base = static_cast<size_t>(it - pool.begin());
+  if (win == base || sign_test_p_value(rounds, win, base) <= kReplaceDefaultAlpha) return win;
+  return base;
+}
+
 }  // namespace
 
 MeasuredConfiguration measure_configuration(const Harness& harness, Applier& applier,
@@ -165,7 +177,7 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
   std::vector<std::string> pool_keys;
   for (size_t i = 0; i < pool.size(); ++i)
     pooled[DecisionSpace::key(pool[i])] = pmed[i], pool_keys.push_back(DecisionSpace::key(pool[i]));
-  const size_t win = argmin(pmed);
+  const size_t win = pick_winner(pool, pmed, rounds, space.default_configuration());
   const double default_ms = pooled.count(DecisionSpace::key(space.default_configuration()))
                                 ? pooled[DecisionSpace::key(space.default_configuration())]
                                 : 0.0;
@@ -213,6 +225,23 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
   return rec;
 }
 
+double sign_test_p_value(const std::vector<std::vector<double>>& rounds, size_t candidate,
+                         size_t baseline) {
+  int n = 0, k = 0;
+  for (const auto& r : rounds) {
+    if (r.at(candidate) == r.at(baseline)) continue;
+    ++n;
+    if (r.at(candidate) < r.at(baseline)) ++k;
+  }
+  // P(X ≥ k) = Σ_{j ≥ k} C(n, j) / 2^n.
+  double p = 0, c = 1;  // c = C(n, j)
+  for (int j = 0; j <= n; ++j) {
+    if (j >= k) p += c;
+    c = c * (n - j) / (j + 1);
+  }
+  return p / std::ldexp(1.0, n);
+}
+
 Configuration replay(const graph::Model& model, const TuneRecord& record) {
   const ValueShapes& shapes = record.value_shapes;
   const graph::PassOptions popt = runtime::default_pass_options();
@@ -248,7 +277,8 @@ Configuration replay(const graph::Model& model, const TuneRecord& record) {
   const std::vector<Configuration> pool = paired_pool(mo.results, record.paired_top);
   if (record.paired.configs != pool)
     throw Error("replay", "the re-derived paired pool differs from the record's");
-  return pool.at(argmin(paired_medians(record.paired.rounds, pool.size(), statistic)));
+  return pool.at(pick_winner(pool, paired_medians(record.paired.rounds, pool.size(), statistic),
+                             record.paired.rounds, space.default_configuration()));
 }
 
 AppliedConfiguration apply_record(const graph::Model& model, const TuneRecord& record) {

@@ -134,6 +134,18 @@ void print_result(const compress::CompressResult& r) {
         "{:.3g}\n",
         r.standard_vs_tailor_max_abs);
 
+  if (!p.latency_unit.empty())
+    std::cout << fmt::format("  predicted {} {:.4g} of the budget {:.4g}\n",
+                             p.latency_unit == "ms" ? "latency (ms, 1 thread)" : "MACs",
+                             p.predicted_latency, p.max_latency);
+  if (std::isfinite(r.latency_compressed_ms))
+    std::cout << fmt::format(
+        "  measured latency (CPU ms, 1 thread, tailor run): original {:.3f}, compressed {:.3f} "
+        "({:.3f}× the original, {:+.1f}% against the budget {:.3f})\n",
+        r.latency_original_ms, r.latency_compressed_ms,
+        r.latency_compressed_ms / r.latency_original_ms,
+        100.0 * (r.latency_compressed_ms / p.max_latency - 1), p.max_latency);
+
   std::cout << fmt::format("\nwrote {}/\n", r.out_dir);
   for (const auto& [name, bytes] : r.file_bytes)
     std::cout << fmt::format("  {:<20} {:>12} bytes\n", name, with_commas(bytes));
@@ -180,6 +192,12 @@ void add_compress(CLI::App& app) {
   cmd->add_option("--image-std", stdev, "R,G,B std of .png --calib images (default 256,256,256)")
       ->delimiter(',')
       ->expected(3);
+  cmd->add_option("--max-latency", o.max_latency,
+                  "Also a latency budget (ms, CPU time at 1 thread, ONNX): measures every "
+                  "candidate's op, plans under both budgets (exact), reports the written model's "
+                  "latency");
+  cmd->add_option("--max-macs", o.max_macs,
+                  "Also a budget of the planned layers' summed MACs per input row (exact)");
   cmd->add_option("-o,--output", o.out_dir, "Output folder (default <model stem>.tailor)");
   cmd->add_flag("--report", o.report, "Also write report.html and report.json");
   cmd->add_flag("--gguf", o.gguf,

@@ -10,6 +10,7 @@
 #include "tailor/linalg/threads.h"
 #include "tailor/plan/budget.h"
 #include "tailor/plan/plan.h"
+#include "tailor/plan/two_budget.h"
 #include "tailor/profile/model_profile.h"
 
 namespace tailor::cli {
@@ -25,6 +26,8 @@ struct PlanArgs {
   int threads = 0;
   std::string output;
   std::string llama_tensor_types;
+  std::optional<double> max_latency;
+  std::optional<int64_t> max_macs;
 };
 
 std::string percent_of(int64_t part, int64_t whole) {
@@ -57,6 +60,10 @@ void print_plan(const plan::Plan& p) {
       with_commas(p.total_bytes), with_commas(p.budget_bytes),
       percent_of(p.total_bytes, p.budget_bytes), with_commas(p.fixed_bytes), p.objective_value,
       p.lower_bound, gap_text(p), p.seconds, with_commas(p.nodes));
+  if (!p.latency_unit.empty())
+    std::cout << fmt::format("predicted {} {:.6g} of the budget {:.6g}\n",
+                             p.latency_unit == "ms" ? "latency (ms, 1 thread)" : "MACs",
+                             p.predicted_latency, p.max_latency);
 }
 
 // `--solver all`: every solver on the same problem, one row each, gaps to
@@ -85,7 +92,8 @@ void run_plan(const PlanArgs& a) {
   const plan::Budget budget = plan::parse_budget(a.budget);
   const int64_t budget_bytes = plan::budget_bytes(budget, profile);
   const plan::Objective objective = plan::parse_objective(a.objective);
-  const plan::Problem problem = plan::make_problem(profile, objective, budget_bytes, a.profile);
+  plan::Problem problem = plan::make_problem(profile, objective, budget_bytes, a.profile);
+  plan::add_second_budget(problem, profile, a.max_latency, a.max_macs);
   plan::SolveOptions options;
   options.seed = a.seed;
   options.time_limit_s = a.time_limit;
@@ -144,6 +152,11 @@ void add_plan(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", args.output,
                   "Write plan.json (schema in docs/formats.md; with --solver all, exact's plan)");
+  cmd->add_option("--max-latency", args.max_latency,
+                  "Also a latency budget, ms at 1 thread: the profile's latency_rest_ms + the "
+                  "chosen candidates' latency_ms (profile --latency); exact solver only");
+  cmd->add_option("--max-macs", args.max_macs,
+                  "Also a budget of Σ chosen candidates' macs (per input row); exact solver only");
   cmd->add_option("--llama-tensor-types", args.llama_tensor_types,
                   "Write llama-quantize's --tensor-type-file of the plan (schemes dense, q8_0, "
                   "q4_0; llama tensor names)");

@@ -15,15 +15,18 @@
 #include <thread>
 
 #include "commands.h"
+#include "format.h"
 #include "tailor/core/checked.h"
 #include "tailor/core/error.h"
 #include "tailor/io/load_model.h"
 #include "tailor/linalg/threads.h"
+#include "tailor/profile/latency.h"
 #include "tailor/profile/model_profile.h"
 #include "tailor/profile/profile_cache.h"
 #include "tailor/profile/profiler.h"
 #include "tailor/profile/shard.h"
 #include "tailor/profile/shard_mpi.h"
+#include "tailor/tune/harness.h"
 
 namespace tailor::cli {
 namespace {
@@ -180,7 +183,8 @@ void add_profile(CLI::App& app) {
       "profile", "Measure every layer under every applicable scheme; write profile.json");
   static std::string path, output = "profile.json", scheme_list, shard;
   static ProfileOptions options;
-  static bool cache = false;
+  static bool cache = false, latency = false;
+  static std::vector<std::string> shape_specs;
   cmd->add_option("MODEL", path, "ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin")
       ->required();
   static CLI::Option* output_option = cmd->add_option(
@@ -202,6 +206,12 @@ void add_profile(CLI::App& app) {
   cmd->add_flag("--cache", cache,
                 "Reuse a cached profile of the same model bytes and settings, or store this one "
                 "(in $TAILOR_CACHE_DIR, else $XDG_CACHE_HOME/tailor, else ~/.cache/tailor)");
+  cmd->add_flag("--latency", latency,
+                "Also time every candidate's op on its real shape (CPU ms, 1 thread; for plan "
+                "--max-latency); off by default: it runs every candidate once per repeat");
+  cmd->add_option("--input-shape", shape_specs,
+                  "With --latency: NAME=D1xD2x... for an input with symbolic dims (a symbolic "
+                  "first dim is 1)");
   cmd->add_option("--shard", shard,
                   "I/N: profile only shard I (0-based) of N, layers dealt out by estimated cost; "
                   "writes a shard file for `tailor profile-merge` (finished layers are cached)");
@@ -210,6 +220,23 @@ void add_profile(CLI::App& app) {
     if (!scheme_list.empty()) options.schemes = split_list(scheme_list);
     options.progress = true;
     const bool calibrated = !options.calib.empty();
+    if (!shape_specs.empty() && !latency)
+      throw tailor::Error("--input-shape", "applies only with --latency");
+    std::map<std::string, Tensor> latency_input;
+    if (latency) {
+      if (mpi::launched_size() > 1 || !shard.empty())
+        throw tailor::Error("--latency", "not with --shard or mpirun (timed in one process)");
+      std::map<std::string, std::vector<int64_t>> shapes;
+      for (const auto& spec : shape_specs) {
+        const size_t eq = spec.find('=');
+        if (eq == std::string::npos || eq == 0)
+          throw tailor::Error("--input-shape",
+                              "expected NAME=D1xD2x..., got \"" + printable(spec) + "\"");
+        shapes[spec.substr(0, eq)] = parse_input_dims(spec.substr(eq + 1), spec, "NAME=D1xD2x...");
+      }
+      latency_input = tune::random_inputs(load_model_mapped(path), shapes, options.seed);
+      options.latency_key = latency_key(latency_input, {});
+    }
     if (mpi::launched_size() > 1) {
       if (!shard.empty())
         throw tailor::Error("--shard", "not with mpirun: the ranks are the shards");
@@ -226,7 +253,8 @@ void add_profile(CLI::App& app) {
       cached->model = path;
       std::cout << "cached profile " << key << " (" << profile_cache_dir() << ")\n";
     }
-    const ModelProfile profile = cached ? *cached : profile_model(load_model_mapped(path), options);
+    ModelProfile profile = cached ? *cached : profile_model(load_model_mapped(path), options);
+    if (latency && !cached) measure_latencies(load_model_mapped(path), latency_input, profile);
     if (cache && !cached) store_cached_profile(key, profile);
     write_profile(output, profile);
     print_table(profile, calibrated);

@@ -122,6 +122,12 @@ struct CompressOptions {
   /// the one of lowest measured damage within the budget (guard_pick). Costs
   /// one encode of the model and one run per calibration input per label.
   bool uniform_guard = true;
+  /// Second budget (plan/two_budget.h; exact solver, ONNX models): the whole
+  /// model's latency in CPU ms at 1 thread (every candidate's latency is then
+  /// measured, profile/latency.h, on the first calibration input), or the
+  /// summed MACs of the planned layers. The uniform guard does not run then.
+  std::optional<double> max_latency;
+  std::optional<int64_t> max_macs;
   /// Seconds per solver run in the report's curve and comparison (0: none).
   double report_time_limit = 10;
   /// Called at the start and end of each stage: (stage, message).
@@ -184,6 +190,11 @@ struct CompressResult {
   std::optional<llm::CompareResult> kld;
   /// Bytes of each file written, by file name.
   std::map<std::string, int64_t> file_bytes;
+  /// Under max_latency: the original's and the written model.onnx's latency
+  /// as `tailor run` runs them (CPU ms, 1 thread, medians of 9 interleaved
+  /// rounds on the latency input); NaN otherwise.
+  double latency_original_ms = std::numeric_limits<double>::quiet_NaN();
+  double latency_compressed_ms = std::numeric_limits<double>::quiet_NaN();
   double seconds = 0;
 };
 

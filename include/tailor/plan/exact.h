@@ -32,6 +32,7 @@ namespace tailor::plan {
 /// during the beam pass). nodes counts the partial plans kept (0 when the LP
 /// bound alone closes the gap). Throws Error for an infeasible budget (naming
 /// the smallest reachable one) or pairwise terms.
+/// A problem with a second budget (has_latency) goes to solve_two_budgets.
 Solution solve_exact(const Problem& problem, const SolveOptions& options);
 
 }  // namespace tailor::plan

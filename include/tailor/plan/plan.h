@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,13 @@ struct Plan {
   /// plan.json (artifacts are byte-reproducible).
   double seconds = 0;
   int64_t nodes = 0;
+  /// Under a second budget (plan/two_budget.h): its unit ("ms" or "MACs"),
+  /// the budget and the plan's predicted use (the rest's plus the chosen
+  /// candidates'); unit empty and both NaN otherwise. plan.json's optional
+  /// "latency_unit", "max_latency", "predicted_latency".
+  std::string latency_unit;
+  double max_latency = std::numeric_limits<double>::quiet_NaN();
+  double predicted_latency = std::numeric_limits<double>::quiet_NaN();
   std::vector<PlanChoice> choices;
 };
 

@@ -36,6 +36,9 @@ Objective parse_objective(const std::string& name);
 struct Option {
   int64_t bytes = 0;  ///< bytes the layer takes with this option, ≥ 0
   double cost = 0;    ///< the option's contribution to the objective
+  /// The option's use of the second resource (plan/two_budget.h): measured
+  /// milliseconds under --max-latency, MACs under --max-macs; 0 otherwise.
+  double latency = 0;
 };
 
 /// A budgeted choice problem. Layer i takes exactly one of layers[i]; the
@@ -56,9 +59,18 @@ struct Problem {
   /// entries, pairwise[i][a·K_{i+1} + b] added when layer i takes a and layer
   /// i+1 takes b. Only the dado and cem solvers accept them.
   std::vector<std::vector<double>> pairwise;
+  /// Second budget (plan/two_budget.h): Σ_i latency ≤ latency_budget, the
+  /// total minus fixed_latency; +∞ when there is none.
+  double latency_budget = std::numeric_limits<double>::infinity();
+  /// The second resource's use by what is not planned (latency_rest_ms; 0 for MACs).
+  double fixed_latency = 0;
+  /// Its unit in messages: "ms" or "MACs".
+  std::string latency_unit;
 
   /// True when the objective is a plain sum of per-layer costs.
   bool additive() const { return pairwise.empty(); }
+  /// True when a second budget binds the plan.
+  bool has_latency() const { return latency_budget < std::numeric_limits<double>::infinity(); }
 };
 
 /// One option index per layer, as solvers return it.

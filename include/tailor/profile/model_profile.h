@@ -34,6 +34,10 @@ struct Candidate {
   /// candidate's decoded stored weight, in the profile's output_metric;
   /// present only when the profile was measured with calibration inputs.
   std::optional<double> output_damage;
+  /// Measured latency of the layer's op with this candidate's kernel, in
+  /// milliseconds of CPU time at 1 thread (median of repeats after a warm-up,
+  /// profile/latency.h); present only when the profile measured latencies.
+  std::optional<double> latency_ms;
 };
 
 /// One layer to plan: a weight of rank ≥ 2 with its candidates.
@@ -74,6 +78,15 @@ struct ModelProfile {
   std::string output_metric;
   /// What the damage was measured on, e.g. "19 OCR fixture lines (even-numbered)".
   std::string calibration;
+  /// With measured latencies (profile/latency.h): CPU milliseconds at 1 thread
+  /// of everything but the ops of the measured layers (the whole model's
+  /// median minus their dense ops' latencies, at least 0); a plan's predicted
+  /// latency is this plus its chosen candidates' latency_ms.
+  std::optional<double> latency_rest_ms;
+  /// The whole model's measured latency (ms, the same clock), and the input
+  /// shapes it was measured on, e.g. "x [1,3,48,320]".
+  std::optional<double> latency_model_ms;
+  std::string latency_input;
   /// The layers to plan; names unique.
   std::vector<LayerProfile> layers;
 };

@@ -42,6 +42,11 @@ struct ProfileOptions {
   /// What the output damage is measured on (the SHA-256 of the calibration
   /// inputs and the metric); only enters the profile cache key. Empty: none.
   std::string damage_key;
+  /// What the candidates' latencies were measured on (profile/latency.h's
+  /// latency_key: the input shapes and the clock); only enters the profile
+  /// cache key, and only when non-empty, so an entry without latencies is
+  /// never read back for a run that wants them. Empty: none measured.
+  std::string latency_key;
   /// Base seed; layer i's randomized SVDs use Rng(seed).split(i).
   uint64_t seed = 0x7a11;
   /// Draw a progress bar on stderr (only when stderr is a terminal).

@@ -147,6 +147,11 @@ struct Report {
   /// inputs, and their metric ("kl" or "relative_error"); empty when not measured.
   std::string measured_metric;
   std::vector<MeasuredPlan> measured;
+  /// compress under --max-latency: the original's and the written model's
+  /// measured latency (CPU ms, 1 thread, interleaved medians); NaN when not
+  /// measured. report.json's "measured_latency".
+  double latency_original_ms = std::numeric_limits<double>::quiet_NaN();
+  double latency_compressed_ms = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// The report of `plan` (made from `profile`), presenting what the planner

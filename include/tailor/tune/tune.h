@@ -46,7 +46,21 @@ struct TuneOptions {
 MeasuredConfiguration measure_configuration(const Harness& harness, Applier& applier,
                                             const Configuration& c);
 
-/// Tunes `model` and returns the decision record.
+/// One-sided sign test on paired rounds (rounds[r][i]: candidate i's time in
+/// round r): with k the rounds where `candidate` is faster than `baseline`
+/// and n the rounds where they differ, P(X ≥ k) for X ~ Binomial(n, 1/2),
+/// the chance of k or more wins were neither faster (1 when n = 0).
+double sign_test_p_value(const std::vector<std::vector<double>>& rounds, size_t candidate,
+                         size_t baseline);
+
+/// Significance of the sign test a configuration must pass to replace the default.
+inline constexpr double kReplaceDefaultAlpha = 0.05;
+
+/// Tunes `model` and returns the decision record. The chosen configuration
+/// is the pool's least paired median only when it beats the default (when
+/// the default is in the pool) in sign_test_p_value ≤ kReplaceDefaultAlpha
+/// over the paired rounds; otherwise the default stays (with 7 rounds a
+/// candidate must win all 7).
 TuneRecord tune_model(const graph::Model& model, const TuneOptions& options);
 
 /// Re-derives the chosen configuration from `record`'s measurements without

@@ -1,0 +1,56 @@
+// Plans under bytes and a second resource together (`--max-latency MS`,
+// `--max-macs N`): the multiple-choice knapsack with two constraints,
+//   minimise Σ_i c_i(x_i)  s.t.  Σ_i w_i(x_i) ≤ B,  Σ_i l_i(x_i) ≤ T.
+// Latency model (docs/commands.md): a plan's predicted latency is the
+// profile's latency_rest_ms (every op but the measured layers') plus Σ of
+// its chosen candidates' latency_ms, each measured alone at 1 thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "tailor/plan/problem.h"
+
+namespace tailor::plan {
+
+/// Adds the latency budget `max_latency_ms` (the whole model's, ms) to
+/// `problem` (made from `profile` by make_problem, options in candidate
+/// order): each option's latency is its candidate's latency_ms (0 for a layer
+/// whose candidates have none: its time is in the rest), fixed_latency the
+/// profile's latency_rest_ms. Throws Error naming problem.source when the
+/// profile has no measured latencies, and ("--max-latency") for a budget that
+/// is not finite and > 0.
+void add_latency_budget(Problem& problem, const ModelProfile& profile, double max_latency_ms);
+
+/// The analytic alternative: each option's latency is its candidate's macs
+/// (per input row, as profile.json records them), the budget `max_macs` for
+/// their sum over the planned layers. Throws Error ("--max-macs") unless > 0.
+void add_macs_budget(Problem& problem, const ModelProfile& profile, int64_t max_macs);
+
+/// add_latency_budget or add_macs_budget, whichever is given (neither: no
+/// change). Throws Error ("--max-macs") when both are.
+void add_second_budget(Problem& problem, const ModelProfile& profile,
+                       std::optional<double> max_latency_ms, std::optional<int64_t> max_macs);
+
+/// Σ_i latency of `choice` (fixed_latency not included).
+double choice_latency(const Problem& problem, const Choice& choice);
+
+/// Solves the two-budget problem (problem.has_latency(); otherwise
+/// solve_exact): (1) the least latency reachable within the byte budget, by
+/// solve_exact with the latencies as costs — above the latency budget it is
+/// an Error naming the smallest reachable latency at that byte budget; (2)
+/// Lagrangian dual ascent on the latency constraint: L(μ) = min over byte-
+/// feasible plans of Σ (c + μ·l) − μ·T, each inner problem solved exactly by
+/// solve_exact (its certified lower bound used), μ by bisection on the
+/// subgradient; every latency-feasible inner plan is an incumbent; (3)
+/// reduced-cost fixing with the multipliers (λ of the inner LP, μ) — an
+/// option whose reduced cost exceeds the gap cannot be in a better plan —
+/// then depth-first branch and bound over the remaining options, each node
+/// bounded by the best of the Lagrangian bounds at a fan of (λ, μ) multiples
+/// and cut when it cannot fit either budget. Returns proven_optimal with
+/// lower_bound = objective when the search completes; when it passes 2^24
+/// nodes or options.time_limit_s, the best plan found with the dual bound
+/// (certified). Throws Error as described, and for pairwise terms.
+Solution solve_two_budgets(const Problem& problem, const SolveOptions& options);
+
+}  // namespace tailor::plan
