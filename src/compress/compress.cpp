@@ -220,12 +220,16 @@ std::vector<EncodedLayer> run_guard(
           std::find(labels.begin(), labels.end(), cand.label) == labels.end())
         labels.push_back(cand.label);
   std::vector<EncodedLayer> best = encode(r.plan);
-  r.guard = {{"plan (" + r.plan.solver + ")", r.plan.total_bytes, meter.measure(best)}};
+  GuardPoint mine{"plan (" + r.plan.solver + ")", r.plan.total_bytes};
+  mine.damage = meter.measure(best, &mine.per_input);
+  r.guard = {std::move(mine)};
   std::vector<plan::Plan> plans{r.plan};
   for (const std::string& label : labels) {
     plan::Plan u = uniform_plan(r.profile, label, objective, o.seed, o.model);
     std::vector<EncodedLayer> layers = encode(u);
-    r.guard.push_back({"uniform " + label, u.total_bytes, meter.measure(layers)});
+    GuardPoint point{"uniform " + label, u.total_bytes};
+    point.damage = meter.measure(layers, &point.per_input);
+    r.guard.push_back(std::move(point));
     plans.push_back(std::move(u));
     if (guard_pick(r.guard, budget) == r.guard.size() - 1) best = std::move(layers);
   }
@@ -237,13 +241,28 @@ std::vector<EncodedLayer> run_guard(
 }
 }  // namespace
 
+double typical_damage(const GuardPoint& point) {
+  if (point.per_input.empty()) return point.damage;
+  double log_sum = 0;
+  for (double d : point.per_input) {
+    if (std::isnan(d)) return d;
+    log_sum += std::log(std::max(d, 1e-12));
+  }
+  return std::exp(log_sum / static_cast<double>(point.per_input.size()));
+}
+
 size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget) {
   if (points.empty()) throw Error("guard", "no plan to choose from");
   size_t best = 0;
+  double best_typical = typical_damage(points[0]);
   for (size_t i = 1; i < points.size(); ++i) {
     const GuardPoint& p = points[i];
-    if (p.bytes > budget || std::isnan(p.damage)) continue;
-    if (std::isnan(points[best].damage) || p.damage < points[best].damage) best = i;
+    const double typical = typical_damage(p);
+    if (p.bytes > budget || std::isnan(typical)) continue;
+    if (std::isnan(best_typical) || typical < best_typical) {
+      best = i;
+      best_typical = typical;
+    }
   }
   return best;
 }
@@ -488,11 +507,13 @@ CompressResult compress_model(const CompressOptions& o) {
                     within == 1 ? "" : "s", r.guard.size() - 1 - within);
     done("guard",
          r.guard_kept == 0
-             ? fmt::format("kept the {}: measured calibration {} {:.4g} ({} compared)", mine.name,
-                           metric, mine.damage, compared)
-             : fmt::format("kept {}: measured calibration {} {:.4g} < {}'s {:.4g} ({} "
-                           "compared)",
-                           kept.name, metric, kept.damage, mine.name, mine.damage, compared));
+             ? fmt::format("kept the {}: measured calibration {} {:.4g}, per-input geometric "
+                           "mean {:.4g} ({} compared)",
+                           mine.name, metric, mine.damage, typical_damage(mine), compared)
+             : fmt::format("kept {}: per-input geometric mean of calibration {} {:.4g} < {}'s "
+                           "{:.4g} (means {:.4g}, {:.4g}; {} compared)",
+                           kept.name, metric, typical_damage(kept), mine.name, typical_damage(mine),
+                           kept.damage, mine.damage, compared));
   }
 
   // 4. rewrite

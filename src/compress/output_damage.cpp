@@ -289,7 +289,8 @@ PlanDamage::PlanDamage(const graph::Model& model, std::vector<std::map<std::stri
 
 PlanDamage::~PlanDamage() = default;
 
-double PlanDamage::measure(const std::vector<EncodedLayer>& layers) const {
+double PlanDamage::measure(const std::vector<EncodedLayer>& layers,
+                           std::vector<double>* per_input) const {
   std::map<std::string, Tensor> replaced;
   for (const EncodedLayer& e : layers) {
     const auto dt = s_->run_dtype.find(e.name);
@@ -325,7 +326,11 @@ double PlanDamage::measure(const std::vector<EncodedLayer>& layers) const {
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
   DamageMeter total(s_->metric, s_->outputs);
-  for (const DamageMeter& m : meters) total.merge(m);
+  if (per_input) per_input->clear();
+  for (const DamageMeter& m : meters) {
+    total.merge(m);
+    if (per_input) per_input->push_back(m.value());
+  }
   return total.value();
 }
 

@@ -111,6 +111,29 @@ TEST(UniformGuard, PicksTheLowestMeasuredDamageWithinTheBudgetAndTiesKeepThePlan
   testing::expect_error_naming([] { guard_pick({}, 100); }, "guard", "no plan");
 }
 
+TEST(UniformGuard, ComparesThePerInputGeometricMeanNotTheMean) {
+  using compress::guard_pick;
+  using compress::typical_damage;
+  // The issue-13 shape: the plan's mean is lower (0.0051 against 0.0111)
+  // only because one calibration line carries most of the uniform's sum;
+  // on the typical line the uniform is 10x lower.
+  const compress::GuardPoint plan{"plan", 100, 0.0051, {0.005, 0.005, 0.0053}};
+  const compress::GuardPoint u{"u", 100, 0.0111, {0.0005, 0.0005, 0.0323}};
+  // By hand: (0.005 · 0.005 · 0.0053)^(1/3) = 5.0981e-3;
+  // (0.0005 · 0.0005 · 0.0323)^(1/3) = (8.075e-9)^(1/3) = 2.0062e-3.
+  EXPECT_NEAR(typical_damage(plan), 5.0981e-3, 1e-7);
+  EXPECT_NEAR(typical_damage(u), 2.0062e-3, 1e-7);
+  EXPECT_EQ(guard_pick({plan, u}, 100), 1u);
+  EXPECT_EQ(guard_pick({plan, u}, 99), 0u);  // u over the budget
+  // A zero (an input left exactly unchanged) counts as 1e-12, not −∞:
+  // (1e-12 · 1e-4)^(1/2) = 1e-8.
+  EXPECT_NEAR(typical_damage({"z", 1, 5e-5, {0.0, 1e-4}}), 1e-8, 1e-20);
+  // Without per-input values, the damage itself; a NaN input makes it NaN.
+  EXPECT_EQ(typical_damage({"m", 1, 0.25}), 0.25);
+  EXPECT_TRUE(std::isnan(typical_damage({"n", 1, 0.1, {0.1, std::nan("")}})));
+  EXPECT_EQ(guard_pick({plan, {"n", 90, 0.0, {0.0, std::nan("")}}}, 100), 0u);
+}
+
 TEST(UniformGuard, PlanDamageIsTheRelativeErrorOfTheWholeReplacedModel) {
   const graph::Model m = cancelling_model();
   const std::vector<graph::WeightView> ws = graph::weights(m);
@@ -141,6 +164,20 @@ TEST(UniformGuard, PlanDamageIsTheRelativeErrorOfTheWholeReplacedModel) {
   const double b_c = by_hand(a, int4_by_hand(b), int4_by_hand(c));
   EXPECT_NEAR(one.measure({enc("b"), enc("c")}), b_c, 1e-5 * b_c);
   EXPECT_EQ(one.measure({enc("b"), enc("c")}), two.measure({enc("b"), enc("c")}));
+  // Per input: input k's own ‖y − ŷ‖² / ‖y‖².
+  std::vector<double> each;
+  one.measure({enc("a")}, &each);
+  ASSERT_EQ(each.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    const auto y = matvec(c, matvec(b, matvec(a, input(k))));
+    const auto h = matvec(c, matvec(b, matvec(int4_by_hand(a), input(k))));
+    double dd = 0, yy = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      dd += (y[i] - h[i]) * (y[i] - h[i]);
+      yy += y[i] * y[i];
+    }
+    EXPECT_NEAR(each[static_cast<size_t>(k)], dd / yy, 1e-4 * dd / yy) << k;  // f32 run
+  }
   // Both int4: the two errors cancel (f32 rounding only).
   EXPECT_LT(one.measure({enc("a"), enc("b"), enc("c")}), 1e-10);
   testing::expect_error_naming(

@@ -67,8 +67,9 @@ void print_result(const compress::CompressResult& r) {
         "\nuniform guard (whole plans on the calibration inputs, {} in {:.1f} s)\n",
         r.profile.output_metric, r.guard_seconds);
     for (size_t i = 0; i < r.guard.size(); ++i)
-      std::cout << fmt::format("  {:<28} {:>12} bytes  damage {:.4g}{}\n", r.guard[i].name,
-                               with_commas(r.guard[i].bytes), r.guard[i].damage,
+      std::cout << fmt::format("  {:<28} {:>12} bytes  damage {:.4g}  per-input geomean {:.4g}{}\n",
+                               r.guard[i].name, with_commas(r.guard[i].bytes), r.guard[i].damage,
+                               compress::typical_damage(r.guard[i]),
                                i == r.guard_kept                        ? "  kept"
                                : r.guard[i].bytes > r.plan.budget_bytes ? "  over the budget"
                                                                         : "");

@@ -139,14 +139,28 @@ struct GuardPoint {
   /// "plan (<solver>)" for the solver's plan, "uniform <label>" otherwise.
   std::string name;
   int64_t bytes = 0;
-  /// Output damage of the whole plan on the calibration inputs (its metric).
+  /// Output damage of the whole plan on the calibration inputs (its metric,
+  /// over all inputs together: what verification measures).
   double damage = 0;
+  /// Each calibration input's own damage (PlanDamage::measure's per_input);
+  /// empty when not measured per input.
+  std::vector<double> per_input = {};
 };
 
-/// The point the guard keeps: the lowest damage among `points` at no more
-/// than `budget` bytes, the first point (the solver's plan) unless another is
-/// strictly lower; a NaN damage is never lower, and a NaN first point loses
-/// to any finite one. Throws Error (source "guard") for no points.
+/// The typical per-input damage of a guard point: the geometric mean of
+/// `per_input` (each value floored at 1e-12, so an input the plan leaves
+/// exactly unchanged counts as 1e-12), NaN when one is NaN, `damage` itself
+/// when `per_input` is empty. Per-input KL at near-lossless levels is
+/// heavy-tailed (one line whose frame flips between two near-tied classes
+/// carries most of a mean over 19 lines), so the guard compares this, not the
+/// mean: it estimates the ratio of two plans' damage on unseen inputs with far
+/// less variance when damage scales every input's sensitivity alike.
+double typical_damage(const GuardPoint& point);
+
+/// The point the guard keeps: the lowest typical_damage among `points` at no
+/// more than `budget` bytes, the first point (the solver's plan) unless
+/// another is strictly lower; a NaN is never lower, and a NaN first point
+/// loses to any finite one. Throws Error (source "guard") for no points.
 size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget);
 
 /// What compress_model did and measured.

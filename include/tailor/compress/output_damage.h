@@ -137,8 +137,11 @@ class PlanDamage {
   PlanDamage& operator=(const PlanDamage&) = delete;
   /// The metric between the original's outputs and the outputs with every
   /// weight of `layers` replaced by its decoded stored factors (in the run's
-  /// dtype); 0 for no layers. Throws Error naming a layer the model lacks.
-  double measure(const std::vector<EncodedLayer>& layers) const;
+  /// dtype); 0 for no layers. `per_input`, when given, receives each input's
+  /// own damage (the metric over that input alone), in input order. Throws
+  /// Error naming a layer the model lacks.
+  double measure(const std::vector<EncodedLayer>& layers,
+                 std::vector<double>* per_input = nullptr) const;
 
  private:
   struct State;

@@ -1,0 +1,80 @@
+// Where does a compressed recogniser's mean KL come from? (issue 13, the
+// uniform guard's calibration and verification halves disagreeing.)
+//
+//   per_line_kl MODEL KEYS OCR_DIR COMPRESSED.onnx...
+//
+// Runs the original MODEL and every COMPRESSED model (e.g. the model.onnx of
+// `tailor compress -o DIR`) on every line of OCR_DIR (ocr_rec_preprocess) and
+// prints, per line, its half (c: even-numbered, compress's calibration; v:
+// odd-numbered, its verification), its frames, and each model's mean KL per
+// frame (compress::DamageMeter, kl_probabilities) and whether its greedy CTC
+// decoding still equals the original's; then each half's mean, median and
+// the share of its summed KL carried by its worst line.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "tailor/compress/output_damage.h"
+#include "tailor/io/load_model.h"
+#include "tailor/runtime/executor.h"
+#include "tailor/tasks/image.h"
+#include "tailor/tasks/ocr.h"
+
+using namespace tailor;
+
+int main(int argc, char** argv) try {
+  if (argc < 5) {
+    fmt::print(stderr, "usage: per_line_kl MODEL KEYS OCR_DIR COMPRESSED.onnx...\n");
+    return 2;
+  }
+  const graph::Model model = load_model(argv[1]);
+  const std::vector<std::string> classes = tasks::read_ocr_keys(argv[2]);
+  const std::string dir = argv[3];
+  const auto labels = tasks::read_ocr_labels(dir);
+  const std::string in = model.graph.inputs.at(0), out = model.graph.outputs.at(0);
+  std::vector<std::map<std::string, Tensor>> inputs, reference;
+  runtime::Executor original(model);
+  for (const auto& [file, text] : labels) {
+    inputs.push_back({{in, tasks::ocr_rec_preprocess(tasks::read_png(dir + "/" + file))}});
+    reference.push_back(original.run(inputs.back()));
+  }
+  // kl[m][i]: model m's KL on line i; same[m][i]: its decoding equals the original's.
+  std::vector<std::vector<double>> kl(static_cast<size_t>(argc - 4));
+  std::vector<std::vector<bool>> same(kl.size());
+  for (size_t m = 0; m < kl.size(); ++m) {
+    runtime::Executor ex(load_model(argv[4 + m]));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto y = ex.run(inputs[i]);
+      compress::DamageMeter meter(compress::DamageMetric::kl_probabilities, {out});
+      meter.add(reference[i], y);
+      kl[m].push_back(meter.value());
+      same[m].push_back(tasks::ctc_greedy_decode(y.at(out), classes) ==
+                        tasks::ctc_greedy_decode(reference[i].at(out), classes));
+    }
+  }
+  fmt::print("{:>4} {:>4} {:>6}", "line", "half", "frames");
+  for (size_t m = 0; m < kl.size(); ++m) fmt::print(" {:>12}", fmt::format("model{}", m + 1));
+  fmt::print("\n");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    fmt::print("{:>4} {:>4} {:>6}", i, i % 2 ? "v" : "c", reference[i].at(out).shape()[1]);
+    for (size_t m = 0; m < kl.size(); ++m)
+      fmt::print(" {:>11.3e}{}", kl[m][i], same[m][i] ? " " : "*");
+    fmt::print("\n");
+  }
+  for (int half = 0; half < 2; ++half)
+    for (size_t m = 0; m < kl.size(); ++m) {
+      std::vector<double> v;
+      for (size_t i = static_cast<size_t>(half); i < inputs.size(); i += 2) v.push_back(kl[m][i]);
+      double sum = 0;
+      for (double x : v) sum += x;
+      std::sort(v.begin(), v.end());
+      fmt::print("{} model{}: mean {:.3e} median {:.3e} worst line's share {:.2f}\n",
+                 half ? "verification" : "calibration", m + 1, sum / double(v.size()),
+                 v[v.size() / 2], v.back() / sum);
+    }
+  return 0;
+} catch (const std::exception& e) {
+  fmt::print(stderr, "per_line_kl: {}\n", e.what());
+  return 1;
+}
