@@ -121,6 +121,45 @@ BENCHMARK(BM_Conv)
     ->ArgNames({"layer", "threads"})
     ->UseRealTime();
 
+// The two 3×3 stride-1 paths on the same layer, 1 thread, weights packed once:
+// path 0 the implicit GEMM (conv_packed), 1 Winograd F(4×4, 3×3)
+// (conv_winograd). FLOPS counts the direct convolution's 2·MACs for both, so
+// the ratio is the speed-up; the plane sizes and channels of
+// conv.cpp's winograd_pays rule. Args: {c_in = c_out, plane, path}.
+void BM_Conv3x3Path(benchmark::State& state) {
+  tailor::linalg::set_threads(1);
+  Conv2dParams p;
+  p.c_in = p.c_out = state.range(0);
+  p.h = p.w = state.range(1);
+  p.kh = p.kw = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const auto x = random_values(p.c_in * p.h * p.w, 1);
+  const auto w = random_values(p.c_out * p.c_in * 9, 2);
+  const auto bias = random_values(p.c_out, 3);
+  std::vector<float> y(static_cast<size_t>(p.c_out * p.out_h() * p.out_w()));
+  const KernelTable& t = active_kernels();
+  std::vector<float> packed;
+  if (state.range(2) == 0) {
+    packed.resize(static_cast<size_t>(t.conv_pack(p, w.data(), nullptr)));
+    t.conv_pack(p, w.data(), packed.data());
+  } else {
+    packed.resize(static_cast<size_t>(f32_conv_winograd_f43_pack(p, w.data(), nullptr)));
+    f32_conv_winograd_f43_pack(p, w.data(), packed.data());
+  }
+  const F32ConvPackedFn fn = state.range(2) == 0 ? t.conv_packed : t.conv_winograd;
+  const double t0 = process_cpu_seconds();
+  for (auto _ : state) {
+    fn(p, x.data(), packed.data(), bias.data(), y.data(), Activation::relu());
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flop_counters(state, 2.0 * p.c_out * p.out_h() * p.out_w() * p.c_in * 9,
+                    process_cpu_seconds() - t0);
+}
+BENCHMARK(BM_Conv3x3Path)
+    ->ArgsProduct({{8, 16, 32, 64, 128}, {8, 16, 32, 80}, {0, 1}})
+    ->ArgNames({"c", "plane", "path"})
+    ->UseRealTime();
+
 // ISNet's decoder upsampling (bilinear, 64 channels, 128² → 256²) and its
 // 2×2 ceil-mode max pooling (64 channels, 256² → 128²); GB/s of output.
 void BM_ResizeLinear(benchmark::State& state) {

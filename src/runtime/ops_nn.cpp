@@ -141,10 +141,11 @@ class ConvKernel final : public Kernel {
     p.kw = w->dim(w->rank() - 1);
     if (sd == 2) {
       p.stride_h = at(win_.strides, 0, 1), p.stride_w = at(win_.strides, 1, 1);
+      p.dil_h = at(win_.dilations, 0, 1), p.dil_w = at(win_.dilations, 1, 1);
       p.pad_top = at(win_.pads, 0, 0), p.pad_left = at(win_.pads, 1, 0);
       p.pad_bottom = at(win_.pads, 2, 0), p.pad_right = at(win_.pads, 3, 0);
     } else {
-      p.stride_w = at(win_.strides, 0, 1);
+      p.stride_w = at(win_.strides, 0, 1), p.dil_w = at(win_.dilations, 0, 1);
       p.pad_left = at(win_.pads, 0, 0), p.pad_right = at(win_.pads, 1, 0);
     }
     if (p.c_out < 1 || group_ < 1 || p.c_out % group_ != 0) return;  // run() reports it

@@ -9,17 +9,29 @@
 namespace tailor::runtime::kernels {
 namespace {
 
-constexpr KernelTable kRef{Isa::ref,         f32_gemm_ref,   f32_conv_ref,      f32_conv_ref,
-                           f32_bias_act_ref, f32_exp_ref,    f32_batchnorm_ref, f32_softmax_ref,
-                           f32_maxpool_ref,  f32_resize_ref, f32_conv_pack_ref, f32_conv_ref,
-                           f32_attention_ref};
+constexpr KernelTable kRef{Isa::ref,          f32_gemm_ref,
+                           f32_conv_ref,      f32_conv_ref,
+                           f32_bias_act_ref,  f32_exp_ref,
+                           f32_batchnorm_ref, f32_softmax_ref,
+                           f32_maxpool_ref,   f32_resize_ref,
+                           f32_conv_pack_ref, f32_conv_ref,
+                           f32_attention_ref, f32_conv_winograd_f43_ref};
 
 #if defined(__AVX2__) && defined(__FMA__)
-constexpr KernelTable kAvx2{
-    Isa::avx2,         f32_gemm_openblas, f32_conv_gemm_6x16_avx2, f32_conv_dw_2x32_avx2,
-    f32_bias_act_avx2, f32_exp_avx2,      f32_batchnorm_avx2,      f32_softmax_avx2,
-    f32_maxpool_avx2,  f32_resize_avx2,   f32_conv_pack_6x16_avx2, f32_conv_gemm_packed_6x16_avx2,
-    f32_attention_avx2};
+constexpr KernelTable kAvx2{Isa::avx2,
+                            f32_gemm_openblas,
+                            f32_conv_gemm_6x16_avx2,
+                            f32_conv_dw_2x32_avx2,
+                            f32_bias_act_avx2,
+                            f32_exp_avx2,
+                            f32_batchnorm_avx2,
+                            f32_softmax_avx2,
+                            f32_maxpool_avx2,
+                            f32_resize_avx2,
+                            f32_conv_pack_6x16_avx2,
+                            f32_conv_gemm_packed_6x16_avx2,
+                            f32_attention_avx2,
+                            f32_conv_winograd_f43_avx2};
 constexpr bool kAvx2Built = true;
 #else
 constexpr KernelTable kAvx2 = kRef;
@@ -43,6 +55,7 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_resize_ref), "f32_resize_ref"},
     {reinterpret_cast<const void*>(&f32_conv_pack_ref), "f32_conv_pack_ref"},
     {reinterpret_cast<const void*>(&f32_attention_ref), "f32_attention_ref"},
+    {reinterpret_cast<const void*>(&f32_conv_winograd_f43_ref), "f32_conv_winograd_f43_ref"},
     {reinterpret_cast<const void*>(&f32_gemm_openblas), "f32_gemm_openblas"},
 #if defined(__AVX2__) && defined(__FMA__)
     {reinterpret_cast<const void*>(&f32_conv_gemm_6x16_avx2), "f32_conv_gemm_6x16_avx2"},
@@ -57,6 +70,7 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_conv_gemm_packed_6x16_avx2),
      "f32_conv_gemm_packed_6x16_avx2"},
     {reinterpret_cast<const void*>(&f32_attention_avx2), "f32_attention_avx2"},
+    {reinterpret_cast<const void*>(&f32_conv_winograd_f43_avx2), "f32_conv_winograd_f43_avx2"},
 #endif
 };
 
@@ -122,6 +136,8 @@ std::string describe(const KernelTable& t) {
   s += name_of(t.conv_packed);
   s += " attention=";
   s += name_of(t.attention);
+  s += " conv_winograd=";
+  s += name_of(t.conv_winograd);
   return s;
 }
 

@@ -61,6 +61,10 @@ int64_t conv2d_scratch_size(const Conv2dParams& p);
 /// convs and 1×1 stride-1 unpadded ones read w as it is.
 struct PackedConvWeights {
   std::vector<float> data;
+  /// f32_conv_winograd_f43_pack's weights too (4× the 3×3 weights), for
+  /// 3×3 stride-1 undilated one-group convs with c_in, c_out ≥ 8 and
+  /// c_in·c_out ≤ 32768; else empty.
+  std::vector<float> winograd;
   int64_t c_out = 0, c_in = 0, kh = 0, kw = 0, groups = 0;
   /// Whether `data` holds p's weights (same c_out, c_in, kh, kw, groups) for
   /// the packed path, so conv2d can use it for p.
@@ -79,8 +83,11 @@ PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w);
 /// column_block (default ≤ 512) output pixels shared by the OpenMP threads;
 /// everything else conv_gemm (f32_conv_gemm_6x16_avx2, the implicit-im2col
 /// GEMM), or conv_packed on `packed` when it serves p (then w is not read
-/// and may be null). Products under ~1 M multiply-adds run on the calling
-/// thread. With TAILOR_KERNELS=ref every path is f32_conv_ref. `scratch` is
+/// and may be null), or conv_winograd (f32_conv_winograd_f43_avx2) when
+/// `packed` also holds Winograd weights and the output plane is at least
+/// 16×16. Products under ~1 M multiply-adds run on the calling thread. With
+/// TAILOR_KERNELS=ref every path is f32_conv_ref but that last,
+/// f32_conv_winograd_f43_ref. `scratch` is
 /// unused (see conv2d_scratch_size). Throws tailor::Error on invalid parameters.
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
             const Activation& act = {}, float* scratch = nullptr,

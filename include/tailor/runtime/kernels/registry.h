@@ -81,6 +81,23 @@ void f32_conv_ref(const Conv2dParams& p, const float* x, const float* w, const f
                   float* y, const Activation& act);
 /// The reference's "packing": a copy of w (its own layout).
 int64_t f32_conv_pack_ref(const Conv2dParams& p, const float* w, float* packed);
+/// Winograd F(4×4, 3×3) weights (Lavin & Gray, CVPR 2016) for a 3×3, groups-1
+/// conv: U = G g Gᵀ per (output, input channel), 36 points each, stored per
+/// point in panels of 6 output channels, input channel-major:
+/// u[((ξ·P + panel)·c_in + ci)·6 + r] (P = ⌈c_out/6⌉, rows past c_out zero):
+/// 36·P·6·c_in floats (returned; written when `packed` is not null). The
+/// transform runs in double, rounded once. Both Winograd kernels read it.
+int64_t f32_conv_winograd_f43_pack(const Conv2dParams& p, const float* w, float* packed);
+/// Conv by Winograd F(4×4, 3×3) on f32_conv_winograd_f43_pack's weights, the
+/// scalar reference of f32_conv_winograd_f43_avx2 (same transforms, float
+/// arithmetic, channel sums in double). Only 3×3, stride 1, dilation 1,
+/// groups 1 (any pads); conv2d picks it (conv.cpp, winograd_pays). Error
+/// against direct convolution: each output within 2⁻¹⁶·Σ|w||x| (its
+/// window's absolute products) plus 2⁻²⁰ — the transforms scale inputs by up
+/// to 100 (Bᵀ) and products by up to 8² (Aᵀ), against ~9 for a direct sum;
+/// tests/runtime/kernels/f32_conv_winograd_test.cpp checks that bound.
+void f32_conv_winograd_f43_ref(const Conv2dParams& p, const float* x, const float* packed,
+                               const float* bias, float* y, const Activation& act);
 void f32_bias_act_ref(const Activation& act, float bias, const float* x, float* y, int64_t n);
 void f32_exp_ref(const float* x, float* y, int64_t n);
 void f32_batchnorm_ref(int64_t n, int64_t channels, int64_t spatial, const float* x,
@@ -112,6 +129,12 @@ void f32_conv_gemm_6x16_avx2(const Conv2dParams& p, const float* x, const float*
 int64_t f32_conv_pack_6x16_avx2(const Conv2dParams& p, const float* w, float* packed);
 void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const float* packed,
                                     const float* bias, float* y, const Activation& act);
+/// f32_conv_winograd_f43_ref's algorithm, 16 tiles (two runs of 8 along an
+/// output row) per work item: input transforms 8 tiles per AVX2 vector, the 36
+/// per-point products [c_out × c_in]·[c_in × 16] by the 6×16 micro-kernel, the
+/// output transform and epilogue per 4×32 output block. Same contract and bound.
+void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
+                                const float* bias, float* y, const Activation& act);
 /// Direct depthwise conv (groups == c_in == c_out): 2 output rows × 32
 /// columns in registers, from a zero-padded, stride-phase-split plane copy.
 void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
@@ -149,6 +172,9 @@ struct KernelTable {
   F32ConvPackFn conv_pack;      ///< conv_gemm's weights packed once (at load)
   F32ConvPackedFn conv_packed;  ///< conv_gemm on conv_pack's weights
   F32AttentionFn attention;     ///< ai.tailor Attention
+  /// 3×3 stride-1 groups-1 Conv on f32_conv_winograd_f43_pack's weights
+  /// where conv2d's rule says it pays
+  F32ConvPackedFn conv_winograd;
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():

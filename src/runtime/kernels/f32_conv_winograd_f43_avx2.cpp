@@ -1,0 +1,190 @@
+// f32_conv_winograd_f43_avx2: Winograd F(4×4, 3×3) convolution (Lavin &
+// Gray, CVPR 2016) on weights transformed once at load
+// (f32_conv_winograd_f43_pack). A work item is one image's block of 16 tiles:
+// two runs of up to 8 tiles along a tile row. Per run and input channel the
+// 6 input rows are transformed down the columns 8 floats at a time, then a
+// 4×4 transpose in each 128-bit lane splits each transformed row into its 4
+// column phases (lane l holds tile 2l for l < 4, tile 2(l − 4) + 1 above), so
+// the row transform runs on whole vectors; the same transpose undoes the order
+// on the way out. The 36 products M_ξ = U_ξ·V_ξ ([c_out × c_in]·[c_in × 16])
+// use the 6×16 micro-kernel, K ascending in chunks of 256, so results do not
+// depend on the thread count.
+#if defined(__AVX2__) && defined(__FMA__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "runtime/kernels/f32_gemm_6x16_avx2.h"
+#include "runtime/kernels/f32_winograd_f43.h"
+#include "runtime/kernels/gemm_partition.h"
+#include "tailor/runtime/kernels/registry.h"
+
+namespace tailor::runtime::kernels {
+
+namespace {
+
+using detail::kKc;
+using detail::kMr;
+using detail::kNr;
+using detail::kWinogradPoints;
+
+constexpr int64_t kRun = 8;         // tiles per run (one vector)
+constexpr int64_t kRowFloats = 40;  // a run's input row: 4·8 + 2 columns, 5 vectors
+constexpr int64_t kOutFloats = 32;  // a run's output row: 4·8 columns
+
+// The 4×4 transpose of a, b, c, d within each 128-bit lane.
+inline void transpose4_lanes(__m256& a, __m256& b, __m256& c, __m256& d) {
+  const __m256 t0 = _mm256_unpacklo_ps(a, b), t1 = _mm256_unpackhi_ps(a, b);
+  const __m256 t2 = _mm256_unpacklo_ps(c, d), t3 = _mm256_unpackhi_ps(c, d);
+  a = _mm256_shuffle_ps(t0, t2, 0x44);
+  b = _mm256_shuffle_ps(t0, t2, 0xEE);
+  c = _mm256_shuffle_ps(t1, t3, 0x44);
+  d = _mm256_shuffle_ps(t1, t3, 0xEE);
+}
+
+struct Run {
+  int64_t ty = 0, tx0 = 0, len = 0;  // len 0: no run (lanes zero)
+};
+
+// V[ξ][ci][lane0 + l] for the run's 8 tiles and every input channel of image xb.
+void input_transform(const Conv2dParams& p, const float* xb, const Run& run, int64_t lane0,
+                     float* v) {
+  alignas(32) float buf[6][kRowFloats];
+  alignas(32) float vt[6][kRowFloats];
+  const int64_t iy0 = 4 * run.ty - p.pad_top, ix0 = 4 * run.tx0 - p.pad_left;
+  const bool cols_inside = ix0 >= 0 && ix0 + kRowFloats <= p.w;
+  // Columns [c0, c1) of a buffered row come from the image.
+  const int64_t c0 = std::max<int64_t>(0, -ix0), c1 = std::min<int64_t>(kRowFloats, p.w - ix0);
+  for (int64_t ci = 0; ci < p.c_in; ++ci) {
+    const float* xc = xb + ci * p.h * p.w;
+    const float* rows[6];
+    for (int64_t r = 0; r < 6; ++r) {
+      const int64_t iy = iy0 + r;
+      const bool inside = iy >= 0 && iy < p.h;
+      if (inside && cols_inside) {
+        rows[r] = xc + iy * p.w + ix0;
+        continue;
+      }
+      std::fill(buf[r], buf[r] + kRowFloats, 0.f);
+      if (inside && c1 > c0) std::memcpy(buf[r] + c0, xc + iy * p.w + ix0 + c0, (c1 - c0) * 4);
+      rows[r] = buf[r];
+    }
+    // Down the columns: vt = Bᵀ d, 8 columns at a time.
+    for (int64_t c = 0; c < kRowFloats; c += 8) {
+      __m256 d[6], t[6];
+      for (int r = 0; r < 6; ++r) d[r] = _mm256_loadu_ps(rows[r] + c);
+      detail::winograd_f43_input(d, t);
+      for (int r = 0; r < 6; ++r) _mm256_store_ps(vt[r] + c, t[r]);
+    }
+    // Along each row: column phases 0–3 of tile t, and 0–1 of tile t + 1.
+    for (int r = 0; r < 6; ++r) {
+      __m256 a0 = _mm256_load_ps(vt[r]), a1 = _mm256_load_ps(vt[r] + 8);
+      __m256 a2 = _mm256_load_ps(vt[r] + 16), a3 = _mm256_load_ps(vt[r] + 24);
+      __m256 b0 = _mm256_loadu_ps(vt[r] + 4), b1 = _mm256_loadu_ps(vt[r] + 12);
+      __m256 b2 = _mm256_loadu_ps(vt[r] + 20), b3 = _mm256_loadu_ps(vt[r] + 28);
+      transpose4_lanes(a0, a1, a2, a3);
+      transpose4_lanes(b0, b1, b2, b3);
+      const __m256 d[6] = {a0, a1, a2, a3, b0, b1};
+      __m256 o[6];
+      detail::winograd_f43_input(d, o);
+      for (int c = 0; c < 6; ++c)
+        _mm256_storeu_ps(v + ((r * 6 + c) * p.c_in + ci) * kNr + lane0, o[c]);
+    }
+  }
+}
+
+// Y = Aᵀ M A for the run's 8 tiles and output channel o (M at m, stride
+// `point` floats between points), plus bias and activation, into image yb.
+void output_transform(const Conv2dParams& p, const float* m, int64_t point, const Run& run,
+                      int64_t o, float bias, const Activation& act, float* yb) {
+  const int64_t oh = p.out_h(), ow = p.out_w();
+  __m256 h[6][4];
+  for (int r = 0; r < 6; ++r) {
+    __m256 row[6];
+    for (int c = 0; c < 6; ++c) row[c] = _mm256_loadu_ps(m + (r * 6 + c) * point);
+    detail::winograd_f43_output(row, h[r]);
+  }
+  __m256 out[4][4];  // [i][j]: output row i, column phase j
+  for (int j = 0; j < 4; ++j) {
+    const __m256 col[6] = {h[0][j], h[1][j], h[2][j], h[3][j], h[4][j], h[5][j]};
+    __m256 res[4];
+    detail::winograd_f43_output(col, res);
+    for (int i = 0; i < 4; ++i) out[i][j] = res[i];
+  }
+  const int64_t ox0 = 4 * run.tx0, cols = std::min<int64_t>(4 * run.len, ow - ox0);
+  float* yo = yb + o * oh * ow;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t oy = 4 * run.ty + i;
+    if (oy >= oh) break;
+    transpose4_lanes(out[i][0], out[i][1], out[i][2], out[i][3]);
+    alignas(32) float tmp[kOutFloats];
+    for (int q = 0; q < 4; ++q) _mm256_store_ps(tmp + 8 * q, out[i][q]);
+    f32_bias_act_avx2(act, bias, tmp, yo + oy * ow + ox0, cols);
+  }
+}
+
+}  // namespace
+
+void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
+                                const float* bias, float* y, const Activation& act) {
+  const int64_t oh = p.out_h(), ow = p.out_w();
+  const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
+  const int64_t runs_per_row = (tw + kRun - 1) / kRun, runs = th * runs_per_row;
+  const int64_t blocks = (runs + 1) / 2, items = p.n * blocks;
+  const int64_t panels = (p.c_out + kMr - 1) / kMr, cop = panels * kMr;
+  const auto run_of = [&](int64_t r) {
+    Run run;
+    if (r >= runs) return run;
+    run.ty = r / runs_per_row, run.tx0 = r % runs_per_row * kRun;
+    run.len = std::min(kRun, tw - run.tx0);
+    return run;
+  };
+  const bool parallel = items > 1 && detail::worth_threads(p.n * p.c_out * oh * ow * p.c_in * 4);
+#pragma omp parallel if (parallel)
+  {
+    // V [36][c_in][16] and M [36][c_out rounded up to 6][16], per thread.
+    std::vector<float> v(static_cast<size_t>(kWinogradPoints * p.c_in * kNr), 0.f);
+    std::vector<float> m(static_cast<size_t>(kWinogradPoints * cop * kNr));
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t b = item / blocks, blk = item % blocks;
+      const Run pair[2] = {run_of(2 * blk), run_of(2 * blk + 1)};
+      const float* xb = x + b * p.c_in * p.h * p.w;
+      for (int q = 0; q < 2; ++q) {
+        if (pair[q].len > 0) {
+          input_transform(p, xb, pair[q], q * kRun, v.data());
+        } else {
+          for (int64_t i = 0; i < kWinogradPoints * p.c_in; ++i)
+            std::fill_n(v.data() + i * kNr + q * kRun, kRun, 0.f);
+        }
+      }
+      for (int64_t xi = 0; xi < kWinogradPoints; ++xi) {
+        const float* vx = v.data() + xi * p.c_in * kNr;
+        float* mx = m.data() + xi * cop * kNr;
+        for (int64_t k0 = 0; k0 < p.c_in; k0 += kKc) {
+          const int64_t kc = std::min(kKc, p.c_in - k0);
+          for (int64_t pn = 0; pn < panels; ++pn) {
+            const float* u = packed + ((xi * panels + pn) * p.c_in + k0) * kMr;
+            detail::kernel_panel(std::min(kMr, p.c_out - pn * kMr), k0 > 0, kc, u, vx + k0 * kNr,
+                                 mx + pn * kMr * kNr);
+          }
+        }
+      }
+      float* yb = y + b * p.c_out * oh * ow;
+      for (int q = 0; q < 2; ++q) {
+        if (pair[q].len == 0) continue;
+        for (int64_t o = 0; o < p.c_out; ++o) {
+          output_transform(p, m.data() + o * kNr + q * kRun, cop * kNr, pair[q], o,
+                           bias ? bias[o] : 0.f, act, yb);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tailor::runtime::kernels
+
+#endif  // __AVX2__ && __FMA__

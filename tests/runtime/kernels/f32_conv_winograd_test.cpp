@@ -1,0 +1,170 @@
+// Winograd F(4×4, 3×3) (f32_conv_winograd_f43_pack, the scalar reference
+// f32_conv_winograd_f43_ref and f32_conv_winograd_f43_avx2) against direct
+// convolution (f32_conv_ref, summed in double) on shapes hitting every tail:
+// planes not multiples of 4 (tiles past the edge) or of 32 (short runs),
+// an odd count of runs (a block with one run), asymmetric and zero pads,
+// c_out not a multiple of 6, c_in past one 256-chunk, two images. Bound
+// (registry.h): |got − direct| ≤ 2⁻¹⁶·Σ|w||x| + 2⁻²⁰ per output, Σ|w||x| by
+// running the direct reference on |x|, |w| (no bias, no activation).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "runtime/kernels/kernel_compare.h"
+#include "tailor/runtime/kernels/conv.h"
+
+namespace tailor::runtime::kernels::testing {
+namespace {
+
+struct WinogradCase {
+  int64_t n, c_in, h, w, c_out, pt, pl, pb, pr;
+};
+
+Conv2dParams params(const WinogradCase& c) {
+  Conv2dParams p;
+  p.n = c.n, p.c_in = c.c_in, p.h = c.h, p.w = c.w, p.c_out = c.c_out, p.kh = p.kw = 3;
+  p.pad_top = c.pt, p.pad_left = c.pl, p.pad_bottom = c.pb, p.pad_right = c.pr;
+  return p;
+}
+
+std::string label(const WinogradCase& c) {
+  return "winograd n" + std::to_string(c.n) + " c" + std::to_string(c.c_in) + "→" +
+         std::to_string(c.c_out) + " " + std::to_string(c.h) + "×" + std::to_string(c.w) +
+         " pads " + std::to_string(c.pt) + "," + std::to_string(c.pl) + "," + std::to_string(c.pb) +
+         "," + std::to_string(c.pr);
+}
+
+const WinogradCase kCases[] = {
+    // n, c_in, h, w, c_out, pt, pl, pb, pr
+    {1, 8, 16, 16, 8, 1, 1, 1, 1},    // 4×4 tiles: one run, a block with one run
+    {1, 9, 19, 37, 13, 1, 1, 1, 1},   // partial tiles both ways, runs of 8 and 2
+    {2, 16, 23, 70, 24, 1, 1, 1, 1},  // two images, runs of 8, 8 and 2 per row
+    {1, 11, 17, 41, 7, 0, 2, 2, 0},   // asymmetric pads
+    {1, 12, 20, 33, 10, 0, 0, 0, 0},  // no pads
+    {1, 300, 9, 18, 8, 1, 1, 1, 1},   // c_in past one 256-chunk
+    {1, 8, 6, 200, 6, 1, 1, 1, 1},    // one tile row, 50 tiles
+};
+
+class F32ConvWinograd : public KernelVsRef {
+ protected:
+  void check(const WinogradCase& c, F32ConvPackedFn fn, const Activation& act, bool with_bias,
+             uint64_t seed) {
+    const Conv2dParams p = params(c);
+    validate(p);
+    const auto x = uniform(p.n * p.c_in * p.h * p.w, seed);
+    const auto w = uniform(p.c_out * p.c_in * 9, seed + 1);
+    const auto bias = uniform(p.c_out, seed + 2);
+    const float* bp = with_bias ? bias.data() : nullptr;
+    const size_t ny = static_cast<size_t>(p.n * p.c_out * p.out_h() * p.out_w());
+    std::vector<float> want(ny), got(ny, -99.f), mag(ny), pre(ny);
+    f32_conv_ref(p, x.data(), w.data(), bp, want.data(), act);
+    std::vector<float> packed(
+        static_cast<size_t>(f32_conv_winograd_f43_pack(p, w.data(), nullptr)));
+    EXPECT_EQ(f32_conv_winograd_f43_pack(p, w.data(), packed.data()),
+              static_cast<int64_t>(packed.size()));
+    fn(p, x.data(), packed.data(), bp, got.data(), act);
+    auto abs_of = [](std::vector<float> v) {
+      for (float& e : v) e = std::fabs(e);
+      return v;
+    };
+    const auto ax = abs_of(x), aw = abs_of(w);
+    f32_conv_ref(p, ax.data(), aw.data(), nullptr, mag.data(), {});
+    // Activations are 1.5-Lipschitz at most (hard_swish) and add ≤ 8ε·|y|
+    // plus ε·|v|·max(1, |v|) of their own (f32_conv_test.cpp).
+    std::vector<double> tol(ny);
+    double worst = 0;
+    f32_conv_ref(p, x.data(), w.data(), bp, pre.data(), {});
+    for (size_t i = 0; i < ny; ++i) {
+      const double m = mag[i], v = std::fabs(pre[i]);
+      tol[i] = 1.5 * (0x1p-16 * m + 0x1p-20) + 8 * kEps * std::fabs(want[i]) +
+               kEps * v * std::max(1.0, v);
+      if (act.kind == ActivationKind::none)
+        worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]) / (m + 1e-30));
+    }
+    expect_within(got, want, tol, label(c) + " act " + std::to_string(static_cast<int>(act.kind)));
+    // Measured: ≤ 2·10⁻⁶ (≈ 2⁻¹⁹) of Σ|w||x| on these cases, 8× inside the bound.
+    if (act.kind == ActivationKind::none)
+      RecordProperty(label(c) + "_worst", std::to_string(worst));
+  }
+};
+
+TEST_F(F32ConvWinograd, ReferenceMatchesDirectConvolution) {
+  uint64_t seed = 700;
+  for (const WinogradCase& c : kCases) {
+    check(c, f32_conv_winograd_f43_ref, Activation::none(), true, seed += 3);
+    check(c, f32_conv_winograd_f43_ref, Activation::hard_swish(), false, seed += 3);
+  }
+}
+
+TEST_F(F32ConvWinograd, Avx2MatchesDirectConvolution) {
+  uint64_t seed = 800;
+  for (const WinogradCase& c : kCases) {
+    check(c, opt().conv_winograd, Activation::none(), true, seed += 3);
+    check(c, opt().conv_winograd, Activation::hard_swish(), true, seed += 3);
+    check(c, opt().conv_winograd, Activation::relu(), false, seed += 3);
+  }
+}
+
+TEST_F(F32ConvWinograd, Conv2dPicksItWherePackedAndThePlanePays) {
+  // Packed at load for 3×3 stride-1 one-group convs with ≥ 8 channels each
+  // way; conv2d then runs conv_winograd on planes of ≥ 16×16 outputs and the
+  // implicit GEMM below, bit for bit as those kernels alone (with
+  // TAILOR_CONV_WINOGRAD=1; without it never).
+  setenv("TAILOR_CONV_WINOGRAD", "1", 1);
+  for (const int64_t side : {12, 24}) {
+    const WinogradCase c{1, 8, side, side, 9, 1, 1, 1, 1};
+    const Conv2dParams p = params(c);
+    const auto x = uniform(p.c_in * p.h * p.w, 900);
+    const auto w = uniform(p.c_out * p.c_in * 9, 901);
+    const PackedConvWeights pw = pack_conv2d_weights(p, w.data());
+    ASSERT_FALSE(pw.winograd.empty());
+    const size_t ny = static_cast<size_t>(p.c_out * p.out_h() * p.out_w());
+    std::vector<float> got(ny), want(ny);
+    conv2d(p, x.data(), nullptr, nullptr, got.data(), Activation::relu(), nullptr, &pw);
+    if (side >= 16) {
+      active_kernels().conv_winograd(p, x.data(), pw.winograd.data(), nullptr, want.data(),
+                                     Activation::relu());
+    } else {
+      active_kernels().conv_packed(p, x.data(), pw.data.data(), nullptr, want.data(),
+                                   Activation::relu());
+    }
+    expect_same(got, want, label(c));
+  }
+  {
+    // Weights packed for an undilated conv that a run gives dilation 2: the
+    // implicit GEMM, not Winograd, serves that run.
+    const Conv2dParams p = params({1, 8, 24, 24, 9, 2, 2, 2, 2});
+    const auto x = uniform(p.c_in * p.h * p.w, 902);
+    const auto w = uniform(p.c_out * p.c_in * 9, 903);
+    const PackedConvWeights pw = pack_conv2d_weights(p, w.data());
+    ASSERT_FALSE(pw.winograd.empty());
+    Conv2dParams dilated = p;
+    dilated.dil_h = dilated.dil_w = 2;
+    const size_t ny = static_cast<size_t>(p.c_out * dilated.out_h() * dilated.out_w());
+    std::vector<float> got(ny), want(ny);
+    conv2d(dilated, x.data(), nullptr, nullptr, got.data(), {}, nullptr, &pw);
+    active_kernels().conv_packed(dilated, x.data(), pw.data.data(), nullptr, want.data(), {});
+    expect_same(got, want, "dilated run of undilated packed weights");
+  }
+  {
+    unsetenv("TAILOR_CONV_WINOGRAD");
+    const Conv2dParams p = params({1, 8, 24, 24, 9, 1, 1, 1, 1});
+    const auto x = uniform(p.c_in * p.h * p.w, 904);
+    const auto w = uniform(p.c_out * p.c_in * 9, 905);
+    const PackedConvWeights pw = pack_conv2d_weights(p, w.data());
+    const size_t ny = static_cast<size_t>(p.c_out * p.out_h() * p.out_w());
+    std::vector<float> got(ny), want(ny);
+    conv2d(p, x.data(), nullptr, nullptr, got.data(), {}, nullptr, &pw);
+    active_kernels().conv_packed(p, x.data(), pw.data.data(), nullptr, want.data(), {});
+    expect_same(got, want, "Winograd off by default");
+  }
+  Conv2dParams few = params({1, 4, 20, 20, 9, 1, 1, 1, 1});  // c_in < 8
+  const std::vector<float> w(static_cast<size_t>(few.c_out * few.c_in * 9), 1.f);
+  EXPECT_TRUE(pack_conv2d_weights(few, w.data()).winograd.empty());
+  few.c_in = 8, few.stride_h = 2;  // strided
+  const std::vector<float> w8(static_cast<size_t>(few.c_out * few.c_in * 9), 1.f);
+  EXPECT_TRUE(pack_conv2d_weights(few, w8.data()).winograd.empty());
+}
+
+}  // namespace
+}  // namespace tailor::runtime::kernels::testing
