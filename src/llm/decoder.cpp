@@ -123,26 +123,45 @@ std::vector<std::string> llama_graph_passes() {
   return {"fuse", "dce"};
 }
 
-Decoder::Decoder(const graph::Model& model, const std::vector<std::string>& extra_outputs)
-    : Decoder(model, extra_outputs, graph::parse_pass_list("all")) {}
+Decoder::Decoder(graph::Model model, const std::vector<std::string>& extra_outputs)
+    : Decoder(std::move(model), extra_outputs, graph::parse_pass_list("all")) {}
 
-Decoder::Decoder(const graph::Model& model, const std::vector<std::string>& extra_outputs,
+Decoder::Decoder(graph::Model model, const std::vector<std::string>& extra_outputs,
                  const std::vector<std::string>& passes)
     : sig_(decoder_signature(model)) {
-  graph::Model m = model;
-  std::set<std::string> values(m.graph.inputs.begin(), m.graph.inputs.end());
-  for (const graph::Node& n : m.graph.nodes) values.insert(n.outputs.begin(), n.outputs.end());
-  for (const std::string& v : extra_outputs) {
-    check(values.count(v) > 0, source_of(model), "decoder graph has no value '" + v + "'");
-    if (std::find(m.graph.outputs.begin(), m.graph.outputs.end(), v) == m.graph.outputs.end())
-      m.graph.outputs.push_back(v);
+  const std::string src = source_of(model);
+  graph::Model& m = model;  // compiled in place (a caller done with it moves it in)
+  if (!extra_outputs.empty()) {
+    std::set<std::string> values(m.graph.inputs.begin(), m.graph.inputs.end());
+    for (const graph::Node& n : m.graph.nodes) values.insert(n.outputs.begin(), n.outputs.end());
+    for (const std::string& v : extra_outputs) {
+      check(values.count(v) > 0, src, "decoder graph has no value '" + v + "'");
+      if (std::find(m.graph.outputs.begin(), m.graph.outputs.end(), v) == m.graph.outputs.end())
+        m.graph.outputs.push_back(v);
+    }
   }
   fuse_attention(m);
   fuse_group_query_attention(m);
   fuse_rms_norm(m);
   fuse_skip_rms_norm(m);
   m = graph::run_passes(m, passes, runtime::default_pass_options());
-  ex_ = std::make_unique<runtime::Executor>(std::move(m));
+  // run_passes ends by verifying the graph: the executor need not again.
+  ex_ =
+      std::make_unique<runtime::Executor>(std::move(m), runtime::ExecutorOptions{.verify = false});
+  const std::vector<std::string>&ins = ex_->input_names(), &outs = ex_->output_names();
+  auto index = [&](const std::vector<std::string>& names, const std::string& name) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    check(it != names.end(), src, "compiled decoder graph lost '" + name + "'");
+    return static_cast<size_t>(it - names.begin());
+  };
+  ids_input_ = index(ins, sig_.input_ids);
+  logits_output_ = index(outs, sig_.logits);
+  for (const DecoderSignature::Cache& c : sig_.cache) {
+    past_input_.push_back(index(ins, c.past));
+    present_output_.push_back(index(outs, c.present));
+  }
+  check(ins.size() == sig_.cache.size() + 1, src,
+        "compiled decoder graph takes inputs besides input_ids and the pasts");
   reset();
 }
 
@@ -151,35 +170,63 @@ Decoder::Decoder(Decoder&&) noexcept = default;
 
 void Decoder::reset() {
   pos_ = 0;
-  feeds_.clear();
+  outs_.clear();
   outputs_.clear();
+  outputs_current_ = true;
+  pasts_.clear();
   for (const DecoderSignature::Cache& c : sig_.cache)
-    feeds_[c.past] = Tensor::zeros(DType::f32, {1, c.heads, 0, c.head_dim});
+    pasts_.push_back(Tensor::zeros(DType::f32, {1, c.heads, 0, c.head_dim}));
+}
+
+const std::map<std::string, Tensor>& Decoder::outputs() const {
+  if (!outputs_current_) {
+    outputs_.clear();
+    const std::vector<std::string>& names = ex_->output_names();
+    for (size_t i = 0; i < outs_.size(); ++i) outputs_[names[i]] = outs_[i];
+    for (size_t c = 0; c < present_output_.size(); ++c)
+      outputs_[names[present_output_[c]]] = pasts_[c];
+    outputs_current_ = true;
+  }
+  return outputs_;
 }
 
 std::vector<float> Decoder::forward(std::span<const int32_t> tokens) {
+  // Messages are built only on failure (this runs once per token).
   const int64_t n = static_cast<int64_t>(tokens.size());
-  check(n > 0, "decoder", "forward needs at least one token");
-  check(sig_.context == 0 || pos_ + n <= sig_.context, "decoder",
-        "sequence of " + std::to_string(pos_ + n) + " positions passes the context length " +
-            std::to_string(sig_.context));
+  if (n <= 0) throw Error("decoder", "forward needs at least one token");
+  if (sig_.context != 0 && pos_ + n > sig_.context)
+    throw Error("decoder", "sequence of " + std::to_string(pos_ + n) +
+                               " positions passes the context length " +
+                               std::to_string(sig_.context));
   Tensor ids = Tensor::zeros(DType::i64, {1, n});
   int64_t* p = ids.mutable_data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     const int32_t t = tokens[static_cast<size_t>(i)];
-    check(t >= 0 && t < sig_.vocab, "decoder",
-          "token " + std::to_string(t) + " is outside the vocabulary of " +
-              std::to_string(sig_.vocab));
+    if (t < 0 || t >= sig_.vocab)
+      throw Error("decoder", "token " + std::to_string(t) + " is outside the vocabulary of " +
+                                 std::to_string(sig_.vocab));
     p[i] = t;
   }
-  feeds_[sig_.input_ids] = std::move(ids);
-  outputs_ = ex_->run(feeds_);
-  for (const DecoderSignature::Cache& c : sig_.cache) feeds_[c.past] = outputs_.at(c.present);
+  // The pasts move into the run; the presents it returns become the next pasts.
+  std::vector<Tensor> feeds(ex_->input_names().size());
+  feeds[ids_input_] = std::move(ids);
+  for (size_t c = 0; c < pasts_.size(); ++c) feeds[past_input_[c]] = std::move(pasts_[c]);
+  try {
+    outs_ = ex_->run_ordered(std::move(feeds));
+  } catch (...) {
+    reset();  // the pasts went into the failed run
+    throw;
+  }
+  for (size_t c = 0; c < pasts_.size(); ++c) pasts_[c] = std::move(outs_[present_output_[c]]);
+  outputs_current_ = false;
   pos_ += static_cast<int32_t>(n);
-  const Tensor logits = outputs_.at(sig_.logits).contiguous();
-  check(logits.dtype() == DType::f32 && logits.numel() == n * sig_.vocab, "decoder",
-        "logits of shape " + shape_to_string(logits.shape()) + ", expected [1, " +
-            std::to_string(n) + ", " + std::to_string(sig_.vocab) + "]");
+  const Tensor& out = outs_[logits_output_];
+  Tensor held;
+  const Tensor& logits = out.is_contiguous() && out.is_aligned() ? out : (held = out.contiguous());
+  if (logits.dtype() != DType::f32 || logits.numel() != n * sig_.vocab)
+    throw Error("decoder", "logits of shape " + shape_to_string(logits.shape()) +
+                               ", expected [1, " + std::to_string(n) + ", " +
+                               std::to_string(sig_.vocab) + "]");
   const float* l = logits.data<float>();
   return std::vector<float>(l, l + n * sig_.vocab);
 }

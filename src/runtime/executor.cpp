@@ -185,8 +185,8 @@ std::shared_ptr<Plan> compile_plan(const graph::Graph& g, int64_t opset,
   return plan;
 }
 
-std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs,
-                             const Frame* parent, Arena& arena) {
+std::vector<Tensor> run_plan(const Plan& plan, std::vector<Tensor> inputs, const Frame* parent,
+                             Arena& arena) {
   Frame f;
   f.plan = &plan;
   f.parent = parent;
@@ -199,11 +199,21 @@ std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs
     f.values[static_cast<size_t>(s)] = *t;
   }
   for (size_t i = 0; i < plan.input_slots.size() && i < inputs.size(); ++i)
-    f.values[static_cast<size_t>(plan.input_slots[i])] = inputs[i];
+    f.values[static_cast<size_t>(plan.input_slots[i])] = std::move(inputs[i]);
   run_steps(f, 0, plan.steps.size(), arena);
+  // The frame ends here: each output is moved out of it, but for a slot that
+  // a later output names again (copied until its last mention).
+  const std::vector<int>& outs = plan.output_slots;
   std::vector<Tensor> out;
-  out.reserve(plan.output_slots.size());
-  for (int s : plan.output_slots) out.push_back(*value_of(f, s));
+  out.reserve(outs.size());
+  for (auto it = outs.begin(); it != outs.end(); ++it) {
+    Tensor& v = f.values[static_cast<size_t>(*it)];
+    const bool again = std::find(it + 1, outs.end(), *it) != outs.end();
+    if (!v.defined())
+      out.push_back(plan.constants[static_cast<size_t>(*it)]);
+    else
+      out.push_back(again ? v : std::move(v));
+  }
   return out;
 }
 
@@ -267,19 +277,41 @@ void run_steps(Frame& f, size_t begin, size_t end, Arena& arena) {
 Executor::Executor(graph::Model model, ExecutorOptions options) : model_(std::move(model)) {
   if (options.verify) graph::verify(model_);
   plan_ = compile_plan(model_.graph, model_.opset, model_.source.empty() ? "model" : model_.source);
+  for (const std::string& in : model_.graph.inputs)
+    input_types_.push_back(model_.graph.type_of(in));
 }
 
 Executor::~Executor() = default;
 
 namespace {
-/// `inputs` checked against `g`'s declared inputs, in graph-input order
-/// (contiguous, but for a KV cache view (runtime/kv_cache.h), passed as it is
-/// so that GroupQueryAttention appends to its cache in place).
+/// Checks input `name` of declared type `vt` (null: undeclared) holding `t`
+/// (defined) and makes it contiguous, but for a KV cache view
+/// (runtime/kv_cache.h), kept as it is so that GroupQueryAttention appends to
+/// its cache in place.
+void check_input(const std::string& name, const graph::ValueType* vt, Tensor& t) {
+  const auto who = [&] { return "input '" + name + "'"; };  // built only for an error
+  if (vt) {
+    if (vt->dtype && *vt->dtype != t.dtype())
+      throw Error(who(), "dtype " + std::string(dtype_name(t.dtype())) + ", the model expects " +
+                             std::string(dtype_name(*vt->dtype)));
+    if (vt->shape) {
+      bool ok = vt->shape->size() == t.rank();
+      for (size_t d = 0; ok && d < t.rank(); ++d)
+        ok = !(*vt->shape)[d].is_known() || (*vt->shape)[d].value == t.dim(d);
+      if (!ok)
+        throw Error(who(), "shape " + shape_to_string(t.shape()) + ", the model expects " +
+                               graph::sym_shape_to_string(*vt->shape));
+    }
+  }
+  if (!(t.is_contiguous() && t.is_aligned()) && !kv_cache_of(t)) t = t.contiguous();
+}
+
+/// `inputs` checked against `g`'s declared inputs, in graph-input order.
 std::vector<Tensor> ordered_inputs(const graph::Graph& g,
                                    const std::map<std::string, Tensor>& inputs) {
   // Names the first given input the graph lacks. Needed only when the counts
   // differ or a graph input is missing: as many inputs as graph inputs, each
-  // found, leave no room for another (this runs per decoder step).
+  // found, leave no room for another.
   auto refuse_unknown = [&] {
     for (const auto& [name, t] : inputs)
       if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end())
@@ -290,26 +322,12 @@ std::vector<Tensor> ordered_inputs(const graph::Graph& g,
   ordered.reserve(g.inputs.size());
   for (const auto& name : g.inputs) {
     auto it = inputs.find(name);
-    const auto who = [&] { return "input '" + name + "'"; };  // built only for an error
     if (it == inputs.end() || !it->second.defined()) {
       refuse_unknown();
-      throw Error(who(), "missing");
+      throw Error("input '" + name + "'", "missing");
     }
-    const Tensor& t = it->second;
-    if (const graph::ValueType* vt = g.type_of(name)) {
-      if (vt->dtype && *vt->dtype != t.dtype())
-        throw Error(who(), "dtype " + std::string(dtype_name(t.dtype())) + ", the model expects " +
-                               std::string(dtype_name(*vt->dtype)));
-      if (vt->shape) {
-        bool ok = vt->shape->size() == t.rank();
-        for (size_t d = 0; ok && d < t.rank(); ++d)
-          ok = !(*vt->shape)[d].is_known() || (*vt->shape)[d].value == t.dim(d);
-        if (!ok)
-          throw Error(who(), "shape " + shape_to_string(t.shape()) + ", the model expects " +
-                                 graph::sym_shape_to_string(*vt->shape));
-      }
-    }
-    ordered.push_back(kv_cache_of(t) ? t : t.contiguous());
+    ordered.push_back(it->second);
+    check_input(name, g.type_of(name), ordered.back());
   }
   return ordered;
 }
@@ -317,11 +335,23 @@ std::vector<Tensor> ordered_inputs(const graph::Graph& g,
 
 std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   const graph::Graph& g = model_.graph;
-  const std::vector<Tensor> ordered = ordered_inputs(g, inputs);
-  std::vector<Tensor> outs = run_plan(*plan_, ordered, nullptr, arena_);
+  std::vector<Tensor> outs = run_plan(*plan_, ordered_inputs(g, inputs), nullptr, arena_);
   std::map<std::string, Tensor> result;
   for (size_t i = 0; i < outs.size(); ++i) result[g.outputs[i]] = std::move(outs[i]);
   return result;
+}
+
+std::vector<Tensor> Executor::run_ordered(std::vector<Tensor> inputs) {
+  const std::vector<std::string>& names = model_.graph.inputs;
+  if (inputs.size() > names.size())
+    throw Error("input " + std::to_string(names.size()),
+                "the model has no such input (it takes " + std::to_string(names.size()) + ")");
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i >= inputs.size() || !inputs[i].defined())
+      throw Error("input '" + names[i] + "'", "missing");
+    check_input(names[i], input_types_[i], inputs[i]);
+  }
+  return run_plan(*plan_, std::move(inputs), nullptr, arena_);
 }
 
 CutRun::CutRun(const Executor& executor, const std::map<std::string, Tensor>& inputs)

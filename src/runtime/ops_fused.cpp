@@ -228,8 +228,7 @@ class FusedElementwiseKernel final : public Kernel {
     if (flat) {
       constexpr int64_t kBlock = 16 * kChunk;
       const int64_t blocks = (total + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (total >= (1 << 16))
-      for (int64_t blk = 0; blk < blocks; ++blk) {
+      auto block = [&](int64_t blk) {
         std::array<int64_t, kMaxInputs> off{}, st{};
         for (int64_t i = 0; i < n_in_; ++i) {
           const bool full = ins[static_cast<size_t>(i)]->numel() == total && total > 1;
@@ -237,6 +236,14 @@ class FusedElementwiseKernel final : public Kernel {
           off[static_cast<size_t>(i)] = full ? blk * kBlock : 0;
         }
         run_span(base, off, st, po + blk * kBlock, std::min(kBlock, total - blk * kBlock));
+      };
+      // A small output runs on this thread without entering a parallel
+      // region (libgomp builds a team for one even when `if` is false).
+      if (total < (1 << 16)) {
+        for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
+      } else {
+#pragma omp parallel for schedule(static)
+        for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
       }
       ctx.outputs[0] = std::move(out);
       return;

@@ -55,6 +55,33 @@ TEST(Executor, InputsCheckedByNameDtypeAndShape) {
       "input 'z'", "no such input");
 }
 
+TEST(Executor, RunOrderedTakesAndGivesValuesByPosition) {
+  // s = a + b, y = Relu(s); outputs listed y then s, inputs a then b.
+  graph::Model m;
+  m.opset = 13;
+  m.graph.inputs = {"a", "b"};
+  m.graph.types["a"] =
+      graph::ValueType{DType::f32, graph::SymShape{graph::Dim::named("n"), graph::Dim::known(2)}};
+  m.graph.nodes = {node("Add", "add", {"a", "b"}, {"s"}), node("Relu", "r", {"s"}, {"y"})};
+  m.graph.outputs = {"y", "s"};
+  runtime::Executor ex(m);
+  const std::vector<Tensor> out = ex.run_ordered({f32({1, 2}, {-3, 1}), f32({2}, {1, 1})});
+  ASSERT_EQ(out.size(), 2u);
+  expect_f32(out[0], {1, 2}, {0, 2});   // Relu(-2), Relu(2)
+  expect_f32(out[1], {1, 2}, {-2, 2});  // -3 + 1, 1 + 1
+  expect_error_naming([&] { ex.run_ordered({f32({1, 2}, {1, 2})}); }, "input 'b'", "missing");
+  expect_error_naming(
+      [&] {
+        ex.run_ordered({f32({1, 2}, {1, 2}), f32({2}, {1, 1}), f32({1}, {1})});
+      },
+      "input 2", "no such input");
+  expect_error_naming(
+      [&] {
+        ex.run_ordered({i64({1, 2}, {1, 2}), f32({2}, {1, 1})});
+      },
+      "input 'a'", "dtype i64");
+}
+
 TEST(Executor, BuffersAreReusedAfterTheLastConsumer) {
   // A chain of 6 Relu/Neg nodes on 1 MiB tensors: with reuse by liveness at
   // most 2 buffers (input of a step and its output) are live at once.

@@ -50,7 +50,7 @@ void add_generate(CLI::App& app) {
   cmd->add_flag("--profile", profile,
                 "Print the decoding speed and the time per op type over the steps (stderr)");
   cmd->callback([] {
-    const graph::Model model = load_llama_graph(path);
+    graph::Model model = load_llama_graph(path);
     const llm::DecoderSignature sig = llm::decoder_signature(model);
     const auto vocab = static_cast<int32_t>(sig.vocab);
     const Llama2cTokenizer tok =
@@ -59,7 +59,7 @@ void add_generate(CLI::App& app) {
     const int64_t room =
         sig.context > 0 ? sig.context + 1 - static_cast<int64_t>(ids.size()) : int64_t{tokens};
     check(room >= 1, "--prompt", "the prompt fills the context length");
-    llm::Decoder decoder(model, {}, llm::llama_graph_passes());
+    llm::Decoder decoder(std::move(model), {}, llm::llama_graph_passes());
     decoder.executor().set_profiling(profile);
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<int32_t> out =

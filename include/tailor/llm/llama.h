@@ -77,14 +77,15 @@ std::vector<std::string> llama_graph_passes();
 /// src/llm/decoder_fusions.h), then tailor's default pass pipeline.
 class Decoder {
  public:
-  /// Compiles `model` (see decoder_signature for what it must look like).
+  /// Compiles `model` (see decoder_signature for what it must look like; a
+  /// caller done with it moves it in, saving a copy).
   /// `extra_outputs` names intermediate values to expose as outputs (see
   /// outputs()); throws Error naming one the graph lacks.
-  explicit Decoder(const graph::Model& model, const std::vector<std::string>& extra_outputs = {});
+  explicit Decoder(graph::Model model, const std::vector<std::string>& extra_outputs = {});
   /// The same, running the pass list `passes` (graph::parse_pass_list names)
   /// after the decoder fusions in place of the whole default pipeline, e.g.
   /// llama_graph_passes() for a graph as io's llama_graph builds it.
-  Decoder(const graph::Model& model, const std::vector<std::string>& extra_outputs,
+  Decoder(graph::Model model, const std::vector<std::string>& extra_outputs,
           const std::vector<std::string>& passes);
   ~Decoder();
   Decoder(Decoder&&) noexcept;
@@ -92,10 +93,12 @@ class Decoder {
   /// Processes `tokens` at positions pos() … pos() + n − 1 (causal attention
   /// over everything before) and returns their next-token logits, row-major
   /// [n, vocab]. Throws Error when `tokens` is empty, a token is outside the
-  /// vocabulary or the sequence would pass signature().context positions.
+  /// vocabulary or the sequence would pass signature().context positions;
+  /// a step failing inside the graph (a kernel's Error) also resets().
   std::vector<float> forward(std::span<const int32_t> tokens);
-  /// Every output of the last forward by name (logits, presents, extra outputs).
-  const std::map<std::string, Tensor>& outputs() const { return outputs_; }
+  /// Every output of the last forward by name (logits, presents, extra
+  /// outputs); empty before the first forward after reset().
+  const std::map<std::string, Tensor>& outputs() const;
   /// Positions processed so far.
   int32_t pos() const { return pos_; }
   /// Forgets every position (empty caches).
@@ -108,7 +111,15 @@ class Decoder {
  private:
   DecoderSignature sig_;
   std::unique_ptr<runtime::Executor> ex_;
-  std::map<std::string, Tensor> feeds_, outputs_;
+  // The step runs by position (Executor::run_ordered): input_ids and each
+  // cache's past and present at their index among the executor's inputs
+  // and outputs.
+  size_t ids_input_ = 0, logits_output_ = 0;
+  std::vector<size_t> past_input_, present_output_;  // by cache
+  std::vector<Tensor> pasts_;  // by cache: the next step's pasts (the last presents)
+  std::vector<Tensor> outs_;   // the last forward's outputs, its presents moved to pasts_
+  mutable std::map<std::string, Tensor> outputs_;  // outputs(), built on demand
+  mutable bool outputs_current_ = false;
   int32_t pos_ = 0;
 };
 

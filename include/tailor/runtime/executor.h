@@ -70,10 +70,10 @@ struct Frame {
   const Tensor* lookup(const std::string& name) const;
 };
 
-/// Runs `plan` with `inputs` (one per plan input, in order) inside `parent`'s
-/// scope; returns the plan's outputs in order.
-std::vector<Tensor> run_plan(const Plan& plan, const std::vector<Tensor>& inputs,
-                             const Frame* parent, Arena& arena);
+/// Runs `plan` with `inputs` (one per plan input, in order; moved into the
+/// run's frame) inside `parent`'s scope; returns the plan's outputs in order.
+std::vector<Tensor> run_plan(const Plan& plan, std::vector<Tensor> inputs, const Frame* parent,
+                             Arena& arena);
 
 /// Runs steps [begin, end) of `frame.plan` over `frame`'s values, releasing
 /// each value after its last reader as run_plan does (end past the last step
@@ -100,6 +100,12 @@ class Executor {
   /// Throws Error naming the input for a missing, unknown, mistyped or
   /// misshapen input, and naming the node for a kernel failure.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+  /// The same run with `inputs` in input_names() order (moved into the run,
+  /// each checked as run() checks it) and the outputs returned in
+  /// output_names() order: no map by name built or searched (a decoder step
+  /// runs once per token). Throws Error naming the input for a wrong count
+  /// ("missing" or "the model has no such input" by position), dtype or shape.
+  std::vector<Tensor> run_ordered(std::vector<Tensor> inputs);
 
   const graph::Model& model() const { return model_; }
   /// The compiled schedule (what CutRun steps through).
@@ -126,6 +132,8 @@ class Executor {
  private:
   graph::Model model_;
   std::shared_ptr<Plan> plan_;
+  /// The declared type of each graph input (null when undeclared), in order.
+  std::vector<const graph::ValueType*> input_types_;
   Arena arena_;
   std::map<std::string, std::pair<double, int64_t>> profile_;
   std::map<std::string, std::pair<double, int64_t>> node_profile_;

@@ -15,10 +15,16 @@ namespace {
 constexpr int64_t kChunk = 16384;  // elements per OpenMP task in flat loops
 
 // y[i] = f(x[i]) by a span kernel, in fixed chunks over the OpenMP threads.
+// One chunk runs on the calling thread without entering a parallel region
+// (which costs libgomp a team even when `if` keeps it to one thread).
 template <class F>
 void chunked(int64_t n, F f) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
+  if (chunks <= 1) {
+    if (n > 0) f(0, n);
+    return;
+  }
+#pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * kChunk;
     f(begin, std::min(kChunk, n - begin));
@@ -36,10 +42,15 @@ void bias_activation(const Activation& act, const float* bias, int64_t channels,
                      const float* x, float* y) {
   if (act.kind == ActivationKind::none && bias == nullptr && x == y) return;
   const F32BiasActFn fn = active_kernels().bias_act;
-#pragma omp parallel for schedule(static) if (channels * spatial > kChunk)
-  for (int64_t c = 0; c < channels; ++c) {
+  auto channel = [&](int64_t c) {
     fn(act, bias ? bias[c] : 0.f, x + c * spatial, y + c * spatial, spatial);
+  };
+  if (channels * spatial <= kChunk) {
+    for (int64_t c = 0; c < channels; ++c) channel(c);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < channels; ++c) channel(c);
 }
 
 void exp(const float* x, float* y, int64_t n) {

@@ -9,6 +9,7 @@
 
 #include <immintrin.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -73,9 +74,13 @@ inline float exp1(float x) {
   y = std::fma(y, x, kP5);
   y = std::fma(y, z, x);
   y = y + 1.f;
+  // y·2^n in two exact power-of-two products (|n| ≤ 128, so each factor
+  // 2^n1, 2^(n − n1) is a normal float built from its exponent bits): the
+  // same correctly rounded results as ldexp, without the libm calls.
   const int n = static_cast<int>(fx);
   const int n1 = n >> 1;
-  return std::ldexp(std::ldexp(y, n1), n - n1);
+  auto pow2 = [](int e) { return std::bit_cast<float>(static_cast<uint32_t>(e + 127) << 23); };
+  return y * pow2(n1) * pow2(n - n1);
 }
 
 inline __m256 sigmoid8(__m256 x) {

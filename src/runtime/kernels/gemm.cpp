@@ -137,7 +137,7 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
 
 void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
           std::span<const int64_t> c_shape, float* y, const Activation& act) {
-  check(p.m >= 0 && p.n >= 0 && p.k >= 0, "", "Gemm sizes must be non-negative");
+  if (p.m < 0 || p.n < 0 || p.k < 0) throw Error("", "Gemm sizes must be non-negative");
   if (p.m == 0 || p.n == 0) return;
   const F32GemmFn gemm_fn = active_kernels().gemm;
   float beta = 0.f;
