@@ -11,9 +11,11 @@
 // takes kernel_shape (required), strides, pads, dilations.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "op_util.h"
 #include "tailor/runtime/op.h"
+#include "tailor/schemes/matmul_into.h"
 #include "tailor/schemes/scheme.h"
 
 namespace tailor::runtime {
@@ -45,22 +47,25 @@ class CompressedLinear final : public Kernel {
  public:
   explicit CompressedLinear(const KernelInit& init) : w_(weight_of(init)) {}
   void run(OpContext& ctx) override {
-    const Tensor x = ctx.in(0).contiguous();
+    const Tensor& in = ctx.in(0);
+    Tensor copy;  // only for a strided input: no Tensor is made per token otherwise
+    if (!in.is_contiguous()) copy = in.contiguous();
+    const Tensor& x = copy.defined() ? copy : in;
     if (x.dtype() != DType::f32 || x.rank() < 1 || x.shape().back() != w_->in())
       ctx.fail("input must be f32 [..., " + std::to_string(w_->in()) + "], got " +
                shape_to_string(x.shape()));
     const int64_t batch = x.numel() / w_->in();
-    const Tensor y2 = w_->matmul(x.reshape({batch, w_->in()}));
-    Shape shape = x.shape();
-    shape.back() = w_->out();
-    Tensor y = ctx.alloc(DType::f32, shape);
-    std::memcpy(y.mutable_raw(), y2.contiguous().raw(), y.nbytes());
+    shape_.assign(x.shape().begin(), x.shape().end());
+    shape_.back() = w_->out();
+    Tensor y = ctx.alloc(DType::f32, shape_);  // written whole by the scheme's kernel
+    schemes::matmul_into(*w_, x.data<float>(), batch, y.mutable_data<float>());
     add_bias(ctx, y.mutable_data<float>(), batch, w_->out(), 1);
     ctx.outputs[0] = std::move(y);
   }
 
  private:
   std::shared_ptr<const schemes::Encoded> w_;
+  Shape shape_;  // the output's shape, its storage kept between runs
 };
 
 class CompressedConv final : public Kernel {
@@ -100,8 +105,12 @@ class CompressedConv final : public Kernel {
     // im2row in blocks of rows (≈ 1 MiB each), so the patch matrix never holds
     // the whole image: row (b, oy, ox) holds the patch in (c, ky, kx) order.
     const int64_t block = std::max<int64_t>(64, (int64_t{1} << 18) / k);
-    Tensor rows = Tensor::zeros(DType::f32, {std::min(block, total), k});
-    float* pr = rows.mutable_data<float>();
+    const int64_t cap = std::min(block, total);
+    // Scratch for one block of patches and its products, every element written
+    // before it is read (no zeroing).
+    const std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(cap * (k + out))]);
+    float* pr = scratch.get();
+    float* s = pr + cap * k;
     for (int64_t r0 = 0; r0 < total; r0 += block) {
       const int64_t nr = std::min(block, total - r0);
 #pragma omp parallel for schedule(static) if (nr * k >= (1 << 16))
@@ -120,13 +129,7 @@ class CompressedConv final : public Kernel {
             }
           }
       }
-      Tensor part = rows;
-      if (nr != rows.dim(0)) {  // the last, shorter block
-        part = Tensor::zeros(DType::f32, {nr, k});
-        std::memcpy(part.mutable_raw(), pr, static_cast<size_t>(nr * k) * sizeof(float));
-      }
-      const Tensor y2 = w_->matmul(part).contiguous();  // [nr, out]
-      const float* s = y2.data<float>();
+      schemes::matmul_into(*w_, pr, nr, s);  // [nr, out]
       for (int64_t i = 0; i < nr; ++i) {
         const int64_t r = r0 + i, b = r / pix, p = r % pix;
         for (int64_t o = 0; o < out; ++o) d[(b * out + o) * pix + p] = s[i * out + o];

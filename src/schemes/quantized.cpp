@@ -62,6 +62,11 @@ Tensor QuantizedWeight::matmul(const Tensor& x) const {
   int64_t batch = 0;
   const Tensor xc = check_input(x, batch);
   Tensor y = Tensor::zeros(DType::f32, {batch, out()});
+  matmul_into(xc.data<float>(), batch, y.mutable_data<float>());
+  return y;
+}
+
+void QuantizedWeight::matmul_into(const float* x, int64_t batch, float* y) const {
   const Tensor& q = factor("q");
   kernels::PackedGemmArgs a;
   a.codes = reinterpret_cast<const uint8_t*>(q.raw());
@@ -70,12 +75,11 @@ Tensor QuantizedWeight::matmul(const Tensor& x) const {
   a.out = out();
   a.in = in();
   a.group = group_;
-  a.x = xc.data<float>();
+  a.x = x;
   a.batch = batch;
-  a.y = y.mutable_data<float>();
+  a.y = y;
   const kernels::GemmKernels& k = kernels::best_gemm_kernels();
   (act8_ ? k.q8q8 : k.packed(bits_))(a);
-  return y;
 }
 
 std::vector<float> absmax_scales(const float* p, int64_t out, int64_t in, int bits, int64_t group,

@@ -24,6 +24,8 @@ class QuantizedWeight final : public Encoded {
                   Tensor scales, bool act8 = false);
   Tensor decode() const override;
   Tensor matmul(const Tensor& x) const override;
+  /// schemes::matmul_into's fast path: the kernel writes Y straight into y.
+  void matmul_into(const float* x, int64_t batch, float* y) const;
   int64_t macs(int64_t batch) const override { return batch * out() * in(); }
 
  private:

@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
+#include <span>
 
 #include "common.h"
+#include "quantized.h"
 #include "tailor/core/error.h"
+#include "tailor/schemes/matmul_into.h"
 
 namespace tailor::schemes {
 
@@ -25,11 +29,24 @@ uint64_t Encoded::bytes() const {
 }
 
 Tensor Encoded::check_input(const Tensor& x, int64_t& batch) const {
-  check(x.dtype() == DType::f32 && x.rank() == 2 && x.dim(1) == in_, label_,
-        fmt::format("matmul expects X f32 [batch, {}], found {} {}", in_, dtype_name(x.dtype()),
-                    shape_to_string(x.shape())));
+  // The message is formatted only on failure: matmul runs once per node and token.
+  if (x.dtype() != DType::f32 || x.rank() != 2 || x.dim(1) != in_)
+    throw Error(label_, fmt::format("matmul expects X f32 [batch, {}], found {} {}", in_,
+                                    dtype_name(x.dtype()), shape_to_string(x.shape())));
   batch = x.dim(0);
   return x.contiguous();
+}
+
+void matmul_into(const Encoded& e, const float* x, int64_t batch, float* y) {
+  if (const auto* q = dynamic_cast<const detail::QuantizedWeight*>(&e)) {
+    q->matmul_into(x, batch, y);
+    return;
+  }
+  const Tensor y2 =
+      e.matmul(Tensor::from_f32({batch, e.in()},
+                                std::span<const float>(x, static_cast<size_t>(batch * e.in()))))
+          .contiguous();
+  std::memcpy(y, y2.raw(), static_cast<size_t>(batch * e.out()) * sizeof(float));
 }
 
 std::unique_ptr<Encoded> Scheme::encode(const Tensor& w) const {

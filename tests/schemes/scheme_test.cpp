@@ -1,7 +1,8 @@
 // One test walks every scheme of the registry through the same checks (the
 // ggml habit): bytes equal the stored factors and DESIGN.md's formula, decode
-// has the weight's shape, matmul equals X·decode()ᵀ without forming Ŵ, zero
-// weights stay zero, encoding is deterministic.
+// has the weight's shape, matmul equals X·decode()ᵀ without forming Ŵ (and
+// matmul_into gives matmul's bits), zero weights stay zero, encoding is
+// deterministic.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
+#include "tailor/schemes/matmul_into.h"
 #include "tailor/schemes/registry.h"
 
 namespace tailor::schemes {
@@ -120,6 +122,11 @@ TEST(Schemes, EverySchemeThroughTheSameChecks) {
         const Tensor x = random_tensor({batch, in}, ++seed);
         EXPECT_LT(matmul_gap(*e, x), tol) << "batch " << batch;
         EXPECT_EQ(e->matmul(x).shape(), (Shape{batch, out}));
+        // matmul_into: the same bits in caller memory, every element written
+        // (the buffer starts as NaN).
+        std::vector<float> y(static_cast<size_t>(batch * out), std::nanf(""));
+        matmul_into(*e, x.data<float>(), batch, y.data());
+        EXPECT_EQ(y, e->matmul(x).to_f32_vector()) << "batch " << batch;
         EXPECT_GT(e->macs(batch), 0);
         EXPECT_EQ(e->macs(batch), batch * e->macs(1));
       }
