@@ -38,7 +38,7 @@ void add_tune(CLI::App& app) {
                            clock = "wall";
   static std::vector<std::string> shape_specs;
   static int measurements = 24, threads = 0, repeats = 5, paired_rounds = 7;
-  static double anchor = 0.0, tolerance = 1e-5;
+  static double anchor = 0.0, tolerance = tune::HarnessOptions{}.tolerance;
   static uint64_t seed = 0;
   cmd->add_option("MODEL", path, "ONNX model (with --replay: defaults to the record's model)");
   cmd->add_option("--measurements", measurements, "Measurements per method")->capture_default_str();

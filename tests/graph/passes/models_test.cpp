@@ -70,8 +70,11 @@ TEST(PassesOnModels, Detector) {
   // non-power-of-two Mul after a Conv into its weights moved it by 1.0–1.4e-5;
   // simplify now folds only exact scales, and BatchNorm folding (computed in
   // double, rounded once) and the layout pass's summation order stay below
-  // 5e-6 here (measured), so the bound is the same 1e-5 as elsewhere.
-  check_model({"ch_PP-OCRv4_det_infer.onnx", det_feeds});
+  // 5e-6 here (measured). Winograd F(4×4, 3×3) on its large 3×3 convs (the
+  // default; its bound in registry.h) moves it to 1.35e-5 (measured), hence
+  // 5e-5 here; the detector's outputs on a real text line stay within
+  // onnxruntime's 1e-4 (OrtCompare.DetectorOnATextLine).
+  check_model({"ch_PP-OCRv4_det_infer.onnx", det_feeds, 5e-5});
 }
 TEST(PassesOnModels, Classifier) {
   check_model({"ch_ppocr_mobile_v2.0_cls_infer.onnx", cls_feeds});

@@ -108,9 +108,9 @@ TEST_F(F32ConvWinograd, Avx2MatchesDirectConvolution) {
 TEST_F(F32ConvWinograd, Conv2dPicksItWherePackedAndThePlanePays) {
   // Packed at load for 3×3 stride-1 one-group convs with ≥ 8 channels each
   // way; conv2d then runs conv_winograd on planes of ≥ 16×16 outputs and the
-  // implicit GEMM below, bit for bit as those kernels alone (with
-  // TAILOR_CONV_WINOGRAD=1; without it never).
-  setenv("TAILOR_CONV_WINOGRAD", "1", 1);
+  // implicit GEMM below, bit for bit as those kernels alone (by default;
+  // with TAILOR_CONV_WINOGRAD=0 never).
+  unsetenv("TAILOR_CONV_WINOGRAD");
   for (const int64_t side : {12, 24}) {
     const WinogradCase c{1, 8, side, side, 9, 1, 1, 1, 1};
     const Conv2dParams p = params(c);
@@ -147,7 +147,7 @@ TEST_F(F32ConvWinograd, Conv2dPicksItWherePackedAndThePlanePays) {
     expect_same(got, want, "dilated run of undilated packed weights");
   }
   {
-    unsetenv("TAILOR_CONV_WINOGRAD");
+    setenv("TAILOR_CONV_WINOGRAD", "0", 1);
     const Conv2dParams p = params({1, 8, 24, 24, 9, 1, 1, 1, 1});
     const auto x = uniform(p.c_in * p.h * p.w, 904);
     const auto w = uniform(p.c_out * p.c_in * 9, 905);
@@ -156,7 +156,8 @@ TEST_F(F32ConvWinograd, Conv2dPicksItWherePackedAndThePlanePays) {
     std::vector<float> got(ny), want(ny);
     conv2d(p, x.data(), nullptr, nullptr, got.data(), {}, nullptr, &pw);
     active_kernels().conv_packed(p, x.data(), pw.data.data(), nullptr, want.data(), {});
-    expect_same(got, want, "Winograd off by default");
+    expect_same(got, want, "Winograd off with TAILOR_CONV_WINOGRAD=0");
+    unsetenv("TAILOR_CONV_WINOGRAD");
   }
   Conv2dParams few = params({1, 4, 20, 20, 9, 1, 1, 1, 1});  // c_in < 8
   const std::vector<float> w(static_cast<size_t>(few.c_out * few.c_in * 9), 1.f);

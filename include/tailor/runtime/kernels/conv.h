@@ -72,7 +72,8 @@ struct PackedConvWeights {
 };
 
 /// Packs w [c_out, c_in/groups, kh, kw] for the conv GEMM path of p (only
-/// p's weight shape, kernel size, strides and pads matter; n, h, w do not).
+/// p's weight shape, kernel size, strides, dilations and pads matter: the
+/// Winograd copy is made only for undilated stride-1 3×3 convs; n, h, w do not).
 /// Throws tailor::Error on invalid weight shapes.
 PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w);
 
@@ -84,8 +85,9 @@ PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w);
 /// everything else conv_gemm (f32_conv_gemm_6x16_avx2, the implicit-im2col
 /// GEMM), or conv_packed on `packed` when it serves p (then w is not read
 /// and may be null), or conv_winograd (f32_conv_winograd_f43_avx2) when
-/// `packed` also holds Winograd weights and the output plane is at least
-/// 16×16. Products under ~1 M multiply-adds run on the calling thread. With
+/// `packed` also holds Winograd weights, p is undilated stride-1 3×3 and the
+/// output plane is at least 16×16 (unless the environment sets
+/// TAILOR_CONV_WINOGRAD=0). Products under ~1 M multiply-adds run on the calling thread. With
 /// TAILOR_KERNELS=ref every path is f32_conv_ref but that last,
 /// f32_conv_winograd_f43_ref. `scratch` is
 /// unused (see conv2d_scratch_size). Throws tailor::Error on invalid parameters.
