@@ -14,6 +14,7 @@
 #include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/graph/shape_inference.h"
+#include "tailor/graph/weight_forms.h"
 #include "tailor/graph/weights.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/executor.h"
@@ -102,38 +103,6 @@ std::optional<graph::Model> one_op(const graph::Model& source, const Constants& 
   return m;
 }
 
-/// The CompressedLinear / CompressedConv tailor runs for `n` holding `w`
-/// (graph::recognise_compressed_weights' conditions); nullopt when `n` runs dense.
-std::optional<graph::Node> compressed_node(const graph::Node& n, const Shape& weight_shape,
-                                           std::shared_ptr<const schemes::Encoded> w) {
-  graph::Node c;
-  c.domain = "ai.tailor";
-  c.name = n.name;
-  c.outputs = n.outputs;
-  c.inputs = {n.inputs[0]};
-  if (n.op_type == "MatMul") {
-    c.op_type = "CompressedLinear";
-  } else if (n.op_type == "Gemm") {
-    if (n.attr_int("transA", 0) != 0 || n.attr_float("alpha", 1.0f) != 1.0f ||
-        n.attr_float("beta", 1.0f) != 1.0f)
-      return std::nullopt;
-    c.op_type = "CompressedLinear";
-    if (n.inputs.size() > 2 && !n.inputs[2].empty()) c.inputs.push_back(n.inputs[2]);
-  } else {
-    if (weight_shape.size() != 4 || n.attr_int("group", 1) != 1 ||
-        n.attr_string("auto_pad", "NOTSET") != "NOTSET")
-      return std::nullopt;
-    c.op_type = "CompressedConv";
-    if (n.inputs.size() > 2 && !n.inputs[2].empty()) c.inputs.push_back(n.inputs[2]);
-    c.set("kernel_shape", graph::Attribute::of_ints({weight_shape[2], weight_shape[3]}));
-    c.set("strides", graph::Attribute::of_ints(n.attr_ints("strides", {1, 1})));
-    c.set("pads", graph::Attribute::of_ints(n.attr_ints("pads", {0, 0, 0, 0})));
-    c.set("dilations", graph::Attribute::of_ints(n.attr_ints("dilations", {1, 1})));
-  }
-  c.set("weight", graph::Attribute::of_encoded(std::move(w)));
-  return c;
-}
-
 /// The encoded weight whose kernel tailor runs for `label`: a low-rank label
 /// from seeded random factors of its shapes, any other its stored form
 /// encoded from W [out, in]; nullptr when the encoder refuses W.
@@ -176,8 +145,10 @@ double measure_layer(const graph::Model& typed, const Constants& views, const La
     }
     std::shared_ptr<const schemes::Encoded> e = kernel_weight(label, w, rng);
     if (!e) continue;
-    const std::optional<graph::Node> node =
-        compressed_node(*op.node, view.tensor.shape(), std::move(e));
+    // The node recognise_compressed_weights would make, judged on the
+    // one-op model (which holds the bias as an initializer).
+    const std::optional<graph::Node> node = graph::compressed_op(
+        dense->graph, dense->graph.nodes.at(0), view.layout, view.tensor.shape(), std::move(e));
     std::optional<graph::Model> m;
     if (node) m = one_op(typed, views, *node, op.input);
     if (!m) {

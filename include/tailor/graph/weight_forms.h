@@ -25,6 +25,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "tailor/graph/graph.h"
@@ -65,5 +67,16 @@ bool has_weight_form(const std::string& label);
 /// e.out()·e.in() elements.
 int64_t emit_weight_form(FormSink& sink, const StoredWeight& w, const schemes::Encoded& e,
                          std::string& form);
+
+/// The ai.tailor CompressedLinear / CompressedConv node that runs `n` (a
+/// MatMul, Gemm or Conv of `g` reading its weight, of layout `layout` and
+/// stored shape `s`, as input 1) on `w` instead, with n's name, input 0,
+/// bias and outputs; std::nullopt when n does not fit those ops (Gemm with
+/// transA, alpha or beta ≠ 1, or a bias that is not an f32 initializer of g
+/// with w->out() values; Conv not 4-D, grouped or with auto_pad). The one
+/// rule recognise_compressed_weights and the profiler's latency measurement
+/// share.
+std::optional<Node> compressed_op(const Graph& g, const Node& n, WeightLayout layout,
+                                  const Shape& s, std::shared_ptr<const schemes::Encoded> w);
 
 }  // namespace tailor::graph

@@ -147,8 +147,8 @@ std::vector<std::pair<std::string, std::vector<schemes::Factor>>> candidates(con
   return out_list;
 }
 
-/// The compressed op replacing `n` (weight input 1) with `w`; nullopt when `n`
-/// does not fit CompressedLinear / CompressedConv.
+}  // namespace
+
 std::optional<Node> compressed_op(const Graph& g, const Node& n, WeightLayout layout,
                                   const Shape& s, std::shared_ptr<const schemes::Encoded> w) {
   Node c;
@@ -184,8 +184,6 @@ std::optional<Node> compressed_op(const Graph& g, const Node& n, WeightLayout la
   c.set("weight", Attribute::of_encoded(std::move(w)));
   return c;
 }
-
-}  // namespace
 
 Model recognise_compressed_weights(const Model& model, const PassOptions&) {
   Model out = model;
