@@ -5,7 +5,8 @@
 // benchmarks measure the default (active) kernels: the sgemm peak (OpenBLAS,
 // large square, 1 and 2 threads) and GFLOP/s of the conv paths on
 // representative layers of the PP-OCRv4 recogniser (48×320 input) and
-// detector (640×640), and of an ISNet-like dilated 3×3 conv. Counter "FLOPS" is 2·MACs per second;
+// detector (640×640), and of an ISNet-like dilated 3×3 conv; BM_CompressedConv
+// the same group-1 layers on int8 / int4 / int4-g32 codes. Counter "FLOPS" is 2·MACs per second;
 // divide a conv's by the sgemm figure at the same thread count for its share of peak.
 // "FLOPS_per_cpu" divides by the process CPU time instead of wall time: the
 // throughput per busy core, which stays meaningful on a loaded machine where
@@ -29,6 +30,8 @@
 #include "tailor/runtime/kernels/pool.h"
 #include "tailor/runtime/kernels/registry.h"
 #include "tailor/runtime/kernels/resize.h"
+#include "tailor/schemes/matmul_into.h"
+#include "tailor/schemes/registry.h"
 
 namespace {
 
@@ -119,6 +122,42 @@ void BM_Conv(benchmark::State& state) {
 BENCHMARK(BM_Conv)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kLayers) - 1, 1), {1, 2}})
     ->ArgNames({"layer", "threads"})
+    ->UseRealTime();
+
+// The group-1 layers above on packed-code weights, as ai.tailor CompressedConv
+// runs them (active table's qb_conv: a panel of 6 rows decoded at a time, no
+// im2row): scheme 0 int8, 1 int4, 2 int4-g32; compare with BM_Conv's figure
+// for the same layer (dense f32 weights packed at load) at the same threads.
+void BM_CompressedConv(benchmark::State& state) {
+  const Layer& l = kLayers[state.range(0)];
+  const char* const schemes[] = {"int8", "int4", "int4-g32"};
+  tailor::linalg::set_threads(static_cast<int>(state.range(2)));
+  QbConvParams p;
+  Conv2dParams& c = p.conv;
+  c.c_in = l.c_in, c.h = l.h, c.w = l.w, c.c_out = l.c_out, c.kh = c.kw = l.k;
+  c.stride_h = l.sh, c.stride_w = l.sw, c.dil_h = c.dil_w = l.dil;
+  c.pad_top = c.pad_left = c.pad_bottom = c.pad_right = l.dil * (l.k - 1) / 2;
+  const int64_t k = c.c_in * c.kh * c.kw;
+  const auto w = random_values(c.c_out * k, 2);
+  const auto enc = tailor::schemes::parse_scheme(schemes[state.range(1)])
+                       .encode(tailor::Tensor::from_f32({c.c_out, k}, w));
+  const auto view = tailor::schemes::packed_view(*enc);
+  p.w = view->args;
+  p.bits = view->bits;
+  const auto x = random_values(c.c_in * c.h * c.w, 1);
+  const auto bias = random_values(c.c_out, 3);
+  std::vector<float> y(static_cast<size_t>(c.c_out * c.out_h() * c.out_w()));
+  const double t0 = process_cpu_seconds();
+  for (auto _ : state) {
+    active_kernels().qb_conv(p, x.data(), bias.data(), y.data(), Activation::hard_swish());
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flop_counters(state, 2.0 * c.c_out * c.out_h() * c.out_w() * k, process_cpu_seconds() - t0);
+  state.SetLabel(std::string(l.name) + " " + schemes[state.range(1)]);
+}
+BENCHMARK(BM_CompressedConv)
+    ->ArgsProduct({{0, 1, 6, 7}, {0, 1, 2}, {1, 2}})
+    ->ArgNames({"layer", "scheme", "threads"})
     ->UseRealTime();
 
 // The two 3×3 stride-1 paths on the same layer, 1 thread, weights packed once:

@@ -7,13 +7,22 @@
 //     semantics, group 1) with Ŵ viewed [out, C·kh·kw] (DESIGN.md's conv
 //     orientation): im2row of X into [N·OH·OW, C·kh·kw] in blocks of rows
 //     (≈ 1 MiB), the scheme's matmul per block, laid out NCHW, the bias added.
+//     A weight held as packed codes (int8, int4, int3, ternary and their
+//     grouped / data-aware forms: schemes::packed_view) skips both: the
+//     runtime's qb_conv kernel reads the NCHW image in place (1×1 stride 1)
+//     or through its implicit-im2col gather, the bias in its epilogue.
 // Attribute `weight` (kind encoded) holds the factors; CompressedConv also
-// takes kernel_shape (required), strides, pads, dilations.
+// takes kernel_shape (required), strides, pads, dilations, and the fused
+// activation attributes of FusedConv (`activation`, `alpha`, `beta`; the
+// fusion pass sets them, graph/fused_ops.h), applied after the bias.
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "op_util.h"
+#include "tailor/runtime/fused.h"
+#include "tailor/runtime/kernels/registry.h"
 #include "tailor/runtime/op.h"
 #include "tailor/schemes/matmul_into.h"
 #include "tailor/schemes/scheme.h"
@@ -70,7 +79,8 @@ class CompressedLinear final : public Kernel {
 
 class CompressedConv final : public Kernel {
  public:
-  explicit CompressedConv(const KernelInit& init) : w_(weight_of(init)) {
+  explicit CompressedConv(const KernelInit& init)
+      : w_(weight_of(init)), act_(activation_from_node(init.node)) {
     const graph::Node& n = init.node;
     kernel_ = n.attr_ints("kernel_shape", {});
     strides_ = n.attr_ints("strides", {1, 1});
@@ -87,6 +97,9 @@ class CompressedConv final : public Kernel {
       if (v < 1) init.fail("dilations must be positive");
     if (w_->in() % (kernel_[0] * kernel_[1]) != 0)
       init.fail("weight's in is not a multiple of kh·kw");
+    for (int64_t v : pads_)
+      if (v < 0) init.fail("pads must be non-negative");
+    packed_ = schemes::packed_view(*w_);
   }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
@@ -102,6 +115,24 @@ class CompressedConv final : public Kernel {
     Tensor y = ctx.alloc(DType::f32, {n, out, oh, ow});
     float* d = y.mutable_data<float>();
     const float* px = x.data<float>();
+    if (packed_) {
+      Tensor b;
+      if (ctx.has(1)) {
+        b = ctx.in(1).contiguous();
+        if (b.dtype() != DType::f32 || b.numel() != out)
+          ctx.fail("bias must be f32 [" + std::to_string(out) + "]");
+      }
+      kernels::QbConvParams p;
+      p.w = packed_->args;
+      p.bits = packed_->bits;
+      p.conv.n = n, p.conv.c_in = c, p.conv.h = h, p.conv.w = w, p.conv.c_out = out;
+      p.conv.kh = kh, p.conv.kw = kw, p.conv.stride_h = strides_[0], p.conv.stride_w = strides_[1];
+      p.conv.pad_top = pads_[0], p.conv.pad_left = pads_[1], p.conv.pad_bottom = pads_[2];
+      p.conv.pad_right = pads_[3], p.conv.dil_h = dil_[0], p.conv.dil_w = dil_[1];
+      kernels::active_kernels().qb_conv(p, px, b.defined() ? b.data<float>() : nullptr, d, act_);
+      ctx.outputs[0] = std::move(y);
+      return;
+    }
     // im2row in blocks of rows (≈ 1 MiB each), so the patch matrix never holds
     // the whole image: row (b, oy, ox) holds the patch in (c, ky, kx) order.
     const int64_t block = std::max<int64_t>(64, (int64_t{1} << 18) / k);
@@ -136,12 +167,16 @@ class CompressedConv final : public Kernel {
       }
     }
     add_bias(ctx, d, n, out, pix);
+    if (act_.kind != kernels::ActivationKind::none)
+      kernels::apply_activation(act_, d, d, n * out * pix);
     ctx.outputs[0] = std::move(y);
   }
 
  private:
   std::shared_ptr<const schemes::Encoded> w_;
   std::vector<int64_t> kernel_, strides_, dil_, pads_;
+  kernels::Activation act_;                    // the fused activation (none by default)
+  std::optional<schemes::PackedView> packed_;  // the codes, for the qb_conv kernel
 };
 
 }  // namespace

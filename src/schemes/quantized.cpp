@@ -66,7 +66,7 @@ Tensor QuantizedWeight::matmul(const Tensor& x) const {
   return y;
 }
 
-void QuantizedWeight::matmul_into(const float* x, int64_t batch, float* y) const {
+kernels::PackedGemmArgs QuantizedWeight::packed_args() const {
   const Tensor& q = factor("q");
   kernels::PackedGemmArgs a;
   a.codes = reinterpret_cast<const uint8_t*>(q.raw());
@@ -75,6 +75,11 @@ void QuantizedWeight::matmul_into(const float* x, int64_t batch, float* y) const
   a.out = out();
   a.in = in();
   a.group = group_;
+  return a;
+}
+
+void QuantizedWeight::matmul_into(const float* x, int64_t batch, float* y) const {
+  kernels::PackedGemmArgs a = packed_args();
   a.x = x;
   a.batch = batch;
   a.y = y;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tailor/schemes/kernels.h"
 #include "tailor/schemes/scheme.h"
 
 namespace tailor::schemes::detail {
@@ -27,6 +28,10 @@ class QuantizedWeight final : public Encoded {
   /// schemes::matmul_into's fast path: the kernel writes Y straight into y.
   void matmul_into(const float* x, int64_t batch, float* y) const;
   int64_t macs(int64_t batch) const override { return batch * out() * in(); }
+  /// The packed kernels' view of the codes (x, batch, y empty).
+  kernels::PackedGemmArgs packed_args() const;
+  int bits() const { return bits_; }
+  bool act8() const { return act8_; }
 
  private:
   int bits_;

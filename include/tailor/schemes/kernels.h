@@ -52,6 +52,13 @@ inline int64_t sparse24_kept_per_row(int64_t in) {
 }
 
 using PackedGemmFn = void (*)(const PackedGemmArgs&);
+/// Rows [o0, o0 + rows) of Ŵ (PackedGemmArgs's codes, scales, out, in and
+/// group; x, batch and y unused) decoded into dst [rows, in] f32 row-major:
+/// dst[r·in + j] = q(o·in + j)·f16(scale[o, j/group]) for o = o0 + r, the
+/// product rounded once (the same bits in every version). The caller keeps
+/// o0 + rows ≤ out. Used to decode a small panel of Ŵ at a time into a
+/// cache-resident buffer (runtime's qb_f32_conv1x1 kernels), never the whole weight.
+using PackedDecodeFn = void (*)(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst);
 using Sparse24GemmFn = void (*)(const Sparse24GemmArgs&);
 
 /// Scalar references: straightforward loops, the definition the fast kernels are tested against.
@@ -60,6 +67,10 @@ void q4_f32_gemm_ref(const PackedGemmArgs& args);
 void q3_f32_gemm_ref(const PackedGemmArgs& args);
 void q2_f32_gemm_ref(const PackedGemmArgs& args);
 void s24_f32_gemm_ref(const Sparse24GemmArgs& args);
+void q8_f32_decode_ref(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst);
+void q4_f32_decode_ref(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst);
+void q3_f32_decode_ref(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst);
+void q2_f32_decode_ref(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst);
 
 /// W8A8: int8 weights × int8 activations quantized per row at run time.
 /// Each row b of X becomes qx[b, j] = clamp(round_half_away(x[b, j]/s_x[b]),
@@ -84,6 +95,12 @@ void q4_f32_gemm_avx2(const PackedGemmArgs& args);
 void q3_f32_gemm_avx2(const PackedGemmArgs& args);
 void q2_f32_gemm_avx2(const PackedGemmArgs& args);
 void s24_f32_gemm_avx2(const Sparse24GemmArgs& args);
+/// Panel decoders: 32 codes widened per step (the GEMMs' decode), times the
+/// group's scale; serial (callers run them per thread).
+void q8_f32_decode_avx2(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst);
+void q4_f32_decode_avx2(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst);
+void q3_f32_decode_avx2(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst);
+void q2_f32_decode_avx2(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst);
 /// W8A8 on AVX2 integer dot products: 32 codes per step by VPMADDUBSW (u8 ×
 /// s8 → pairs summed in s16) and VPMADDWD (pairs → s32). VPMADDUBSW saturates
 /// its s16 pair sums, so the unsigned operand is abs(q) (≤ 128) and the signed
@@ -123,9 +140,15 @@ struct GemmKernels {
   PackedGemmFn q2;
   Sparse24GemmFn s24;
   PackedGemmFn q8q8;  ///< W8A8 (q8_q8_gemm_*)
+  PackedDecodeFn q8_decode;
+  PackedDecodeFn q4_decode;
+  PackedDecodeFn q3_decode;
+  PackedDecodeFn q2_decode;
 
   /// The packed kernel for `bits` (8, 4, 3 or 2); throws tailor::Error otherwise.
   PackedGemmFn packed(int bits) const;
+  /// The panel decoder for `bits` (8, 4, 3 or 2); throws tailor::Error otherwise.
+  PackedDecodeFn decode(int bits) const;
 };
 
 /// Whether `isa` was compiled in and this CPU runs it (cpu_features(): AVX2,

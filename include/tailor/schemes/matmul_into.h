@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include "tailor/schemes/kernels.h"
 #include "tailor/schemes/scheme.h"
 
 namespace tailor::schemes {
@@ -15,5 +17,17 @@ namespace tailor::schemes {
 /// grouped and data-aware variants) run their kernel straight into y with no
 /// allocation; other schemes go through matmul and one copy.
 void matmul_into(const Encoded& e, const float* x, int64_t batch, float* y);
+
+/// The stored codes of a weight-only quantized form (int8, int4, int3,
+/// ternary, their grouped and data-aware variants) as the packed kernels read
+/// them: `args` with codes, code_bytes, scales, out, in and group set (x,
+/// batch, y left empty), pointing into e's factors (valid while e lives).
+struct PackedView {
+  kernels::PackedGemmArgs args;
+  int bits = 0;  ///< 8, 4, 3 or 2
+};
+/// e's PackedView, or nullopt for every other scheme and for int8-a8 (whose
+/// matmul also rounds the activations).
+std::optional<PackedView> packed_view(const Encoded& e);
 
 }  // namespace tailor::schemes

@@ -20,6 +20,14 @@ bool is_channel_bias(const Tensor& t, int64_t c_out, size_t spatial) {
 
 std::optional<FusionMatch> match_conv_bias_activation(const FusionScope& scope, size_t conv) {
   const Node& n = scope.g.nodes[conv];
+  if (n.domain == "ai.tailor" && n.op_type == "CompressedConv" && n.outputs.size() == 1 &&
+      n.find("activation") == nullptr) {
+    // Its bias is an input already: only an activation joins its epilogue.
+    FusionMatch m;
+    m.kind = "conv_epilogue";
+    m.members = {conv};
+    return finish_epilogue(scope, std::move(m), n, n.outputs[0]);
+  }
   if (!is_op(n, "Conv") || n.inputs.size() < 2 || n.outputs.size() != 1) return std::nullopt;
   const Tensor* w = scope.constant(n.inputs[1]);
   if (!w || w->dtype() != DType::f32 || (w->rank() != 3 && w->rank() != 4)) return std::nullopt;

@@ -19,7 +19,9 @@ namespace tailor::graph::passes {
 /// "conv_epilogue"; the FusedConv keeps the Conv's attributes and adds the
 /// activation's. nullopt when neither the Add nor an activation follows. Runs
 /// inside fuse(); simplify before it folds BatchNormalization and per-channel
-/// Mul into the weights, which this rule does not.
+/// Mul into the weights, which this rule does not. An ai.tailor
+/// CompressedConv (bias already an input) takes only a following activation,
+/// keeping its op type (its kernel runs the activation in its epilogue).
 std::optional<FusionMatch> match_conv_bias_activation(const FusionScope& scope, size_t conv);
 
 }  // namespace tailor::graph::passes

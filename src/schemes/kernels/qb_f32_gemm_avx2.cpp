@@ -327,7 +327,25 @@ void gemm(const PackedGemmArgs& a) {
   }
 }
 
+template <int Bits>
+void decode_rows(const PackedGemmArgs& a, int64_t o0, int64_t rows, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) decode_row<Bits>(a, o0 + r, dst + r * a.in);
+}
+
 }  // namespace
+
+void q8_f32_decode_avx2(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst) {
+  decode_rows<8>(args, o0, rows, dst);
+}
+void q4_f32_decode_avx2(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst) {
+  decode_rows<4>(args, o0, rows, dst);
+}
+void q3_f32_decode_avx2(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst) {
+  decode_rows<3>(args, o0, rows, dst);
+}
+void q2_f32_decode_avx2(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst) {
+  decode_rows<2>(args, o0, rows, dst);
+}
 
 void q8_f32_gemm_avx2(const PackedGemmArgs& args) {
   gemm<8>(args);

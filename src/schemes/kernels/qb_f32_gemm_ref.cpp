@@ -28,7 +28,31 @@ void packed_gemm_ref(const PackedGemmArgs& a, int bits) {
   }
 }
 
+void packed_decode_ref(const PackedGemmArgs& a, int64_t o0, int64_t rows, float* dst, int bits) {
+  const int64_t groups = (a.in + a.group - 1) / a.group;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < a.in; ++j) {
+      const int64_t o = o0 + r;
+      dst[r * a.in + j] =
+          static_cast<float>(detail::get_code(a.codes, a.code_bytes, o * a.in + j, bits)) *
+          f16_to_f32(a.scales[o * groups + j / a.group]);
+    }
+}
+
 }  // namespace
+
+void q8_f32_decode_ref(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst) {
+  packed_decode_ref(args, o0, rows, dst, 8);
+}
+void q4_f32_decode_ref(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst) {
+  packed_decode_ref(args, o0, rows, dst, 4);
+}
+void q3_f32_decode_ref(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst) {
+  packed_decode_ref(args, o0, rows, dst, 3);
+}
+void q2_f32_decode_ref(const PackedGemmArgs& args, int64_t o0, int64_t rows, float* dst) {
+  packed_decode_ref(args, o0, rows, dst, 2);
+}
 
 void q8_f32_gemm_ref(const PackedGemmArgs& args) {
   packed_gemm_ref(args, 8);

@@ -9,12 +9,16 @@
 namespace tailor::schemes::kernels {
 namespace {
 
-constexpr GemmKernels kRef{Isa::ref,        q8_f32_gemm_ref,  q4_f32_gemm_ref, q3_f32_gemm_ref,
-                           q2_f32_gemm_ref, s24_f32_gemm_ref, q8_q8_gemm_ref};
+constexpr GemmKernels kRef{Isa::ref,          q8_f32_gemm_ref,   q4_f32_gemm_ref,
+                           q3_f32_gemm_ref,   q2_f32_gemm_ref,   s24_f32_gemm_ref,
+                           q8_q8_gemm_ref,    q8_f32_decode_ref, q4_f32_decode_ref,
+                           q3_f32_decode_ref, q2_f32_decode_ref};
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-constexpr GemmKernels kAvx2{Isa::avx2,        q8_f32_gemm_avx2,  q4_f32_gemm_avx2, q3_f32_gemm_avx2,
-                            q2_f32_gemm_avx2, s24_f32_gemm_avx2, q8_q8_gemm_avx2};
+constexpr GemmKernels kAvx2{Isa::avx2,          q8_f32_gemm_avx2,   q4_f32_gemm_avx2,
+                            q3_f32_gemm_avx2,   q2_f32_gemm_avx2,   s24_f32_gemm_avx2,
+                            q8_q8_gemm_avx2,    q8_f32_decode_avx2, q4_f32_decode_avx2,
+                            q3_f32_decode_avx2, q2_f32_decode_avx2};
 constexpr bool kAvx2Built = true;
 #else
 constexpr GemmKernels kAvx2 = kRef;
@@ -35,6 +39,21 @@ PackedGemmFn GemmKernels::packed(int bits) const {
       return q2;
     default:
       throw Error("kernels", fmt::format("no packed kernel for {}-bit codes", bits));
+  }
+}
+
+PackedDecodeFn GemmKernels::decode(int bits) const {
+  switch (bits) {
+    case 8:
+      return q8_decode;
+    case 4:
+      return q4_decode;
+    case 3:
+      return q3_decode;
+    case 2:
+      return q2_decode;
+    default:
+      throw Error("kernels", fmt::format("no decoder for {}-bit codes", bits));
   }
 }
 

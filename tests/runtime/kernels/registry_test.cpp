@@ -39,7 +39,7 @@ TEST(KernelRegistry, ReferenceTableNamesItsKernels) {
             "bias_act=f32_bias_act_ref exp=f32_exp_ref batch_norm=f32_batchnorm_ref "
             "softmax=f32_softmax_ref max_pool=f32_maxpool_ref resize=f32_resize_ref "
             "conv_pack=f32_conv_pack_ref conv_packed=f32_conv_ref attention=f32_attention_ref "
-            "conv_winograd=f32_conv_winograd_f43_ref");
+            "conv_winograd=f32_conv_winograd_f43_ref qb_conv=qb_f32_conv_ref");
 }
 
 TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
@@ -58,7 +58,8 @@ TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
             "batch_norm=f32_batchnorm_avx2 softmax=f32_softmax_avx2 "
             "max_pool=f32_maxpool_avx2 resize=f32_resize_avx2 "
             "conv_pack=f32_conv_pack_6x16_avx2 conv_packed=f32_conv_gemm_packed_6x16_avx2 "
-            "attention=f32_attention_avx2 conv_winograd=f32_conv_winograd_f43_avx2");
+            "attention=f32_attention_avx2 conv_winograd=f32_conv_winograd_f43_avx2 "
+            "qb_conv=qb_f32_conv_6x16_avx2");
 }
 
 TEST(KernelRegistry, ActiveTableIsTheForcedOrTheFastest) {

@@ -18,6 +18,7 @@
 #include "tailor/runtime/kernels/elementwise.h"
 #include "tailor/runtime/kernels/pool.h"
 #include "tailor/runtime/kernels/resize.h"
+#include "tailor/schemes/kernels.h"
 
 namespace tailor::runtime::kernels {
 
@@ -43,6 +44,20 @@ using F32ConvPackFn = int64_t (*)(const Conv2dParams& p, const float* w, float* 
 /// As F32ConvFn, with the weights packed by the same table's F32ConvPackFn.
 using F32ConvPackedFn = void (*)(const Conv2dParams& p, const float* x, const float* packed,
                                  const float* bias, float* y, const Activation& act);
+/// A groups-1 Conv whose weight Ŵ [c_out, K = c_in·kh·kw] (DESIGN.md's conv
+/// orientation, k = (ci·kh + ky)·kw + kx) is held as packed codes
+/// (schemes::kernels::PackedGemmArgs's layout: w.out = c_out, w.in = K, w.group
+/// inputs per f16 scale; w's x, batch and y unused).
+struct QbConvParams {
+  schemes::kernels::PackedGemmArgs w;
+  int bits = 8;       ///< bits per code: 8, 4, 3 or 2
+  Conv2dParams conv;  ///< shapes, strides, pads, dilations; groups 1
+};
+/// y = act(conv(x, Ŵ) + bias) (NCHW, contiguous; bias [c_out] or null);
+/// parameters already validated (the CompressedConv op does). The weight
+/// stays packed: the optimised kernel decodes a panel of rows at a time.
+using QbConvFn = void (*)(const QbConvParams& p, const float* x, const float* bias, float* y,
+                          const Activation& act);
 /// y[i] = act(x[i] + bias) for i < n, on the calling thread; in place allowed.
 using F32BiasActFn = void (*)(const Activation& act, float bias, const float* x, float* y,
                               int64_t n);
@@ -99,6 +114,9 @@ int64_t f32_conv_winograd_f43_pack(const Conv2dParams& p, const float* w, float*
 void f32_conv_winograd_f43_ref(const Conv2dParams& p, const float* x, const float* packed,
                                const float* bias, float* y, const Activation& act);
 void f32_bias_act_ref(const Activation& act, float bias, const float* x, float* y, int64_t n);
+/// Ŵ decoded whole by the schemes' scalar decoder, then f32_conv_ref.
+void qb_f32_conv_ref(const QbConvParams& p, const float* x, const float* bias, float* y,
+                     const Activation& act);
 void f32_exp_ref(const float* x, float* y, int64_t n);
 void f32_batchnorm_ref(int64_t n, int64_t channels, int64_t spatial, const float* x,
                        const float* scale, const float* bias, const float* mean, const float* var,
@@ -139,6 +157,13 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
 /// columns in registers, from a zero-padded, stride-phase-split plane copy.
 void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                            float* y, const Activation& act);
+/// 6 output channels × 16 pixels per register tile, the 6 rows of Ŵ decoded
+/// once per block of pixels into a small buffer (the schemes' AVX2 panel
+/// decoder), pixels read in place for 1×1 stride-1 unpadded convs and through
+/// the implicit-im2col gather otherwise, bias and activation in the epilogue;
+/// work items (image, pixel block) over OpenMP threads. Sums in ascending k (FMA).
+void qb_f32_conv_6x16_avx2(const QbConvParams& p, const float* x, const float* bias, float* y,
+                           const Activation& act);
 /// Bias + activation 8 lanes at a time (Cephes exp/tanh polynomials, ~2 ulp).
 void f32_bias_act_avx2(const Activation& act, float bias, const float* x, float* y, int64_t n);
 void f32_exp_avx2(const float* x, float* y, int64_t n);
@@ -175,6 +200,7 @@ struct KernelTable {
   /// 3×3 stride-1 groups-1 Conv on f32_conv_winograd_f43_pack's weights
   /// where conv2d's rule says it pays
   F32ConvPackedFn conv_winograd;
+  QbConvFn qb_conv;  ///< ai.tailor CompressedConv on packed codes (groups 1)
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
