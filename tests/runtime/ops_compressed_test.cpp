@@ -72,6 +72,35 @@ TEST(OpsCompressed, ConvEqualsConvOnTheDecodedWeight) {
   }
 }
 
+// The packed-code kernel's in-place 1×1 path (int8, int4-g32, ternary; the
+// other schemes keep im2row) and the fused activation attribute the fusion
+// pass sets: equal to Conv on the decoded weight followed by the activation op.
+TEST(OpsCompressed, PointwiseConvWithFusedActivationEqualsConvThenActivation) {
+  const Tensor w = randn({13, 20, 1, 1}, 8);
+  const Tensor x = randn({2, 20, 5, 7}, 9);
+  const Tensor bias = randn({13}, 10);
+  const std::vector<std::pair<std::string, Attribute>> attrs = {
+      {"kernel_shape", Attribute::of_ints({1, 1})}};
+  for (const char* label : {"int8", "int4-g32", "ternary", "lowrank-r3"})
+    for (const char* act : {"relu", "hard_swish"}) {
+      std::shared_ptr<const schemes::Encoded> e =
+          schemes::parse_scheme(label).encode(w.reshape({13, 20}));
+      auto fused = attrs;
+      fused.emplace_back("weight", Attribute::of_encoded(e));
+      // As the fusion pass writes them (graph/fused_ops.h): HardSwish's α = 1/6, β = 0.5.
+      fused.emplace_back("activation", Attribute::of_string(act));
+      fused.emplace_back("alpha", Attribute::of_float(1.f / 6.f));
+      fused.emplace_back("beta", Attribute::of_float(0.5f));
+      const Tensor y = OneOp{"CompressedConv", {x, bias}, fused, 13, 1, "ai.tailor"}.run1();
+      const Tensor conv =
+          OneOp{"Conv", {x, e->decode().reshape({13, 20, 1, 1}), bias}, attrs}.run1();
+      const Tensor dense =
+          OneOp{std::string(act) == "relu" ? "Relu" : "HardSwish", {conv}, {}, 14}.run1();
+      EXPECT_EQ(y.shape(), (Shape{2, 13, 5, 7}));
+      expect_close_rel(y, dense, 1e-5, std::string(label) + " " + act);
+    }
+}
+
 TEST(OpsCompressed, WithoutAWeightIsALoadTimeError) {
   OneOp op{"CompressedLinear", {randn({2, 4}, 7)}, {}, 13, 1, "ai.tailor"};
   expect_error_naming([&] { runtime::Executor ex(op.model()); }, "CompressedLinear", "weight");
