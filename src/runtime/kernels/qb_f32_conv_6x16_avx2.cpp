@@ -125,10 +125,13 @@ void qb_f32_conv_6x16_avx2(const QbConvParams& p, const float* x, const float* b
   const bool parallel = items > 1 && detail::worth_threads(c.n * out * ohw * k);
 #pragma omp parallel if (parallel)
   {
-    std::vector<float> a(static_cast<size_t>(kGroupRows * k));
+    // Per-thread buffers kept between calls (they only grow, to under 1 MiB
+    // for these shapes): no heap allocation per call.
+    thread_local std::vector<float> a, bp, acc;
+    a.resize(static_cast<size_t>(kGroupRows * k));
     // In place: the zero-padded last panel; else the block's im2col panels.
-    std::vector<float> bp(static_cast<size_t>(in_place ? k * kNr : k * bn));
-    std::vector<float> acc(static_cast<size_t>(kGroupRows * bn));
+    bp.resize(static_cast<size_t>(in_place ? k * kNr : k * bn));
+    acc.resize(static_cast<size_t>(kGroupRows * bn));
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t b = item / blocks, j0 = (item % blocks) * bn, nb = std::min(bn, ohw - j0);
