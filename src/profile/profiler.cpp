@@ -238,8 +238,9 @@ constexpr double kEnergyLevels[] = {0.9, 0.99, 0.999};
 struct LowRankPlan {
   std::vector<int64_t> ranks;
   linalg::Svd svd;
-  /// Whether svd.u is linalg::svd_exact's U of W (truncated), which tucker's
-  /// mode-0 factor reuses (schemes::encode_tucker_reusing).
+  /// Whether svd.u and svd.vt are linalg::svd_exact's U and Vᵀ of W
+  /// (truncated), which tucker's mode-0 factor (and mode-1 of a 1×1 conv
+  /// kernel) reuses (schemes::encode_tucker_reusing).
   bool exact_u = false;
   /// Wall time of the SVDs (seconds).
   double svd_seconds = 0;
@@ -379,11 +380,12 @@ LayerProfile measure(LayerProfile layer, const Tensor& m, const Tensor& w, const
     // Low-rank candidates are cut from the one shared SVD (its time counted in each).
     const bool shared =
         s.kind() == schemes::SchemeKind::lowrank && s.params().rank <= plan.svd.s.size();
-    // Tucker's mode-0 factor is the same exact SVD's U where it would take that SVD.
+    // Tucker's mode-0 (and a 1×1 kernel's mode-1) factor is the same exact SVD's U (V)
+    // where it would take that SVD.
     const bool tucker_u = s.kind() == schemes::SchemeKind::tucker && plan.exact_u;
     const std::unique_ptr<schemes::Encoded> e =
         shared     ? schemes::lowrank_from_svd(plan.svd, s.params().rank, m)
-        : tucker_u ? schemes::encode_tucker_reusing(w, s.params(), plan.svd.u)
+        : tucker_u ? schemes::encode_tucker_reusing(w, s.params(), plan.svd.u, plan.svd.vt)
                    : s.encode(w);
     Candidate c;
     c.encode_seconds = seconds_since(t0) + (shared ? plan.svd_seconds : 0.0);

@@ -155,10 +155,23 @@ linalg::Matrix leading_vectors(const float* x, const std::vector<int64_t>& dims,
   return linalg::top_eigenpairs(g, r).vectors;
 }
 
-/// encode_tucker with the mode-0 factor from `u0_svd` where leading_vectors
-/// would take the same exact SVD (encode_tucker_reusing).
+/// Whether leading_vectors(x, dims, mode, r, opts) takes the exact SVD
+/// (svd_truncated → gesdd) of the mode-`mode` unfolding: a small one, not
+/// thin, whose rank svd_prefers_exact.
+bool takes_exact_svd(const std::vector<int64_t>& dims, int mode, int64_t r,
+                     const linalg::SvdOptions& opts) {
+  const int64_t rows = dims[mode], cols = dims[0] * dims[1] * dims[2] / rows;
+  const bool thin = cols >= 4 * rows || (mode == 0 && rows >= 4 * cols);
+  return rows * cols < opts.gram_min_elements && !thin &&
+         linalg::svd_prefers_exact(rows, cols, r, opts);
+}
+
+/// encode_tucker with the mode-0 factor from `u_svd` and, for a 1×1 conv
+/// kernel, the mode-1 factor from `vt_svd`, where leading_vectors would take
+/// the same exact SVDs (encode_tucker_reusing).
 std::unique_ptr<Encoded> encode_tucker_with(const Tensor& w, const SchemeParams& params,
-                                            const linalg::Matrix* u0_svd) {
+                                            const linalg::Matrix* u_svd,
+                                            const linalg::Matrix* vt_svd) {
   const Tensor m = weight_matrix(w, "tucker");
   TuckerPlan p = plan_tucker(w.shape(), params.tucker_rank_fraction);
   const auto [d0, d1, d2] = std::array{p.dims[0], p.dims[1], p.dims[2]};
@@ -166,12 +179,18 @@ std::unique_ptr<Encoded> encode_tucker_with(const Tensor& w, const SchemeParams&
   const float* x = m.data<float>();
 
   // HOSVD factors: leading left singular vectors of each mode's unfolding.
-  const bool reuse = u0_svd && d0 * d1 * d2 < params.svd.gram_min_elements &&
-                     linalg::svd_prefers_exact(d0, d1 * d2, r0, params.svd) &&
-                     u0_svd->rows() == d0 && u0_svd->cols() >= r0;
+  // Mode 0 unfolds to W [d0, d1·d2] itself, so its vectors are W's U; a 1×1
+  // kernel (d2 = 1, mode 2 kept) unfolds mode 1 to Wᵀ, whose vectors are W's V.
+  const bool reuse_u = u_svd && d0 * d1 * d2 < params.svd.gram_min_elements &&
+                       linalg::svd_prefers_exact(d0, d1 * d2, r0, params.svd) &&
+                       u_svd->rows() == d0 && u_svd->cols() >= r0;
+  const bool reuse_v = vt_svd && !p.factor_mode2 && d2 == 1 &&
+                       takes_exact_svd(p.dims, 1, r1, params.svd) && vt_svd->cols() == d1 &&
+                       vt_svd->rows() >= r1;
   const linalg::Matrix u0 =
-      reuse ? linalg::Matrix(u0_svd->leftCols(r0)) : leading_vectors(x, p.dims, 0, r0, params.svd);
-  const linalg::Matrix u1 = leading_vectors(x, p.dims, 1, r1, params.svd);
+      reuse_u ? linalg::Matrix(u_svd->leftCols(r0)) : leading_vectors(x, p.dims, 0, r0, params.svd);
+  const linalg::Matrix u1 = reuse_v ? linalg::Matrix(vt_svd->topRows(r1).transpose())
+                                    : leading_vectors(x, p.dims, 1, r1, params.svd);
   linalg::Matrix u2;
   if (p.factor_mode2) u2 = leading_vectors(x, p.dims, 2, r2, params.svd);
 
@@ -197,7 +216,7 @@ std::unique_ptr<Encoded> encode_tucker_with(const Tensor& w, const SchemeParams&
 }
 
 std::unique_ptr<Encoded> encode_tucker(const Tensor& w, const SchemeParams& params) {
-  return encode_tucker_with(w, params, nullptr);
+  return encode_tucker_with(w, params, nullptr, nullptr);
 }
 
 }  // namespace
@@ -236,8 +255,8 @@ const SchemeTraits kTuckerTraits{
 namespace tailor::schemes {
 
 std::unique_ptr<Encoded> encode_tucker_reusing(const Tensor& w, const SchemeParams& params,
-                                               const linalg::Matrix& u) {
-  return detail::encode_tucker_with(w, params, &u);
+                                               const linalg::Matrix& u, const linalg::Matrix& vt) {
+  return detail::encode_tucker_with(w, params, &u, vt.size() > 0 ? &vt : nullptr);
 }
 
 }  // namespace tailor::schemes

@@ -8,7 +8,9 @@
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
+#include "tailor/linalg/svd.h"
 #include "tailor/schemes/registry.h"
+#include "tailor/schemes/tucker.h"
 
 namespace tailor::schemes {
 namespace {
@@ -96,6 +98,42 @@ TEST(Tucker, ConvKernelsAreTucker2AndMatricesThreeModes) {
   // 4096²: [4096, 64, 64] with ranks 1024, 16, 16:
   // 4·(1024·16·16 + 4096·1024 + 64·16 + 64·16) = 17,833,984 bytes.
   EXPECT_EQ(parse_scheme("tucker").predicted_bytes({4096, 4096}), 17'833'984u);
+}
+
+TEST(Tucker, FactorsCutFromTheCallersSvdAreTheEncodersOwn) {
+  // A 1×1 kernel [48, 40, 1, 1] unfolds to W [48, 40] in mode 0 and to Wᵀ in
+  // mode 1, so U0 = W's leading 12 left and U1 its leading 10 right singular vectors.
+  const Tensor conv = random_weight({48, 40, 1, 1}, 9);
+  const auto svd_of = [](const Tensor& t, int64_t rows, int64_t cols) {
+    return linalg::svd_exact(Eigen::Map<const linalg::Matrix>(t.data<float>(), rows, cols));
+  };
+  const linalg::Svd svd = svd_of(conv, 48, 40);
+  const auto own = parse_scheme("tucker").encode(conv);
+  const auto cut = encode_tucker_reusing(conv, SchemeParams{}, svd.u, svd.vt);
+  const double e = rel_error(conv, *own);
+  EXPECT_GT(e, 0.1);
+  EXPECT_NEAR(rel_error(conv, *cut), e, 1e-6 * e);
+  EXPECT_EQ(cut->bytes(), own->bytes());
+  const float* u1 = cut->factor("U1").data<float>();
+  for (int64_t i = 0; i < 40; ++i)
+    for (int64_t j = 0; j < 10; ++j) ASSERT_EQ(u1[i * 10 + j], svd.vt(j, i)) << i << "," << j;
+  // Another matrix's V is taken as given (so it is used, not recomputed) and
+  // projects W onto a worse subspace.
+  const linalg::Svd other = svd_of(random_weight({48, 40}, 10), 48, 40);
+  const auto wrong = encode_tucker_reusing(conv, SchemeParams{}, svd.u, other.vt);
+  EXPECT_EQ(wrong->factor("U1").data<float>()[0], other.vt(0, 0));
+  EXPECT_GT(rel_error(conv, *wrong), e + 0.01);
+  // A 3×3 kernel's mode 1 is not Wᵀ: Vᵀ is ignored, U1 is the encoder's own bit
+  // for bit (U0 may come from another route to the same vectors, up to sign).
+  const Tensor k3 = random_weight({16, 8, 3, 3}, 12);
+  const linalg::Svd s3 = svd_of(k3, 16, 72);
+  const auto own3 = parse_scheme("tucker").encode(k3);
+  const auto cut3 = encode_tucker_reusing(k3, SchemeParams{}, s3.u, s3.vt);
+  const Tensor a = own3->factor("U1"), b = cut3->factor("U1");
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << i;
+  const double e3 = rel_error(k3, *own3);
+  EXPECT_NEAR(rel_error(k3, *cut3), e3, 1e-6 * e3);
 }
 
 TEST(Tt, FullRanksReconstruct) {
