@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 #include <regex>
 #include <set>
 
 #include "compress/verify.h"
 #include "tailor/compress/gguf_out.h"
 #include "tailor/compress/output_damage.h"
+#include "tailor/compress/output_profile.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
@@ -61,27 +63,6 @@ void refuse_foreign(const fs::path& out) {
   if (ec) throw Error(out.string(), "-o: cannot list the existing folder: " + ec.message());
 }
 
-std::string regex_escape(const std::string& s) {
-  static const std::string special = R"(\^$.|?*+()[]{})";
-  std::string r;
-  for (char c : s) {
-    if (special.find(c) != std::string::npos) r += '\\';
-    r += c;
-  }
-  return r;
-}
-
-bool is_llama_candidate(const graph::Model& mf) {
-  return mf.format != "onnx";
-}
-
-/// Tokens sampled per sequence: options.kld_length, within the context.
-int32_t kld_length(const CompressOptions& o, const graph::Model& llama) {
-  const int64_t context = llm::decoder_signature(llama).context;
-  return context > 0 ? static_cast<int32_t>(std::min<int64_t>(o.kld_length, context - 1))
-                     : o.kld_length;
-}
-
 std::string percent(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
 }
@@ -106,57 +87,6 @@ void write_weights(const std::string& path, const graph::Model& mf, const plan::
   write_safetensors(
       path, tensors,
       {{"format", "tailor-compressed"}, {"model", mf.source}, {"plan", plan::plan_to_json(plan)}});
-}
-
-/// The calibration inputs of a llama decoder graph: `sequences` sampled from
-/// the model with seed + 2 (verification samples with seed + 1), each fed
-/// whole (its tokens but the last) with empty pasts; KL of the logits.
-Calibration llama_calibration(const graph::Model& llama, const CompressOptions& o) {
-  llm::CompareOptions co;
-  co.seed = o.seed + 2;
-  co.sequences = o.kld_sequences;
-  co.length = kld_length(o, llama);
-  const auto seqs = llm::sample_sequences(llama, co);
-  const llm::DecoderSignature sig = llm::decoder_signature(llama);
-  Calibration c;
-  c.metric = DamageMetric::kl_logits;
-  c.outputs = {sig.logits};
-  for (const auto& seq : seqs) {
-    const auto n = static_cast<int64_t>(seq.size()) - 1;
-    Tensor ids = Tensor::zeros(DType::i64, {1, n});
-    for (int64_t i = 0; i < n; ++i) ids.mutable_data<int64_t>()[i] = seq[static_cast<size_t>(i)];
-    std::map<std::string, Tensor> in = llm::empty_pasts(llama);
-    in[sig.input_ids] = std::move(ids);
-    c.inputs.push_back(std::move(in));
-  }
-  c.description = fmt::format("{} sequences × {} tokens sampled from the model (seed {})",
-                              co.sequences, co.length, co.seed);
-  return c;
-}
-
-/// SHA-256 of the calibration inputs (names, dtypes, shapes, bytes) and metric.
-std::string calibration_key(const Calibration& c) {
-  std::string text = damage_metric_name(c.metric);
-  for (const std::string& name : c.outputs) text += "|" + name;
-  for (const auto& in : c.inputs)
-    for (const auto& [name, t] : in) {
-      const Tensor x = t.contiguous();
-      text += fmt::format("|{}:{}:{}:", name, dtype_name(x.dtype()), shape_to_string(x.shape()));
-      text += sha256_hex(std::string_view(reinterpret_cast<const char*>(x.raw()), x.nbytes()));
-    }
-  return sha256_hex(text);
-}
-
-/// H = XᵀX per weight layer of `model` (runtime::gram) over the calibration
-/// inputs, by weight name: what the -gptq labels quantize against. f16
-/// models run in f32 (graph::promote_f16_to_f32), as the damage pass runs them.
-Grams calibration_grams(const graph::Model& model, const Calibration& c) {
-  graph::Model promoted = model;
-  graph::promote_f16_to_f32(promoted);
-  Grams out;
-  for (auto& [name, g] : runtime::gram(promoted, c.inputs))
-    out[name] = std::make_shared<const schemes::Gram>(std::move(g));
-  return out;
 }
 
 /// Σ_ℓ D(ℓ, c_ℓ) of `plan` over `profile` (NaN when a choice has no damage).
@@ -322,15 +252,10 @@ CompressResult compress_model(const CompressOptions& o) {
   // 1. load
   begin("load", o.model);
   const graph::Model mf = load_model(o.model);
-  std::optional<graph::Model> llama;  // the decoder graph of a llama checkpoint
   std::optional<LlamaCheckpoint> ck;
-  if (is_llama_candidate(mf)) {
-    ck = llama_checkpoint(mf);  // the file read once
-    llama = llama_graph(ck->weights, ck->config, ck->pairing, o.model);
-    r.kind = "llama";
-  } else {
-    r.kind = "onnx";
-  }
+  // The decoder graph of a llama checkpoint (the file read once).
+  std::optional<graph::Model> llama = llama_decoder(mf, o.model, &ck);
+  r.kind = llama ? "llama" : "onnx";
   // --gguf: a llama checkpoint, its tokenizer and GGUF-storable schemes (checked before any work).
   std::optional<Llama2cTokenizer> gguf_tokenizer;
   if (o.gguf) {
@@ -390,32 +315,18 @@ CompressResult compress_model(const CompressOptions& o) {
 
   // 2. profile (cached)
   begin("profile", "");
-  ProfileOptions po;
-  po.schemes = !o.schemes.empty() ? o.schemes : o.gguf ? gguf_schemes() : default_schemes();
-  po.min_params = o.min_params;
-  po.threads = o.threads;
-  po.progress = true;
-  po.calib = calib_path;
-  if (llama) {
-    std::string re;
-    for (const std::string& n : llm::linear_weights(*llama))
-      re += (re.empty() ? "" : "|") + regex_escape(n);
-    po.layer_regex = "^(" + re + ")$";
-  }
+  ProfileOptions po = compress_profile_options(o, llama ? &*llama : nullptr, calib_path);
   // 2a. calibration inputs of the output objective (never verification's),
   // and their Grams XᵀX, which give every layer its -gptq candidates. The
   // cache key holds the calibration set (damage_key): D and the Grams both
   // come from it.
-  std::optional<Calibration> calibration;
-  Grams grams;
+  std::optional<OutputObjective> output;
   if (objective == plan::Objective::output) {
-    calibration = llama ? llama_calibration(*llama, o) : onnx_calibration(mf, o);
-    po.damage_key = "grams+damage:" + calibration_key(*calibration);
-    const auto t0 = Clock::now();
-    grams = calibration_grams(llama ? *llama : mf, *calibration);
-    r.gram_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    po.grams = grams;
+    output = prepare_output_objective(mf, llama ? &*llama : nullptr, o, po);
+    r.gram_seconds = output->gram_seconds;
   }
+  const Calibration* calibration = output ? &output->calibration : nullptr;
+  const Grams grams = output ? output->grams : Grams{};
   // 2b. the latency input: the first calibration input (never verification's).
   std::map<std::string, Tensor> latency_input;
   const LatencyOptions latency_options{1, 9};
@@ -434,14 +345,9 @@ CompressResult compress_model(const CompressOptions& o) {
   r.profile.model = o.model;
   if (calibration && !cached) {
     const auto t0 = Clock::now();
-    DamageOptions d;
-    d.metric = calibration->metric;
-    d.outputs = calibration->outputs;
-    d.scheme_defaults = po.scheme_defaults;
-    d.grams = grams;
-    d.threads = o.threads;
-    measure_output_damage(llama ? *llama : mf, calibration->inputs, r.profile, d);
-    r.profile.calibration = calibration->description;
+    std::vector<size_t> all(r.profile.layers.size());
+    std::iota(all.begin(), all.end(), size_t{0});
+    measure_profile_damage(llama ? *llama : mf, *output, po, r.profile, all, all.size());
     r.damage_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   }
   if (o.max_latency && !cached) {

@@ -246,6 +246,7 @@ void measure_output_damage(const graph::Model& model,
       for (const auto& m : meters) total.merge(m[c]);
       layer.candidates[c].output_damage = total.value();
     }
+    if (o.layer_done) o.layer_done(l, layer);
     if (o.progress) o.progress(done + 1, n);
   }
   profile.output_metric = damage_metric_name(o.metric);

@@ -6,19 +6,10 @@
 
 #include "tailor/compress/compress.h"
 #include "tailor/compress/output_damage.h"
+#include "tailor/compress/output_profile.h"
 #include "tailor/graph/graph.h"
 
 namespace tailor::compress {
-
-/// The calibration inputs of the output objective.
-struct Calibration {
-  std::vector<std::map<std::string, Tensor>> inputs;
-  DamageMetric metric = DamageMetric::relative_error;
-  /// The outputs compared (KL: the distribution alone).
-  std::vector<std::string> outputs;
-  /// What the inputs are, for the output and profile.json.
-  std::string description;
-};
 
 /// The calibration inputs of an ONNX model, never its verification inputs:
 /// for a recogniser the even-numbered OCR fixture lines (verification reads

@@ -183,9 +183,9 @@ LayerSelection cached_selection(std::optional<std::vector<size_t>> only,
   return sel;
 }
 
-std::optional<ModelProfile> profile_model_world(const graph::Model& model,
-                                                const ProfileOptions& options,
-                                                const mpi::World& world, bool cache) {
+std::optional<ModelProfile> profile_model_world(
+    const graph::Model& model, const ProfileOptions& options, const mpi::World& world, bool cache,
+    const std::function<void(ModelProfile&, const std::vector<size_t>&)>& finish) {
   // Rank 0 deals the layers out; every rank checks its model lists the same.
   std::string plan_text;
   const std::vector<PlannedLayer> layers = plan_layers(model, options);
@@ -221,6 +221,7 @@ std::optional<ModelProfile> profile_model_world(const graph::Model& model,
       sel.only = mine;
     }
     own = profile_model(model, options, sel);
+    if (finish) finish(own, mine);
     reply = {{"profile", OJson::parse(profile_to_json(own))}, {"cached", hits->load()}};
   } catch (const std::exception& e) {
     reply = {{"error", e.what()}};

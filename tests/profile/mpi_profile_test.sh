@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `mpirun -n 2 tailor profile` writes the same profile.json, byte for byte, as
-# one process; a rerun finds every layer in the layer cache the ranks filled.
+# one process, with output damage too; a rerun finds every layer in the layer
+# cache the ranks filled.
 # tailor links no MPI library; its module is found in an install layout
 # (bin/MODULE_DIR), and a missing module or an error met before any layer is
 # one line without the rerun hint.
@@ -45,4 +46,13 @@ if OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 "$tailor" profile "$model" -o "
   > "$work/nolauncher.log" 2>&1; then echo "ran as 1 of 2 ranks without mpirun"; exit 1; fi
 grep -q "says 2 ranks .* but MPI sees 1" "$work/nolauncher.log" || { cat "$work/nolauncher.log"; exit 1; }
 [[ ! -e "$work/y.json" ]] || { echo "wrote y.json"; exit 1; }
-echo "2-rank profile equals the 1-process one ($layers layers)"
+# --objective output: each rank runs the whole model but measures the output
+# damage of its own layers only; rank 0's file equals the one-process one.
+export TAILOR_CACHE_DIR="$work/cache3"
+damage=(--objective output --schemes int8,int4 --sequences 2 --length 16 --threads 1)
+"$tailor" profile "$model" "${damage[@]}" -o "$work/d1.json" > /dev/null
+"$mpiexec" --oversubscribe -n 2 "$tailor" profile "$model" "${damage[@]}" -o "$work/d2.json" \
+  > /dev/null
+cmp "$work/d1.json" "$work/d2.json"
+grep -q '"output_damage"' "$work/d1.json" || { echo "no output_damage in d1.json"; exit 1; }
+echo "2-rank profile equals the 1-process one ($layers layers, output damage too)"

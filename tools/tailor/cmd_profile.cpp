@@ -16,8 +16,10 @@
 
 #include "commands.h"
 #include "format.h"
+#include "tailor/compress/output_profile.h"
 #include "tailor/core/checked.h"
 #include "tailor/core/error.h"
+#include "tailor/graph/weights.h"
 #include "tailor/io/load_model.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/profile/latency.h"
@@ -112,9 +114,95 @@ bool cache_usable() {
   }
 }
 
+/// `--objective output`: what compress_model profiles with (output_profile.h).
+struct OutputMode {
+  std::optional<graph::Model> llama;
+  compress::OutputObjective objective;
+};
+
+/// Sets `options` to compress_model's profile settings for `calib` (the
+/// CompressOptions the flags filled: --calib, --ocr-*, --inputs, --sequences,
+/// --length), keeping a --layers regex, and gathers the calibration inputs
+/// and Grams as compress does. A model tailor cannot run (a safetensors file
+/// that is not a llama checkpoint) is an Error naming it and what to give.
+OutputMode output_mode(const std::string& path, const graph::Model& model,
+                       compress::CompressOptions calib, ProfileOptions& options) {
+  OutputMode m;
+  try {
+    m.llama = compress::llama_decoder(model, path);
+  } catch (const tailor::Error& e) {
+    throw tailor::Error(path, fmt::format("--objective output runs the model on calibration "
+                                          "inputs, and this {} file is neither an ONNX model nor a "
+                                          "llama checkpoint ({}); give an ONNX model or a llama "
+                                          "checkpoint, or profile the weights without --objective",
+                                          model.format, e.what()));
+  }
+  calib.model = path;
+  calib.schemes = options.schemes;
+  calib.min_params = options.min_params;
+  calib.threads = options.threads;
+  const std::string layers = options.layer_regex;
+  const std::string latency = options.latency_key;
+  options = compress::compress_profile_options(calib, m.llama ? &*m.llama : nullptr);
+  if (!layers.empty()) options.layer_regex = layers;
+  options.latency_key = latency;
+  m.objective =
+      compress::prepare_output_objective(model, m.llama ? &*m.llama : nullptr, calib, options);
+  return m;
+}
+
+/// Output damage of `part`, layers `indices` of the `count` profiled, but
+/// for layers that came from the layer cache with their damage. With `cache`,
+/// each layer measured goes back to the layer cache with its damage as soon
+/// as it is done, so that a rerun after a failure measures only the rest.
+/// With `say`, one line on stdout naming the metric, the inputs and the seconds.
+void measure_damage(const OutputMode& m, const graph::Model& model, const ProfileOptions& options,
+                    ModelProfile& part, const std::vector<size_t>& indices, size_t count,
+                    bool cache, bool say) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ModelProfile todo;
+  std::vector<size_t> todo_indices, todo_at;
+  for (size_t k = 0; k < part.layers.size(); ++k) {
+    const auto& cands = part.layers[k].candidates;
+    if (std::all_of(cands.begin(), cands.end(),
+                    [](const Candidate& c) { return c.output_damage.has_value(); }) &&
+        !cands.empty())
+      continue;
+    todo.layers.push_back(std::move(part.layers[k]));
+    todo_indices.push_back(indices[k]);
+    todo_at.push_back(k);
+  }
+  std::function<void(size_t, const LayerProfile&)> store;
+  if (cache) {
+    const std::string settings = profile_settings_key(options);
+    store = [weights = graph::weights(model), settings](size_t index, const LayerProfile& layer) {
+      if (const graph::WeightView* w = graph::find_weight(weights, layer.name))
+        store_cached_layer(layer_cache_key(settings, index, *w), layer);
+    };
+  }
+  try {
+    compress::measure_profile_damage(m.llama ? *m.llama : model, m.objective, options, todo,
+                                     todo_indices, count, store);
+  } catch (...) {
+    for (size_t k = 0; k < todo_at.size(); ++k) part.layers[todo_at[k]] = std::move(todo.layers[k]);
+    throw;
+  }
+  for (size_t k = 0; k < todo_at.size(); ++k) part.layers[todo_at[k]] = std::move(todo.layers[k]);
+  part.output_metric = todo.output_metric;
+  part.calibration = todo.calibration;
+  if (say)
+    std::cout << fmt::format(
+        "output damage ({}) of {} layers ({} with their damage from the cache) on {} in {:.2f} s "
+        "(Grams {:.2f} s)\n",
+        part.output_metric, indices.size(), indices.size() - todo_indices.size(), part.calibration,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+        m.objective.gram_seconds);
+}
+
 /// `mpirun -n N tailor profile`: every rank profiles its layers, rank 0 writes.
-void profile_mpi(const std::string& path, const std::string& output, const ProfileOptions& options,
-                 bool calibrated) {
+void profile_mpi(const std::string& path, const std::string& output, ProfileOptions options,
+                 bool calibrated, const std::optional<compress::CompressOptions>& damage,
+                 bool store) {
   // Without the MPI module every rank fails alike: rank 0 says why, once (the
   // others wait so that mpirun does not end the job before it has).
   std::optional<mpi::World> started;
@@ -129,8 +217,15 @@ void profile_mpi(const std::string& path, const std::string& output, const Profi
   try {
     const bool cache = cache_usable();
     const graph::Model model = load_model_mapped(path);
-    const std::optional<ModelProfile> profile = profile_model_world(model, options, world, cache);
+    std::optional<OutputMode> mode;
+    if (damage) mode = output_mode(path, model, *damage, options);
+    const size_t count = plan_layers(model, options).size();
+    const std::optional<ModelProfile> profile = profile_model_world(
+        model, options, world, cache, [&](ModelProfile& part, const std::vector<size_t>& mine) {
+          if (mode) measure_damage(*mode, model, options, part, mine, count, cache, false);
+        });
     if (!profile) return;
+    if (store && cache) store_cached_profile(profile_cache_key(path, options), *profile);
     write_profile(output, *profile);
     print_table(*profile, calibrated);
     std::cout << fmt::format("wrote {} ({} ranks)\n", output, world.size());
@@ -152,10 +247,13 @@ void profile_mpi(const std::string& path, const std::string& output, const Profi
 /// Without -o the file is profile.shard-I-of-N.json, so that the shards of one
 /// run written in one folder do not overwrite each other.
 void profile_shard(const std::string& path, std::string output, bool output_given,
-                   const ProfileOptions& options, const std::string& shard_text) {
+                   ProfileOptions options, const std::string& shard_text,
+                   const std::optional<compress::CompressOptions>& damage) {
   const auto [index, count] = parse_shard(shard_text);
   if (!output_given) output = fmt::format("profile.shard-{}-of-{}.json", index, count);
   const graph::Model model = load_model_mapped(path);
+  std::optional<OutputMode> mode;
+  if (damage) mode = output_mode(path, model, *damage, options);
   ProfileShard shard;
   shard.index = index;
   shard.count = count;
@@ -165,11 +263,13 @@ void profile_shard(const std::string& path, std::string output, bool output_give
   const std::vector<size_t> mine = layers_of_shard(shard_layers(layers, count), index);
   const auto reused = std::make_shared<std::atomic<size_t>>(0);
   LayerSelection sel;
-  if (cache_usable())
+  const bool use_cache = cache_usable();
+  if (use_cache)
     sel = cached_selection(mine, profile_settings_key(options), reused);
   else
     sel.only = mine;
   shard.part = profile_model(model, options, sel);
+  if (mode) measure_damage(*mode, model, options, shard.part, mine, layers.size(), use_cache, true);
   shard.part.model = path;
   write_shard(output, shard);
   std::cout << fmt::format("shard {}/{}: {} of {} layers ({} from the cache); wrote {}\n", index,
@@ -185,6 +285,8 @@ void add_profile(CLI::App& app) {
   static ProfileOptions options;
   static bool cache = false, latency = false;
   static std::vector<std::string> shape_specs;
+  static std::string objective;
+  static compress::CompressOptions damage;  // --objective output's calibration flags
   cmd->add_option("MODEL", path, "ONNX, safetensors (file or HF folder), GGUF or llama2.c .bin")
       ->required();
   static CLI::Option* output_option = cmd->add_option(
@@ -200,7 +302,25 @@ void add_profile(CLI::App& app) {
   cmd->add_option("--min-params", options.min_params, "Smaller weights stay dense (fixed bytes)")
       ->capture_default_str();
   cmd->add_option("--calib", options.calib,
-                  "safetensors of per-layer f32 [in] mean x² vectors: activation-aware error");
+                  "safetensors of per-layer f32 [in] mean x² vectors: activation-aware error; "
+                  "with --objective output, compress's --calib folder of calibration inputs");
+  cmd->add_option("--objective", objective,
+                  "output: also measure every candidate's output damage on the calibration inputs "
+                  "compress takes (stored and cached as compress stores them; sharded by layer "
+                  "with --shard or mpirun)");
+  auto* ocr_lines = cmd->add_option("--ocr-lines", damage.ocr_lines,
+                                    "With --objective output: OCR fixture folder (as compress)");
+  auto* ocr_keys = cmd->add_option("--ocr-keys", damage.ocr_keys,
+                                   "With --objective output: PaddleOCR key file (as compress)");
+  auto* inputs = cmd->add_option("--inputs", damage.random_inputs,
+                                 "With --objective output: random calibration inputs when the "
+                                 "model has none (as compress)");
+  auto* sequences = cmd->add_option("--sequences", damage.kld_sequences,
+                                    "With --objective output, llama: sampled sequences");
+  auto* length = cmd->add_option("--length", damage.kld_length,
+                                 "With --objective output, llama: tokens per sequence");
+  static std::vector<CLI::Option*> damage_flags;
+  damage_flags = {ocr_lines, ocr_keys, inputs, sequences, length};
   cmd->add_option("--threads", options.threads, "Worker threads (0: all cores)")
       ->capture_default_str();
   cmd->add_flag("--cache", cache,
@@ -219,6 +339,20 @@ void add_profile(CLI::App& app) {
     tailor::linalg::set_threads(options.threads);
     if (!scheme_list.empty()) options.schemes = split_list(scheme_list);
     options.progress = true;
+    std::optional<compress::CompressOptions> calib;
+    if (!objective.empty() && objective != "output")
+      throw tailor::Error("--objective",
+                          "profile measures only \"output\" (output damage); "
+                          "numel, sum and activation are chosen at plan time, got \"" +
+                              printable(objective) + "\"");
+    for (const CLI::Option* f : damage_flags)
+      if (f->count() > 0 && objective.empty())
+        throw tailor::Error(f->get_name(), "applies only with --objective output");
+    if (!objective.empty()) {
+      calib = damage;
+      calib->calib_dir = options.calib;  // compress's --calib: a folder of inputs
+      options.calib.clear();
+    }
     const bool calibrated = !options.calib.empty();
     if (!shape_specs.empty() && !latency)
       throw tailor::Error("--input-shape", "applies only with --latency");
@@ -240,12 +374,18 @@ void add_profile(CLI::App& app) {
     if (mpi::launched_size() > 1) {
       if (!shard.empty())
         throw tailor::Error("--shard", "not with mpirun: the ranks are the shards");
-      profile_mpi(path, output, options, calibrated);
+      profile_mpi(path, output, options, calibrated, calib, cache);
       return;
     }
     if (!shard.empty()) {
-      profile_shard(path, output, output_option->count() > 0, options, shard);
+      profile_shard(path, output, output_option->count() > 0, options, shard, calib);
       return;
+    }
+    std::optional<graph::Model> model;
+    std::optional<OutputMode> mode;
+    if (calib) {
+      model = load_model_mapped(path);
+      mode = output_mode(path, *model, *calib, options);
     }
     const std::string key = cache ? profile_cache_key(path, options) : std::string();
     std::optional<ModelProfile> cached = cache ? load_cached_profile(key) : std::nullopt;
@@ -253,8 +393,14 @@ void add_profile(CLI::App& app) {
       cached->model = path;
       std::cout << "cached profile " << key << " (" << profile_cache_dir() << ")\n";
     }
-    ModelProfile profile = cached ? *cached : profile_model(load_model_mapped(path), options);
-    if (latency && !cached) measure_latencies(load_model_mapped(path), latency_input, profile);
+    if (!cached && !model) model = load_model_mapped(path);
+    ModelProfile profile = cached ? *cached : profile_model(*model, options);
+    if (mode && !cached) {
+      std::vector<size_t> all(profile.layers.size());
+      std::iota(all.begin(), all.end(), size_t{0});
+      measure_damage(*mode, *model, options, profile, all, all.size(), false, true);
+    }
+    if (latency && !cached) measure_latencies(*model, latency_input, profile);
     if (cache && !cached) store_cached_profile(key, profile);
     write_profile(output, profile);
     print_table(profile, calibrated);
@@ -267,10 +413,15 @@ void add_profile(CLI::App& app) {
   static std::string merged = "profile.json";
   merge->add_option("SHARD", shard_paths, "Every shard file of one run (any order)")->required();
   merge->add_option("-o,--output", merged, "Profile to write")->capture_default_str();
+  static bool merge_cache = false;
+  merge->add_flag("--cache", merge_cache,
+                  "Also store the merged profile in the profile cache under the shards' key (as "
+                  "`tailor profile --cache` and compress key it)");
   merge->callback([] {
     std::vector<ProfileShard> shards;
     for (const std::string& p : shard_paths) shards.push_back(read_shard(p));
     const ModelProfile profile = merge_shards(shards, shard_paths);
+    if (merge_cache) store_cached_profile(shards.front().key, profile);
     write_profile(merged, profile);
     std::cout << fmt::format("merged {} shards, {} layers; wrote {}\n", shards.size(),
                              profile.layers.size(), merged);

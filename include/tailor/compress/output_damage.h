@@ -99,6 +99,10 @@ struct DamageOptions {
   int threads = 0;
   /// Called after each layer: (layers done, layers).
   std::function<void(size_t, size_t)> progress;
+  /// Called after each layer with its index into profile.layers and the
+  /// layer, its candidates' output_damage set (to keep finished layers, e.g.
+  /// in the profile cache, while the pass goes on).
+  std::function<void(size_t, const LayerProfile&)> layer_done;
   /// When set, only these layers (indices into profile.layers, ascending) are
   /// measured and the others' candidates are left as they are: a shard of the
   /// pass (layer l's candidates are encoded with seed split l whichever layers

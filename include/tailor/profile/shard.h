@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,8 +103,13 @@ LayerSelection cached_selection(std::optional<std::vector<size_t>> only,
 /// others. A rank whose layers fail sends its error instead: rank 0 throws
 /// Error "rank R: …" (the layers finished anywhere stay in the cache); a rank
 /// whose model lists other layers than rank 0's makes rank 0 throw too.
-std::optional<ModelProfile> profile_model_world(const graph::Model& model,
-                                                const ProfileOptions& options,
-                                                const mpi::World& world, bool cache);
+/// `finish`, when given, is called on every rank with its own part (the
+/// layers it profiled, in index order) and their indices before the gather
+/// (the output damage of those layers, tailor profile --objective output);
+/// what it throws is that rank's error. Rank 0's returned profile takes
+/// rank 0's part's output_metric and calibration.
+std::optional<ModelProfile> profile_model_world(
+    const graph::Model& model, const ProfileOptions& options, const mpi::World& world, bool cache,
+    const std::function<void(ModelProfile& part, const std::vector<size_t>& indices)>& finish = {});
 
 }  // namespace tailor

@@ -1,0 +1,95 @@
+// The profiling half of `tailor compress` under the output objective (DESIGN.md,
+// "Output damage"), in parts, so that `tailor profile --objective output` — in
+// one process, as a shard (`--shard I/N`) or as an MPI rank — measures the same
+// candidates on the same calibration inputs, stores the same profile and keys
+// the profile cache as compress_model does (a later compress reuses it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tailor/compress/compress.h"
+#include "tailor/compress/output_damage.h"
+#include "tailor/core/tensor.h"
+#include "tailor/graph/graph.h"
+#include "tailor/io/llama_graph.h"
+#include "tailor/profile/model_profile.h"
+#include "tailor/profile/profiler.h"
+
+namespace tailor::compress {
+
+/// The calibration inputs of the output objective.
+struct Calibration {
+  std::vector<std::map<std::string, Tensor>> inputs;
+  DamageMetric metric = DamageMetric::relative_error;
+  /// The outputs compared (KL: the distribution alone).
+  std::vector<std::string> outputs;
+  /// What the inputs are, for the output and profile.json.
+  std::string description;
+};
+
+/// The decoder graph compress_model runs for a llama checkpoint `model`
+/// (load_model of `path`; any format but ONNX): llama_checkpoint, then
+/// llama_graph of its weights (the checkpoint itself in `checkpoint` when
+/// given). nullopt for an ONNX model, which runs as it is. Throws Error naming
+/// `path` as llama_checkpoint does for a file that is neither.
+std::optional<graph::Model> llama_decoder(const graph::Model& model, const std::string& path,
+                                          std::optional<LlamaCheckpoint>* checkpoint = nullptr);
+
+/// Tokens sampled per llama sequence: options.kld_length, within the context.
+int32_t kld_length(const CompressOptions& options, const graph::Model& llama);
+
+/// The ProfileOptions compress_model profiles with: options.schemes (empty:
+/// gguf_schemes() under options.gguf, else default_schemes()), min_params,
+/// threads, a progress bar, the activation statistics file `calib_path`
+/// (empty: none) and, for a llama checkpoint (`llama`: its decoder graph, else
+/// nullptr), only the decoder's linear weights (an anchored regex of their names).
+ProfileOptions compress_profile_options(const CompressOptions& options, const graph::Model* llama,
+                                        const std::string& calib_path = "");
+
+/// What the output objective measures with.
+struct OutputObjective {
+  Calibration calibration;
+  /// Per weight name, its Gram XᵀX over the calibration inputs.
+  Grams grams;
+  /// Seconds computing the Grams.
+  double gram_seconds = 0;
+};
+
+/// Gathers the output objective's calibration inputs as compress_model does
+/// (never the verification inputs): for a llama checkpoint (`llama` its decoder
+/// graph) kld_sequences × kld_length tokens sampled with seed + 2, KL of the
+/// logits; for an ONNX `model` the even-numbered OCR fixture lines of a
+/// recogniser, the even-numbered calib_dir inputs, else random_inputs N(0, 1)
+/// inputs seeded seed + 2 (metric: detect_damage_metric of the first output).
+/// Computes each layer's Gram XᵀX (runtime::gram, f16 run in f32) and sets
+/// `profile_options.damage_key` ("grams+damage:" and the SHA-256 of the inputs
+/// and metric) and `profile_options.grams`. Throws Error naming the model for
+/// an input of undeclared type without calib_dir, and as the readers do.
+OutputObjective prepare_output_objective(const graph::Model& model, const graph::Model* llama,
+                                         const CompressOptions& options,
+                                         ProfileOptions& profile_options);
+
+/// Measures output damage D(ℓ, c) (measure_output_damage) of every candidate of
+/// every layer of `part`, on `run_model` (the llama decoder graph, else the
+/// model): part.layers[k] is layer `indices[k]` (ascending) of the `count`
+/// layers profile_model lists. A layer's candidates are encoded with seed split
+/// indices[k], whatever the other layers of the part, so the parts of a
+/// sharded profile give the one-process values bit for bit. Sets
+/// part.output_metric and part.calibration (also for an empty part); each
+/// input's sums are combined in input order, so the values do not depend on
+/// `profile_options.threads`. Throws Error (source "output damage") when
+/// indices and part disagree, and as measure_output_damage does.
+/// `layer_done`, when given, is called after each layer with its index (one of
+/// `indices`) and the layer, its damage set (DamageOptions::layer_done).
+void measure_profile_damage(const graph::Model& run_model, const OutputObjective& objective,
+                            const ProfileOptions& profile_options, ModelProfile& part,
+                            const std::vector<size_t>& indices, size_t count,
+                            std::function<void(size_t, const LayerProfile&)> layer_done = {});
+
+}  // namespace tailor::compress

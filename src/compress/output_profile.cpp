@@ -1,0 +1,171 @@
+// The output objective's profiling, shared by compress and profile (output_profile.h).
+#include "tailor/compress/output_profile.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <numeric>
+#include <utility>
+
+#include "compress/verify.h"
+#include "tailor/compress/gguf_out.h"
+#include "tailor/core/error.h"
+#include "tailor/graph/passes/promote_f16.h"
+#include "tailor/io/sha256.h"
+#include "tailor/llm/kld.h"
+#include "tailor/llm/llama.h"
+#include "tailor/runtime/calibration.h"
+
+namespace tailor::compress {
+
+namespace {
+
+std::string regex_escape(const std::string& s) {
+  static const std::string special = R"(\^$.|?*+()[]{})";
+  std::string r;
+  for (char c : s) {
+    if (special.find(c) != std::string::npos) r += '\\';
+    r += c;
+  }
+  return r;
+}
+
+/// The calibration inputs of a llama decoder graph: `sequences` sampled from
+/// the model with seed + 2 (verification samples with seed + 1), each fed
+/// whole (its tokens but the last) with empty pasts; KL of the logits.
+Calibration llama_calibration(const graph::Model& llama, const CompressOptions& o) {
+  llm::CompareOptions co;
+  co.seed = o.seed + 2;
+  co.sequences = o.kld_sequences;
+  co.length = kld_length(o, llama);
+  const auto seqs = llm::sample_sequences(llama, co);
+  const llm::DecoderSignature sig = llm::decoder_signature(llama);
+  Calibration c;
+  c.metric = DamageMetric::kl_logits;
+  c.outputs = {sig.logits};
+  for (const auto& seq : seqs) {
+    const auto n = static_cast<int64_t>(seq.size()) - 1;
+    Tensor ids = Tensor::zeros(DType::i64, {1, n});
+    for (int64_t i = 0; i < n; ++i) ids.mutable_data<int64_t>()[i] = seq[static_cast<size_t>(i)];
+    std::map<std::string, Tensor> in = llm::empty_pasts(llama);
+    in[sig.input_ids] = std::move(ids);
+    c.inputs.push_back(std::move(in));
+  }
+  c.description = fmt::format("{} sequences × {} tokens sampled from the model (seed {})",
+                              co.sequences, co.length, co.seed);
+  return c;
+}
+
+/// SHA-256 of the calibration inputs (names, dtypes, shapes, bytes) and metric.
+std::string calibration_key(const Calibration& c) {
+  std::string text = damage_metric_name(c.metric);
+  for (const std::string& name : c.outputs) text += "|" + name;
+  for (const auto& in : c.inputs)
+    for (const auto& [name, t] : in) {
+      const Tensor x = t.contiguous();
+      text += fmt::format("|{}:{}:{}:", name, dtype_name(x.dtype()), shape_to_string(x.shape()));
+      text += sha256_hex(std::string_view(reinterpret_cast<const char*>(x.raw()), x.nbytes()));
+    }
+  return sha256_hex(text);
+}
+
+/// H = XᵀX per weight layer of `model` (runtime::gram) over the calibration
+/// inputs, by weight name: what the -gptq labels quantize against. f16
+/// models run in f32 (graph::promote_f16_to_f32), as the damage pass runs them.
+Grams calibration_grams(const graph::Model& model, const Calibration& c) {
+  graph::Model promoted = model;
+  graph::promote_f16_to_f32(promoted);
+  Grams out;
+  for (auto& [name, g] : runtime::gram(promoted, c.inputs))
+    out[name] = std::make_shared<const schemes::Gram>(std::move(g));
+  return out;
+}
+
+}  // namespace
+
+std::optional<graph::Model> llama_decoder(const graph::Model& model, const std::string& path,
+                                          std::optional<LlamaCheckpoint>* checkpoint) {
+  if (model.format == "onnx") return std::nullopt;
+  LlamaCheckpoint ck = llama_checkpoint(model);  // the file read once
+  graph::Model g = llama_graph(ck.weights, ck.config, ck.pairing, path);
+  if (checkpoint) *checkpoint = std::move(ck);
+  return g;
+}
+
+int32_t kld_length(const CompressOptions& o, const graph::Model& llama) {
+  const int64_t context = llm::decoder_signature(llama).context;
+  return context > 0 ? static_cast<int32_t>(std::min<int64_t>(o.kld_length, context - 1))
+                     : o.kld_length;
+}
+
+ProfileOptions compress_profile_options(const CompressOptions& o, const graph::Model* llama,
+                                        const std::string& calib_path) {
+  ProfileOptions po;
+  po.schemes = !o.schemes.empty() ? o.schemes : o.gguf ? gguf_schemes() : default_schemes();
+  po.min_params = o.min_params;
+  po.threads = o.threads;
+  po.progress = true;
+  po.calib = calib_path;
+  if (llama) {
+    std::string re;
+    for (const std::string& n : llm::linear_weights(*llama))
+      re += (re.empty() ? "" : "|") + regex_escape(n);
+    po.layer_regex = "^(" + re + ")$";
+  }
+  return po;
+}
+
+OutputObjective prepare_output_objective(const graph::Model& model, const graph::Model* llama,
+                                         const CompressOptions& o, ProfileOptions& po) {
+  OutputObjective out;
+  out.calibration = llama ? llama_calibration(*llama, o) : onnx_calibration(model, o);
+  po.damage_key = "grams+damage:" + calibration_key(out.calibration);
+  const auto t0 = std::chrono::steady_clock::now();
+  out.grams = calibration_grams(llama ? *llama : model, out.calibration);
+  out.gram_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  po.grams = out.grams;
+  return out;
+}
+
+void measure_profile_damage(const graph::Model& run_model, const OutputObjective& objective,
+                            const ProfileOptions& po, ModelProfile& part,
+                            const std::vector<size_t>& indices, size_t count,
+                            std::function<void(size_t, const LayerProfile&)> layer_done) {
+  if (indices.size() != part.layers.size())
+    throw Error("output damage", fmt::format("{} layer indices for a profile of {} layers",
+                                             indices.size(), part.layers.size()));
+  const Calibration& c = objective.calibration;
+  part.output_metric = damage_metric_name(c.metric);
+  part.calibration = c.description;
+  if (indices.empty()) return;
+  DamageOptions d;
+  d.metric = c.metric;
+  d.outputs = c.outputs;
+  d.scheme_defaults = po.scheme_defaults;
+  d.grams = objective.grams;
+  d.threads = po.threads;
+  d.layer_done = std::move(layer_done);
+  // A whole-length profile: layer l keeps its place, so its candidates are
+  // encoded with seed split l; the layers of other parts are names alone,
+  // never measured.
+  ModelProfile whole;
+  whole.layers.resize(count);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (indices[k] >= count || (k > 0 && indices[k] <= indices[k - 1]))
+      throw Error("output damage", fmt::format("layer index {} is not one of the {} profiled "
+                                               "layers in ascending order",
+                                               indices[k], count));
+    whole.layers[indices[k]] = std::move(part.layers[k]);
+  }
+  if (indices.size() < count) d.layers = indices;
+  try {
+    measure_output_damage(run_model, c.inputs, whole, d);
+  } catch (...) {
+    for (size_t k = 0; k < indices.size(); ++k)
+      part.layers[k] = std::move(whole.layers[indices[k]]);
+    throw;
+  }
+  for (size_t k = 0; k < indices.size(); ++k) part.layers[k] = std::move(whole.layers[indices[k]]);
+}
+
+}  // namespace tailor::compress
