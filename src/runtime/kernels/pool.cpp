@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
 #include "tailor/runtime/kernels/registry.h"
 
@@ -68,7 +69,9 @@ void average_pool2d(const Pool2dParams& p, const float* x, float* y) {
     xs[o] = std::max<int64_t>(x0, 0), xe[o] = std::min(x1, p.w);
     wc[o] = p.count_include_pad ? x1 - x0 : xe[o] - xs[o];
   }
-#pragma omp parallel if (planes * oh * ow > 16384)
+  // Threads only past ~1 M additions (gemm_partition.h): the recogniser's
+  // 115 k-addition pool runs in ~80 µs, less than waking the team costs.
+#pragma omp parallel if (detail::worth_threads(planes * oh * ow * p.kh * p.kw))
   {
     // The window rows summed per input column (rows in ascending order, one
     // vectorisable pass per row), then each window's columns in ascending order.
