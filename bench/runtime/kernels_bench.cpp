@@ -199,6 +199,43 @@ BENCHMARK(BM_Conv3x3Path)
     ->ArgNames({"c", "plane", "path"})
     ->UseRealTime();
 
+// The two candidate paths of a 1×1 stride-1 conv, 1 thread: path 0 what
+// conv2d runs (the gemm kernel on x as it is, in column blocks: OpenBLAS,
+// packing A on every call), 1 the packed-weight 6×16 kernel (conv_packed on
+// weights packed once, the plane as one row). conv2d keeps path 0 while path
+// 1 measures slower on these shapes. Args: {c_in, c_out, pixels, path}; the
+// recogniser's and detector's pointwise shapes.
+void BM_Conv1x1Path(benchmark::State& state) {
+  tailor::linalg::set_threads(1);
+  Conv2dParams p;
+  p.c_in = state.range(0), p.c_out = state.range(1);
+  p.h = 1, p.w = state.range(2);
+  const auto x = random_values(p.c_in * p.w, 1);
+  const auto w = random_values(p.c_out * p.c_in, 2);
+  const auto bias = random_values(p.c_out, 3);
+  std::vector<float> y(static_cast<size_t>(p.c_out * p.w));
+  const KernelTable& t = active_kernels();
+  std::vector<float> packed(static_cast<size_t>(t.conv_pack(p, w.data(), nullptr)));
+  t.conv_pack(p, w.data(), packed.data());
+  const double t0 = process_cpu_seconds();
+  for (auto _ : state) {
+    if (state.range(3) == 0) {
+      conv2d(p, x.data(), w.data(), bias.data(), y.data(), Activation::hard_swish());
+    } else {
+      t.conv_packed(p, x.data(), packed.data(), bias.data(), y.data(), Activation::hard_swish());
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flop_counters(state, 2.0 * p.c_out * p.w * p.c_in, process_cpu_seconds() - t0);
+}
+BENCHMARK(BM_Conv1x1Path)
+    ->ArgsProduct({{240}, {240}, {240, 960}, {0, 1}})
+    ->ArgsProduct({{480}, {480}, {120, 240, 480}, {0, 1}})
+    ->ArgsProduct({{64}, {128}, {960}, {0, 1}})
+    ->ArgsProduct({{192}, {192}, {1600}, {0, 1}})
+    ->ArgNames({"c_in", "c_out", "pixels", "path"})
+    ->UseRealTime();
+
 // ISNet's decoder upsampling (bilinear, 64 channels, 128² → 256²) and its
 // 2×2 ceil-mode max pooling (64 channels, 256² → 128²); GB/s of output.
 void BM_ResizeLinear(benchmark::State& state) {
@@ -230,6 +267,22 @@ void BM_MaxPool2x2(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(y.size() * sizeof(float)));
 }
 BENCHMARK(BM_MaxPool2x2)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
+
+// The recogniser's AveragePool before its head (480 channels, 3×80 → 1×40,
+// 3×2 windows, stride 3×2); GB/s of input read.
+void BM_AveragePoolRec(benchmark::State& state) {
+  tailor::linalg::set_threads(static_cast<int>(state.range(0)));
+  Pool2dParams p;
+  p.c = 480, p.h = 3, p.w = 80, p.kh = 3, p.kw = 2, p.stride_h = 3, p.stride_w = 2;
+  const auto x = random_values(p.c * p.h * p.w, 1);
+  std::vector<float> y(static_cast<size_t>(p.c * p.out_h() * p.out_w()));
+  for (auto _ : state) {
+    average_pool2d(p, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(x.size() * sizeof(float)));
+}
+BENCHMARK(BM_AveragePoolRec)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime();
 
 // ---- Operators on the active kernels, 1 and 2 threads (also built against
 // the code before the registry to compare: same API, same shapes).

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
 #include "tailor/runtime/kernels/registry.h"
 
@@ -57,24 +59,44 @@ void average_pool2d(const Pool2dParams& p, const float* x, float* y) {
   validate(p);
   check(p.dil_h == 1 && p.dil_w == 1, "", "AveragePool with dilations is not supported");
   const int64_t oh = p.out_h(), ow = p.out_w(), planes = p.n * p.c;
-#pragma omp parallel for schedule(static) if (planes * oh * ow > 16384)
-  for (int64_t pl = 0; pl < planes; ++pl) {
-    const float* xp = x + pl * p.h * p.w;
-    float* yp = y + pl * oh * ow;
-    for (int64_t oy = 0; oy < oh; ++oy) {
-      const int64_t y0 = oy * p.stride_h - p.pad_top;
-      const int64_t y1 = std::min(y0 + p.kh, p.h + p.pad_bottom);
-      const int64_t ys = std::max<int64_t>(y0, 0), ye = std::min(y1, p.h);
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        const int64_t x0 = ox * p.stride_w - p.pad_left;
-        const int64_t x1 = std::min(x0 + p.kw, p.w + p.pad_right);
-        const int64_t xs = std::max<int64_t>(x0, 0), xe = std::min(x1, p.w);
-        float sum = 0.f;
+  // Per output column: the window's in-image columns [xs, xe) and its count
+  // along x (the same for every row and plane).
+  std::vector<int64_t> xs(static_cast<size_t>(ow)), xe(xs.size()), wc(xs.size());
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    const int64_t x0 = ox * p.stride_w - p.pad_left;
+    const int64_t x1 = std::min(x0 + p.kw, p.w + p.pad_right);
+    const size_t o = static_cast<size_t>(ox);
+    xs[o] = std::max<int64_t>(x0, 0), xe[o] = std::min(x1, p.w);
+    wc[o] = p.count_include_pad ? x1 - x0 : xe[o] - xs[o];
+  }
+  // Threads only past ~1 M additions (gemm_partition.h): the recogniser's
+  // 115 k-addition pool runs in ~80 µs, less than waking the team costs.
+#pragma omp parallel if (detail::worth_threads(planes * oh * ow * p.kh * p.kw))
+  {
+    // The window rows summed per input column (rows in ascending order, one
+    // vectorisable pass per row), then each window's columns in ascending order.
+    std::vector<float> col(static_cast<size_t>(p.w));
+#pragma omp for schedule(static)
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const float* xp = x + pl * p.h * p.w;
+      float* yp = y + pl * oh * ow;
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        const int64_t y0 = oy * p.stride_h - p.pad_top;
+        const int64_t y1 = std::min(y0 + p.kh, p.h + p.pad_bottom);
+        const int64_t ys = std::max<int64_t>(y0, 0), ye = std::min(y1, p.h);
+        const int64_t hc = p.count_include_pad ? y1 - y0 : ye - ys;
+        std::fill(col.begin(), col.end(), 0.f);
         for (int64_t iy = ys; iy < ye; ++iy) {
-          for (int64_t ix = xs; ix < xe; ++ix) sum += xp[iy * p.w + ix];
+          const float* row = xp + iy * p.w;
+          for (int64_t ix = 0; ix < p.w; ++ix) col[static_cast<size_t>(ix)] += row[ix];
         }
-        const int64_t count = p.count_include_pad ? (y1 - y0) * (x1 - x0) : (ye - ys) * (xe - xs);
-        yp[oy * ow + ox] = count > 0 ? sum / static_cast<float>(count) : 0.f;
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const size_t o = static_cast<size_t>(ox);
+          float sum = 0.f;
+          for (int64_t ix = xs[o]; ix < xe[o]; ++ix) sum += col[static_cast<size_t>(ix)];
+          const int64_t count = hc * wc[o];
+          yp[oy * ow + ox] = count > 0 ? sum / static_cast<float>(count) : 0.f;
+        }
       }
     }
   }
