@@ -1,5 +1,6 @@
 #include "tailor/graph/verify.h"
 
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -8,10 +9,12 @@
 namespace tailor::graph {
 namespace {
 
+/// The values a graph defines, as views of its own names (the graph is not
+/// changed while it is verified), and the enclosing graph's scope.
 struct Scope {
   const Scope* parent = nullptr;
-  std::unordered_set<std::string> defined;
-  bool has(const std::string& v) const {
+  std::unordered_set<std::string_view> defined;
+  bool has(std::string_view v) const {
     for (const Scope* s = this; s; s = s->parent)
       if (s->defined.count(v)) return true;
     return false;
@@ -25,15 +28,17 @@ class Verifier {
   void graph(const Graph& g, const Scope* parent, const std::string& where) {
     Scope scope;
     scope.parent = parent;
-    auto define = [&](const std::string& v, const std::string& by) {
+    scope.defined.reserve(g.inputs.size() + g.initializers.size() + 2 * g.nodes.size());
+    // `by` (what defines v) is built only when v is defined twice.
+    auto define = [&](const std::string& v, const auto& by) {
       if (v.empty()) return;
       if (!scope.defined.insert(v).second)
-        fail(where + ": value '" + v + "' is defined twice (again by " + by + ")");
+        fail(where + ": value '" + v + "' is defined twice (again by " + by() + ")");
     };
-    for (const auto& in : g.inputs) define(in, "a graph input");
+    for (const auto& in : g.inputs) define(in, [] { return std::string("a graph input"); });
     for (const auto& name : g.initializer_order) {
       if (!g.initializers.count(name)) fail(where + ": initializer '" + name + "' has no tensor");
-      define(name, "an initializer");
+      define(name, [] { return std::string("an initializer"); });
     }
     if (g.initializer_order.size() != g.initializers.size())
       fail(where + ": the initializer order lists " + std::to_string(g.initializer_order.size()) +
@@ -47,22 +52,22 @@ class Verifier {
     }
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
-      const std::string label = g.node_label(i);
+      const auto label = [&] { return g.node_label(i); };  // built only when needed
       if (n.op_type.empty()) fail(where + ": node #" + std::to_string(i) + " has no op type");
       for (const auto& in : n.inputs)
         if (!in.empty() && !scope.has(in))
-          fail(where + ": " + label + " reads '" + in + "', which is not defined before it");
+          fail(where + ": " + label() + " reads '" + in + "', which is not defined before it");
       for (const auto& [aname, a] : n.attributes) {
         if (a.kind == Attribute::Kind::g) {
-          if (!a.g) fail(where + ": " + label + ": attribute '" + aname + "' holds no graph");
-          graph(*a.g, &scope, where + "/" + label + "/" + aname);
+          if (!a.g) fail(where + ": " + label() + ": attribute '" + aname + "' holds no graph");
+          graph(*a.g, &scope, where + "/" + label() + "/" + aname);
         } else if (a.kind == Attribute::Kind::encoded) {
           if (!a.encoded)
-            fail(where + ": " + label + ": attribute '" + aname + "' holds no weight");
+            fail(where + ": " + label() + ": attribute '" + aname + "' holds no weight");
         } else if (a.kind == Attribute::Kind::graphs) {
           for (const auto& sub : a.graphs) {
-            if (!sub) fail(where + ": " + label + ": attribute '" + aname + "' holds no graph");
-            graph(*sub, &scope, where + "/" + label + "/" + aname);
+            if (!sub) fail(where + ": " + label() + ": attribute '" + aname + "' holds no graph");
+            graph(*sub, &scope, where + "/" + label() + "/" + aname);
           }
         }
       }

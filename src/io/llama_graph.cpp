@@ -11,8 +11,8 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
+#include <unordered_set>
 
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
@@ -176,7 +176,7 @@ class Builder final : public graph::FormSink {
 
  private:
   graph::Model& m_;
-  std::set<std::string> names_;
+  std::unordered_set<std::string> names_;
 };
 
 Attribute attr_i(int64_t v) {
@@ -252,17 +252,18 @@ graph::Model llama_graph(
       return interleaved ? std::pair{2 * p, 2 * p + 1} : std::pair{p, p + half};
     };
     std::vector<float> cos_t(static_cast<size_t>(seq_len * hd)), sin_t(cos_t.size());
-    for (int64_t pos = 0; pos < seq_len; ++pos)
-      for (int64_t p = 0; p < half; ++p) {
-        const double freq =
-            std::pow(static_cast<double>(c.rope_theta), -2.0 * p / static_cast<double>(hd));
+    for (int64_t p = 0; p < half; ++p) {
+      const double freq =
+          std::pow(static_cast<double>(c.rope_theta), -2.0 * p / static_cast<double>(hd));
+      const auto [a, bb] = pair_dims(p);
+      for (int64_t pos = 0; pos < seq_len; ++pos) {
         const double angle = static_cast<double>(pos) * freq;
-        const auto [a, bb] = pair_dims(p);
         const auto cv = static_cast<float>(std::cos(angle)),
                    sv = static_cast<float>(std::sin(angle));
         cos_t[pos * hd + a] = cos_t[pos * hd + bb] = cv;
         sin_t[pos * hd + a] = sin_t[pos * hd + bb] = sv;
       }
+    }
     // (t·R)[a] = −t[b], (t·R)[b] = t[a]: t·cos + (t·R)·sin is the pair rotation.
     std::vector<float> rot(static_cast<size_t>(hd * hd), 0.0f);
     for (int64_t p = 0; p < half; ++p) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "tailor/graph/shape_inference.h"
@@ -17,39 +18,67 @@ namespace {
 using graph::Node;
 
 /// Per value: the node producing it, how often it is read, and its first
-/// reader. Hashed, sized once: a decoder graph has a few thousand values.
-struct Index {
-  std::unordered_map<std::string, size_t> producer;
-  std::unordered_map<std::string, int> uses;
-  std::unordered_map<std::string, size_t> first_reader;
+/// reader. One hashed entry per value, keyed by views of the graph's names
+/// (the graph is not changed while an index of it is read): a decoder graph
+/// has a few thousand values, and this runs once per fusion.
+class Index {
+ public:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
+  explicit Index(const graph::Graph& g) {
+    entries_.reserve(g.nodes.size() * 3);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      for (const std::string& o : g.nodes[i].outputs) entries_[o].producer = i;
+      for (const std::string& in : g.nodes[i].inputs) {
+        Entry& e = entries_[in];
+        if (e.uses++ == 0) e.first_reader = i;
+      }
+    }
+    for (const std::string& o : g.outputs) entries_[o].uses += 2;  // never an intermediate
+  }
+
+  /// The node producing `v`, or nullopt.
+  std::optional<size_t> producer(std::string_view v) const {
+    const Entry* e = find(v);
+    return e && e->producer != kNone ? std::optional(e->producer) : std::nullopt;
+  }
+  /// How often `v` is read (a graph output counts 2 more).
+  int uses(std::string_view v) const {
+    const Entry* e = find(v);
+    return e ? e->uses : 0;
+  }
+  /// The first node reading `v` (kNone when none does).
+  size_t first_reader(std::string_view v) const {
+    const Entry* e = find(v);
+    return e ? e->first_reader : kNone;
+  }
+
+ private:
+  struct Entry {
+    size_t producer = kNone;
+    int uses = 0;
+    size_t first_reader = kNone;
+  };
+  const Entry* find(std::string_view v) const {
+    auto it = entries_.find(v);
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+  std::unordered_map<std::string_view, Entry> entries_;
 };
 
 Index index_of(const graph::Graph& g) {
-  Index ix;
-  ix.producer.reserve(g.nodes.size() * 2);
-  ix.uses.reserve(g.nodes.size() * 3);
-  ix.first_reader.reserve(g.nodes.size() * 3);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (const std::string& o : g.nodes[i].outputs) ix.producer[o] = i;
-    for (const std::string& in : g.nodes[i].inputs) {
-      ++ix.uses[in];
-      ix.first_reader.try_emplace(in, i);
-    }
-  }
-  for (const std::string& o : g.outputs) ix.uses[o] += 2;  // never an intermediate
-  return ix;
+  return Index(g);
 }
 
 /// The default-domain node of `op` producing `value`, read only once; nullopt otherwise.
 std::optional<size_t> single_use_producer(const graph::Graph& g, const Index& ix,
                                           const std::string& value, const char* op) {
-  auto it = ix.producer.find(value);
-  if (it == ix.producer.end()) return std::nullopt;
-  const Node& n = g.nodes[it->second];
+  const std::optional<size_t> p = ix.producer(value);
+  if (!p) return std::nullopt;
+  const Node& n = g.nodes[*p];
   if (n.op_type != op || !n.domain.empty() || n.outputs.size() != 1) return std::nullopt;
-  auto u = ix.uses.find(value);
-  if (u == ix.uses.end() || u->second != 1) return std::nullopt;
-  return it->second;
+  if (ix.uses(value) != 1) return std::nullopt;
+  return p;
 }
 
 /// The value of a scalar f32 initializer, or nullopt.
@@ -72,21 +101,19 @@ std::optional<std::vector<int64_t>> ints(const graph::Graph& g, const std::strin
 /// and `value` is read exactly `uses` times; nullopt otherwise.
 std::optional<size_t> producer_used(const graph::Graph& g, const Index& ix,
                                     const std::string& value, const char* op, int uses) {
-  auto it = ix.producer.find(value);
-  if (it == ix.producer.end()) return std::nullopt;
-  const Node& n = g.nodes[it->second];
+  const std::optional<size_t> p = ix.producer(value);
+  if (!p) return std::nullopt;
+  const Node& n = g.nodes[*p];
   if (n.op_type != op || !n.domain.empty() || n.outputs.size() != 1) return std::nullopt;
-  auto u = ix.uses.find(value);
-  if (u == ix.uses.end() || u->second != uses) return std::nullopt;
-  return it->second;
+  if (ix.uses(value) != uses) return std::nullopt;
+  return p;
 }
 
 /// The single reader of `value` when it is `op` (default domain); nullopt otherwise.
 std::optional<size_t> single_consumer(const graph::Graph& g, const Index& ix,
                                       const std::string& value, const char* op) {
-  auto u = ix.uses.find(value);
-  if (u == ix.uses.end() || u->second != 1) return std::nullopt;
-  const size_t i = ix.first_reader.at(value);
+  if (ix.uses(value) != 1) return std::nullopt;
+  const size_t i = ix.first_reader(value);
   const Node& n = g.nodes[i];
   if (n.op_type != op || !n.domain.empty() || n.outputs.size() != 1) return std::nullopt;
   return i;
@@ -175,9 +202,9 @@ int fuse_skip_rms_norm(graph::Model& model) {
         norm.inputs.size() != 2 || norm.outputs.size() != 1 ||
         !g.initializers.count(norm.inputs[1]))
       continue;
-    auto it = ix.producer.find(norm.inputs[0]);
-    if (it == ix.producer.end() || fused.count(it->second)) continue;
-    const Node& add = g.nodes[it->second];
+    const std::optional<size_t> at = ix.producer(norm.inputs[0]);
+    if (!at || fused.count(*at)) continue;
+    const Node& add = g.nodes[*at];
     if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 ||
         add.outputs.size() != 1 || !same_shape(add.inputs[0], add.inputs[1]))
       continue;
@@ -185,7 +212,7 @@ int fuse_skip_rms_norm(graph::Model& model) {
     n.inputs = {add.inputs[0], norm.inputs[1], add.inputs[1]};
     n.outputs = {norm.outputs[0], add.outputs[0]};
     dead.insert(i);
-    fused[it->second] = std::move(n);
+    fused[*at] = std::move(n);
   }
   if (fused.empty()) return 0;
   splice(model, dead, fused);
@@ -251,8 +278,7 @@ std::optional<std::array<std::string, 4>> match_rope(const graph::Graph& g, cons
   const auto turn = single_use_producer(g, ix, g.nodes[*by_sin].inputs[0], "MatMul");
   if (!turn || g.nodes[*turn].inputs.size() != 2 || g.nodes[*turn].inputs[0] != t)
     return std::nullopt;
-  auto uses = ix.uses.find(t);
-  if (uses == ix.uses.end() || uses->second != 2) return std::nullopt;
+  if (ix.uses(t) != 2) return std::nullopt;
   const std::string& r = g.nodes[*turn].inputs[1];
   auto rot = g.initializers.find(r);
   if (rot == g.initializers.end() || rot->second.dtype() != DType::f32 || rot->second.rank() != 2 ||
@@ -303,9 +329,9 @@ std::optional<std::pair<std::string, std::string>> match_append(const graph::Gra
 /// however often read; nullopt otherwise.
 const Node* made_by(const graph::Graph& g, const Index& ix, const std::string& value,
                     const char* op) {
-  auto it = ix.producer.find(value);
-  if (it == ix.producer.end()) return nullptr;
-  const Node& n = g.nodes[it->second];
+  const std::optional<size_t> p = ix.producer(value);
+  if (!p) return nullptr;
+  const Node& n = g.nodes[*p];
   return n.op_type == op && n.domain.empty() && n.outputs.size() == 1 ? &n : nullptr;
 }
 
@@ -439,9 +465,9 @@ int fuse_group_query_attention(graph::Model& model) {
     const auto k_rope_out = match_swap12(g, ix, k_app->second, nodes);
     const auto v_heads = k_rope_out ? match_swap12(g, ix, v_app->second, nodes) : std::nullopt;
     if (!v_heads) continue;
-    const auto kv_shape_node = ix.producer.find(*v_heads);
-    if (kv_shape_node == ix.producer.end()) continue;
-    const Node& kv_reshape = g.nodes[kv_shape_node->second];
+    const std::optional<size_t> kv_shape_node = ix.producer(*v_heads);
+    if (!kv_shape_node) continue;
+    const Node& kv_reshape = g.nodes[*kv_shape_node];
     const auto kv_shape =
         kv_reshape.inputs.size() == 2 ? ints(g, kv_reshape.inputs[1]) : std::nullopt;
     if (!kv_shape || kv_shape->size() != 4 || (*kv_shape)[2] <= 0 || (*kv_shape)[3] <= 0) continue;
@@ -458,9 +484,9 @@ int fuse_group_query_attention(graph::Model& model) {
     if (!q_rope || (*q_rope)[1] != (*k_rope)[1] || (*q_rope)[2] != (*k_rope)[2] ||
         (*q_rope)[3] != (*k_rope)[3])
       continue;
-    const auto q_heads_node = ix.producer.find((*q_rope)[0]);
-    if (q_heads_node == ix.producer.end()) continue;
-    const Node& q_reshape = g.nodes[q_heads_node->second];
+    const std::optional<size_t> q_heads_node = ix.producer((*q_rope)[0]);
+    if (!q_heads_node) continue;
+    const Node& q_reshape = g.nodes[*q_heads_node];
     const auto q_shape = q_reshape.inputs.size() == 2 ? ints(g, q_reshape.inputs[1]) : std::nullopt;
     if (!q_shape || q_shape->size() != 4 || (*q_shape)[2] <= 0 || (*q_shape)[2] % kv_heads != 0)
       continue;

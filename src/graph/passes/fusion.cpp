@@ -71,9 +71,11 @@ void claim(FusionScope& s, FusionMatch m, std::vector<Proposal>& out) {
   out.push_back(std::move(p));
 }
 
-/// Every match in `g` (main graph only), in graph order of their sinks.
-std::vector<Proposal> find(const Graph& g, int64_t opset, NameGen& names) {
-  FusionScope s(g, opset, names);
+/// Every match in `g` (main graph only), in graph order of their sinks;
+/// `types_inferred` as FusionScope's.
+std::vector<Proposal> find(const Graph& g, int64_t opset, NameGen& names,
+                           bool types_inferred = false) {
+  FusionScope s(g, opset, names, types_inferred);
   std::vector<Proposal> out;
   const size_t n = g.nodes.size();
   for (const Sweep& sweep : sweeps())
@@ -101,9 +103,12 @@ void collect(const Graph& g, int64_t opset, NameGen& names, std::vector<FusionCa
     }
 }
 
-void apply(Graph& g, int64_t opset, NameGen& names, const PassOptions& o) {
+/// Applies the selected matches in `g` and its subgraphs; `types_inferred`
+/// (for `g` only) as FusionScope's.
+void apply(Graph& g, int64_t opset, NameGen& names, const PassOptions& o,
+           bool types_inferred = false) {
   for_each_subgraph(g, [&](Graph& sub) { apply(sub, opset, names, o); });
-  const std::vector<Proposal> props = find(g, opset, names);
+  const std::vector<Proposal> props = find(g, opset, names, types_inferred);
   std::map<size_t, const Proposal*> at_sink;
   std::set<size_t> removed;
   for (const auto& p : props) {
@@ -135,9 +140,9 @@ std::vector<FusionCandidate> fusion_candidates(const Model& model) {
 Model fuse(const Model& model, const PassOptions& options) {
   Model out = model;
   detach_subgraphs(out.graph);
-  infer_shapes(out);  // ranks and dtypes the rewrites check
+  infer_shapes(out);  // ranks and dtypes the rewrites check (main graph)
   NameGen names(out.graph);
-  apply(out.graph, out.opset, names, options);
+  apply(out.graph, out.opset, names, options, /*types_inferred=*/true);
   if (!out.other_opsets.count("ai.tailor")) out.other_opsets["ai.tailor"] = 1;
   prune_types(out.graph);
   return out;

@@ -31,8 +31,11 @@ struct FusionMatch {
 /// claimed, and the model's name generator (a rule creating an initializer
 /// reserves its name there). Rules read it; fusion.cpp adds to `claimed`.
 struct FusionScope {
-  /// `graph` must outlive the scope; `opset` is the model's default-domain opset.
-  FusionScope(const Graph& graph, int64_t opset, NameGen& names);
+  /// `graph` must outlive the scope; `opset` is the model's default-domain
+  /// opset. With `types_inferred` (infer_shapes has just recorded its types
+  /// in `graph`), the value types are read from graph.types and the
+  /// initializers, which hold what inferring them again would find.
+  FusionScope(const Graph& graph, int64_t opset, NameGen& names, bool types_inferred = false);
 
   const Graph& g;
   const int64_t opset;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string_view>
+#include <unordered_set>
 
 #include "tailor/core/error.h"
 #include "tailor/graph/shape_inference.h"
@@ -214,11 +216,12 @@ void remove_initializer(Graph& g, const std::string& name) {
 namespace tailor::graph::passes {
 
 void prune_types(Graph& g) {
-  std::set<std::string> defined(g.inputs.begin(), g.inputs.end());
+  // Views of the graph's own names (only g.types changes below): no copies.
+  std::unordered_set<std::string_view> defined;
+  defined.reserve(g.inputs.size() + g.initializers.size() + 2 * g.nodes.size());
+  defined.insert(g.inputs.begin(), g.inputs.end());
   for (const auto& [name, t] : g.initializers) defined.insert(name);
-  for (auto& n : g.nodes) {
-    defined.insert(n.outputs.begin(), n.outputs.end());
-  }
+  for (const auto& n : g.nodes) defined.insert(n.outputs.begin(), n.outputs.end());
   for_each_subgraph(g, [](Graph& sub) { prune_types(sub); });
   for (auto it = g.types.begin(); it != g.types.end();) {
     if (!defined.count(it->first))
