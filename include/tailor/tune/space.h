@@ -81,7 +81,8 @@ struct SpaceOptions {
 
 /// The 2-D conv parameters of Conv/FusedConv node `n` as the runtime will
 /// see them: channels, kernel, strides, dilations, groups from its weight
-/// (an initializer of `g`) and attributes, the input and output planes
+/// (an initializer of `g`, else a value of `shapes`: a Constant node's output
+/// that constant folding turns into an initializer) and attributes, the input and output planes
 /// from `shapes` (ONNX pads taken so out_h()/out_w() equal the observed output's). nullopt when a
 /// shape or the constant weight is missing or not 2-D.
 std::optional<runtime::kernels::Conv2dParams> conv_params(const graph::Graph& g,
