@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "op_util.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/fused.h"
 #include "tailor/runtime/kernels.h"
+#include "tailor/runtime/kernels/conv_algorithm.h"
 #include "tailor/runtime/op.h"
 
 namespace tailor::runtime {
@@ -67,8 +70,20 @@ class ConvKernel final : public Kernel {
       : win_(Window::read(init)),
         group_(init.node.attr_int("group", 1)),
         // Tuning attribute (not ONNX): Conv2dParams::column_block.
-        column_block_(init.node.attr_int("column_block", 0)) {
+        column_block_(init.node.attr_int("column_block", 0)),
+        // Tuning attributes (not ONNX, set by `tailor tune`): the conv
+        // algorithm (kernels::ConvAlgorithm, conv_algorithm.h) and "threads" = 1 to run this
+        // op on the calling thread alone (0, the default: the executor's count).
+        threads_(init.node.attr_int("threads", 0)) {
     if (column_block_ < 0) init.fail("column_block must be >= 0");
+    if (threads_ != 0 && threads_ != 1) init.fail("threads must be 0 or 1");
+    const std::string algo = init.node.attr_string("conv_algorithm", "auto");
+    if (algo == "gemm")
+      algorithm_ = k::ConvAlgorithm::gemm;
+    else if (algo == "winograd")
+      algorithm_ = k::ConvAlgorithm::winograd;
+    else if (algo != "auto")
+      init.fail("conv_algorithm must be auto, gemm or winograd, got \"" + algo + "\"");
     // FusedConv (ai.tailor, contract in tailor/graph/fused_ops.h): the epilogue's activation.
     act_ = activation_from_node(init.node);
     pack_constant_weight(init);
@@ -116,8 +131,11 @@ class ConvKernel final : public Kernel {
     Tensor y = ctx.alloc(DType::f32, out_shape);
     const int64_t scratch_n = k::conv2d_scratch_size(p);
     Tensor scratch = scratch_n > 0 ? ctx.alloc(DType::f32, {scratch_n}) : Tensor();
-    k::conv2d(p, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"), bias, y.mutable_data<float>(),
-              act_, scratch_n > 0 ? scratch.mutable_data<float>() : nullptr,
+    std::optional<linalg::ThreadLimit> serial;
+    if (threads_ == 1) serial.emplace(1);
+    k::conv2d(p, algorithm_, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"), bias,
+              y.mutable_data<float>(), act_,
+              scratch_n > 0 ? scratch.mutable_data<float>() : nullptr,
               packed_weight ? &packed_ : nullptr);
     ctx.outputs[0] = std::move(y);
   }
@@ -158,6 +176,8 @@ class ConvKernel final : public Kernel {
   int64_t group_;
   k::Activation act_;
   int64_t column_block_;
+  int64_t threads_;
+  k::ConvAlgorithm algorithm_ = k::ConvAlgorithm::automatic;
   k::PackedConvWeights packed_;
   const std::byte* packed_source_ = nullptr;  // the constant packed_ was packed from
 };

@@ -36,9 +36,15 @@ MachineInfo MachineInfo::detect() {
 }
 
 const std::vector<std::string>& feature_names() {
-  static const std::vector<std::string> names = {
-      "overhead",    "gemm_flops_1e7_per_thread",   "elem_ops_1e7_per_thread", "bytes_1e7",
-      "kernels_100", "kernels_x_extra_threads_100", "ws_over_l2_bytes_1e7",    "sgemm_calls_100"};
+  static const std::vector<std::string> names = {"overhead",
+                                                 "gemm_flops_1e7_per_thread",
+                                                 "elem_ops_1e7_per_thread",
+                                                 "bytes_1e7",
+                                                 "kernels_100",
+                                                 "kernels_x_extra_threads_100",
+                                                 "ws_over_l2_bytes_1e7",
+                                                 "sgemm_calls_100",
+                                                 "winograd_flops_1e7_per_thread"};
   return names;
 }
 
@@ -56,10 +62,15 @@ std::vector<double> graph_features(const graph::Model& model, int threads,
     }
     return nullptr;
   };
-  double gemm_flops = 0, elem = 0, bytes = 0, kernels = 0, over = 0, calls = 0;
-  const double T = std::max(1, threads);
+  double gemm_flops = 0, elem = 0, bytes = 0, kernels = 0, over = 0, calls = 0, wino_flops = 0;
+  double extra_threads = 0;
+  const double T_all = std::max(1, threads);
   for (const graph::Node& n : g.nodes) {
     kernels += 1;
+    // An op the tuner pinned to one thread (node attribute "threads" = 1):
+    // its work is not shared and it wakes no team.
+    const double T = n.attr_int("threads", 0) == 1 ? 1.0 : T_all;
+    extra_threads += T - 1;
     double in_bytes = 0;
     const std::vector<int64_t>* largest = nullptr;
     for (const auto& v : n.inputs)
@@ -96,9 +107,25 @@ std::vector<double> graph_features(const graph::Model& model, int threads,
     if (conv && w && w->size() >= 3) {
       int64_t red = 1;
       for (size_t i = 1; i < w->size(); ++i) red *= (*w)[i];
-      gemm_flops += 2.0 * out_elems * static_cast<double>(red);
       const auto* x = shape_of(n.inputs[0]);
       const auto* y = n.outputs.empty() ? nullptr : shape_of(n.outputs[0]);
+      // The kernel kind: Winograd F(4×4, 3×3) (by the node's "conv_algorithm"
+      // or the runtime's rule) has its own rate and keeps 4× the 3×3
+      // weights transformed; everything else is a GEMM.
+      bool winograd = false;
+      if (x && y && !op_is(n, "ConvNhwc")) {
+        const ValueShapes xy = {{n.inputs[0], *x}, {n.outputs[0], *y}};
+        if (const auto p = conv_params(g, n, xy); p && runtime::kernels::conv_winograd_eligible(*p))
+          winograd = conv_algorithm_of(n, *p) == runtime::kernels::ConvAlgorithm::winograd;
+      }
+      if (winograd) {
+        wino_flops += 2.0 * out_elems * static_cast<double>(red) / T;
+        ws += 4.0 * 16.0 * static_cast<double>(numel(*w)) / 9.0;
+        calls += 1;
+        over += std::max(0.0, ws - static_cast<double>(machine.l2_bytes));
+        continue;
+      }
+      gemm_flops += 2.0 * out_elems * static_cast<double>(red) / T;
       const int64_t group = n.attr_int("group", 1);
       const bool depthwise = x && x->size() == 4 && group > 1 && group == (*x)[1];
       int64_t kspatial = 1;
@@ -122,16 +149,16 @@ std::vector<double> graph_features(const graph::Model& model, int threads,
     } else if (gemm && !n.inputs.empty()) {
       const auto* a = shape_of(n.inputs[0]);
       const double k = a && !a->empty() ? static_cast<double>(a->back()) : 1.0;
-      gemm_flops += 2.0 * out_elems * k;
+      gemm_flops += 2.0 * out_elems * k / T;
       calls += 1;
     } else {
-      elem += out_elems;
+      elem += out_elems / T;
     }
     over += std::max(0.0, ws - static_cast<double>(machine.l2_bytes));
   }
-  return {1.0,         gemm_flops / 1e7 / T, elem / 1e7 / T,
-          bytes / 1e7, kernels / 100.0,      kernels * (T - 1) / 100.0,
-          over / 1e7,  calls / 100.0};
+  return {1.0,         gemm_flops / 1e7, elem / 1e7,
+          bytes / 1e7, kernels / 100.0,  extra_threads / 100.0,
+          over / 1e7,  calls / 100.0,    wino_flops / 1e7};
 }
 
 double softplus(double x) {

@@ -29,7 +29,49 @@ graph::Model name_convs(const graph::Model& model) {
 
 const std::vector<std::string> kPrefixPasses = {"fold", "simplify", "strength", "cse", "hoist"};
 
+namespace k = runtime::kernels;
+
 }  // namespace
+
+std::optional<k::Conv2dParams> conv_params(const graph::Graph& g, const graph::Node& n,
+                                           const ValueShapes& shapes) {
+  if (n.inputs.size() < 2 || n.outputs.empty()) return std::nullopt;
+  // The weight: an initializer, or a value the run observed (a Constant
+  // node's output, which constant folding turns into an initializer).
+  const auto wi = g.initializers.find(n.inputs[1]);
+  const auto ws = shapes.find(n.inputs[1]);
+  const auto xs = shapes.find(n.inputs[0]);
+  const auto ys = shapes.find(n.outputs[0]);
+  if ((wi == g.initializers.end() && ws == shapes.end()) || xs == shapes.end() ||
+      ys == shapes.end())
+    return std::nullopt;
+  const auto& x = xs->second;
+  const auto& y = ys->second;
+  const Shape& w = wi != g.initializers.end() ? wi->second.shape() : ws->second;
+  if (x.size() != 4 || y.size() != 4 || w.size() != 4) return std::nullopt;
+  k::Conv2dParams p;
+  p.n = x[0], p.c_in = x[1], p.h = x[2], p.w = x[3];
+  p.c_out = w[0], p.kh = w[2], p.kw = w[3];
+  p.groups = n.attr_int("group", 1);
+  const auto st = n.attr_ints("strides", {1, 1});
+  const auto dil = n.attr_ints("dilations", {1, 1});
+  if (st.size() != 2 || dil.size() != 2) return std::nullopt;
+  p.stride_h = st[0], p.stride_w = st[1], p.dil_h = dil[0], p.dil_w = dil[1];
+  // Pads that reproduce the observed output plane (all at the bottom/right:
+  // only the plane's size matters to the choices).
+  p.pad_bottom = std::max<int64_t>(0, (y[2] - 1) * p.stride_h + p.dil_h * (p.kh - 1) + 1 - p.h);
+  p.pad_right = std::max<int64_t>(0, (y[3] - 1) * p.stride_w + p.dil_w * (p.kw - 1) + 1 - p.w);
+  if (p.c_out != y[1] || p.groups < 1 || p.out_h() != y[2] || p.out_w() != y[3])
+    return std::nullopt;
+  return p;
+}
+
+k::ConvAlgorithm conv_algorithm_of(const graph::Node& n, const k::Conv2dParams& p) {
+  const std::string a = n.attr_string("conv_algorithm", "auto");
+  if (a == "winograd") return k::ConvAlgorithm::winograd;
+  if (a == "gemm") return k::ConvAlgorithm::gemm;
+  return k::conv_default_algorithm(p);
+}
 
 double DecisionSpace::points() const {
   double p = 1;
@@ -118,6 +160,20 @@ DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
       if (b > 0 && b < cols) d.choices.push_back(std::to_string(b));
     if (d.choices.size() > 1) s.decisions.push_back(d);
   }
+  for (const auto& n : named.graph.nodes) {
+    if (!is_conv(n)) continue;
+    const auto p = conv_params(named.graph, n, shapes);
+    if (!p) continue;
+    if (k::conv_winograd_eligible(*p)) {
+      const bool wino = k::conv_default_algorithm(*p) == k::ConvAlgorithm::winograd;
+      s.decisions.push_back(
+          {"conv_algo:" + n.name, "conv_algo", {"gemm", "winograd"}, wino ? 1 : 0});
+    }
+    const int64_t macs =
+        p->n * p->c_out * p->out_h() * p->out_w() * (p->c_in / p->groups) * p->kh * p->kw;
+    if (options.max_threads > 1 && macs <= options.small_op_macs)
+      s.decisions.push_back({"op_threads:" + n.name, "op_threads", {"all", "1"}, 0});
+  }
   Decision t{"threads", "threads", {}, 0};
   for (int k = 1; k < options.max_threads; k *= 2) t.choices.push_back(std::to_string(k));
   t.choices.push_back(std::to_string(options.max_threads));
@@ -137,6 +193,8 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
   std::string prefix_key, full_key;
   AppliedConfiguration out;
   std::map<std::string, int64_t> blocks;
+  std::map<std::string, std::string> algorithms;
+  std::set<std::string> serial;
   bool rounded_scales = false;
   for (size_t i = 0; i < c.size(); ++i) {
     const Decision& d = space_.decisions[i];
@@ -152,6 +210,10 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
       full_key += c[i] ? "1" : "0";
     } else if (d.kind == "conv_block") {
       if (choice != "full") blocks[d.name.substr(11)] = std::stoll(choice);
+    } else if (d.kind == "conv_algo") {
+      if (c[i] != d.default_choice) algorithms[d.name.substr(10)] = choice;
+    } else if (d.kind == "op_threads") {
+      if (choice == "1") serial.insert(d.name.substr(11));
     } else if (d.kind == "fold_scales") {
       rounded_scales = choice == "rounded";
       prefix_key += "fold_scales=" + choice + ";";
@@ -180,10 +242,15 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
     prefix_cache_[full_key] = done;
   }
   out.model = *done;
-  if (!blocks.empty())
-    for (graph::Node& n : out.model.graph.nodes)
-      if (auto it = blocks.find(n.name); it != blocks.end() && (is_conv(n)))
+  if (!blocks.empty() || !algorithms.empty() || !serial.empty())
+    for (graph::Node& n : out.model.graph.nodes) {
+      if (!is_conv(n)) continue;
+      if (auto it = blocks.find(n.name); it != blocks.end())
         n.set("column_block", graph::Attribute::of_int(it->second));
+      if (auto it = algorithms.find(n.name); it != algorithms.end())
+        n.set("conv_algorithm", graph::Attribute::of_string(it->second));
+      if (serial.count(n.name)) n.set("threads", graph::Attribute::of_int(1));
+    }
   return out;
 }
 

@@ -225,6 +225,33 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
   return rec;
 }
 
+std::vector<SearchCurve> search_curves(const TuneRecord& record) {
+  std::vector<SearchCurve> out;
+  for (const MethodTrials& m : record.methods) {
+    SearchCurve c{m.name, {}};
+    double best = 0;
+    for (const Trial& t : m.trials) {
+      const MeasuredConfiguration& mc = record.measured.at(t.measured);
+      if (mc.ok) {
+        const double ms = mc.latency_ms(record.harness.statistic);
+        if (ms > 0 && (best == 0 || ms < best)) best = ms;
+      }
+      c.best_ms.push_back(best);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+int measurements_to_reach(const SearchCurve& curve, double target_ms, double fraction) {
+  if (!(fraction > 0 && fraction <= 1) || !(target_ms > 0))
+    throw Error("tune", "measurements_to_reach needs 0 < fraction <= 1 and a positive target");
+  for (size_t i = 0; i < curve.best_ms.size(); ++i)
+    if (curve.best_ms[i] > 0 && target_ms / curve.best_ms[i] >= fraction)
+      return static_cast<int>(i) + 1;
+  return -1;
+}
+
 double sign_test_p_value(const std::vector<std::vector<double>>& rounds, size_t candidate,
                          size_t baseline) {
   int n = 0, k = 0;

@@ -26,23 +26,29 @@ TEST(TuneSpace, CountsOnConvReluByHand) {
   // 8 passes (fold, simplify, strength, cse, hoist, fuse, layout, dce): 2
   // choices each; one fusion candidate (Conv + Relu epilogue): 2; the conv has
   // 32·32 = 1024 output columns, so of the blocks {256, 1024, 4096} only 256
-  // is smaller: {full, 256}; threads up to 2: {1, 2}. 11 decisions,
-  // 2^8·2·2·2 = 2048 points.
+  // is smaller: {full, 256}; 2 input channels: no Winograd, no conv_algo;
+  // 4·1024·18 multiply-adds, a small op: op_threads {all, 1}; threads up to
+  // 2: {1, 2}. 12 decisions, 2^8·2·2·2·2 = 4096 points.
   const DecisionSpace s = space_of(conv_relu_model(), 2);
-  ASSERT_EQ(s.decisions.size(), 11u);
-  EXPECT_EQ(s.points(), 2048.0);
+  ASSERT_EQ(s.decisions.size(), 12u);
+  EXPECT_EQ(s.points(), 4096.0);
   EXPECT_EQ(s.decisions[0].name, "pass:fold");
   EXPECT_EQ(s.decisions[2].name, "pass:strength");
   EXPECT_EQ(s.decisions[7].name, "pass:dce");
   EXPECT_EQ(s.decisions[8].name, "fusion:conv_epilogue:y");
   EXPECT_EQ(s.decisions[9].name, "conv_block:c");
   EXPECT_EQ(s.decisions[9].choices, (std::vector<std::string>{"full", "256"}));
-  EXPECT_EQ(s.decisions[10].choices, (std::vector<std::string>{"1", "2"}));
-  // Default: every pass in `all` on, fusion on, full blocks, most threads.
-  EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1}));
-  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[10].choices,
+  EXPECT_EQ(s.decisions[10].name, "op_threads:c");
+  EXPECT_EQ(s.decisions[10].choices, (std::vector<std::string>{"all", "1"}));
+  EXPECT_EQ(s.decisions[11].choices, (std::vector<std::string>{"1", "2"}));
+  // Default: every pass in `all` on, fusion on, full blocks, all threads per
+  // op, most threads.
+  EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1}));
+  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[11].choices,
             (std::vector<std::string>{"1", "2", "4"}));
-  EXPECT_THROW(s.enumerate(1024), Error);
+  // One thread offered: no per-op thread decision.
+  EXPECT_EQ(space_of(conv_relu_model(), 1).find("op_threads:c"), -1);
+  EXPECT_THROW(s.enumerate(2048), Error);
 }
 
 TEST(TuneSpace, EnumeratesEverySmallSpacePointOnce) {
@@ -69,13 +75,16 @@ TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
   EXPECT_EQ(d.model.graph.nodes[0].op_type, "FusedConv");
   EXPECT_EQ(d.threads, 2);
   // The fusion candidate off: two nodes; block 256 sets the conv's attribute.
+  EXPECT_EQ(d.model.graph.nodes[0].find("threads"), nullptr);
   c[8] = 0;
   c[9] = 1;
-  c[10] = 0;
+  c[10] = 1;
+  c[11] = 0;
   AppliedConfiguration u = a.apply(c);
   ASSERT_EQ(u.model.graph.nodes.size(), 2u);
   EXPECT_EQ(u.model.graph.nodes[0].op_type, "Conv");
   EXPECT_EQ(u.model.graph.nodes[0].attr_int("column_block", 0), 256);
+  EXPECT_EQ(u.model.graph.nodes[0].attr_int("threads", 0), 1);
   EXPECT_EQ(u.threads, 1);
   c.push_back(0);
   EXPECT_THROW(a.apply(c), Error);

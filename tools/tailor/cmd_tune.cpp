@@ -1,9 +1,10 @@
 // tailor tune: tunes a model's compiler decisions (passes, fusion candidates,
-// conv column blocks, threads) against measured latency with every method,
-// writes the replayable decision record, prints the method table; --replay
-// re-derives the decisions from a record without measuring.
+// conv column blocks, conv algorithms, per-op threads, threads) against measured latency with every
+// method, writes the replayable decision record, prints the method table; --replay re-derives the
+// decisions from a record without measuring.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -27,6 +28,43 @@ void print_table(const tune::TuneRecord& record) {
     std::cout << fmt::format("{:<11} {:>12.3f} {:>8.3f}x {:>13} {:>10.1f} {:>12.2f}\n", r.method,
                              r.best_ms, r.speedup, r.measurements, r.tuning_s,
                              static_cast<double>(r.peak_bytes) / (1024.0 * 1024.0));
+}
+
+// Best latency reached against measurements spent, per method (issue 16's
+// sample efficiency), and how many measurements each needs to come within
+// 97% of the best any method found.
+void print_curves(const tune::TuneRecord& record) {
+  const std::vector<tune::SearchCurve> curves = tune::search_curves(record);
+  size_t longest = 0;
+  double best = 0;
+  for (const auto& c : curves) {
+    longest = std::max(longest, c.best_ms.size());
+    for (double b : c.best_ms)
+      if (b > 0 && (best == 0 || b < best)) best = b;
+  }
+  if (best == 0) return;
+  std::cout << fmt::format("best so far (ms) after N measurements:\n{:>6}", "N");
+  for (const auto& c : curves) std::cout << fmt::format(" {:>11}", c.method);
+  std::cout << "\n";
+  for (size_t n = 1; n <= longest; n = n < 4 ? n + 1 : (n < 16 ? n + 4 : n * 2)) {
+    std::cout << fmt::format("{:>6}", n);
+    for (const auto& c : curves)
+      std::cout << (n <= c.best_ms.size() && c.best_ms[n - 1] > 0
+                        ? fmt::format(" {:>11.3f}", c.best_ms[n - 1])
+                        : fmt::format(" {:>11}", "-"));
+    std::cout << "\n";
+  }
+  std::cout << fmt::format("{:>6}", "last");
+  for (const auto& c : curves)
+    std::cout << (c.best_ms.empty() || c.best_ms.back() == 0
+                      ? fmt::format(" {:>11}", "-")
+                      : fmt::format(" {:>11.3f}", c.best_ms.back()));
+  std::cout << fmt::format("\nmeasurements to reach 97% of the best found ({:.3f} ms):", best);
+  for (const auto& c : curves) {
+    const int n = tune::measurements_to_reach(c, best, 0.97);
+    std::cout << " " << c.method << " " << (n < 0 ? std::string("never") : std::to_string(n));
+  }
+  std::cout << "\n";
 }
 
 }  // namespace
@@ -134,6 +172,7 @@ void add_tune(CLI::App& app) {
     write_file_atomic((std::filesystem::path(out_dir) / "cost_model.json").string(),
                       record.cost_model.fitted.to_json(tune::feature_names()).dump(1));
     print_table(record);
+    print_curves(record);
     const tune::CostModelRecord& cm = record.cost_model;
     std::cout << fmt::format(
         "decision space: {} decisions, {:.3g} points; cost model Spearman on {} held-out "

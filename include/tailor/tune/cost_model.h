@@ -31,7 +31,11 @@ const std::vector<std::string>& feature_names();
 /// main-graph nodes: [1 (fixed overhead), GEMM/conv FLOPs/10⁷/threads,
 /// other ops' element operations/10⁷/threads, bytes read and written/10⁷,
 /// kernels/100, kernels·(threads − 1)/100, Σ max(0, working set − L2)/10⁷,
-/// sgemm calls/100]. Value shapes come from `shapes` (the unoptimized
+/// sgemm calls/100, Winograd conv FLOPs/10⁷/threads]. A conv's FLOPs count
+/// as Winograd's when it runs that kernel (its "conv_algorithm" attribute,
+/// else runtime::kernels::conv_default_algorithm; its working set then adds
+/// the transformed weights), else as GEMM FLOPs; a node with attribute
+/// "threads" = 1 counts on one thread. Value shapes come from `shapes` (the unoptimized
 /// model's run); values the passes created take the shape of their largest
 /// input (Transpose permutes it), an approximation the fit absorbs.
 std::vector<double> graph_features(const graph::Model& model, int threads,

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tailor/graph/graph.h"
 #include "tailor/graph/passes.h"
+#include "tailor/runtime/kernels/conv_algorithm.h"
 
 namespace tailor::tune {
 
@@ -19,16 +21,23 @@ namespace tailor::tune {
 /// "pass:<name>" (choices "off", "on"), "fusion:<FusionCandidate::id>"
 /// ("off", "on"), "conv_block:<conv output value>" (choices "full" or a
 /// column-block size in output columns, see kernels::Conv2dParams::column_block),
-/// "threads" (choices "1", "2", ...).
+/// "conv_algo:<conv>" ("gemm", "winograd": the conv algorithm, offered only
+/// on convs runtime::kernels::conv_winograd_eligible says Winograd serves;
+/// node attribute "conv_algorithm"), "op_threads:<conv>" ("all", "1": run a
+/// small conv on one thread, node attribute "threads"; offered only when
+/// more than one thread is), "threads" (choices "1", "2", ...).
 struct Decision {
   std::string name;
   /// "pass", "fusion", "fold_scales" (simplify's conv-scale fold: "exact",
   /// the default, or "rounded", see graph::PassOptions::fold_rounded_scales;
-  /// present only where it changes the graph), "conv_block", "threads".
+  /// present only where it changes the graph), "conv_block", "conv_algo",
+  /// "op_threads", "threads".
   std::string kind;
   std::vector<std::string> choices;
   /// Index of the default choice (all passes but layout on, every fusion
-  /// candidate on, full column blocks, the most threads).
+  /// candidate on, full column blocks, the conv algorithm conv2d's automatic
+  /// rule takes (runtime::kernels::conv_default_algorithm), every op on all
+  /// threads, the most threads).
   int default_choice = 0;
 };
 
@@ -65,14 +74,35 @@ struct SpaceOptions {
   /// Column-block sizes offered to each im2col/1×1 conv (only those smaller
   /// than the conv's out_h·out_w output columns, so each choice is distinct).
   std::vector<int64_t> column_blocks = {256, 1024, 4096};
+  /// Convs of at most this many multiply-adds get an "op_threads:" decision
+  /// (when max_threads > 1): waking the team may cost more than it saves.
+  int64_t small_op_macs = int64_t{1} << 24;
 };
+
+/// The 2-D conv parameters of Conv/FusedConv node `n` as the runtime will
+/// see them: channels, kernel, strides, dilations, groups from its weight
+/// (an initializer of `g`, else a value of `shapes`: a Constant node's output
+/// that constant folding turns into an initializer) and attributes, the input and output planes
+/// from `shapes` (ONNX pads taken so out_h()/out_w() equal the observed output's). nullopt when a
+/// shape or the constant weight is missing or not 2-D.
+std::optional<runtime::kernels::Conv2dParams> conv_params(const graph::Graph& g,
+                                                          const graph::Node& n,
+                                                          const ValueShapes& shapes);
+
+/// The algorithm node `n` (with parameters `p`) runs with: its
+/// "conv_algorithm" attribute when set, else the runtime's automatic rule.
+/// Only meaningful for non-depthwise, non-1×1 convs.
+runtime::kernels::ConvAlgorithm conv_algorithm_of(const graph::Node& n,
+                                                  const runtime::kernels::Conv2dParams& p);
 
 /// Builds the decision space of `model`: one "pass:" decision per registered
 /// pass (graph::registered_passes), one "fusion:" decision per candidate that
 /// fuse() finds after the passes that run before it (fold, simplify, cse,
 /// hoist), one "conv_block:" decision per non-depthwise 2-D Conv of the main
 /// graph whose output has more columns than the smallest block (named by the
-/// node's name, "conv#<index>" when unnamed), and "threads".
+/// node's name, "conv#<index>" when unnamed), one "conv_algo:" decision per
+/// conv Winograd serves, one "op_threads:" decision per conv of at most
+/// options.small_op_macs multiply-adds when max_threads > 1, and "threads".
 /// `shapes` gives conv output sizes (values absent from it get no conv_block
 /// decision). `options.evaluate` runs constant folding.
 DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
@@ -93,8 +123,9 @@ class Applier {
  public:
   Applier(const graph::Model& model, const DecisionSpace& space, graph::PassOptions pass_options);
   /// The model after the configuration's passes (in pipeline order, with the
-  /// chosen fusion candidates) and with each conv's "column_block" attribute
-  /// set, verified; and its thread count. Throws Error from a pass.
+  /// chosen fusion candidates) and with each conv's "column_block",
+  /// "conv_algorithm" and "threads" attributes set where the choice is not
+  /// the default, verified; and its thread count. Throws Error from a pass.
   AppliedConfiguration apply(const Configuration& c);
 
  private:

@@ -56,6 +56,24 @@ double sign_test_p_value(const std::vector<std::vector<double>>& rounds, size_t 
 /// Significance of the sign test a configuration must pass to replace the default.
 inline constexpr double kReplaceDefaultAlpha = 0.05;
 
+/// One method's best-so-far curve in a record: best_ms[i] is the least
+/// latency (first measurement, the record's statistic) among the method's
+/// first i + 1 measurements, 0 while none of them passed its check.
+struct SearchCurve {
+  std::string method;
+  std::vector<double> best_ms;
+};
+
+/// Every method's curve, in the record's method order (issue 16's sample
+/// efficiency: best latency reached against measurements spent).
+std::vector<SearchCurve> search_curves(const TuneRecord& record);
+
+/// The fewest measurements after which `curve` is within `fraction` of
+/// `target_ms` (target_ms / best_ms ≥ fraction, e.g. 0.97 for "97% of the
+/// best"); -1 when it never is. Throws Error("tune", ...) unless
+/// 0 < fraction ≤ 1 and target_ms > 0.
+int measurements_to_reach(const SearchCurve& curve, double target_ms, double fraction);
+
 /// Tunes `model` and returns the decision record. The chosen configuration
 /// is the pool's least paired median only when it beats the default (when
 /// the default is in the pool) in sign_test_p_value ≤ kReplaceDefaultAlpha

@@ -8,6 +8,7 @@
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
 #include "tailor/runtime/kernels/conv.h"
+#include "tailor/runtime/kernels/conv_algorithm.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -58,6 +59,15 @@ bool winograd_pays(const Conv2dParams& p) {
 }
 
 }  // namespace
+
+bool conv_winograd_eligible(const Conv2dParams& p) {
+  return winograd_weights_pay(p);
+}
+
+ConvAlgorithm conv_default_algorithm(const Conv2dParams& p) {
+  return winograd_weights_pay(p) && winograd_pays(p) ? ConvAlgorithm::winograd
+                                                     : ConvAlgorithm::gemm;
+}
 
 Conv2dParams Conv1dParams::as_2d() const {
   Conv2dParams p;
@@ -116,17 +126,32 @@ PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w) {
 }
 
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
-            const Activation& act, float* /*scratch*/, const PackedConvWeights* packed) {
+            const Activation& act, float* scratch, const PackedConvWeights* packed) {
+  conv2d(p, ConvAlgorithm::automatic, x, w, bias, y, act, scratch, packed);
+}
+
+void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, const float* w,
+            const float* bias, float* y, const Activation& act, float* /*scratch*/,
+            const PackedConvWeights* packed) {
   validate(p);
   check(p.column_block >= 0, "", "Conv column_block must be >= 0");
   const KernelTable& kt = active_kernels();
+  const bool has_winograd =
+      packed != nullptr && packed->serves(p) && !packed->winograd.empty() && is_winograd_shape(p);
+  check(algorithm != ConvAlgorithm::winograd || has_winograd, "",
+        "Conv conv_algorithm=winograd needs a 3x3 stride-1 undilated one-group conv with c_in, "
+        "c_out >= 8, c_in*c_out <= 32768 and constant weights: " +
+            dims(p));
   if (is_depthwise(p)) {
     kt.conv_dw(p, x, w, bias, y, act);
     return;
   }
   if (!is_pointwise(p)) {
-    if (packed != nullptr && packed->serves(p) && !packed->winograd.empty() &&
-        is_winograd_shape(p) && winograd_pays(p)) {
+    // The one selection point: a forced algorithm, else the automatic rule.
+    const bool winograd =
+        algorithm == ConvAlgorithm::winograd ||
+        (algorithm == ConvAlgorithm::automatic && has_winograd && winograd_pays(p));
+    if (winograd) {
       kt.conv_winograd(p, x, packed->winograd.data(), bias, y, act);
     } else if (packed != nullptr && packed->serves(p)) {
       kt.conv_packed(p, x, packed->data.data(), bias, y, act);

@@ -1,0 +1,159 @@
+// Per-node conv decisions (issue 16): the space lists exactly the eligible
+// conv algorithms per node and per-op threads for small convs, the applier
+// writes them as node attributes the runtime honours, the cost model tells
+// the kernels apart, and the gradient search over them is seeded.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tailor/runtime/executor.h"
+#include "tailor/runtime/pass_options.h"
+#include "tailor/tune/cost_model.h"
+#include "tailor/tune/harness.h"
+#include "tailor/tune/search.h"
+#include "tailor/tune/space.h"
+#include "tune/showcase.h"
+
+namespace tailor::tune {
+namespace {
+
+using testing::declare_input;
+using testing::make_node;
+using testing::random_tensor;
+
+// x [1, 16, 20, 20] → a: 3×3 s1 pad 1 (16→16, 20×20 plane) → b: 3×3 stride 2
+// pad 1 (→ 10×10) → c: 1×1 → d: 3×3 s1 pad 1 (10×10) → e: depthwise 3×3 →
+// f: 3×3 s1 pad 1 (16→4) → y [1, 4, 10, 10].
+graph::Model chain_model() {
+  graph::Model m;
+  m.opset = 13;
+  m.source = "conv_chain";
+  declare_input(m, "x", {1, 16, 20, 20});
+  auto& g = m.graph;
+  const auto pads = graph::Attribute::of_ints({1, 1, 1, 1});
+  for (const char* w : {"wa", "wb", "wd"}) g.add_initializer(w, random_tensor({16, 16, 3, 3}, 7));
+  g.add_initializer("wc", random_tensor({16, 16, 1, 1}, 8));
+  g.add_initializer("we", random_tensor({16, 1, 3, 3}, 9));
+  g.add_initializer("wf", random_tensor({4, 16, 3, 3}, 10));
+  g.nodes = {
+      make_node("Conv", "a", {"x", "wa"}, {"va"}, {{"pads", pads}}),
+      make_node("Conv", "b", {"va", "wb"}, {"vb"},
+                {{"pads", pads}, {"strides", graph::Attribute::of_ints({2, 2})}}),
+      make_node("Conv", "c", {"vb", "wc"}, {"vc"}),
+      make_node("Conv", "d", {"vc", "wd"}, {"vd"}, {{"pads", pads}}),
+      make_node("Conv", "e", {"vd", "we"}, {"ve"},
+                {{"pads", pads}, {"group", graph::Attribute::of_int(16)}}),
+      make_node("Conv", "f", {"ve", "wf"}, {"y"}, {{"pads", pads}}),
+  };
+  g.outputs = {"y"};
+  return m;
+}
+
+DecisionSpace space_of(const graph::Model& m, int threads, int64_t small_macs) {
+  SpaceOptions o;
+  o.max_threads = threads;
+  o.small_op_macs = small_macs;
+  return build_space(m, observe_shapes(m, random_inputs(m, {}, 1)), runtime::default_pass_options(),
+                     o);
+}
+
+std::vector<std::string> names_of_kind(const DecisionSpace& s, const std::string& kind) {
+  std::vector<std::string> out;
+  for (const auto& d : s.decisions)
+    if (d.kind == kind) out.push_back(d.name);
+  return out;
+}
+
+TEST(TuneConvDecisions, SpaceListsExactlyTheEligibleChoices) {
+  unsetenv("TAILOR_CONV_WINOGRAD");
+  // Winograd serves a and d (3×3 s1, 16 channels); not b (stride 2), c
+  // (1×1), e (depthwise), f (4 output channels). The rule takes it on a's
+  // 20×20 plane, not on d's 10×10.
+  const DecisionSpace s = space_of(chain_model(), 1, int64_t{1} << 24);
+  EXPECT_EQ(names_of_kind(s, "conv_algo"),
+            (std::vector<std::string>{"conv_algo:a", "conv_algo:d"}));
+  const auto& a = s.decisions[static_cast<size_t>(s.find("conv_algo:a"))];
+  const auto& d = s.decisions[static_cast<size_t>(s.find("conv_algo:d"))];
+  EXPECT_EQ(a.choices, (std::vector<std::string>{"gemm", "winograd"}));
+  EXPECT_EQ(a.default_choice, 1);
+  EXPECT_EQ(d.choices, (std::vector<std::string>{"gemm", "winograd"}));
+  EXPECT_EQ(d.default_choice, 0);
+  EXPECT_TRUE(names_of_kind(s, "op_threads").empty());  // one thread offered
+  // Multiply-adds: a 16·400·144 = 921600, b and d 16·100·144 = 230400,
+  // c 16·100·16 = 25600, e 16·100·9 = 14400, f 4·100·144 = 57600; under a
+  // 500000 limit every conv but a is small.
+  EXPECT_EQ(names_of_kind(space_of(chain_model(), 4, 500000), "op_threads"),
+            (std::vector<std::string>{"op_threads:b", "op_threads:c", "op_threads:d",
+                                      "op_threads:e", "op_threads:f"}));
+}
+
+TEST(TuneConvDecisions, AppliedChoicesReachTheRuntimeAndTheCostModel) {
+  unsetenv("TAILOR_CONV_WINOGRAD");
+  const graph::Model m = chain_model();
+  const DecisionSpace s = space_of(m, 1, int64_t{1} << 24);
+  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
+  Applier applier(m, s, runtime::default_pass_options());
+  Configuration c = s.default_configuration();
+  const AppliedConfiguration dflt = applier.apply(c);
+  for (const auto& n : dflt.model.graph.nodes) EXPECT_EQ(n.find("conv_algorithm"), nullptr);
+  c[static_cast<size_t>(s.find("conv_algo:a"))] = 0;  // gemm
+  c[static_cast<size_t>(s.find("conv_algo:d"))] = 1;  // winograd
+  const AppliedConfiguration swapped = applier.apply(c);
+  std::map<std::string, std::string> algo;
+  for (const auto& n : swapped.model.graph.nodes)
+    if (n.find("conv_algorithm")) algo[n.name] = n.attr_string("conv_algorithm", "");
+  EXPECT_EQ(algo, (std::map<std::string, std::string>{{"a", "gemm"}, {"d", "winograd"}}));
+  // Same function, different rounding: the runtime ran other kernels.
+  const auto in = random_inputs(m, {}, 3);
+  runtime::Executor e0(dflt.model), e1(swapped.model);
+  const Tensor y0 = e0.run(in).at("y"), y1 = e1.run(in).at("y");
+  ASSERT_EQ(y0.numel(), 400);
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < y0.numel(); ++i) {
+    diff = std::max(diff, std::fabs(double(y0.data<float>()[i]) - y1.data<float>()[i]));
+    scale = std::max(scale, std::fabs(double(y0.data<float>()[i])));
+  }
+  EXPECT_GT(diff, 0.0);
+  EXPECT_LT(diff, 1e-4 * scale);
+  // The cost model's Winograd term: a's FLOPs (2·16·400·144 = 1843200) by
+  // default, d's (2·16·100·144 = 460800) after the swap.
+  const auto& names = feature_names();
+  const size_t wf = static_cast<size_t>(
+      std::find(names.begin(), names.end(), "winograd_flops_1e7_per_thread") - names.begin());
+  ASSERT_LT(wf, names.size());
+  const MachineInfo machine;
+  EXPECT_NEAR(graph_features(dflt.model, 1, shapes, machine)[wf], 1843200 / 1e7, 1e-12);
+  EXPECT_NEAR(graph_features(swapped.model, 1, shapes, machine)[wf], 460800 / 1e7, 1e-12);
+}
+
+TEST(TuneConvDecisions, GradientSearchOverConvChoicesIsSeeded) {
+  unsetenv("TAILOR_CONV_WINOGRAD");
+  const graph::Model m = chain_model();
+  const DecisionSpace s = space_of(m, 1, int64_t{1} << 24);
+  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
+  Applier applier(m, s, runtime::default_pass_options());
+  const MachineInfo machine;
+  const FeatureFn features = [&](const Configuration& c) {
+    const AppliedConfiguration a = applier.apply(c);
+    return graph_features(a.model, a.threads, shapes, machine);
+  };
+  // A synthetic latency (no timing): Winograd pays 0.4 ms on a, 0.2 on d.
+  const int da = s.find("conv_algo:a"), dd = s.find("conv_algo:d");
+  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
+    return 2.0 + (c[static_cast<size_t>(da)] == 0 ? 0.4 : 0.0) +
+           (c[static_cast<size_t>(dd)] == 0 ? 0.2 : 0.0);
+  };
+  auto run = [&](uint64_t seed) {
+    CostModel model(feature_names().size());
+    return search_gradient(s, oracle, features, 8, seed, model);
+  };
+  const SearchResult r1 = run(11), r2 = run(11);
+  ASSERT_EQ(r1.evaluations.size(), r2.evaluations.size());
+  for (size_t i = 0; i < r1.evaluations.size(); ++i)
+    EXPECT_EQ(r1.evaluations[i].config, r2.evaluations[i].config) << i;
+  ASSERT_GE(r1.best, 0);
+  EXPECT_DOUBLE_EQ(*r1.evaluations[static_cast<size_t>(r1.best)].latency_ms, 2.0);
+}
+
+}  // namespace
+}  // namespace tailor::tune
