@@ -6,12 +6,11 @@
 // item each group of 24 output channels is decoded once (the schemes' panel
 // decoder, 24·K floats, L2-resident) and reused for every pixel of the
 // block; a 6×16 register tile (12 FMA accumulators; Goto & van de Geijn, TOMS
-// 34(3), 2008) reads the decoded rows by broadcast and the pixels either
-// straight from X's rows (1×1, stride 1, unpadded: the NCHW plane is already
-// the im2col matrix; a last panel of fewer than 16 pixels from a zero-padded
-// copy) or from the block's implicit-im2col panels (f32_conv_im2col_avx2.h,
-// the dense conv's gather). Bias and activation run in the epilogue while the
-// tile is in cache. Each output sums its K products in ascending order
+// 34(3), 2008) (f32_gemm_6x16_avx2.h's strided form) reads the decoded rows by broadcast and the
+// pixels either straight from X's rows (1×1, stride 1, unpadded: the NCHW plane is already the
+// im2col matrix; a last panel of fewer than 16 pixels from a zero-padded copy) or from the block's
+// implicit-im2col panels (f32_conv_im2col_avx2.h, the dense conv's gather). Bias and activation run
+// in the epilogue while the tile is in cache. Each output sums its K products in ascending order
 // whatever the threads, so results are reproducible.
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -21,73 +20,21 @@
 #include <vector>
 
 #include "runtime/kernels/f32_conv_im2col_avx2.h"
+#include "runtime/kernels/f32_gemm_6x16_avx2.h"
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
 namespace {
 
-constexpr int64_t kMr = 6;    // output channels per tile
-constexpr int64_t kNr = 16;   // output pixels per tile
-constexpr int64_t kKc = 256;  // reduction chunk: a 16-pixel panel's chunk (16 KiB) stays in L1
+using detail::kKc;  // reduction chunk: a 16-pixel panel's chunk (16 KiB) stays in L1
+using detail::kMr;  // output channels per tile
+using detail::kNr;  // output pixels per tile
 // Output channels decoded together (4 panels of 6): each chunk of a pixel
 // panel, loaded into L1 once, serves all of them; their decoded rows
 // (24·K floats) stay in L2.
 constexpr int64_t kGroupPanels = 4;
 constexpr int64_t kGroupRows = kGroupPanels * kMr;
-
-// c[r·16 + t] (+)= Σ_{i<k} a[r·lda + i]·b[i·ldb + t] for r < R, t < 16.
-template <int R, bool kAccumulate>
-inline void tile(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c) {
-  __m256 acc[R][2];
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-    acc[r][0] = kAccumulate ? _mm256_loadu_ps(c + r * kNr) : _mm256_setzero_ps();
-    acc[r][1] = kAccumulate ? _mm256_loadu_ps(c + r * kNr + 8) : _mm256_setzero_ps();
-  }
-  for (int64_t i = 0; i < k; ++i) {
-    const __m256 b0 = _mm256_loadu_ps(b + i * ldb), b1 = _mm256_loadu_ps(b + i * ldb + 8);
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + i);
-      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
-    }
-  }
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-    _mm256_storeu_ps(c + r * kNr, acc[r][0]);
-    _mm256_storeu_ps(c + r * kNr + 8, acc[r][1]);
-  }
-}
-
-template <int R>
-inline void tile_acc(bool accumulate, int64_t k, const float* a, int64_t lda, const float* b,
-                     int64_t ldb, float* c) {
-  if (accumulate) {
-    tile<R, true>(k, a, lda, b, ldb, c);
-  } else {
-    tile<R, false>(k, a, lda, b, ldb, c);
-  }
-}
-
-inline void tile_rows(int64_t rows, bool accumulate, int64_t k, const float* a, int64_t lda,
-                      const float* b, int64_t ldb, float* c) {
-  switch (rows) {
-    case 1:
-      return tile_acc<1>(accumulate, k, a, lda, b, ldb, c);
-    case 2:
-      return tile_acc<2>(accumulate, k, a, lda, b, ldb, c);
-    case 3:
-      return tile_acc<3>(accumulate, k, a, lda, b, ldb, c);
-    case 4:
-      return tile_acc<4>(accumulate, k, a, lda, b, ldb, c);
-    case 5:
-      return tile_acc<5>(accumulate, k, a, lda, b, ldb, c);
-    default:
-      return tile_acc<6>(accumulate, k, a, lda, b, ldb, c);
-  }
-}
 
 schemes::kernels::PackedDecodeFn decoder(int bits) {
   switch (bits) {
@@ -166,8 +113,9 @@ void qb_f32_conv_6x16_avx2(const QbConvParams& p, const float* x, const float* b
             }
             // The chunk of 16 pixels (kc rows, L1) serves every panel of the group.
             for (int64_t pi = 0; pi < gp; ++pi)
-              tile_rows(std::min(kMr, grows - pi * kMr), k0 > 0, kc, a.data() + pi * kMr * k + k0,
-                        k, bq, ldb, acc.data() + (q * kGroupPanels + pi) * kMr * kNr);
+              detail::kernel_panel_strided(std::min(kMr, grows - pi * kMr), k0 > 0, kc,
+                                           a.data() + pi * kMr * k + k0, k, 1, bq, ldb,
+                                           acc.data() + (q * kGroupPanels + pi) * kMr * kNr);
           }
         }
         for (int64_t i = 0; i < grows; ++i) {
