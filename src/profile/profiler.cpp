@@ -504,6 +504,20 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   ModelProfile profile;
   profile.model = model.source;
   const std::vector<graph::WeightView> weights = graph::weights(model);
+  if (!options.layer_regex.empty()) {
+    // A pattern that names no weight at all is a mistake, not a 0-layer profile.
+    const std::regex re(options.layer_regex, std::regex::ECMAScript);
+    int64_t named = 0;
+    bool any = false;
+    for (const graph::WeightView& w : weights) {
+      if (w.layout == WeightLayout::none) continue;
+      ++named;
+      any = any || std::regex_search(w.name, re);
+    }
+    if (!any)
+      throw Error("--layers", fmt::format("\"{}\" matches none of the {} weight names of {}",
+                                          options.layer_regex, named, model.source));
+  }
   std::vector<const graph::WeightView*> layers;
   for (const graph::WeightView& w : weights) {
     const int64_t bytes = checked_mul<int64_t>(4, w.tensor.numel(), w.name, "its f32 bytes");

@@ -396,6 +396,10 @@ TEST(ProfileModel, MinParamsAndRegexFilter) {
   EXPECT_EQ(p.fixed_bytes, 4 * (64 + 128 * 64));
   o.layer_regex = "(";
   EXPECT_THROW(profile_model(m, o), Error);
+  o.layer_regex = "^nomatch$";  // names no weight: refused, not a 0-layer profile
+  EXPECT_THROW(profile_model(m, o), Error);
+  o.layer_regex = "^a\\.";  // names one weight: profiled
+  EXPECT_EQ(names(profile_model(m, o)), (std::vector<std::string>{"a.weight"}));
   o.layer_regex.clear();
   o.schemes = {"int9"};
   EXPECT_THROW(profile_model(m, o), Error);
@@ -480,6 +484,11 @@ TEST(ProfileCli, BadInputExitsTwo) {
   EXPECT_EQ(testing::run_cli("profile '" + model + "' --schemes int9 -o '" + out + "'").exit_code,
             2);
   EXPECT_EQ(testing::run_cli("profile '" + model + "' --layers '(' -o '" + out + "'").exit_code, 2);
+  const testing::CommandResult none =
+      testing::run_cli("profile '" + model + "' --layers nomatch --shard 0/2 -o '" + out + "'");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("matches none of the 1 weight names"), std::string::npos)
+      << none.output;
   EXPECT_EQ(testing::run_cli("profile '" + model + "' --calib '" + dir.file("none") + "' -o '" +
                              out + "'")
                 .exit_code,
