@@ -267,6 +267,15 @@ TEST(DecoderCli, GenerateContinuesTheStory) {
   const auto bad = run_cli("generate '" + kStories + "' --tokenizer '" + dir.file("none") + "'");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find(dir.file("none")), std::string::npos) << bad.output;
+  // More tokens than the context holds: said, not silently capped. stories260K's
+  // context is 512 and "Once upon a time" is 5 tokens with BOS, so 512 + 1 - 5 = 508.
+  const auto over = run_cli("generate '" + kStories + "' --tokens 600");
+  EXPECT_EQ(over.exit_code, 0) << over.output;
+  EXPECT_NE(over.output.find("warning: --tokens: 600 asked, but the context length 512 leaves "
+                             "room for 508"),
+            std::string::npos)
+      << over.output;
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;  // 40 fit
 }
 
 TEST(DecoderCli, KldReportsTheCompressedBytes) {

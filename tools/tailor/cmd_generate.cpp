@@ -12,6 +12,7 @@
 #include "format.h"
 #include "tailor/compress/rewrite.h"
 #include "tailor/core/error.h"
+#include "tailor/core/warning.h"
 #include "tailor/io/llama2c.h"
 #include "tailor/io/llama_graph.h"
 #include "tailor/io/load_model.h"
@@ -59,6 +60,10 @@ void add_generate(CLI::App& app) {
     const int64_t room =
         sig.context > 0 ? sig.context + 1 - static_cast<int64_t>(ids.size()) : int64_t{tokens};
     check(room >= 1, "--prompt", "the prompt fills the context length");
+    if (tokens > room)
+      warn("--tokens", fmt::format("{} asked, but the context length {} leaves room for {} after "
+                                   "the {}-token prompt: generating at most {}",
+                                   tokens, sig.context, room, ids.size(), room));
     llm::Decoder decoder(std::move(model), {}, llm::llama_graph_passes());
     decoder.executor().set_profiling(profile);
     const auto t0 = std::chrono::steady_clock::now();
