@@ -160,17 +160,19 @@ void measure_damage(const OutputMode& m, const graph::Model& model, const Profil
                     ModelProfile& part, const std::vector<size_t>& indices, size_t count,
                     bool cache, bool say) {
   const auto t0 = std::chrono::steady_clock::now();
-  ModelProfile todo;
-  std::vector<size_t> todo_indices, todo_at;
+  // The layers still without damage, their indices among the `count`
+  // profiled, and their positions in `part`.
+  ModelProfile unmeasured;
+  std::vector<size_t> unmeasured_indices, unmeasured_at;
   for (size_t k = 0; k < part.layers.size(); ++k) {
     const auto& cands = part.layers[k].candidates;
     if (std::all_of(cands.begin(), cands.end(),
                     [](const Candidate& c) { return c.output_damage.has_value(); }) &&
         !cands.empty())
       continue;
-    todo.layers.push_back(std::move(part.layers[k]));
-    todo_indices.push_back(indices[k]);
-    todo_at.push_back(k);
+    unmeasured.layers.push_back(std::move(part.layers[k]));
+    unmeasured_indices.push_back(indices[k]);
+    unmeasured_at.push_back(k);
   }
   std::function<void(size_t, const LayerProfile&)> store;
   if (cache) {
@@ -180,21 +182,27 @@ void measure_damage(const OutputMode& m, const graph::Model& model, const Profil
         store_cached_layer(layer_cache_key(settings, index, *w), layer);
     };
   }
+  // The layers go back to their places in `part` whether or not the pass throws.
+  auto put_back = [&] {
+    for (size_t k = 0; k < unmeasured_at.size(); ++k)
+      part.layers[unmeasured_at[k]] = std::move(unmeasured.layers[k]);
+  };
   try {
-    compress::measure_profile_damage(m.llama ? *m.llama : model, m.objective, options, todo,
-                                     todo_indices, count, store);
+    compress::measure_profile_damage(m.llama ? *m.llama : model, m.objective, options, unmeasured,
+                                     unmeasured_indices, count, store);
   } catch (...) {
-    for (size_t k = 0; k < todo_at.size(); ++k) part.layers[todo_at[k]] = std::move(todo.layers[k]);
+    put_back();
     throw;
   }
-  for (size_t k = 0; k < todo_at.size(); ++k) part.layers[todo_at[k]] = std::move(todo.layers[k]);
-  part.output_metric = todo.output_metric;
-  part.calibration = todo.calibration;
+  put_back();
+  part.output_metric = unmeasured.output_metric;
+  part.calibration = unmeasured.calibration;
   if (say)
     std::cout << fmt::format(
         "output damage ({}) of {} layers ({} with their damage from the cache) on {} in {:.2f} s "
         "(Grams {:.2f} s)\n",
-        part.output_metric, indices.size(), indices.size() - todo_indices.size(), part.calibration,
+        part.output_metric, indices.size(), indices.size() - unmeasured_indices.size(),
+        part.calibration,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
         m.objective.gram_seconds);
 }
