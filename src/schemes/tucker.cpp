@@ -133,16 +133,22 @@ class TuckerWeight final : public Encoded {
 // X_(k)·X_(k)ᵀ [d_k, d_k], accumulated in double from X in place (linalg::svd_gram's method): mode
 // 0 is X [d0, d1·d2] itself (its smaller side's Gram, then U = X·V·diag(1/σ) when d0 > d1·d2), mode
 // 1 sums X_a·X_aᵀ and mode 2 X_aᵀ·X_a over the slices X_a [d1, d2]. No copy of X.
+// Whether leading_vectors takes an SVD of the mode-`mode` unfolding itself
+// (a small one) rather than its Gram matrix. A thin unfolding takes the Gram
+// path at any size, where gesdd would also form the long side's vectors: one
+// of few rows (cols ≥ 4·rows), or mode 0 of few columns (rows ≥ 4·cols;
+// svd_gram forms U from the [cols, cols] Gram).
+bool svd_of_unfolding(const std::vector<int64_t>& dims, int mode, const linalg::SvdOptions& opts) {
+  const int64_t rows = dims[mode], cols = dims[0] * dims[1] * dims[2] / rows;
+  const bool thin = cols >= 4 * rows || (mode == 0 && rows >= 4 * cols);
+  return rows * cols < opts.gram_min_elements && !thin;
+}
+
 linalg::Matrix leading_vectors(const float* x, const std::vector<int64_t>& dims, int mode,
                                int64_t r, const linalg::SvdOptions& opts) {
   const int64_t d0 = dims[0], d1 = dims[1], d2 = dims[2];
-  const std::vector<int64_t> sizes{d0, d1, d2};
-  const int64_t rows = sizes[mode], cols = d0 * d1 * d2 / rows;
-  // A thin unfolding takes the Gram path at any size, where gesdd would also
-  // form the long side's vectors: one of few rows (cols ≥ 4·rows), or mode 0
-  // of few columns (rows ≥ 4·cols; svd_gram forms U from the [cols, cols] Gram).
-  const bool thin = cols >= 4 * rows || (mode == 0 && rows >= 4 * cols);
-  if (rows * cols < opts.gram_min_elements && !thin) {
+  const int64_t rows = dims[mode], cols = d0 * d1 * d2 / rows;
+  if (svd_of_unfolding(dims, mode, opts)) {
     if (mode == 0) return linalg::svd_truncated(to_matrix(x, d0, d1 * d2), r, opts).u;
     const std::vector<int> perm = mode == 1 ? std::vector<int>{1, 0, 2} : std::vector<int>{2, 0, 1};
     const std::vector<float> unfolding = permute(x, dims, perm);
@@ -161,9 +167,7 @@ linalg::Matrix leading_vectors(const float* x, const std::vector<int64_t>& dims,
 bool takes_exact_svd(const std::vector<int64_t>& dims, int mode, int64_t r,
                      const linalg::SvdOptions& opts) {
   const int64_t rows = dims[mode], cols = dims[0] * dims[1] * dims[2] / rows;
-  const bool thin = cols >= 4 * rows || (mode == 0 && rows >= 4 * cols);
-  return rows * cols < opts.gram_min_elements && !thin &&
-         linalg::svd_prefers_exact(rows, cols, r, opts);
+  return svd_of_unfolding(dims, mode, opts) && linalg::svd_prefers_exact(rows, cols, r, opts);
 }
 
 /// encode_tucker with the mode-0 factor from `u_svd` and, for a 1×1 conv
@@ -181,9 +185,8 @@ std::unique_ptr<Encoded> encode_tucker_with(const Tensor& w, const SchemeParams&
   // HOSVD factors: leading left singular vectors of each mode's unfolding.
   // Mode 0 unfolds to W [d0, d1·d2] itself, so its vectors are W's U; a 1×1
   // kernel (d2 = 1, mode 2 kept) unfolds mode 1 to Wᵀ, whose vectors are W's V.
-  const bool reuse_u = u_svd && d0 * d1 * d2 < params.svd.gram_min_elements &&
-                       linalg::svd_prefers_exact(d0, d1 * d2, r0, params.svd) &&
-                       u_svd->rows() == d0 && u_svd->cols() >= r0;
+  const bool reuse_u = u_svd && takes_exact_svd(p.dims, 0, r0, params.svd) && u_svd->rows() == d0 &&
+                       u_svd->cols() >= r0;
   const bool reuse_v = vt_svd && !p.factor_mode2 && d2 == 1 &&
                        takes_exact_svd(p.dims, 1, r1, params.svd) && vt_svd->cols() == d1 &&
                        vt_svd->rows() >= r1;
