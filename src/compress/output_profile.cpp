@@ -158,14 +158,18 @@ void measure_profile_damage(const graph::Model& run_model, const OutputObjective
     whole.layers[indices[k]] = std::move(part.layers[k]);
   }
   if (indices.size() < count) d.layers = indices;
+  // The layers go back to `part` whether or not the pass throws.
+  auto put_back = [&] {
+    for (size_t k = 0; k < indices.size(); ++k)
+      part.layers[k] = std::move(whole.layers[indices[k]]);
+  };
   try {
     measure_output_damage(run_model, c.inputs, whole, d);
   } catch (...) {
-    for (size_t k = 0; k < indices.size(); ++k)
-      part.layers[k] = std::move(whole.layers[indices[k]]);
+    put_back();
     throw;
   }
-  for (size_t k = 0; k < indices.size(); ++k) part.layers[k] = std::move(whole.layers[indices[k]]);
+  put_back();
 }
 
 }  // namespace tailor::compress
