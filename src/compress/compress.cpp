@@ -263,8 +263,7 @@ CompressResult compress_model(const CompressOptions& o) {
       throw Error(o.model, "--gguf: not a llama checkpoint (" + mf.format +
                                "); model.gguf needs a llama2.c, Hugging Face llama or GGUF llama "
                                "checkpoint");
-    gguf_tokenizer = Llama2cTokenizer::load(
-        find_llama2c_tokenizer(o.model, o.tokenizer, ck->config.vocab_size), ck->config.vocab_size);
+    gguf_tokenizer = load_llama_tokenizer(o.model, o.tokenizer, ck->config.vocab_size);
     for (const std::string& s : o.uniform.empty() ? o.schemes : std::vector{o.uniform})
       if (!ggml_type_of(s))
         throw Error("--gguf", "scheme '" + s + "' has no ggml type (dense, q8_0, q4_0)");

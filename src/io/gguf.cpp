@@ -18,8 +18,10 @@
 #include <climits>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -249,14 +251,39 @@ TensorInfo read_tensor_info(ByteCursor& c) {
 }
 
 /// A parsed file: metadata in `model` (no initializers yet), the checked
-/// tensor infos and the mapping they point into.
+/// tensor infos and the mapping they point into, and the values of the
+/// string, float32 and int32 arrays whose keys the caller asked for.
 struct ParsedGguf {
   graph::Model model;
   std::vector<TensorInfo> infos;
   std::shared_ptr<Storage> storage;
+  std::unordered_map<std::string, GgufValue> arrays;
 };
 
-ParsedGguf parse_gguf(const std::string& path);
+ParsedGguf parse_gguf(const std::string& path,
+                      const std::unordered_set<std::string>& array_keys = {});
+
+/// The elements of the array value at `c` (element type, count, elements),
+/// already bounds-checked by skip_array: string, float32 and int32 arrays;
+/// Error naming the key for another element type.
+GgufValue read_array(ByteCursor c, std::string_view key) {
+  const auto elem = c.read<uint32_t>("array element type");
+  const auto n = static_cast<size_t>(c.read<uint64_t>("array length"));
+  auto fixed = [&]<class T>(std::vector<T> v) {
+    v.resize(n);
+    if (n) std::memcpy(v.data(), c.bytes(n * sizeof(T), "array data").data(), n * sizeof(T));
+    return GgufValue(std::move(v));
+  };
+  if (elem == kF32) return fixed(std::vector<float>{});
+  if (elem == kI32) return fixed(std::vector<int32_t>{});
+  if (elem != kString)
+    throw Error(c.path(), "metadata key " + io_detail::quoted(key) + " is an array of " +
+                              value_type_name(elem) + " (string, float32 or int32 expected)");
+  std::vector<std::string> v;
+  v.reserve(n);
+  for (size_t i = 0; i < n; ++i) v.emplace_back(read_string(c, "string array element"));
+  return v;
+}
 
 }  // namespace
 
@@ -293,6 +320,56 @@ std::vector<GgufTensor> read_gguf_tensors(const std::string& path) {
   });
 }
 
+std::optional<Llama2cTokenizer> read_gguf_tokenizer(const std::string& path) {
+  return attribute_errors(path, [&]() -> std::optional<Llama2cTokenizer> {
+    const std::string kTokens = "tokenizer.ggml.tokens", kScores = "tokenizer.ggml.scores",
+                      kTypes = "tokenizer.ggml.token_type";
+    ParsedGguf p = parse_gguf(path, {kTokens, kScores, kTypes});
+    const auto tokens_at = p.arrays.find(kTokens);
+    if (tokens_at == p.arrays.end()) return std::nullopt;
+    const auto model_at = p.model.metadata.find("tokenizer.ggml.model");
+    if (model_at != p.model.metadata.end() && model_at->second != "llama")
+      throw Error(path, "tokenizer.ggml.model is " + io_detail::quoted(model_at->second) +
+                            ", not a llama (SentencePiece) vocabulary");
+    const auto* tokens = std::get_if<std::vector<std::string>>(&tokens_at->second);
+    check(tokens != nullptr, path, kTokens + " is not an array of strings");
+    const auto scores_at = p.arrays.find(kScores);
+    const auto* scores =
+        scores_at == p.arrays.end() ? nullptr : std::get_if<std::vector<float>>(&scores_at->second);
+    check(scores != nullptr && scores->size() == tokens->size(), path,
+          kTokens + " holds " + std::to_string(tokens->size()) + " tokens but " + kScores +
+              " is missing, not float32, or of another length");
+    const auto types_at = p.arrays.find(kTypes);
+    const auto* types =
+        types_at == p.arrays.end() ? nullptr : std::get_if<std::vector<int32_t>>(&types_at->second);
+    check(types == nullptr || types->size() == tokens->size(), path,
+          kTypes + " is of another length than " + kTokens);
+    Llama2cTokenizer t;
+    t.scores = *scores;
+    t.vocab.reserve(tokens->size());
+    const std::string_view kSpace = "\xE2\x96\x81";  // SentencePiece's U+2581 for ' '
+    for (size_t id = 0; id < tokens->size(); ++id) {
+      const std::string& text = (*tokens)[id];
+      std::string v;
+      if (types && (*types)[id] == 3 && (text == "<s>" || text == "</s>")) {
+        v = "\n" + text + "\n";  // llama2.c's spelling of BOS / EOS
+      } else {
+        for (size_t i = 0; i < text.size();) {
+          if (text.compare(i, kSpace.size(), kSpace) == 0) {
+            v += ' ';
+            i += kSpace.size();
+          } else {
+            v += text[i++];
+          }
+        }
+      }
+      t.max_token_length = std::max(t.max_token_length, static_cast<int32_t>(v.size()));
+      t.vocab.push_back(std::move(v));
+    }
+    return t;
+  });
+}
+
 std::string ggml_type_name(GgmlType type) {
   return ggml_type_name(static_cast<uint32_t>(type));
 }
@@ -321,7 +398,7 @@ Tensor decode_ggml_tensor(GgmlType type, const Shape& shape, const uint8_t* data
 
 namespace {
 
-ParsedGguf parse_gguf(const std::string& path) {
+ParsedGguf parse_gguf(const std::string& path, const std::unordered_set<std::string>& array_keys) {
   const std::shared_ptr<Storage> storage = Storage::map_file(path);
   const size_t size = storage->size();
   ByteCursor c(storage->data(), size, path);
@@ -366,6 +443,9 @@ ParsedGguf parse_gguf(const std::string& path) {
     } else if (type == kArray) {
       const size_t start = c.pos();
       skip_array(c, key, 1);
+      if (array_keys.count(key))
+        parsed.arrays.emplace(
+            key, read_array(ByteCursor(storage->data() + start, c.pos() - start, path), key));
       // Re-read the count for the summary (validated by skip_array).
       uint64_t n;
       std::memcpy(&n, storage->data() + start + 4, 8);

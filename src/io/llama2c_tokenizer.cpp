@@ -1,6 +1,7 @@
 // llama2.c's tokenizer (run.c: build_tokenizer, encode, decode): a
 // SentencePiece-style BPE vocabulary with scores and byte fallback.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "io/byte_cursor.h"
 #include "tailor/core/error.h"
 #include "tailor/io/atomic_file.h"
+#include "tailor/io/gguf.h"
 #include "tailor/io/llama2c.h"
 
 namespace tailor {
@@ -40,6 +42,19 @@ std::string find_llama2c_tokenizer(const std::string& model_path, const std::str
   }
   throw Error(model_path, "no llama2.c tokenizer found beside the model (tok" +
                               std::to_string(vocab) + ".bin or tokenizer.bin); give --tokenizer");
+}
+
+Llama2cTokenizer load_llama_tokenizer(const std::string& model_path, const std::string& given,
+                                      int32_t vocab) {
+  if (given.empty() && std::filesystem::path(model_path).extension() == ".gguf") {
+    if (std::optional<Llama2cTokenizer> t = read_gguf_tokenizer(model_path)) {
+      check(static_cast<int64_t>(t->vocab.size()) == vocab, model_path,
+            "its tokenizer holds " + std::to_string(t->vocab.size()) +
+                " tokens, the model's vocabulary " + std::to_string(vocab));
+      return std::move(*t);
+    }
+  }
+  return Llama2cTokenizer::load(find_llama2c_tokenizer(model_path, given, vocab), vocab);
 }
 
 Llama2cTokenizer Llama2cTokenizer::load(const std::string& path, int32_t vocab_size) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "llm/stories.h"
@@ -67,6 +68,7 @@ class GgufOut : public ::testing::Test {
     delete dir_;
   }
   static std::string gguf() { return dir_->file("out/model.gguf"); }
+  static std::string dir_path() { return dir_->file(""); }
   static std::string onnx() { return dir_->file("out/model.onnx"); }
   static const compress::CompressResult& result() { return *result_; }
   /// The ggml label of a checkpoint tensor under the plan ("dense" when not planned).
@@ -206,6 +208,28 @@ TEST_F(GgufOut, RunAndGenerateOnModelGgufEqualModelOnnx) {
   EXPECT_GE(a.size(), 10u);
 }
 
+// model.gguf carries the llama2.c tokenizer (tokenizer.ggml.*), so `tailor
+// generate model.gguf` needs no tok512.bin beside it: the vocabulary read back
+// equals the fixture's token for token (the control tokens in llama2.c's
+// spelling, spaces back from U+2581), the scores bit for bit, and the text
+// equals the run given the fixture's tokenizer explicitly.
+TEST_F(GgufOut, GenerateReadsTheTokenizerTheFileHolds) {
+  const Llama2cTokenizer want = Llama2cTokenizer::load(testing::fixture_path("tok512.bin"), 512);
+  const std::optional<Llama2cTokenizer> got = read_gguf_tokenizer(gguf());
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->vocab, want.vocab);
+  EXPECT_EQ(got->scores, want.scores);
+  EXPECT_EQ(got->max_token_length, want.max_token_length);  // 7: the file's field is exact
+  ASSERT_FALSE(fs::exists(dir_path() + "/out/tok512.bin"));
+  const auto from_file = testing::run_cli("generate " + gguf() + " --tokens 24");
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  const auto given = testing::run_cli("generate " + gguf() + " --tokens 24 --tokenizer " +
+                                      testing::fixture_path("tok512.bin"));
+  ASSERT_EQ(given.exit_code, 0) << given.output;
+  EXPECT_EQ(from_file.output, given.output);
+  EXPECT_EQ(from_file.output.rfind("Once upon a time", 0), 0u) << from_file.output;
+}
+
 // `tailor inspect model.gguf` lists each tensor's ggml type and stored bytes.
 TEST_F(GgufOut, InspectListsTheBlockTypes) {
   const auto r = testing::run_cli("inspect " + gguf());
@@ -275,6 +299,31 @@ TEST(GgufOutBadInput, OneLineErrors) {
   testing::expect_error_naming([&] { write_gguf(dir.file("x.gguf"), {}, {t}); }, "w",
                                "not whole blocks of 32");
   EXPECT_FALSE(fs::exists(dir.file("x.gguf")));
+  // GGUF tokenizers tailor cannot read: no scores, another model, a short
+  // type array; none at all is nullopt, not an error.
+  const std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
+  const auto tokenizer_error = [&](std::vector<std::pair<std::string, GgufValue>> meta,
+                                   const std::string& message) {
+    write_gguf(dir.file("t.gguf"), meta, {});
+    testing::expect_error_naming([&] { read_gguf_tokenizer(dir.file("t.gguf")); },
+                                 dir.file("t.gguf"), message);
+  };
+  tokenizer_error({{"tokenizer.ggml.tokens", tokens}}, "tokenizer.ggml.scores is missing");
+  tokenizer_error(
+      {{"tokenizer.ggml.tokens", tokens}, {"tokenizer.ggml.scores", std::vector<float>{0.f, 0.f}}},
+      "or of another length");
+  tokenizer_error({{"tokenizer.ggml.model", std::string("gpt2")},
+                   {"tokenizer.ggml.tokens", tokens},
+                   {"tokenizer.ggml.scores", std::vector<float>{0.f, 0.f, 0.f}}},
+                  "tokenizer.ggml.model is 'gpt2', not a llama");
+  tokenizer_error({{"tokenizer.ggml.tokens", tokens},
+                   {"tokenizer.ggml.scores", std::vector<float>{0.f, 0.f, 0.f}},
+                   {"tokenizer.ggml.token_type", std::vector<int32_t>{2, 3}}},
+                  "tokenizer.ggml.token_type is of another length");
+  tokenizer_error({{"tokenizer.ggml.tokens", std::vector<int32_t>{1, 2}}},
+                  "tokenizer.ggml.tokens is not an array of strings");
+  write_gguf(dir.file("t.gguf"), {{"general.name", std::string("x")}}, {});
+  EXPECT_FALSE(read_gguf_tokenizer(dir.file("t.gguf")).has_value());
 }
 
 }  // namespace

@@ -45,17 +45,16 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--prompt", prompt, "Text after BOS (default \"Once upon a time\")");
   cmd->add_option("--tokens", tokens, "Tokens to generate (default 64; stops early at EOS)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option(
-      "--tokenizer", tokenizer,
-      "llama2.c tokenizer .bin (default: tok{vocab}.bin or tokenizer.bin beside MODEL)");
+  cmd->add_option("--tokenizer", tokenizer,
+                  "llama2.c tokenizer .bin (default: the one a .gguf holds, else tok{vocab}.bin or "
+                  "tokenizer.bin beside MODEL)");
   cmd->add_flag("--profile", profile,
                 "Print the decoding speed and the time per op type over the steps (stderr)");
   cmd->callback([] {
     graph::Model model = load_llama_graph(path);
     const llm::DecoderSignature sig = llm::decoder_signature(model);
     const auto vocab = static_cast<int32_t>(sig.vocab);
-    const Llama2cTokenizer tok =
-        Llama2cTokenizer::load(find_llama2c_tokenizer(path, tokenizer, vocab), vocab);
+    const Llama2cTokenizer tok = load_llama_tokenizer(path, tokenizer, vocab);
     const std::vector<int32_t> ids = tok.encode(prompt, true, false);
     const int64_t room =
         sig.context > 0 ? sig.context + 1 - static_cast<int64_t>(ids.size()) : int64_t{tokens};

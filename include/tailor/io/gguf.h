@@ -3,12 +3,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "tailor/graph/graph.h"
+#include "tailor/io/llama2c.h"
 #include "tailor/schemes/scheme.h"
 
 namespace tailor {
@@ -40,6 +42,18 @@ namespace tailor {
 /// the alignment or whose data reaches past the end of the file, overlapping
 /// tensors, or a truncated file.
 graph::Model read_gguf(const std::string& path);
+
+/// The tokenizer a GGUF file holds in its tokenizer.ggml.* metadata, as the
+/// llama2.c tokenizer tailor encodes and decodes with; nullopt when the file
+/// has no tokenizer.ggml.tokens. The inverse of what compress --gguf writes
+/// (and llama.cpp's llama2.c converter): U+2581 in a token becomes a space,
+/// the control tokens "<s>" and "</s>" take llama2.c's spellings "\n<s>\n"
+/// and "\n</s>\n", scores are kept, max_token_length is the longest token in
+/// bytes. Throws Error naming the file as read_gguf does, and when
+/// tokenizer.ggml.model is present and not "llama", the tokens are not a
+/// string array, tokenizer.ggml.scores is missing, not float32 or of another
+/// length, or tokenizer.ggml.token_type is of another length.
+std::optional<Llama2cTokenizer> read_gguf_tokenizer(const std::string& path);
 
 /// The ggml tensor types tailor writes, and reads as stored bytes
 /// (ggml.h's enum ggml_type values).

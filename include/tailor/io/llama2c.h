@@ -75,6 +75,16 @@ void convert_llama2c_to_hf(const std::string& checkpoint, const std::string& out
 std::string find_llama2c_tokenizer(const std::string& model_path, const std::string& given,
                                    int32_t vocab);
 
+struct Llama2cTokenizer;
+
+/// The tokenizer of a llama checkpoint of `vocab` tokens: the file `given`
+/// when not empty; else, for a .gguf holding tokenizer.ggml.* metadata, that
+/// vocabulary (read_gguf_tokenizer); else find_llama2c_tokenizer's file
+/// beside the model. Throws Error naming the file whose vocabulary is not of
+/// `vocab` tokens, and the errors of those readers.
+Llama2cTokenizer load_llama_tokenizer(const std::string& model_path, const std::string& given,
+                                      int32_t vocab);
+
 /// A llama2.c tokenizer (tokenizer.bin): int32 max_token_length, then per
 /// token f32 score, int32 length, bytes.
 struct Llama2cTokenizer {
