@@ -72,9 +72,8 @@ std::vector<size_t> layers_of_shard(const std::vector<int>& owner, int shard) {
 std::pair<int, int> parse_shard(const std::string& text) {
   const std::regex form(R"(^(\d{1,6})/(\d{1,6})$)");
   std::smatch m;
-  if (!std::regex_match(text, m, form))
-    throw Error("--shard", fmt::format("expected I/N (0 ≤ I < N), found \"{}\"", text));
-  const int i = std::stoi(m[1].str()), n = std::stoi(m[2].str());
+  const int i = std::regex_match(text, m, form) ? std::stoi(m[1].str()) : 0;
+  const int n = m.empty() ? 0 : std::stoi(m[2].str());
   if (n < 1 || i >= n)
     throw Error("--shard", fmt::format("expected I/N with 0 ≤ I < N, found \"{}\"", text));
   return {i, n};
