@@ -41,8 +41,8 @@ void sweep(Graph& g) {
 
 }  // namespace
 
-Model eliminate_dead_code(const Model& model, const PassOptions&) {
-  Model out = model;
+Model eliminate_dead_code(Model model, const PassOptions&) {
+  Model out = std::move(model);
   detach_subgraphs(out.graph);
   sweep(out.graph);
   prune_types(out.graph);
