@@ -95,9 +95,10 @@ class Model {
       graph::Model m = load_runnable_model(path_);
       const std::vector<std::string> names = graph::parse_pass_list(passes);
       if (std::find(names.begin(), names.end(), "fold") != names.end())
-        m = graph::recognise_compressed_weights(m, {});
+        m = graph::recognise_compressed_weights(std::move(m), {});
       graph::promote_f16_to_f32(m);
-      if (!names.empty()) m = graph::run_passes(m, names, runtime::default_pass_options());
+      if (!names.empty())
+        m = graph::run_passes(std::move(m), names, runtime::default_pass_options());
       weight_storage_.clear();
       for (const auto& [name, t] : m.graph.initializers) weight_storage_.insert(t.storage().get());
       executor_ = std::make_unique<runtime::Executor>(std::move(m));

@@ -144,7 +144,7 @@ Decoder::Decoder(graph::Model model, const std::vector<std::string>& extra_outpu
   fuse_group_query_attention(m);
   fuse_rms_norm(m);
   fuse_skip_rms_norm(m);
-  m = graph::run_passes(m, passes, runtime::default_pass_options());
+  m = graph::run_passes(std::move(m), passes, runtime::default_pass_options());
   // run_passes ends by verifying the graph: the executor need not again.
   ex_ =
       std::make_unique<runtime::Executor>(std::move(m), runtime::ExecutorOptions{.verify = false});

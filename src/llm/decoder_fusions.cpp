@@ -9,6 +9,7 @@
 #include <set>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tailor/graph/shape_inference.h"
 
@@ -181,12 +182,33 @@ int fuse_rms_norm(graph::Model& model) {
 int fuse_skip_rms_norm(graph::Model& model) {
   graph::Graph& g = model.graph;
   const Index ix = index_of(g);
+  // The norms reading a residual Add, by the nodes alone; then the types of
+  // the addends (inferred once, only those kept).
+  std::vector<std::pair<size_t, size_t>> found;  // (norm, add)
+  std::unordered_set<std::string_view> addends;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& norm = g.nodes[i];
+    if (norm.op_type != "RMSNormalization" || norm.domain != "ai.tailor" ||
+        norm.inputs.size() != 2 || norm.outputs.size() != 1 ||
+        !g.initializers.count(norm.inputs[1]))
+      continue;
+    const std::optional<size_t> at = ix.producer(norm.inputs[0]);
+    if (!at) continue;
+    const Node& add = g.nodes[*at];
+    if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 ||
+        add.outputs.size() != 1)
+      continue;
+    found.emplace_back(i, *at);
+    addends.insert(add.inputs.begin(), add.inputs.end());
+  }
+  if (found.empty()) return 0;
   std::unordered_map<std::string, graph::ValueType> types;
-  bool typed = false;
+  graph::for_each_inferred_type(g, model.opset, [&](std::string&& name, graph::ValueType&& t) {
+    if (addends.count(name)) types.emplace(std::move(name), std::move(t));
+  });
   // Both addends of the same shape, every dim known or the same symbol (no
   // broadcast: the fused op adds element by element).
   auto same_shape = [&](const std::string& a, const std::string& b) {
-    if (!typed) types = graph::infer_types(g, model.opset), typed = true;
     auto ta = types.find(a), tb = types.find(b);
     if (ta == types.end() || tb == types.end() || !ta->second.shape || !tb->second.shape)
       return false;
@@ -196,23 +218,15 @@ int fuse_skip_rms_norm(graph::Model& model) {
   };
   std::set<size_t> dead;
   std::map<size_t, Node> fused;  // at the position of the Add
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
+  for (const auto& [i, at] : found) {
     const Node& norm = g.nodes[i];
-    if (norm.op_type != "RMSNormalization" || norm.domain != "ai.tailor" ||
-        norm.inputs.size() != 2 || norm.outputs.size() != 1 ||
-        !g.initializers.count(norm.inputs[1]))
-      continue;
-    const std::optional<size_t> at = ix.producer(norm.inputs[0]);
-    if (!at || fused.count(*at)) continue;
-    const Node& add = g.nodes[*at];
-    if (add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 ||
-        add.outputs.size() != 1 || !same_shape(add.inputs[0], add.inputs[1]))
-      continue;
+    const Node& add = g.nodes[at];
+    if (fused.count(at) || !same_shape(add.inputs[0], add.inputs[1])) continue;
     Node n = norm;
     n.inputs = {add.inputs[0], norm.inputs[1], add.inputs[1]};
     n.outputs = {norm.outputs[0], add.outputs[0]};
     dead.insert(i);
-    fused[*at] = std::move(n);
+    fused[at] = std::move(n);
   }
   if (fused.empty()) return 0;
   splice(model, dead, fused);

@@ -171,7 +171,8 @@ double measure_layer(const graph::Model& typed, const Constants& views, const La
 graph::Model runnable_model(const graph::Model& model) {
   graph::Model m = graph::recognise_compressed_weights(model, {});
   graph::promote_f16_to_f32(m);
-  return graph::run_passes(m, graph::parse_pass_list("all"), runtime::default_pass_options());
+  return graph::run_passes(std::move(m), graph::parse_pass_list("all"),
+                           runtime::default_pass_options());
 }
 
 std::vector<double> interleaved_latency_ms(const std::vector<const graph::Model*>& models,

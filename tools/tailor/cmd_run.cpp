@@ -94,7 +94,7 @@ void add_run(CLI::App& app) {
     // f16 promotion would change them, wherever the passes would fold them.
     if (!tuning.empty() ||
         std::find(pass_names.begin(), pass_names.end(), "fold") != pass_names.end())
-      model = graph::recognise_compressed_weights(model, {});
+      model = graph::recognise_compressed_weights(std::move(model), {});
     if (const int n = graph::promote_f16_to_f32(model); n > 0)
       std::cout << "note: f16 tensors and casts computed in f32 (" << n << " changed)\n";
     if (no_fuse) std::erase(pass_names, std::string("fuse"));
@@ -111,7 +111,8 @@ void add_run(CLI::App& app) {
     if (!pass_names.empty()) {
       const size_t before = model.graph.nodes.size();
       std::vector<graph::PassTime> times;
-      model = graph::run_passes(model, pass_names, runtime::default_pass_options(), &times);
+      model =
+          graph::run_passes(std::move(model), pass_names, runtime::default_pass_options(), &times);
       std::string list;
       for (const auto& n : pass_names) list += (list.empty() ? "" : ",") + n;
       pass_line =

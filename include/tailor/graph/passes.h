@@ -1,9 +1,11 @@
 // Graph passes: constant folding, dead-code elimination, common-subexpression
 // elimination, algebraic simplification, strength reduction, invariant
 // hoisting out of If/Loop bodies, fusion, and layout. Each pass is a function
-// Model → Model (the input is never modified; subgraphs are copied before they
-// are changed) that keeps the model's graph outputs, their names and their
-// values (exactly, or within float rounding where the doc comment says so).
+// Model → Model taking its model by value (a caller done with its model moves
+// it in and spares a copy; a caller's own copy is never modified: subgraphs,
+// shared between copies, are copied before they are changed) that keeps the
+// model's graph outputs, their names and their values (exactly, or within
+// float rounding where the doc comment says so).
 // The pipeline order and the registry by name are at the end of this header.
 #pragma once
 
@@ -56,7 +58,7 @@ struct PassOptions {
 /// before fold (which would decode the weight into a dense constant):
 /// run_passes runs it first whenever fold is asked. Leaves
 /// every other form alone; the factors stay as initializers until dce.
-Model recognise_compressed_weights(const Model& model, const PassOptions& options);
+Model recognise_compressed_weights(Model model, const PassOptions& options);
 
 /// Constant folding. Rewrites: every node of the default domain whose inputs
 /// are all initializers (Constant nodes included: they have no inputs) and
@@ -69,14 +71,14 @@ Model recognise_compressed_weights(const Model& model, const PassOptions& option
 /// computations over static dims fold (fold_shape_constants). Preserves:
 /// every value bit for bit (the same kernels compute it, once, at compile
 /// time). Does nothing to nodes the evaluator refuses (they stay).
-Model fold_constants(const Model& model, const PassOptions& options);
+Model fold_constants(Model model, const PassOptions& options);
 
 /// Dead-code elimination. Removes nodes none of whose outputs reach a graph
 /// output (directly or through subgraphs that read them), initializers no
 /// node reads, and types of removed values; in subgraphs too (a subgraph's
 /// outputs are its roots). Preserves every graph output and graph input (the
 /// model's interface), exactly.
-Model eliminate_dead_code(const Model& model, const PassOptions& options);
+Model eliminate_dead_code(Model model, const PassOptions& options);
 
 /// Common-subexpression elimination. Two nodes are merged when they have the
 /// same op type, domain, attributes (subgraph attributes: never merged) and
@@ -86,7 +88,7 @@ Model eliminate_dead_code(const Model& model, const PassOptions& options);
 /// are distinct values and are never merged. The later node's outputs are
 /// replaced by the earlier one's (a graph output keeps its name through an
 /// Identity). Preserves every value exactly.
-Model eliminate_common_subexpressions(const Model& model, const PassOptions& options);
+Model eliminate_common_subexpressions(Model model, const PassOptions& options);
 
 /// Algebraic simplification (constants are initializers, so run
 /// fold_constants first). Rewrites: x·1, 1·x, x+0, 0+x, x−0, x/1 → x (only
@@ -105,7 +107,7 @@ Model eliminate_common_subexpressions(const Model& model, const PassOptions& opt
 /// into weights (within float rounding: the conv sums the rounded products
 /// w'·x instead of scaling the rounded sum); a graph output name is kept
 /// through an Identity.
-Model simplify(const Model& model, const PassOptions& options);
+Model simplify(Model model, const PassOptions& options);
 
 /// Strength reduction: an operation replaced by a cheaper one (constants
 /// are initializers, so run fold_constants first; simplify before it, so a
@@ -125,7 +127,7 @@ Model simplify(const Model& model, const PassOptions& options);
 /// Everything else is left alone (x/c for other c is not exact, so it stays a
 /// division). One sweep, subgraphs too. Preserves graph outputs and their
 /// names, exactly but for the two rewrites marked "within one rounding".
-Model reduce_strength(const Model& model, const PassOptions& options);
+Model reduce_strength(Model model, const PassOptions& options);
 
 /// Invariant hoisting out of subgraphs. Loop bodies: every node whose inputs
 /// are all outer-scope values or constants (and has no subgraph) moves to the
@@ -136,7 +138,7 @@ Model reduce_strength(const Model& model, const PassOptions& options);
 /// values that only one branch needs stays, since hoisting it would compute it
 /// when the other branch is taken. Hoisted initializers and values keep their
 /// names (they are unique in the model). Preserves every value exactly.
-Model hoist_invariants(const Model& model, const PassOptions& options);
+Model hoist_invariants(Model model, const PassOptions& options);
 
 /// One fusion opportunity fuse() found. `id` is stable for a given graph:
 /// "<kind>:<name of the value the fused node produces>".
@@ -185,7 +187,7 @@ std::vector<FusionCandidate> fusion_candidates(const Model& model);
 /// candidates selected by options.fusion_candidates (default: all).
 /// Preserves graph outputs within float rounding (epilogues compute the same
 /// operations in the same order; the elementwise program does too).
-Model fuse(const Model& model, const PassOptions& options);
+Model fuse(Model model, const PassOptions& options);
 
 /// Layout: each 2-D Conv/FusedConv (groups 1 or depthwise, constant f32
 /// weight, explicit or VALID padding) becomes ai.tailor.ConvNhwc (weight
@@ -194,7 +196,7 @@ Model fuse(const Model& model, const PassOptions& options);
 /// runs in NHWC with one transpose at each end. Anything between two convs
 /// (a residual Add, an unfused elementwise op) keeps its pair of transposes.
 /// Preserves outputs within float rounding (GEMM summation order differs).
-Model convert_layout_nhwc(const Model& model, const PassOptions& options);
+Model convert_layout_nhwc(Model model, const PassOptions& options);
 
 /// A pass in the registry.
 struct PassInfo {
@@ -203,7 +205,7 @@ struct PassInfo {
   std::string name;
   /// One line saying what it does.
   std::string summary;
-  Model (*run)(const Model&, const PassOptions&);
+  Model (*run)(Model, const PassOptions&);
 };
 
 /// Every pass in pipeline order: fold (turns Constant nodes into the
@@ -233,7 +235,8 @@ struct PassTime {
 /// the previous one's output, then verify()s the result. When `fold` is among
 /// them, recognise_compressed_weights runs first (times: as "compressed"). Throws Error on an
 /// unknown name. With `times`, appends each pass's time (verify excluded).
-Model run_passes(const Model& model, const std::vector<std::string>& names,
-                 const PassOptions& options, std::vector<PassTime>* times = nullptr);
+/// Takes `model` by value, as the passes do (a caller done with it moves it in).
+Model run_passes(Model model, const std::vector<std::string>& names, const PassOptions& options,
+                 std::vector<PassTime>* times = nullptr);
 
 }  // namespace tailor::graph

@@ -185,8 +185,8 @@ std::optional<Node> compressed_op(const Graph& g, const Node& n, WeightLayout la
   return c;
 }
 
-Model recognise_compressed_weights(const Model& model, const PassOptions&) {
-  Model out = model;
+Model recognise_compressed_weights(Model model, const PassOptions&) {
+  Model out = std::move(model);
   Graph& g = out.graph;
   const auto producer = producers(g);
   const Uses uses = compute_uses(g);

@@ -161,11 +161,11 @@ class Folder {
 
 }  // namespace
 
-Model fold_constants(const Model& model, const PassOptions& options) {
+Model fold_constants(Model model, const PassOptions& options) {
   if (!options.evaluate)
     throw Error("fold_constants",
                 "PassOptions::evaluate is not set (runtime::default_pass_options() sets it)");
-  Model out = model;
+  Model out = std::move(model);
   detach_subgraphs(out.graph);
   NameGen names(out.graph);
   Folder(options, out.opset, names).graph(out.graph, nullptr);

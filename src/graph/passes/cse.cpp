@@ -64,8 +64,8 @@ void cse(Graph& g) {
 
 }  // namespace
 
-Model eliminate_common_subexpressions(const Model& model, const PassOptions&) {
-  Model out = model;
+Model eliminate_common_subexpressions(Model model, const PassOptions&) {
+  Model out = std::move(model);
   detach_subgraphs(out.graph);
   cse(out.graph);
   prune_types(out.graph);

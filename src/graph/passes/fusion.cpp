@@ -137,8 +137,8 @@ std::vector<FusionCandidate> fusion_candidates(const Model& model) {
   return out;
 }
 
-Model fuse(const Model& model, const PassOptions& options) {
-  Model out = model;
+Model fuse(Model model, const PassOptions& options) {
+  Model out = std::move(model);
   detach_subgraphs(out.graph);
   infer_shapes(out);  // ranks and dtypes the rewrites check (main graph)
   NameGen names(out.graph);

@@ -144,8 +144,8 @@ void hoist(Graph& g, const std::set<std::string>& outer_consts) {
 
 }  // namespace
 
-Model hoist_invariants(const Model& model, const PassOptions&) {
-  Model out = model;
+Model hoist_invariants(Model model, const PassOptions&) {
+  Model out = std::move(model);
   detach_subgraphs(out.graph);
   hoist(out.graph, {});
   prune_types(out.graph);

@@ -143,8 +143,8 @@ void cancel_pairs(Graph& g) {
 
 }  // namespace
 
-Model convert_layout_nhwc(const Model& model, const PassOptions&) {
-  Model out = model;
+Model convert_layout_nhwc(Model model, const PassOptions&) {
+  Model out = std::move(model);
   detach_subgraphs(out.graph);
   NameGen names(out.graph);
   convert(out.graph, names);

@@ -42,14 +42,17 @@ std::optional<size_t> Uses::sole_reader(const std::string& v) const {
 
 Uses compute_uses(const Graph& g) {
   Uses u;
+  u.readers.reserve(g.nodes.size() * 2);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    std::set<std::string> seen;
-    for (const auto& in : n.inputs)
-      if (!in.empty() && seen.insert(in).second) u.readers[in].push_back(i);
+    // One entry per reading node: an input read twice (Mul(x, x)) counts
+    // once; a node has a few inputs, so earlier ones are searched in place.
+    for (auto in = n.inputs.begin(); in != n.inputs.end(); ++in)
+      if (!in->empty() && std::find(n.inputs.begin(), in, *in) == in) u.readers[*in].push_back(i);
     if (has_subgraph(n))
       for (const auto& v : subgraph_free_names(n))
-        if (seen.insert(v).second) u.readers[v].push_back(i);
+        if (std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end())
+          u.readers[v].push_back(i);
   }
   u.graph_outputs.insert(g.outputs.begin(), g.outputs.end());
   return u;

@@ -70,17 +70,17 @@ std::vector<std::string> parse_pass_list(const std::string& spec) {
   return out;
 }
 
-Model run_passes(const Model& model, const std::vector<std::string>& names,
-                 const PassOptions& options, std::vector<PassTime>* times) {
+Model run_passes(Model model, const std::vector<std::string>& names, const PassOptions& options,
+                 std::vector<PassTime>* times) {
   for (const auto& n : names)
     if (std::none_of(registered_passes().begin(), registered_passes().end(),
                      [&](const PassInfo& p) { return p.name == n; }))
       throw Error("run_passes", "unknown pass '" + n + "'");
-  Model m = model;
+  Model m = std::move(model);
   // Compressed weights become compressed ops before fold could decode them.
   if (std::find(names.begin(), names.end(), "fold") != names.end()) {
     const auto t0 = std::chrono::steady_clock::now();
-    m = recognise_compressed_weights(m, options);
+    m = recognise_compressed_weights(std::move(m), options);
     if (times)
       times->push_back(
           {"compressed",
@@ -90,7 +90,7 @@ Model run_passes(const Model& model, const std::vector<std::string>& names,
   for (const auto& p : registered_passes())
     if (std::find(names.begin(), names.end(), p.name) != names.end()) {
       const auto t0 = std::chrono::steady_clock::now();
-      m = p.run(m, options);
+      m = p.run(std::move(m), options);
       if (times)
         times->push_back(
             {p.name,

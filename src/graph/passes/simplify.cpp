@@ -308,8 +308,8 @@ class Simplifier {
 
 }  // namespace
 
-Model simplify(const Model& model, const PassOptions& options) {
-  Model out = model;
+Model simplify(Model model, const PassOptions& options) {
+  Model out = std::move(model);
   detach_subgraphs(out.graph);
   infer_shapes(out);  // ranks and dtypes the rewrites check
   NameGen names(out.graph);

@@ -146,8 +146,8 @@ class StrengthReducer {
 
 }  // namespace
 
-Model reduce_strength(const Model& model, const PassOptions&) {
-  Model out = model;
+Model reduce_strength(Model model, const PassOptions&) {
+  Model out = std::move(model);
   detach_subgraphs(out.graph);
   infer_shapes(out);  // ranks and dtypes the rewrites check
   NameGen names(out.graph);
