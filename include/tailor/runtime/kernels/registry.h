@@ -32,6 +32,16 @@ using tailor::Isa;
 using F32GemmFn = void (*)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                            const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                            float* c, int64_t ldc);
+/// y[j] = alpha·Σ_l x[l]·op(B)[l, j] + beta·y[j] for j < n: F32GemmFn with
+/// m = 1 and A not transposed (x [k], y [n]), op(B) [k, n] (B stored [n, k]
+/// when trans_b) with leading dimension ldb; beta = 0 ignores y's input (NaN
+/// included). y[j] depends on x, column j of op(B), alpha, beta and y[j]
+/// alone, by operations that do not depend on n or j: a call on columns
+/// [j0, j1) (b offset to them) gives those columns' values of the whole
+/// call, so splitting the columns over threads leaves the results as they
+/// are. One call on the calling thread.
+using F32GemvFn = void (*)(bool trans_b, int64_t n, int64_t k, float alpha, const float* x,
+                           const float* b, int64_t ldb, float beta, float* y);
 /// y = act(conv(x, w) + bias), the whole convolution (shapes in Conv2dParams;
 /// bias [c_out] or null); parameters already validated.
 using F32ConvFn = void (*)(const Conv2dParams& p, const float* x, const float* w, const float* bias,
@@ -92,6 +102,8 @@ using F32AttentionFn = void (*)(const float* q, const float* k, const float* v, 
 void f32_gemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                   int64_t ldc);
+void f32_gemv_ref(bool trans_b, int64_t n, int64_t k, float alpha, const float* x, const float* b,
+                  int64_t ldb, float beta, float* y);
 void f32_conv_ref(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                   float* y, const Activation& act);
 /// The reference's "packing": a copy of w (its own layout).
@@ -136,6 +148,12 @@ void f32_attention_ref(const float* q, const float* k, const float* v, const flo
 void f32_gemm_openblas(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                        float* c, int64_t ldc);
+/// Bᵀ stored [n, k]: 8 columns at a time, each an 8-lane FMA chain over k
+/// (the tail by masked loads) summed across lanes as ((l0 + l1) + (l2 + l3))
+/// + ((l4 + l5) + (l6 + l7)); B stored [k, n]: 32, 8, then masked columns at
+/// a time, each one FMA chain over k. No BLAS setup per call.
+void f32_gemv_avx2(bool trans_b, int64_t n, int64_t k, float alpha, const float* x, const float* b,
+                   int64_t ldb, float beta, float* y);
 /// Implicit-im2col GEMM, 6 output channels × 16 output pixels per register
 /// tile, epilogue fused; any groups, pads, strides, dilations; honours
 /// Conv2dParams::column_block. Packs the weights (f32_conv_pack_6x16_avx2)
@@ -186,6 +204,7 @@ void f32_attention_avx2(const float* q, const float* k, const float* v, const fl
 struct KernelTable {
   Isa isa;
   F32GemmFn gemm;         ///< MatMul, Gemm, LSTM, ConvTranspose, 1×1 Conv
+  F32GemvFn gemv;         ///< MatMul and Gemm of one row (a decoder step)
   F32ConvFn conv_gemm;    ///< Conv, neither depthwise nor 1×1 stride-1 unpadded
   F32ConvFn conv_dw;      ///< depthwise Conv
   F32BiasActFn bias_act;  ///< activations and conv/gemm epilogues
