@@ -95,6 +95,16 @@ using F32ResizeFn = void (*)(const ResizeParams& p, const float* x, float* y);
 using F32AttentionFn = void (*)(const float* q, const float* k, const float* v, const float* mask,
                                 float* y, int64_t heads, int64_t rows, int64_t keys, int64_t d,
                                 int64_t kv_head_stride, int64_t key_stride, float scale);
+/// Rotary position embedding (Su et al., 2021, "RoFormer") of `rows` head
+/// rows of d values in the rotation-matrix form of the llama graphs
+/// (io/llama_graph.h): y = x·cos + (x·R)·sin, (x·R)[c] = Σ_e x[e]·R[e, c] as
+/// an FMA chain over e ascending from +0, y[c] = fma(x[c], cos[c],
+/// (x·R)[c]·sin[c]). Row i of x at x + i·x_stride, of y at y + i·y_stride (y
+/// not overlapping x); cos and sin [d], shared by the rows; R [d, d]
+/// row-major. Every kernel runs these operations in this order (bit for bit
+/// the same results).
+using F32RopeFn = void (*)(const float* x, int64_t x_stride, const float* cos, const float* sin,
+                           const float* r, int64_t d, int64_t rows, float* y, int64_t y_stride);
 
 // Scalar references (src/runtime/kernels/*_ref.cpp), serial. f32_conv_ref
 // serves every conv path; f32_bias_act_ref and f32_exp_ref use std::exp and
@@ -139,6 +149,8 @@ void f32_resize_ref(const ResizeParams& p, const float* x, float* y);
 void f32_attention_ref(const float* q, const float* k, const float* v, const float* mask, float* y,
                        int64_t heads, int64_t rows, int64_t keys, int64_t d, int64_t kv_head_stride,
                        int64_t key_stride, float scale);
+void f32_rope_ref(const float* x, int64_t x_stride, const float* cos, const float* sin,
+                  const float* r, int64_t d, int64_t rows, float* y, int64_t y_stride);
 
 // Optimised kernels (built when the compiler targets AVX2 and FMA, e.g.
 // -march=x86-64-v3; f32_gemm_openblas always). Parallel ones split fixed,
@@ -199,6 +211,10 @@ void f32_resize_avx2(const ResizeParams& p, const float* x, float* y);
 void f32_attention_avx2(const float* q, const float* k, const float* v, const float* mask, float* y,
                         int64_t heads, int64_t rows, int64_t keys, int64_t d,
                         int64_t kv_head_stride, int64_t key_stride, float scale);
+/// 8 columns of a row per pass: x[e] broadcast against row e of R in one
+/// 8-lane FMA chain, the last columns by masked loads and stores.
+void f32_rope_avx2(const float* x, int64_t x_stride, const float* cos, const float* sin,
+                   const float* r, int64_t d, int64_t rows, float* y, int64_t y_stride);
 
 /// One kernel per operation for one instruction set.
 struct KernelTable {
@@ -216,6 +232,7 @@ struct KernelTable {
   F32ConvPackFn conv_pack;      ///< conv_gemm's weights packed once (at load)
   F32ConvPackedFn conv_packed;  ///< conv_gemm on conv_pack's weights
   F32AttentionFn attention;     ///< ai.tailor Attention
+  F32RopeFn rope;               ///< ai.tailor GroupQueryAttention's RoPE
   /// 3×3 stride-1 groups-1 Conv on f32_conv_winograd_f43_pack's weights
   /// where conv2d's rule says it pays
   F32ConvPackedFn conv_winograd;
