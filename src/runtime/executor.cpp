@@ -40,20 +40,20 @@ const Tensor* value_of(const Frame& f, int slot) {
 
 }  // namespace
 
-Tensor Arena::alloc(DType dtype, const Shape& shape) {
+Tensor Arena::alloc(DType dtype, Shape shape) {
   const size_t bytes = shape_bytes(shape, dtype);
-  if (bytes == 0) return Tensor::zeros(dtype, shape);
-  std::shared_ptr<Storage>* best = nullptr;
-  std::shared_ptr<Storage>* small = nullptr;  // the largest free buffer too small
+  if (bytes == 0) return Tensor::zeros(dtype, std::move(shape));
+  Buffer* best = nullptr;
+  Buffer* small = nullptr;  // the largest free buffer too small
   size_t live = 0;
-  for (auto& b : buffers_) {
-    if (b.use_count() > 1) {
-      live += b->size();
+  for (Buffer& b : buffers_) {
+    if (b.storage.use_count() > 1) {
+      live += b.bytes;
       continue;
     }
-    if (b->size() >= bytes) {
-      if (!best || b->size() < (*best)->size()) best = &b;
-    } else if (!small || b->size() > (*small)->size()) {
+    if (b.bytes >= bytes) {
+      if (!best || b.bytes < best->bytes) best = &b;
+    } else if (!small || b.bytes > small->bytes) {
       small = &b;
     }
   }
@@ -65,11 +65,11 @@ Tensor Arena::alloc(DType dtype, const Shape& shape) {
     // growing by a little each run (the cache) finds room again for many
     // runs instead of a new allocation every run.
     size_t room = (bytes + 63) / 64 * 64;
-    if (small) room = std::max(room, 2 * (*small)->size());
-    std::shared_ptr<Storage> fresh = std::make_shared<ArenaStorage>(room);
-    pooled_ += fresh->size();
+    if (small) room = std::max(room, 2 * small->bytes);
+    Buffer fresh{std::make_shared<ArenaStorage>(room), room};
+    pooled_ += fresh.bytes;
     if (small) {
-      pooled_ -= (*small)->size();
+      pooled_ -= small->bytes;
       *small = std::move(fresh);
       best = small;
     } else {
@@ -77,9 +77,9 @@ Tensor Arena::alloc(DType dtype, const Shape& shape) {
       best = &buffers_.back();
     }
   }
-  live += (*best)->size();
+  live += best->bytes;
   peak_live_ = std::max(peak_live_, live);
-  return Tensor::view(*best, 0, dtype, shape);
+  return Tensor::view(best->storage, 0, dtype, std::move(shape));
 }
 
 const Tensor* Frame::lookup(const std::string& name) const {

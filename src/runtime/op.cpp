@@ -32,9 +32,9 @@ const Tensor& OpContext::in(size_t i) const {
   return *inputs[i];
 }
 
-Tensor OpContext::alloc(DType dtype, const Shape& shape) {
-  if (arena) return arena->alloc(dtype, shape);
-  return Tensor::zeros(dtype, shape);
+Tensor OpContext::alloc(DType dtype, Shape shape) {
+  if (arena) return arena->alloc(dtype, std::move(shape));
+  return Tensor::zeros(dtype, std::move(shape));
 }
 
 void OpContext::fail(const std::string& message) const {

@@ -77,8 +77,11 @@ std::shared_ptr<KvCacheStorage> cache_for(const OpContext& ctx, const Tensor& pa
 /// ai.tailor GroupQueryAttention (graph/fused_ops.h): RoPE on the new queries
 /// and keys, the keys and values appended to the pasts, attention of each KV
 /// head's query group over them, the heads back side by side. The arithmetic
-/// is the unfused graph's: (t·R)[c] = Σ_e t[e]·R[e, c] in e order, t·cos +
-/// (t·R)·sin as two products and a sum, the Attention kernel. The presents
+/// is the unfused graph's up to rounding: the table's rope kernel ((t·R)[c]
+/// = Σ_e t[e]·R[e, c] as FMAs in e order, exact for the builder's R with one
+/// ±1 per column; t·cos + (t·R)·sin with the first product and the sum as
+/// one FMA), the Attention kernel (a one-position step unmasked: it sees
+/// every key). The presents
 /// are views of a KV cache grown in place (runtime/kv_cache.h): a past that
 /// is the latest view of its cache gets the new positions written after its
 /// own, without a copy.
@@ -111,22 +114,24 @@ class GroupQueryAttentionKernel final : public Kernel {
       ctx.fail("Q " + shape_to_string(q.shape()) + " is not [sequence, " +
                std::to_string(heads_ * d) + "]");
     const int64_t s = q.dim(0), t = p + s, rows = heads_ / kv_heads_ * s;
-    if (k.shape() != Shape{s, kvd} || v.shape() != k.shape())
+    if (k.rank() != 2 || k.dim(0) != s || k.dim(1) != kvd || v.shape() != k.shape())
       ctx.fail("K " + shape_to_string(k.shape()) + " and V " + shape_to_string(v.shape()) +
                " are not [" + std::to_string(s) + ", " + std::to_string(kvd) + "]");
     // With rope_tables, cos and sin hold every position: rows P … T − 1 are read.
     const int64_t table_rows = rope_tables_ && cos.rank() == 3 ? cos.dim(0) : s;
-    if (cos.shape() != Shape{table_rows, 1, d} || sin.shape() != cos.shape() ||
-        rot.shape() != Shape{d, d} || (rope_tables_ && table_rows < t))
+    if (cos.rank() != 3 || cos.dim(0) != table_rows || cos.dim(1) != 1 || cos.dim(2) != d ||
+        sin.shape() != cos.shape() || rot.rank() != 2 || rot.dim(0) != d || rot.dim(1) != d ||
+        (rope_tables_ && table_rows < t))
       ctx.fail("cos " + shape_to_string(cos.shape()) + ", sin " + shape_to_string(sin.shape()) +
                " and R " + shape_to_string(rot.shape()) + " are not [" +
                (rope_tables_ ? "≥ " + std::to_string(t) : std::to_string(s)) + ", 1, " +
                std::to_string(d) + "] and [" + std::to_string(d) + ", " + std::to_string(d) + "]");
     const int64_t first_row = rope_tables_ ? p : 0;
     const float* mask = nullptr;
-    if (causal_) {
+    if (causal_ && s > 1) {
       // The builder's mask: −inf where key j > query position P + i, else 0,
-      // the rows of the group's query heads stacked (row h·S + i).
+      // the rows of the group's query heads stacked (row h·S + i). One new
+      // position (a decode step) sees every key: no mask.
       mask_.assign(static_cast<size_t>(rows * t), 0.0f);
       for (int64_t r = 0; r < rows; ++r)
         std::fill(mask_.begin() + r * t + p + r % s + 1, mask_.begin() + (r + 1) * t,
@@ -151,20 +156,21 @@ class GroupQueryAttentionKernel final : public Kernel {
     if (cv == ck) cv = cache_for(ctx, pv, t, false, "past value");
     float *ok = reinterpret_cast<float*>(ck->mutable_data()),
           *ov = reinterpret_cast<float*>(cv->mutable_data());
-    for (int64_t i = 0; i < s; ++i)
-      for (int64_t h = 0; h < kv_heads_; ++h) {
-        rope(kp + i * kvd + h * d, cp + i * d, sp + i * d, rp, d,
-             ok + ((p + i) * kv_heads_ + h) * d);
+    const kernels::F32RopeFn rope = kernels::active_kernels().rope;
+    for (int64_t i = 0; i < s; ++i) {
+      // The KV heads of position i side by side, from K and into the cache.
+      rope(kp + i * kvd, d, cp + i * d, sp + i * d, rp, d, kv_heads_, ok + (p + i) * kv_heads_ * d,
+           d);
+      for (int64_t h = 0; h < kv_heads_; ++h)
         std::copy_n(vp + i * kvd + h * d, d, ov + ((p + i) * kv_heads_ + h) * d);
-      }
+    }
     ck->filled = cv->filled = t;
     // Queries as [KV, group·S, d]: head h, row i at (h·S + i)·d.
     queries_.resize(static_cast<size_t>(heads_ * s * d));
     context_.resize(queries_.size());
-    for (int64_t h = 0; h < heads_; ++h)
-      for (int64_t i = 0; i < s; ++i)
-        rope(qp + i * heads_ * d + h * d, cp + i * d, sp + i * d, rp, d,
-             queries_.data() + (h * s + i) * d);
+    for (int64_t i = 0; i < s; ++i)
+      rope(qp + i * heads_ * d, d, cp + i * d, sp + i * d, rp, d, heads_, queries_.data() + i * d,
+           s * d);
     kernels::active_kernels().attention(queries_.data(), ok, ov, mask, context_.data(), kv_heads_,
                                         rows, t, d, /*kv_head_stride=*/d, /*key_stride=*/kvd,
                                         scale_);
@@ -179,17 +185,6 @@ class GroupQueryAttentionKernel final : public Kernel {
   }
 
  private:
-  /// y = x·cos + (x·R)·sin for one head row of d values.
-  static void rope(const float* x, const float* c, const float* sn, const float* r, int64_t d,
-                   float* y) {
-    for (int64_t col = 0; col < d; ++col) {
-      float turned = 0;
-      for (int64_t e = 0; e < d; ++e) turned += x[e] * r[e * d + col];
-      const float by_cos = x[col] * c[col], by_sin = turned * sn[col];
-      y[col] = by_cos + by_sin;
-    }
-  }
-
   int64_t heads_, kv_heads_;
   float scale_;
   bool causal_, rope_tables_;

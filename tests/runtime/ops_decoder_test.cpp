@@ -186,6 +186,41 @@ TEST(GroupQueryAttentionOp, MatchesTheDefinitionInDouble) {
     }
 }
 
+// A one-position causal step (a decode step) runs without a mask: every key
+// is at or before the query. Its outputs equal, bit for bit, those of the
+// same node fed an explicit all-zero mask, over pasts of 0, 1, 5 and 12
+// positions (the attention kernel's 4-key blocks and its single keys).
+TEST(GroupQueryAttentionOp, OnePositionCausalStepEqualsAZeroMask) {
+  Rng rng(23);
+  const int64_t H = 4, KV = 2, G = H / KV, d = 8;
+  for (const int64_t P : {0, 1, 5, 12}) {
+    const int64_t T = P + 1;
+    const Tensor q = random({1, H * d}, rng), k = random({1, KV * d}, rng),
+                 v = random({1, KV * d}, rng), pk = random({1, KV, P, d}, rng),
+                 pv = random({1, KV, P, d}, rng), cs = random({1, 1, d}, rng),
+                 sn = random({1, 1, d}, rng), rot = random({d, d}, rng);
+    const std::vector<std::pair<std::string, graph::Attribute>> heads = {
+        {"num_heads", graph::Attribute::of_int(H)},
+        {"kv_num_heads", graph::Attribute::of_int(KV)},
+        {"scale", graph::Attribute::of_float(0.35f)}};
+    auto causal = heads;
+    causal.push_back({"causal", graph::Attribute::of_int(1)});
+    const std::vector<Tensor> got =
+        OneOp("GroupQueryAttention", {q, k, v, pk, pv, cs, sn, rot}, causal, 17, 3, "ai.tailor")
+            .run();
+    const std::vector<Tensor> want =
+        OneOp("GroupQueryAttention",
+              {q, k, v, pk, pv, cs, sn, rot,
+               Tensor::from_f32({G, T}, std::vector<float>(static_cast<size_t>(G * T), 0.0f))},
+              heads, 17, 3, "ai.tailor")
+            .run();
+    for (size_t o = 0; o < 3; ++o) {
+      ASSERT_EQ(got[o].shape(), want[o].shape()) << "output " << o << " past " << P;
+      EXPECT_EQ(got[o].to_f32_vector(), want[o].to_f32_vector()) << "output " << o << " past " << P;
+    }
+  }
+}
+
 TEST(GroupQueryAttentionOp, RejectsBadShapesAndHeads) {
   Rng rng(2);
   const int64_t d = 4;

@@ -19,7 +19,7 @@ namespace tailor::runtime {
 class Arena {
  public:
   /// A contiguous tensor of `dtype` and `shape` over a pooled buffer.
-  Tensor alloc(DType dtype, const Shape& shape);
+  Tensor alloc(DType dtype, Shape shape);
   /// Bytes of all pooled buffers (what the arena holds from the system).
   size_t pooled_bytes() const { return pooled_; }
   /// The most bytes of buffers in use at once (viewed by live tensors),
@@ -33,7 +33,13 @@ class Arena {
   std::map<std::string, std::pair<double, int64_t>>* node_profile = nullptr;
 
  private:
-  std::vector<std::shared_ptr<Storage>> buffers_;
+  /// A pooled buffer and its size in bytes (read without a virtual call:
+  /// every alloc scans the pool).
+  struct Buffer {
+    std::shared_ptr<Storage> storage;
+    size_t bytes = 0;
+  };
+  std::vector<Buffer> buffers_;
   size_t pooled_ = 0;
   size_t peak_live_ = 0;
 };

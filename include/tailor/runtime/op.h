@@ -36,7 +36,7 @@ struct OpContext {
   const Tensor& in(size_t i) const;
   /// A new contiguous tensor from the arena. Its contents are unspecified
   /// (a reused buffer): the kernel writes every element.
-  Tensor alloc(DType dtype, const Shape& shape);
+  Tensor alloc(DType dtype, Shape shape);
   /// Throws Error(node label, message).
   [[noreturn]] void fail(const std::string& message) const;
 };

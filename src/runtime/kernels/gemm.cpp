@@ -1,5 +1,6 @@
 // MatMul (numpy broadcasting) and Gemm operators over the registry's gemm
-// kernel, in fixed blocks (gemm_partition.h).
+// kernel (its gemv kernel for a product of one row), in fixed blocks
+// (gemm_partition.h).
 #include "tailor/runtime/kernels/gemm.h"
 
 #include <algorithm>
@@ -104,6 +105,8 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
     // b is one matrix: all rows of a in one product.
     if (batches * p.m * p.k * p.n <= kSmallMatmulMacs)
       return small_matmul(a, b, y, batches * p.m, p.k, p.n);
+    if (batches * p.m == 1)
+      return detail::gemv_blocked(active_kernels().gemv, false, p.n, p.k, 1.f, a, b, p.n, 0.f, y);
     detail::gemm_blocked(gemm_fn, false, false, batches * p.m, p.n, p.k, 1.f, a, p.k, b, p.n, 0.f,
                          y, p.n);
     return;
@@ -128,6 +131,11 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
     }
     if (small) {
       small_matmul(a + ia * p.m * p.k, b + ib * p.k * p.n, y + t * p.m * p.n, p.m, p.k, p.n);
+      continue;
+    }
+    if (p.m == 1) {
+      detail::gemv_blocked(active_kernels().gemv, false, p.n, p.k, 1.f, a + ia * p.k,
+                           b + ib * p.k * p.n, p.n, 0.f, y + t * p.n);
       continue;
     }
     detail::gemm_blocked(gemm_fn, false, false, p.m, p.n, p.k, 1.f, a + ia * p.m * p.k, p.k,
@@ -160,8 +168,12 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
     }
     beta = p.beta;
   }
-  detail::gemm_blocked(gemm_fn, p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, a,
-                       p.trans_a ? p.m : p.k, b, p.trans_b ? p.k : p.n, beta, y, p.n);
+  if (p.m == 1 && !p.trans_a)  // one row (a decoder step): a matrix-vector product
+    detail::gemv_blocked(active_kernels().gemv, p.trans_b, p.n, p.k, p.alpha, a, b,
+                         p.trans_b ? p.k : p.n, beta, y);
+  else
+    detail::gemm_blocked(gemm_fn, p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, a,
+                         p.trans_a ? p.m : p.k, b, p.trans_b ? p.k : p.n, beta, y, p.n);
   if (act.kind != ActivationKind::none) apply_activation(act, y, y, p.m * p.n);
 }
 

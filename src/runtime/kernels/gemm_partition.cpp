@@ -55,4 +55,20 @@ void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t
   gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+void gemv_blocked(F32GemvFn gemv, bool trans_b, int64_t n, int64_t k, float alpha, const float* x,
+                  const float* b, int64_t ldb, float beta, float* y) {
+  const int64_t bn = block_columns(n);
+  if (n <= bn || !worth_threads(n * k) || omp_in_parallel()) {
+    gemv(trans_b, n, k, alpha, x, b, ldb, beta, y);
+    return;
+  }
+  const int64_t blocks = (n + bn - 1) / bn;
+#pragma omp parallel for schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t j0 = blk * bn;
+    gemv(trans_b, std::min(bn, n - j0), k, alpha, x, trans_b ? b + j0 * ldb : b + j0, ldb, beta,
+         y + j0);
+  }
+}
+
 }  // namespace tailor::runtime::kernels::detail

@@ -44,4 +44,11 @@ void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t
                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                   float* c, int64_t ldc);
 
+/// y = alpha·x·op(B) + beta·y by `gemv` (F32GemvFn's contract): one call, or
+/// block_columns(n) blocks of columns over OpenMP threads when
+/// worth_threads(n·k) and not already in a parallel region. The gemv
+/// contract makes the values the same either way.
+void gemv_blocked(F32GemvFn gemv, bool trans_b, int64_t n, int64_t k, float alpha, const float* x,
+                  const float* b, int64_t ldb, float beta, float* y);
+
 }  // namespace tailor::runtime::kernels::detail

@@ -9,21 +9,19 @@
 namespace tailor::runtime::kernels {
 namespace {
 
-constexpr KernelTable kRef{Isa::ref,          f32_gemm_ref,
-                           f32_conv_ref,      f32_conv_ref,
-                           f32_bias_act_ref,  f32_exp_ref,
-                           f32_batchnorm_ref, f32_softmax_ref,
-                           f32_maxpool_ref,   f32_resize_ref,
-                           f32_conv_pack_ref, f32_conv_ref,
-                           f32_attention_ref, f32_conv_winograd_f43_ref,
-                           qb_f32_conv_ref};
+constexpr KernelTable kRef{
+    Isa::ref,        f32_gemm_ref,      f32_gemv_ref,   f32_conv_ref,
+    f32_conv_ref,    f32_bias_act_ref,  f32_exp_ref,    f32_batchnorm_ref,
+    f32_softmax_ref, f32_maxpool_ref,   f32_resize_ref, f32_conv_pack_ref,
+    f32_conv_ref,    f32_attention_ref, f32_rope_ref,   f32_conv_winograd_f43_ref,
+    qb_f32_conv_ref};
 
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr KernelTable kAvx2 {
-  Isa::avx2, f32_gemm_openblas, f32_conv_gemm_6x16_avx2, f32_conv_dw_2x32_avx2, f32_bias_act_avx2,
-      f32_exp_avx2, f32_batchnorm_avx2, f32_softmax_avx2, f32_maxpool_avx2, f32_resize_avx2,
-      f32_conv_pack_6x16_avx2, f32_conv_gemm_packed_6x16_avx2, f32_attention_avx2,
-      f32_conv_winograd_f43_avx2,
+  Isa::avx2, f32_gemm_openblas, f32_gemv_avx2, f32_conv_gemm_6x16_avx2, f32_conv_dw_2x32_avx2,
+      f32_bias_act_avx2, f32_exp_avx2, f32_batchnorm_avx2, f32_softmax_avx2, f32_maxpool_avx2,
+      f32_resize_avx2, f32_conv_pack_6x16_avx2, f32_conv_gemm_packed_6x16_avx2, f32_attention_avx2,
+      f32_rope_avx2, f32_conv_winograd_f43_avx2,
 #if defined(__F16C__)
       qb_f32_conv_6x16_avx2
 #else
@@ -44,6 +42,7 @@ struct Named {
 
 const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_gemm_ref), "f32_gemm_ref"},
+    {reinterpret_cast<const void*>(&f32_gemv_ref), "f32_gemv_ref"},
     {reinterpret_cast<const void*>(&f32_conv_ref), "f32_conv_ref"},
     {reinterpret_cast<const void*>(&f32_bias_act_ref), "f32_bias_act_ref"},
     {reinterpret_cast<const void*>(&f32_exp_ref), "f32_exp_ref"},
@@ -53,10 +52,12 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_resize_ref), "f32_resize_ref"},
     {reinterpret_cast<const void*>(&f32_conv_pack_ref), "f32_conv_pack_ref"},
     {reinterpret_cast<const void*>(&f32_attention_ref), "f32_attention_ref"},
+    {reinterpret_cast<const void*>(&f32_rope_ref), "f32_rope_ref"},
     {reinterpret_cast<const void*>(&f32_conv_winograd_f43_ref), "f32_conv_winograd_f43_ref"},
     {reinterpret_cast<const void*>(&f32_gemm_openblas), "f32_gemm_openblas"},
     {reinterpret_cast<const void*>(&qb_f32_conv_ref), "qb_f32_conv_ref"},
 #if defined(__AVX2__) && defined(__FMA__)
+    {reinterpret_cast<const void*>(&f32_gemv_avx2), "f32_gemv_avx2"},
     {reinterpret_cast<const void*>(&f32_conv_gemm_6x16_avx2), "f32_conv_gemm_6x16_avx2"},
     {reinterpret_cast<const void*>(&f32_conv_dw_2x32_avx2), "f32_conv_dw_2x32_avx2"},
     {reinterpret_cast<const void*>(&f32_bias_act_avx2), "f32_bias_act_avx2"},
@@ -69,6 +70,7 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_conv_gemm_packed_6x16_avx2),
      "f32_conv_gemm_packed_6x16_avx2"},
     {reinterpret_cast<const void*>(&f32_attention_avx2), "f32_attention_avx2"},
+    {reinterpret_cast<const void*>(&f32_rope_avx2), "f32_rope_avx2"},
     {reinterpret_cast<const void*>(&f32_conv_winograd_f43_avx2), "f32_conv_winograd_f43_avx2"},
 #if defined(__F16C__)
     {reinterpret_cast<const void*>(&qb_f32_conv_6x16_avx2), "qb_f32_conv_6x16_avx2"},
@@ -116,6 +118,8 @@ std::string describe(const KernelTable& t) {
   std::string s = isa_name(t.isa);
   s += ": gemm=";
   s += name_of(t.gemm);
+  s += " gemv=";
+  s += name_of(t.gemv);
   s += " conv_gemm=";
   s += name_of(t.conv_gemm);
   s += " conv_dw=";
@@ -138,6 +142,8 @@ std::string describe(const KernelTable& t) {
   s += name_of(t.conv_packed);
   s += " attention=";
   s += name_of(t.attention);
+  s += " rope=";
+  s += name_of(t.rope);
   s += " conv_winograd=";
   s += name_of(t.conv_winograd);
   s += " qb_conv=";

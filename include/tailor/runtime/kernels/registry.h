@@ -32,6 +32,16 @@ using tailor::Isa;
 using F32GemmFn = void (*)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                            const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                            float* c, int64_t ldc);
+/// y[j] = alpha·Σ_l x[l]·op(B)[l, j] + beta·y[j] for j < n: F32GemmFn with
+/// m = 1 and A not transposed (x [k], y [n]), op(B) [k, n] (B stored [n, k]
+/// when trans_b) with leading dimension ldb; beta = 0 ignores y's input (NaN
+/// included). y[j] depends on x, column j of op(B), alpha, beta and y[j]
+/// alone, by operations that do not depend on n or j: a call on columns
+/// [j0, j1) (b offset to them) gives those columns' values of the whole
+/// call, so splitting the columns over threads leaves the results as they
+/// are. One call on the calling thread.
+using F32GemvFn = void (*)(bool trans_b, int64_t n, int64_t k, float alpha, const float* x,
+                           const float* b, int64_t ldb, float beta, float* y);
 /// y = act(conv(x, w) + bias), the whole convolution (shapes in Conv2dParams;
 /// bias [c_out] or null); parameters already validated.
 using F32ConvFn = void (*)(const Conv2dParams& p, const float* x, const float* w, const float* bias,
@@ -85,6 +95,16 @@ using F32ResizeFn = void (*)(const ResizeParams& p, const float* x, float* y);
 using F32AttentionFn = void (*)(const float* q, const float* k, const float* v, const float* mask,
                                 float* y, int64_t heads, int64_t rows, int64_t keys, int64_t d,
                                 int64_t kv_head_stride, int64_t key_stride, float scale);
+/// Rotary position embedding (Su et al., 2021, "RoFormer") of `rows` head
+/// rows of d values in the rotation-matrix form of the llama graphs
+/// (io/llama_graph.h): y = x·cos + (x·R)·sin, (x·R)[c] = Σ_e x[e]·R[e, c] as
+/// an FMA chain over e ascending from +0, y[c] = fma(x[c], cos[c],
+/// (x·R)[c]·sin[c]). Row i of x at x + i·x_stride, of y at y + i·y_stride (y
+/// not overlapping x); cos and sin [d], shared by the rows; R [d, d]
+/// row-major. Every kernel runs these operations in this order (bit for bit
+/// the same results).
+using F32RopeFn = void (*)(const float* x, int64_t x_stride, const float* cos, const float* sin,
+                           const float* r, int64_t d, int64_t rows, float* y, int64_t y_stride);
 
 // Scalar references (src/runtime/kernels/*_ref.cpp), serial. f32_conv_ref
 // serves every conv path; f32_bias_act_ref and f32_exp_ref use std::exp and
@@ -92,6 +112,8 @@ using F32AttentionFn = void (*)(const float* q, const float* k, const float* v, 
 void f32_gemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                   int64_t ldc);
+void f32_gemv_ref(bool trans_b, int64_t n, int64_t k, float alpha, const float* x, const float* b,
+                  int64_t ldb, float beta, float* y);
 void f32_conv_ref(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                   float* y, const Activation& act);
 /// The reference's "packing": a copy of w (its own layout).
@@ -127,6 +149,8 @@ void f32_resize_ref(const ResizeParams& p, const float* x, float* y);
 void f32_attention_ref(const float* q, const float* k, const float* v, const float* mask, float* y,
                        int64_t heads, int64_t rows, int64_t keys, int64_t d, int64_t kv_head_stride,
                        int64_t key_stride, float scale);
+void f32_rope_ref(const float* x, int64_t x_stride, const float* cos, const float* sin,
+                  const float* r, int64_t d, int64_t rows, float* y, int64_t y_stride);
 
 // Optimised kernels (built when the compiler targets AVX2 and FMA, e.g.
 // -march=x86-64-v3; f32_gemm_openblas always). Parallel ones split fixed,
@@ -136,6 +160,12 @@ void f32_attention_ref(const float* q, const float* k, const float* v, const flo
 void f32_gemm_openblas(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                        float* c, int64_t ldc);
+/// Bᵀ stored [n, k]: 8 columns at a time, each an 8-lane FMA chain over k
+/// (the tail by masked loads) summed across lanes as ((l0 + l1) + (l2 + l3))
+/// + ((l4 + l5) + (l6 + l7)); B stored [k, n]: 32, 8, then masked columns at
+/// a time, each one FMA chain over k. No BLAS setup per call.
+void f32_gemv_avx2(bool trans_b, int64_t n, int64_t k, float alpha, const float* x, const float* b,
+                   int64_t ldb, float beta, float* y);
 /// Implicit-im2col GEMM, 6 output channels × 16 output pixels per register
 /// tile, epilogue fused; any groups, pads, strides, dilations; honours
 /// Conv2dParams::column_block. Packs the weights (f32_conv_pack_6x16_avx2)
@@ -181,11 +211,16 @@ void f32_resize_avx2(const ResizeParams& p, const float* x, float* y);
 void f32_attention_avx2(const float* q, const float* k, const float* v, const float* mask, float* y,
                         int64_t heads, int64_t rows, int64_t keys, int64_t d,
                         int64_t kv_head_stride, int64_t key_stride, float scale);
+/// 8 columns of a row per pass: x[e] broadcast against row e of R in one
+/// 8-lane FMA chain, the last columns by masked loads and stores.
+void f32_rope_avx2(const float* x, int64_t x_stride, const float* cos, const float* sin,
+                   const float* r, int64_t d, int64_t rows, float* y, int64_t y_stride);
 
 /// One kernel per operation for one instruction set.
 struct KernelTable {
   Isa isa;
   F32GemmFn gemm;         ///< MatMul, Gemm, LSTM, ConvTranspose, 1×1 Conv
+  F32GemvFn gemv;         ///< MatMul and Gemm of one row (a decoder step)
   F32ConvFn conv_gemm;    ///< Conv, neither depthwise nor 1×1 stride-1 unpadded
   F32ConvFn conv_dw;      ///< depthwise Conv
   F32BiasActFn bias_act;  ///< activations and conv/gemm epilogues
@@ -197,6 +232,7 @@ struct KernelTable {
   F32ConvPackFn conv_pack;      ///< conv_gemm's weights packed once (at load)
   F32ConvPackedFn conv_packed;  ///< conv_gemm on conv_pack's weights
   F32AttentionFn attention;     ///< ai.tailor Attention
+  F32RopeFn rope;               ///< ai.tailor GroupQueryAttention's RoPE
   /// 3×3 stride-1 groups-1 Conv on f32_conv_winograd_f43_pack's weights
   /// where conv2d's rule says it pays
   F32ConvPackedFn conv_winograd;
