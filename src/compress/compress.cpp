@@ -12,6 +12,7 @@
 #include <set>
 
 #include "compress/verify.h"
+#include "tailor/compress/damage_fit.h"
 #include "tailor/compress/gguf_out.h"
 #include "tailor/compress/output_damage.h"
 #include "tailor/compress/output_profile.h"
@@ -391,6 +392,7 @@ CompressResult compress_model(const CompressOptions& o) {
                                *r.profile.latency_rest_ms));
   }
   if (o.cache && !cached) store_cached_profile(key, r.profile);
+  if (const std::string fits = damage_fit_summary(r.profile); !fits.empty()) say("profile", fits);
   done("profile",
        fmt::format("{} layers, dense {} bytes{}{}", r.profile.layers.size(), r.profile.dense_bytes,
                    cached ? ", from the profile cache" : "",

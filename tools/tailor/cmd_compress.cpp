@@ -182,6 +182,11 @@ void add_compress(CLI::App& app) {
                   "output (default: measured output damage per layer and candidate on "
                   "calibration inputs verification never sees), numel, sum, or activation "
                   "(llama: mean x² per input channel from sequences the model samples, seed + 2)");
+  cmd->add_option("--damage", o.damage,
+                  "Output objective's D(layer, candidate): measured (every candidate), fitted "
+                  "(2-3 measured probes per layer and scheme family, the rest alpha * rel_error^2) "
+                  "or auto (default: fitted above 20M profiled weights)")
+      ->check(CLI::IsMember({"auto", "measured", "fitted"}));
   cmd->add_option("--seed", o.seed, "Seed of solvers and verification inputs (default 0)");
   cmd->add_option("--calib", o.calib_dir,
                   "Folder of verification inputs (one input: every .npy, and .png for an image "

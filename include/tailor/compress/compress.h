@@ -67,6 +67,11 @@ struct CompressOptions {
   /// calibration statistics itself (llm::collect_input_stats over the same
   /// sampled sequences); on an ONNX model it is an error (no calibration data).
   std::string objective = "output";
+  /// How the output objective gets D(ℓ, c): "measured" (every candidate),
+  /// "fitted" (damage_fit.h: 2–3 measured probes per layer and scheme
+  /// family, the rest α · e²) or "auto" (fitted above
+  /// kFittedDamageAboveParams profiled weight elements, else measured).
+  std::string damage = "auto";
   /// A scheme label: plan that scheme at every layer whose profile has it,
   /// dense elsewhere (a uniform baseline; no budget then). Empty: solve.
   std::string uniform;
