@@ -210,23 +210,28 @@ double log_ratio_bound(const GuardPoint& a, const GuardPoint& b) {
   return mean + student_t95(static_cast<int64_t>(n) - 1) * sd / std::sqrt(static_cast<double>(n));
 }
 
-bool beats_plan(const GuardPoint& point, const GuardPoint& plan) {
-  const double typical = typical_damage(point), mine = typical_damage(plan);
-  if (std::isnan(typical)) return false;
-  if (std::isnan(mine)) return true;
-  const double bound = log_ratio_bound(point, plan);
-  return std::isnan(bound) ? typical < mine : bound < 0;
+bool plan_holds(const GuardPoint& plan, const GuardPoint& uniform) {
+  const double mine = typical_damage(plan), theirs = typical_damage(uniform);
+  if (std::isnan(theirs)) return true;
+  if (std::isnan(mine)) return false;
+  const double bound = log_ratio_bound(plan, uniform);
+  return std::isnan(bound) ? !(theirs < mine) : bound < 0;
+}
+
+size_t best_uniform(const std::vector<GuardPoint>& points, int64_t budget) {
+  size_t best = 0;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const double typical = typical_damage(points[i]);
+    if (points[i].bytes > budget || std::isnan(typical)) continue;
+    if (best == 0 || typical < typical_damage(points[best])) best = i;
+  }
+  return best;
 }
 
 size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget) {
   if (points.empty()) throw Error("guard", "no plan to choose from");
-  size_t best = 0;
-  for (size_t i = 1; i < points.size(); ++i) {
-    const GuardPoint& p = points[i];
-    if (p.bytes > budget || !beats_plan(p, points[0])) continue;
-    if (best == 0 || typical_damage(p) < typical_damage(points[best])) best = i;
-  }
-  return best;
+  const size_t u = best_uniform(points, budget);
+  return u == 0 || plan_holds(points[0], points[u]) ? 0 : u;
 }
 
 const std::vector<std::string>& default_schemes() {
@@ -444,16 +449,24 @@ CompressResult compress_model(const CompressOptions& o) {
     const std::string compared =
         fmt::format("{} uniform scheme{} within the budget, {} over it", within,
                     within == 1 ? "" : "s", r.guard.size() - 1 - within);
+    const size_t rival = best_uniform(r.guard, budget_bytes);
     done("guard",
          r.guard_kept == 0
              ? fmt::format("kept the {}: measured calibration {} {:.4g}, per-input geometric "
-                           "mean {:.4g} ({} compared)",
-                           mine.name, metric, mine.damage, typical_damage(mine), compared)
-             : fmt::format("kept {}: per-input geometric mean of calibration {} {:.4g} < {}'s "
-                           "{:.4g}, paired 95% bound of the mean log-ratio {:.3g} (means {:.4g}, "
-                           "{:.4g}; {} compared)",
+                           "mean {:.4g}{} ({} compared)",
+                           mine.name, metric, mine.damage, typical_damage(mine),
+                           rival == 0
+                               ? std::string()
+                               : fmt::format("; against {} ({:.4g}) paired 95% bound of "
+                                             "the mean log-ratio {:.3g}",
+                                             r.guard[rival].name, typical_damage(r.guard[rival]),
+                                             log_ratio_bound(mine, r.guard[rival])),
+                           compared)
+             : fmt::format("kept {}: per-input geometric mean of calibration {} {:.4g}; {}'s "
+                           "{:.4g} is not lower with 95% confidence (paired bound of the mean "
+                           "log-ratio {:.3g} ≥ 0; means {:.4g}, {:.4g}; {} compared)",
                            kept.name, metric, typical_damage(kept), mine.name, typical_damage(mine),
-                           log_ratio_bound(kept, mine), kept.damage, mine.damage, compared));
+                           log_ratio_bound(mine, kept), kept.damage, mine.damage, compared));
   }
 
   // 4. rewrite

@@ -66,15 +66,16 @@ void print_result(const compress::CompressResult& r) {
     std::cout << fmt::format(
         "\nuniform guard (whole plans on the calibration inputs, {} in {:.1f} s)\n",
         r.profile.output_metric, r.guard_seconds);
-    // bound: the paired 95% upper bound of mean ln(point / plan) over the
-    // inputs; a point within the budget replaces the plan only below 0.
+    // bound: the paired 95% upper bound of the mean ln(plan / point) over the
+    // inputs; the plan stays against the best uniform within the budget only
+    // below 0.
     for (size_t i = 0; i < r.guard.size(); ++i)
       std::cout << fmt::format(
           "  {:<28} {:>12} bytes  damage {:.4g}  per-input geomean {:.4g}{}{}\n", r.guard[i].name,
           with_commas(r.guard[i].bytes), r.guard[i].damage, compress::typical_damage(r.guard[i]),
           i == 0
               ? std::string()
-              : fmt::format("  bound {:+.3f}", compress::log_ratio_bound(r.guard[i], r.guard[0])),
+              : fmt::format("  bound {:+.3f}", compress::log_ratio_bound(r.guard[0], r.guard[i])),
           i == r.guard_kept                        ? "  kept"
           : r.guard[i].bytes > r.plan.budget_bytes ? "  over the budget"
                                                    : "");
