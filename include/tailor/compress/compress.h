@@ -194,7 +194,7 @@ size_t best_uniform(const std::vector<GuardPoint>& points, int64_t budget);
 /// its calibration damage flatters it more than a uniform scheme's: it has to
 /// win on paired evidence. The detector at int8's bytes (4 calibration
 /// canvases): the plan's geometric mean 0.000346 against uniform
-/// int8-gptq's 0.000310 (bound of ln(plan / int8-gptq) +1.52) and 12× int8-gptq's
+/// int8-gptq's 0.000310 (bound of ln(plan / int8-gptq) +1.74), and 12× int8-gptq's
 /// damage on the held-out canvases. Throws Error (source "guard") for no points.
 size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget);
 
