@@ -1,43 +1,55 @@
 // Does the output objective order plans of equal bytes as the measured
-// output does? (issue 13, "prediction checked"). On an OCR recogniser:
+// output does, and how well does the scalable (fitted) damage predict the
+// measured one? (issue 13, items 1 and 2). On any model compress takes:
 //
-//   spearman_check MODEL KEYS OCR_DIR LABEL [RANDOM]
+//   spearman_check MODEL LABEL [RANDOM] [--calib DIR]
 //
 // The profile is compress's own (compress_model with --uniform LABEL, the
-// default catalog and the output objective, read from the profile cache when
-// it holds it; damage D and the -gptq Grams from the even-numbered lines of
-// OCR_DIR). The budget B is uniform LABEL's total bytes. Plans at B: the five
-// solvers under the output objective, exact under the weight-error objectives
-// (numel, sum), uniform LABEL and uniform LABEL-gptq, and RANDOM (default 10)
-// random feasible perturbations of the exact plan (seeded; a few layers moved
-// to a random candidate, then random layers moved to cheaper candidates until
-// the plan fits, kept when it takes at least 95% of B's planned bytes). Each
-// plan is encoded (compress::encode_plan with the Grams), rewritten
-// (rewrite_tailor) and run on the odd-numbered lines: measured mean KL per
-// output frame (compress::DamageMeter) and character accuracy, beside the
-// predicted Σ_ℓ D(ℓ, c_ℓ). Prints one row per plan, Spearman's ρ of predicted
-// vs measured (average ranks for ties) over all plans and over the random ones,
-// and the predicted/measured ratios (min, median, max).
+// default catalog, the output objective with every candidate measured,
+// --damage measured; read from the profile cache when it holds it). The
+// fitted profile is the same with fit_layer_damage applied to every layer:
+// the probes keep their measured D, the other candidates get α·e², exactly
+// what `--damage fitted` stores (its probes are measured with the same seeds
+// and inputs). Printed first: the fitted damage's error on the held-out
+// candidates (fitted / measured, per family and over all).
+//
+// The budget B is uniform LABEL's total bytes. Plans at B: the five solvers
+// under the output objective (measured D), exact under the fitted D, exact
+// under the weight-error objectives (numel, sum), uniform LABEL and
+// LABEL-gptq, and RANDOM (default 10) random feasible perturbations of the
+// exact plan (seeded; a few layers moved to a random candidate, then random
+// layers moved to cheaper candidates until the plan fits, kept when it takes
+// at least 95% of B's planned bytes). Each plan is encoded as compress
+// encodes it (encode_plan with the calibration Grams) and measured whole
+// (PlanDamage: every planned weight replaced by its decoded stored form) on
+// the inputs compress verifies on (verification_inputs: odd OCR lines or
+// --calib inputs, llama sequences sampled with seed + 1), in the calibration
+// metric, and also on the calibration inputs D came from (so that
+// interactions between layers show apart from the change of inputs).
+// Prints one row per plan (predicted Σ D measured and fitted, measured),
+// Spearman's ρ of each prediction vs measured (average ranks for
+// ties) over all plans and over the random ones, and the predicted/measured
+// ratios (min, median, max).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <numeric>
 
 #include "tailor/compress/compress.h"
+#include "tailor/compress/damage_fit.h"
 #include "tailor/compress/output_damage.h"
+#include "tailor/compress/output_profile.h"
 #include "tailor/compress/rewrite.h"
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
 #include "tailor/io/load_model.h"
 #include "tailor/plan/plan.h"
 #include "tailor/plan/problem.h"
-#include "tailor/runtime/calibration.h"
-#include "tailor/runtime/executor.h"
-#include "tailor/tasks/image.h"
-#include "tailor/tasks/ocr.h"
 
 using namespace tailor;
 
@@ -96,61 +108,109 @@ plan::Choice uniform_choice(const ModelProfile& profile, const std::string& labe
   return any ? c : plan::Choice{};
 }
 
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(std::lround(q * static_cast<double>(v.size() - 1)))];
+}
+
+/// The fitted damage's error on the held-out candidates: fitted / measured.
+void print_fit_errors(const ModelProfile& measured, const ModelProfile& fitted) {
+  std::map<std::string, std::vector<double>> ratios;  // per family, and "all"
+  std::vector<double> factors;
+  for (size_t l = 0; l < measured.layers.size(); ++l) {
+    for (const DamageFit& f : fitted.layers[l].damage_fits) factors.push_back(f.fit_factor);
+    for (size_t c = 0; c < measured.layers[l].candidates.size(); ++c) {
+      const Candidate& m = measured.layers[l].candidates[c];
+      const Candidate& f = fitted.layers[l].candidates[c];
+      if (!f.output_damage_fitted) continue;
+      const double r = std::max(*f.output_damage, 1e-12) / std::max(*m.output_damage, 1e-12);
+      ratios[compress::damage_family(m.label)].push_back(r);
+      ratios["all"].push_back(r);
+    }
+  }
+  if (factors.empty()) {
+    fmt::print("fitted damage: no layer has a family of 4 or more candidates\n");
+    return;
+  }
+  fmt::print(
+      "fit factor on the probes (max(fit/D, D/fit) per fit): median {:.3f}, 90% {:.3f}, "
+      "max {:.3f} over {} fits\n",
+      quantile(factors, 0.5), quantile(factors, 0.9), quantile(factors, 1.0), factors.size());
+  fmt::print(
+      "held-out candidates, fitted / measured D:\n{:<10} {:>5} {:>8} {:>8} {:>8} {:>8} "
+      "{:>8} {:>10}\n",
+      "family", "n", "min", "10%", "median", "90%", "max", "in 0.5-2x");
+  for (const auto& [family, r] : ratios) {
+    const auto within =
+        std::count_if(r.begin(), r.end(), [](double x) { return x >= 0.5 && x <= 2.0; });
+    fmt::print("{:<10} {:>5} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>9.0f}%\n", family,
+               r.size(), quantile(r, 0), quantile(r, 0.1), quantile(r, 0.5), quantile(r, 0.9),
+               quantile(r, 1), 100.0 * static_cast<double>(within) / static_cast<double>(r.size()));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (argc < 5) {
-    fmt::print(stderr, "usage: spearman_check MODEL KEYS OCR_DIR LABEL [RANDOM]\n");
+  std::vector<std::string> pos;
+  std::string calib_dir;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--calib") == 0 && i + 1 < argc) {
+      calib_dir = argv[++i];
+    } else {
+      pos.emplace_back(argv[i]);
+    }
+  }
+  if (pos.size() < 2) {
+    fmt::print(stderr, "usage: spearman_check MODEL LABEL [RANDOM] [--calib DIR]\n");
     return 2;
   }
-  const std::string model_path = argv[1], dir = argv[3], label = argv[4];
-  const int n_random = argc > 5 ? std::stoi(argv[5]) : 10;
-  const graph::Model model = load_model(model_path);
-  const std::vector<std::string> classes = tasks::read_ocr_keys(argv[2]);
+  const std::string model_path = pos[0], label = pos[1];
+  const int n_random = pos.size() > 2 ? std::stoi(pos[2]) : 10;
 
-  // compress's profile (damage on the even lines), and B.
+  // compress's profile (every candidate's damage measured), and B.
   compress::CompressOptions co;
   co.model = model_path;
   co.uniform = label;
-  co.ocr_lines = dir;
-  co.ocr_keys = argv[2];
-  co.out_dir = (std::filesystem::temp_directory_path() / "tailor-spearman-check").string();
+  co.calib_dir = calib_dir;
+  co.damage = "measured";
+  co.out_dir =
+      (std::filesystem::temp_directory_path() / fmt::format("tailor-spearman-check-{}", ::getpid()))
+          .string();
   const compress::CompressResult cr = compress::compress_model(co);
   std::filesystem::remove_all(co.out_dir);
   const ModelProfile& profile = cr.profile;
   const int64_t budget = cr.plan.total_bytes;
+  ModelProfile fitted = profile;
+  for (LayerProfile& l : fitted.layers) compress::fit_layer_damage(l);
+  print_fit_errors(profile, fitted);
 
-  // Calibration (Grams) on the even lines, evaluation on the odd ones.
-  const auto labels = tasks::read_ocr_labels(dir);
-  const std::string in_name = model.graph.inputs.at(0), out_name = model.graph.outputs.at(0);
-  std::vector<std::map<std::string, Tensor>> calib, eval;
-  std::vector<std::string> truth;
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const Tensor x = tasks::ocr_rec_preprocess(tasks::read_png(dir + "/" + labels[i].first));
-    if (i % 2 == 0) {
-      calib.push_back({{in_name, x}});
-    } else {
-      eval.push_back({{in_name, x}});
-      truth.push_back(labels[i].second);
-    }
-  }
-  compress::Grams grams;
-  for (auto& [name, g] : runtime::gram(model, calib))
-    grams[name] = std::make_shared<const schemes::Gram>(std::move(g));
-  std::vector<std::map<std::string, Tensor>> reference;
-  {
-    runtime::Executor ex(model);
-    for (const auto& in : eval) reference.push_back(ex.run(in));
-  }
+  // The Grams compress encodes with, and the inputs it verifies on.
+  const graph::Model mf = load_model(model_path);
+  const std::optional<graph::Model> llama = compress::llama_decoder(mf, model_path);
+  const graph::Model* llama_ptr = llama ? &*llama : nullptr;
+  ProfileOptions po = compress::compress_profile_options(co, llama_ptr);
+  const compress::OutputObjective objective =
+      compress::prepare_output_objective(mf, llama_ptr, co, po);
+  const compress::Calibration eval = compress::verification_inputs(mf, llama_ptr, co);
+  const compress::PlanDamage meter(llama ? *llama : mf, eval.inputs, eval.metric, eval.outputs, 0);
+  // The same plans on the calibration inputs D was measured on: Σ D against
+  // this tells interactions between layers (both sides on the same inputs)
+  // from a shift between calibration and verification inputs.
+  const compress::Calibration& cal = objective.calibration;
+  const compress::PlanDamage cal_meter(llama ? *llama : mf, cal.inputs, cal.metric, cal.outputs, 0);
 
   // The plans.
   const plan::Problem problem =
       plan::make_problem(profile, plan::Objective::output, budget, model_path);
+  const plan::Problem problem_fitted =
+      plan::make_problem(fitted, plan::Objective::output, budget, model_path);
   plan::SolveOptions so;
   so.seed = 1;
   std::vector<Named> plans;
   for (const std::string& s : plan::solver_names())
     plans.push_back({s + " (output)", false, plan::solve(s, problem, so).choice});
+  plans.push_back({"exact (fitted)", false, plan::solve("exact", problem_fitted, so).choice});
   for (const plan::Objective obj : {plan::Objective::numel, plan::Objective::sum})
     plans.push_back(
         {fmt::format("exact ({})", plan::objective_name(obj)), false,
@@ -180,47 +240,62 @@ int main(int argc, char** argv) try {
     ++made;
   }
 
-  fmt::print("{}: B = {} bytes (uniform {}), {} plans; D on {}; measured on {} odd lines\n",
-             model_path, budget, label, plans.size(), profile.calibration, eval.size());
-  fmt::print("{:<18} {:>10} {:>11} {:>11} {:>7} {:>8}\n", "plan", "bytes", "predicted", "measured",
-             "pred/m", "char_acc");
-  std::vector<double> pred, meas, pred_r, meas_r, ratio;
+  fmt::print("{}: B = {} bytes (uniform {}), {} plans; D on {}; measured ({}) on {}\n", model_path,
+             budget, label, plans.size(), profile.calibration,
+             compress::damage_metric_name(eval.metric), eval.description);
+  fmt::print("{:<18} {:>10} {:>11} {:>11} {:>11} {:>7} {:>7} {:>11} {:>7}\n", "plan", "bytes",
+             "predicted", "pred fitted", "measured", "pred/m", "fit/m", "meas calib", "pred/c");
+  std::vector<double> pred, fit, meas, pred_r, fit_r, meas_r, ratio, ratio_f, meas_c, ratio_c;
   for (const Named& p : plans) {
     plan::Solution sol;
     sol.choice = p.choice;
     sol.bytes = plan::choice_bytes(problem, p.choice);
     sol.objective = plan::evaluate(problem, p.choice);
+    const double f = plan::evaluate(problem_fitted, p.choice);
     const plan::Plan pl =
         plan::make_plan(profile, problem, sol, p.name, plan::Objective::output, 0);
-    const auto enc = compress::encode_plan(model, pl, {}, 0x7a11, 0, grams);
-    runtime::Executor ex(compress::rewrite_tailor(model, enc));
-    compress::DamageMeter meter(compress::DamageMetric::kl_probabilities, {out_name});
-    size_t edits = 0, chars = 0;
-    for (size_t i = 0; i < eval.size(); ++i) {
-      const auto y = ex.run(eval[i]);
-      meter.add(reference[i], y);
-      edits += tasks::edit_distance(truth[i], tasks::ctc_greedy_decode(y.at(out_name), classes));
-      chars += tasks::utf8_code_points(truth[i]).size();
-    }
-    const double m = meter.value();
+    auto enc = compress::encode_plan(mf, pl, po.scheme_defaults, 0x7a11, 0, objective.grams);
+    if (llama)  // the decoder graph holds f32 [out, in] linears, as compress stores them
+      for (compress::EncodedLayer& e : enc) e.stored_dtype = DType::f32;
+    const double m = meter.measure(enc), mc = cal_meter.measure(enc);
+    meas_c.push_back(mc);
+    ratio_c.push_back(sol.objective / mc);
     pred.push_back(sol.objective);
+    fit.push_back(f);
     meas.push_back(m);
     ratio.push_back(sol.objective / m);
+    ratio_f.push_back(f / m);
     if (p.random) {
       pred_r.push_back(sol.objective);
+      fit_r.push_back(f);
       meas_r.push_back(m);
     }
-    fmt::print("{:<18} {:>10} {:>11.5f} {:>11.5f} {:>7.3f} {:>8.4f}\n", p.name, pl.total_bytes,
-               sol.objective, m, sol.objective / m, 1.0 - double(edits) / double(chars));
+    fmt::print("{:<18} {:>10} {:>11.5g} {:>11.5g} {:>11.5g} {:>7.3f} {:>7.3f} {:>11.5g} {:>7.3f}\n",
+               p.name, pl.total_bytes, sol.objective, f, m, sol.objective / m, f / m, mc,
+               sol.objective / mc);
     std::fflush(stdout);
   }
-  std::sort(ratio.begin(), ratio.end());
+  auto rho_r = [&](const std::vector<double>& a) {
+    return a.size() > 1 ? spearman(a, meas_r) : std::nan("");
+  };
   fmt::print(
-      "Spearman rho (predicted vs measured): all {} plans {:.3f}; the {} random ones {:.3f}\n",
-      pred.size(), spearman(pred, meas), pred_r.size(),
-      pred_r.size() > 1 ? spearman(pred_r, meas_r) : std::nan(""));
-  fmt::print("predicted/measured: min {:.3f}, median {:.3f}, max {:.3f}\n", ratio.front(),
-             ratio[ratio.size() / 2], ratio.back());
+      "Spearman rho vs measured: measured D: all {} plans {:.3f}, the {} random ones {:.3f}; "
+      "fitted D: all {:.3f}, random {:.3f}\n",
+      pred.size(), spearman(pred, meas), pred_r.size(), rho_r(pred_r), spearman(fit, meas),
+      rho_r(fit_r));
+  fmt::print("on the calibration inputs: Spearman rho of measured D vs measured {:.3f}\n",
+             spearman(pred, meas_c));
+  std::sort(ratio.begin(), ratio.end());
+  std::sort(ratio_f.begin(), ratio_f.end());
+  std::sort(ratio_c.begin(), ratio_c.end());
+  fmt::print(
+      "predicted/measured: measured D min {:.3f}, median {:.3f}, max {:.3f}; fitted D min "
+      "{:.3f}, median {:.3f}, max {:.3f}\n",
+      ratio.front(), ratio[ratio.size() / 2], ratio.back(), ratio_f.front(),
+      ratio_f[ratio_f.size() / 2], ratio_f.back());
+  fmt::print(
+      "predicted/measured on the calibration inputs: min {:.3f}, median {:.3f}, max {:.3f}\n",
+      ratio_c.front(), ratio_c[ratio_c.size() / 2], ratio_c.back());
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "spearman_check: {}\n", e.what());

@@ -266,6 +266,7 @@ py::dict compress(const std::string& path, const std::string& budget, const std:
   options = py::dict(options);  // a copy: keys are popped as they are read
   take(options, "solver", o.solver);
   take(options, "objective", o.objective);
+  take(options, "damage", o.damage);
   take(options, "uniform", o.uniform);
   take(options, "seed", o.seed);
   take(options, "calib", o.calib_dir);

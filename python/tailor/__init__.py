@@ -139,7 +139,7 @@ def _triple(value, name):
 
 # compress()'s options: how each is checked (the flags of `tailor compress`).
 _COMPRESS_OPTIONS = {
-    "solver": _text, "objective": _text, "uniform": _text, "task": _text,
+    "solver": _text, "objective": _text, "damage": _text, "uniform": _text, "task": _text,
     "seed": lambda v, n: _integer(v, n, *_UINT64),
     "calib": _path, "ocr_lines": _path, "ocr_keys": _path,
     "report": _flag, "cache": _flag, "gguf": _flag, "guard": _flag,
@@ -459,7 +459,7 @@ def compress(path, budget: str, output, progress: Optional[Callable[[ProgressEve
              **options) -> CompressResult:
     """`tailor compress PATH --budget BUDGET -o OUTPUT`: profile (cached),
     plan, rewrite, write, verify; returns what the command prints. Options as
-    the command's flags: solver, objective, uniform, seed, calib, task,
+    the command's flags: solver, objective, damage, uniform, seed, calib, task,
     report, schemes (list), min_params, threads, cache, ocr_lines, ocr_keys,
     inputs, sequences, length, image_mean, image_std, gguf, tokenizer, and
     guard (False: --no-guard). `progress` gets a

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "compress/verify.h"
+#include "tailor/compress/damage_fit.h"
 #include "tailor/compress/gguf_out.h"
 #include "tailor/compress/output_damage.h"
 #include "tailor/compress/output_profile.h"
@@ -181,20 +182,56 @@ double typical_damage(const GuardPoint& point) {
   return std::exp(log_sum / static_cast<double>(point.per_input.size()));
 }
 
-size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget) {
-  if (points.empty()) throw Error("guard", "no plan to choose from");
+double student_t95(int64_t df) {
+  if (df < 1) throw Error("guard", fmt::format("Student's t needs df >= 1, got {}", df));
+  // One-sided 95% quantiles t_{0.95, df} for df = 1..30 (standard tables, 3
+  // decimals); above 30 the Cornish-Fisher expansion of the normal quantile
+  // z = 1.6448536 to 1/df², within 1e-3 of the exact value there.
+  static constexpr double kTable[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860,
+                                      1.833, 1.812, 1.796, 1.782, 1.771, 1.761, 1.753, 1.746,
+                                      1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711,
+                                      1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
+  if (df <= 30) return kTable[df - 1];
+  const double z = 1.6448536, n = static_cast<double>(df);
+  return z + (z * z * z + z) / (4 * n) +
+         (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * n * n);
+}
+
+double log_ratio_bound(const GuardPoint& a, const GuardPoint& b) {
+  const size_t n = a.per_input.size();
+  if (n < 2 || b.per_input.size() != n) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> r(n);
+  for (size_t i = 0; i < n; ++i)
+    r[i] = std::log(std::max(a.per_input[i], 1e-12)) - std::log(std::max(b.per_input[i], 1e-12));
+  const double mean = std::accumulate(r.begin(), r.end(), 0.0) / static_cast<double>(n);
+  double ss = 0;
+  for (double v : r) ss += (v - mean) * (v - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(n - 1));
+  return mean + student_t95(static_cast<int64_t>(n) - 1) * sd / std::sqrt(static_cast<double>(n));
+}
+
+bool plan_holds(const GuardPoint& plan, const GuardPoint& uniform) {
+  const double mine = typical_damage(plan), theirs = typical_damage(uniform);
+  if (std::isnan(theirs)) return true;
+  if (std::isnan(mine)) return false;
+  const double bound = log_ratio_bound(plan, uniform);
+  return std::isnan(bound) ? !(theirs < mine) : bound < 0;
+}
+
+size_t best_uniform(const std::vector<GuardPoint>& points, int64_t budget) {
   size_t best = 0;
-  double best_typical = typical_damage(points[0]);
   for (size_t i = 1; i < points.size(); ++i) {
-    const GuardPoint& p = points[i];
-    const double typical = typical_damage(p);
-    if (p.bytes > budget || std::isnan(typical)) continue;
-    if (std::isnan(best_typical) || typical < best_typical) {
-      best = i;
-      best_typical = typical;
-    }
+    const double typical = typical_damage(points[i]);
+    if (points[i].bytes > budget || std::isnan(typical)) continue;
+    if (best == 0 || typical < typical_damage(points[best])) best = i;
   }
   return best;
+}
+
+size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget) {
+  if (points.empty()) throw Error("guard", "no plan to choose from");
+  const size_t u = best_uniform(points, budget);
+  return u == 0 || plan_holds(points[0], points[u]) ? 0 : u;
 }
 
 const std::vector<std::string>& default_schemes() {
@@ -359,6 +396,7 @@ CompressResult compress_model(const CompressOptions& o) {
                                *r.profile.latency_rest_ms));
   }
   if (o.cache && !cached) store_cached_profile(key, r.profile);
+  if (const std::string fits = damage_fit_summary(r.profile); !fits.empty()) say("profile", fits);
   done("profile",
        fmt::format("{} layers, dense {} bytes{}{}", r.profile.layers.size(), r.profile.dense_bytes,
                    cached ? ", from the profile cache" : "",
@@ -410,15 +448,24 @@ CompressResult compress_model(const CompressOptions& o) {
     const std::string compared =
         fmt::format("{} uniform scheme{} within the budget, {} over it", within,
                     within == 1 ? "" : "s", r.guard.size() - 1 - within);
+    const size_t rival = best_uniform(r.guard, budget_bytes);
     done("guard",
          r.guard_kept == 0
              ? fmt::format("kept the {}: measured calibration {} {:.4g}, per-input geometric "
-                           "mean {:.4g} ({} compared)",
-                           mine.name, metric, mine.damage, typical_damage(mine), compared)
-             : fmt::format("kept {}: per-input geometric mean of calibration {} {:.4g} < {}'s "
-                           "{:.4g} (means {:.4g}, {:.4g}; {} compared)",
+                           "mean {:.4g}{} ({} compared)",
+                           mine.name, metric, mine.damage, typical_damage(mine),
+                           rival == 0
+                               ? std::string()
+                               : fmt::format("; against {} ({:.4g}) paired 95% bound of "
+                                             "the mean log-ratio {:.3g}",
+                                             r.guard[rival].name, typical_damage(r.guard[rival]),
+                                             log_ratio_bound(mine, r.guard[rival])),
+                           compared)
+             : fmt::format("kept {}: per-input geometric mean of calibration {} {:.4g}; {}'s "
+                           "{:.4g} is not lower with 95% confidence (paired bound of the mean "
+                           "log-ratio {:.3g} ≥ 0; means {:.4g}, {:.4g}; {} compared)",
                            kept.name, metric, typical_damage(kept), mine.name, typical_damage(mine),
-                           kept.damage, mine.damage, compared));
+                           log_ratio_bound(mine, kept), kept.damage, mine.damage, compared));
   }
 
   // 4. rewrite

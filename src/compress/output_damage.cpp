@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "compress/rewrite_util.h"
+#include "tailor/compress/damage_fit.h"
 #include "tailor/compress/rewrite.h"
 #include "tailor/core/error.h"
 #include "tailor/core/finite.h"
@@ -208,8 +209,16 @@ void measure_output_damage(const graph::Model& model,
     schemes::SchemeParams params = o.scheme_defaults;
     if (const auto g = o.grams.find(layer.name); g != o.grams.end()) params.gram = g->second;
     std::vector<Tensor> stored(layer.candidates.size());
+    // Dense is 0 by definition; the fitted mode measures only the probes.
+    std::vector<bool> measured(layer.candidates.size(), !o.fitted);
+    for (size_t c = 0; c < layer.candidates.size(); ++c)
+      if (layer.candidates[c].label == "dense") measured[c] = true;
+    if (o.fitted)
+      for (size_t c : damage_probes(layer)) measured[c] = true;
     for (size_t c = 0; c < layer.candidates.size(); ++c) {
-      if (layer.candidates[c].label == "dense") continue;
+      layer.candidates[c].output_damage.reset();
+      layer.candidates[c].output_damage_fitted = false;
+      if (layer.candidates[c].label == "dense" || !measured[c]) continue;
       const EncodedLayer e = encode_layer(*w, layer.candidates[c].label, params, o.seed, l);
       stored[c] = detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, run_dtype);
     }
@@ -238,6 +247,7 @@ void measure_output_damage(const graph::Model& model,
     for (auto& t : pool) t.join();
     if (failure) std::rethrow_exception(failure);
     for (size_t c = 0; c < stored.size(); ++c) {
+      if (!measured[c]) continue;
       if (!stored[c].defined()) {
         layer.candidates[c].output_damage = 0.0;
         continue;
@@ -246,6 +256,7 @@ void measure_output_damage(const graph::Model& model,
       for (const auto& m : meters) total.merge(m[c]);
       layer.candidates[c].output_damage = total.value();
     }
+    if (o.fitted) fit_layer_damage(layer);
     if (o.layer_done) o.layer_done(l, layer);
     if (o.progress) o.progress(done + 1, n);
   }

@@ -8,9 +8,11 @@
 #include <utility>
 
 #include "compress/verify.h"
+#include "tailor/compress/damage_fit.h"
 #include "tailor/compress/gguf_out.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes/promote_f16.h"
+#include "tailor/graph/weights.h"
 #include "tailor/io/sha256.h"
 #include "tailor/llm/kld.h"
 #include "tailor/llm/llama.h"
@@ -31,11 +33,13 @@ std::string regex_escape(const std::string& s) {
 }
 
 /// The calibration inputs of a llama decoder graph: `sequences` sampled from
-/// the model with seed + 2 (verification samples with seed + 1), each fed
-/// whole (its tokens but the last) with empty pasts; KL of the logits.
-Calibration llama_calibration(const graph::Model& llama, const CompressOptions& o) {
+/// the model with seed + 2 (verification samples with seed + 1, the inputs
+/// given with `verification`), each fed whole (its tokens but the last) with
+/// empty pasts; KL of the logits.
+Calibration llama_calibration(const graph::Model& llama, const CompressOptions& o,
+                              bool verification = false) {
   llm::CompareOptions co;
-  co.seed = o.seed + 2;
+  co.seed = o.seed + (verification ? 1 : 2);
   co.sequences = o.kld_sequences;
   co.length = kld_length(o, llama);
   const auto seqs = llm::sample_sequences(llama, co);
@@ -81,6 +85,14 @@ Grams calibration_grams(const graph::Model& model, const Calibration& c) {
   return out;
 }
 
+/// Elements of the weights profile_model would profile under `po` (is_profiled).
+int64_t profiled_params(const graph::Model& model, const ProfileOptions& po) {
+  int64_t n = 0;
+  for (const graph::WeightView& w : graph::weights(model))
+    if (is_profiled(w, po)) n += w.tensor.numel();
+  return n;
+}
+
 }  // namespace
 
 std::optional<graph::Model> llama_decoder(const graph::Model& model, const std::string& path,
@@ -118,13 +130,23 @@ ProfileOptions compress_profile_options(const CompressOptions& o, const graph::M
 OutputObjective prepare_output_objective(const graph::Model& model, const graph::Model* llama,
                                          const CompressOptions& o, ProfileOptions& po) {
   OutputObjective out;
+  if (o.damage != "auto" && o.damage != "measured" && o.damage != "fitted")
+    throw Error("--damage", "unknown damage mode '" + o.damage + "' (auto, measured, fitted)");
+  out.fitted = o.damage == "fitted" ||
+               (o.damage == "auto" && profiled_params(model, po) > kFittedDamageAboveParams);
   out.calibration = llama ? llama_calibration(*llama, o) : onnx_calibration(model, o);
-  po.damage_key = "grams+damage:" + calibration_key(out.calibration);
+  po.damage_key =
+      std::string(out.fitted ? "fitted+" : "") + "grams+damage:" + calibration_key(out.calibration);
   const auto t0 = std::chrono::steady_clock::now();
   out.grams = calibration_grams(llama ? *llama : model, out.calibration);
   out.gram_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   po.grams = out.grams;
   return out;
+}
+
+Calibration verification_inputs(const graph::Model& model, const graph::Model* llama,
+                                const CompressOptions& o) {
+  return llama ? llama_calibration(*llama, o, true) : onnx_calibration(model, o, true);
 }
 
 void measure_profile_damage(const graph::Model& run_model, const OutputObjective& objective,
@@ -144,6 +166,7 @@ void measure_profile_damage(const graph::Model& run_model, const OutputObjective
   d.scheme_defaults = po.scheme_defaults;
   d.grams = objective.grams;
   d.threads = po.threads;
+  d.fitted = objective.fitted;
   d.layer_done = std::move(layer_done);
   // A whole-length profile: layer l keeps its place, so its candidates are
   // encoded with seed split l; the layers of other parts are names alone,

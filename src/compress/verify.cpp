@@ -313,7 +313,10 @@ DamageMetric onnx_metric(const graph::Model& m) {
 
 }  // namespace
 
-Calibration onnx_calibration(const graph::Model& original, const CompressOptions& o) {
+Calibration onnx_calibration(const graph::Model& original, const CompressOptions& o,
+                             bool verification) {
+  const int parity = verification ? 1 : 0;
+  const char* which = verification ? "odd" : "even";
   Calibration c;
   c.metric = onnx_metric(original);
   c.outputs = damage_outputs(original, c.metric);
@@ -324,25 +327,27 @@ Calibration onnx_calibration(const graph::Model& original, const CompressOptions
   refuse_impossible_ocr(o, ocr, why);
   if (ocr) {
     const auto labels = tasks::read_ocr_labels(lines);
-    for (size_t i : half(labels.size(), 0)) {
+    for (size_t i : half(labels.size(), parity)) {
       const std::string path = (fs::path(lines) / labels[i].first).string();
       c.inputs.push_back({{original.graph.inputs[0], attribute_errors(path, [&] {
                              return tasks::ocr_rec_preprocess(tasks::read_png(path));
                            })}});
     }
-    c.description =
-        fmt::format("{} OCR fixture lines (even-numbered lines of {})", c.inputs.size(), lines);
+    c.description = fmt::format("{} OCR fixture lines ({}-numbered lines of {})", c.inputs.size(),
+                                which, lines);
   } else if (!o.calib_dir.empty()) {
     std::vector<std::string> labels;
     const std::vector<Inputs> runs = calib_inputs(o.calib_dir, original, o, labels);
-    for (size_t i : half(runs.size(), 0)) c.inputs.push_back(runs[i]);
+    for (size_t i : half(runs.size(), parity)) c.inputs.push_back(runs[i]);
     c.description =
         runs.size() == 1
             ? fmt::format("the one --calib input of {} (verified on the same input)", o.calib_dir)
-            : fmt::format("{} --calib inputs (even-numbered of {})", c.inputs.size(), o.calib_dir);
+            : fmt::format("{} --calib inputs ({}-numbered of {})", c.inputs.size(), which,
+                          o.calib_dir);
   } else {
-    c.inputs = random_inputs(original, o.random_inputs, o.seed + 2);
-    c.description = fmt::format("{} random N(0, 1) inputs (seed {})", c.inputs.size(), o.seed + 2);
+    const uint64_t seed = verification ? o.seed : o.seed + 2;
+    c.inputs = random_inputs(original, o.random_inputs, seed);
+    c.description = fmt::format("{} random N(0, 1) inputs (seed {})", c.inputs.size(), seed);
   }
   return c;
 }

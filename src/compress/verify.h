@@ -19,8 +19,11 @@ namespace tailor::compress {
 /// (verification: seed). Metric: KL when the first output is a Softmax over
 /// its last axis (detect_damage_metric), else relative error. Throws Error
 /// naming a --calib file that holds NaN or Inf, and as verify_onnx does for
-/// unreadable inputs.
-Calibration onnx_calibration(const graph::Model& original, const CompressOptions& options);
+/// unreadable inputs. `verification`: the other half instead, the inputs
+/// verify_onnx runs (odd-numbered lines or --calib inputs, random ones seeded
+/// `seed`).
+Calibration onnx_calibration(const graph::Model& original, const CompressOptions& options,
+                             bool verification = false);
 
 /// Runs `original` and `compressed` (tailor's runtime) on the verification
 /// inputs chosen as compress_model documents (the halves onnx_calibration

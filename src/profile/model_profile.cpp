@@ -74,6 +74,11 @@ Candidate read_candidate(const Reader& r, const Json& j, const std::string& wher
         r.error_value(j["rel_error_activation"], where, "rel_error_activation");
   if (j.contains("output_damage"))
     c.output_damage = r.error_value(j["output_damage"], where, "output_damage");
+  if (j.contains("output_damage_fitted")) {
+    if (!j["output_damage_fitted"].is_boolean() || !c.output_damage)
+      r.fail(where, "\"output_damage_fitted\" must be a boolean beside \"output_damage\"");
+    c.output_damage_fitted = j["output_damage_fitted"].get<bool>();
+  }
   if (j.contains("latency_ms")) c.latency_ms = r.error_value(j["latency_ms"], where, "latency_ms");
   return c;
 }
@@ -114,6 +119,25 @@ LayerProfile read_layer(const Reader& r, const Json& j, const std::string& index
     for (const Json& n : notes) {
       if (!n.is_string()) r.fail(where, "\"notes\" must be an array of strings");
       l.notes.push_back(n.get<std::string>());
+    }
+  }
+  if (j.contains("damage_fits")) {
+    const Json& fits = j["damage_fits"];
+    if (!fits.is_array()) r.fail(where, "\"damage_fits\" must be an array");
+    for (size_t k = 0; k < fits.size(); ++k) {
+      const std::string at = where + ".damage_fits[" + std::to_string(k) + "]";
+      DamageFit f;
+      f.family = r.string(fits[k], at, "family");
+      f.alpha = r.error_value(r.field(fits[k], at, "alpha"), at, "alpha");
+      f.fit_factor = r.error_value(r.field(fits[k], at, "fit_factor"), at, "fit_factor");
+      const Json& probes = r.field(fits[k], at, "probes");
+      if (!probes.is_array()) r.fail(at, "\"probes\" must be an array of labels");
+      for (const Json& p : probes) {
+        if (!p.is_string() || !labels.count(p.get<std::string>()))
+          r.fail(at, "\"probes\" must name candidates of the layer");
+        f.probes.push_back(p.get<std::string>());
+      }
+      l.damage_fits.push_back(std::move(f));
     }
   }
   return l;
@@ -183,6 +207,7 @@ std::string profile_to_json(const ModelProfile& profile) {
                   {"params", c.params}};
       if (c.rel_error_activation) cj["rel_error_activation"] = *c.rel_error_activation;
       if (c.output_damage) cj["output_damage"] = *c.output_damage;
+      if (c.output_damage && c.output_damage_fitted) cj["output_damage_fitted"] = true;
       if (c.latency_ms) cj["latency_ms"] = *c.latency_ms;
       cands.push_back(std::move(cj));
     }
@@ -193,6 +218,15 @@ std::string profile_to_json(const ModelProfile& profile) {
                 {"candidates", std::move(cands)}};
     if (!l.kept_dense.empty()) lj["kept_dense"] = l.kept_dense;
     if (!l.notes.empty()) lj["notes"] = l.notes;
+    if (!l.damage_fits.empty()) {
+      OJson fits = OJson::array();
+      for (const DamageFit& f : l.damage_fits)
+        fits.push_back({{"family", f.family},
+                        {"alpha", f.alpha},
+                        {"probes", f.probes},
+                        {"fit_factor", f.fit_factor}});
+      lj["damage_fits"] = std::move(fits);
+    }
     layers.push_back(std::move(lj));
   }
   OJson out = {{"model", profile.model},

@@ -123,6 +123,16 @@ TEST(UniformGuard, ComparesThePerInputGeometricMeanNotTheMean) {
   // (0.0005 · 0.0005 · 0.0323)^(1/3) = (8.075e-9)^(1/3) = 2.0062e-3.
   EXPECT_NEAR(typical_damage(plan), 5.0981e-3, 1e-7);
   EXPECT_NEAR(typical_damage(u), 2.0062e-3, 1e-7);
+  // Without per-input values (the damages alone) the lower typical one wins.
+  EXPECT_EQ(guard_pick({{"plan", 100, 5.0981e-3}, {"u", 100, 2.0062e-3}}, 100), 1u);
+  // With them, the plan must be lower with paired confidence to stay:
+  // ln(plan_i / u_i) = ln 10, ln 10, ln(0.0053 / 0.0323) = 2.302585,
+  // 2.302585, −1.807358; mean 0.932604, s = √(11.261088 / 2) = 2.372877,
+  // bound = 0.932604 + 2.920 · 2.372877 / √3 = 4.932950 ≥ 0, so u is kept;
+  // the other way round, ln(u_i / plan_i) bounds at −0.932604 + 4.000346 =
+  // 3.06775 (u not lower with confidence either: the rule's default is u).
+  EXPECT_NEAR(compress::log_ratio_bound(plan, u), 4.932950, 1e-4);
+  EXPECT_NEAR(compress::log_ratio_bound(u, plan), 3.06775, 1e-4);
   EXPECT_EQ(guard_pick({plan, u}, 100), 1u);
   EXPECT_EQ(guard_pick({plan, u}, 99), 0u);  // u over the budget
   // A zero (an input left exactly unchanged) counts as 1e-12, not −∞:
@@ -132,6 +142,54 @@ TEST(UniformGuard, ComparesThePerInputGeometricMeanNotTheMean) {
   EXPECT_EQ(typical_damage({"m", 1, 0.25}), 0.25);
   EXPECT_TRUE(std::isnan(typical_damage({"n", 1, 0.1, {0.1, std::nan("")}})));
   EXPECT_EQ(guard_pick({plan, {"n", 90, 0.0, {0.0, std::nan("")}}}, 100), 0u);
+}
+
+TEST(UniformGuard, StudentTQuantilesFromTablesAndExpansion) {
+  using compress::student_t95;
+  EXPECT_EQ(student_t95(1), 6.314);
+  EXPECT_EQ(student_t95(2), 2.920);
+  EXPECT_EQ(student_t95(18), 1.734);
+  EXPECT_EQ(student_t95(30), 1.697);
+  EXPECT_NEAR(student_t95(40), 1.684, 1e-3);   // tables: 1.684
+  EXPECT_NEAR(student_t95(120), 1.658, 1e-3);  // tables: 1.658
+  EXPECT_NEAR(student_t95(1000000), 1.6448536, 1e-5);
+  testing::expect_error_naming([] { student_t95(0); }, "guard", "df");
+}
+
+TEST(UniformGuard, ThePlanStaysAgainstTheBestUniformOnlyOnPairedEvidence) {
+  using compress::guard_pick;
+  using compress::GuardPoint;
+  using compress::log_ratio_bound;
+  const std::vector<double> base = {0.01, 0.02, 0.04};
+  auto scaled = [&](const std::string& name, const std::vector<double>& r, int64_t bytes) {
+    GuardPoint p{name, bytes, 0.0, {}};
+    for (size_t i = 0; i < base.size(); ++i) p.per_input.push_back(base[i] * std::exp(r[i]));
+    return p;
+  };
+  const GuardPoint plan{"plan", 100, 0.0, base};
+  // ln(plan_i / u_i) = −0.1, −0.2, −0.3: mean −0.2, s = 0.1, bound = −0.2 +
+  // 2.920 · 0.1 / √3 = −0.031414 < 0: the plan is lower on every input, it stays.
+  const GuardPoint steady = scaled("steady", {0.1, 0.2, 0.3}, 100);
+  EXPECT_NEAR(log_ratio_bound(plan, steady), -0.031414, 1e-6);
+  EXPECT_EQ(guard_pick({plan, steady}, 100), 0u);
+  // ln(plan_i / u_i) = −0.1, −0.2, −0.6: the plan's geometric mean is lower
+  // (mean −0.3), but s = √(0.14 / 2) = 0.264575 and the bound −0.3 + 2.920 ·
+  // 0.264575 / √3 = 0.146038 ≥ 0: not shown, the uniform is kept.
+  const GuardPoint noisy = scaled("noisy", {0.1, 0.2, 0.6}, 100);
+  EXPECT_NEAR(log_ratio_bound(plan, noisy), 0.146038, 1e-6);
+  EXPECT_LT(compress::typical_damage(plan), compress::typical_damage(noisy));
+  EXPECT_EQ(guard_pick({plan, noisy}, 100), 1u);
+  // Only the best uniform within the budget is the rival (steady, geometric
+  // mean base·e^0.2 against noisy's base·e^0.3).
+  EXPECT_EQ(compress::best_uniform({plan, steady, noisy}, 100), 1u);
+  EXPECT_EQ(guard_pick({plan, steady, noisy}, 100), 0u);
+  EXPECT_EQ(guard_pick({plan, scaled("steady", {0.1, 0.2, 0.3}, 101), noisy}, 100), 2u);
+  // No uniform within the budget: the plan; a NaN plan: the best uniform.
+  EXPECT_EQ(guard_pick({plan, scaled("big", {1, 1, 1}, 101)}, 100), 0u);
+  EXPECT_EQ(guard_pick({{"nan", 100, 0.0, {0.1, std::nan("")}}, steady}, 100), 1u);
+  // Fewer than two inputs, or counts that differ: no bound.
+  EXPECT_TRUE(std::isnan(log_ratio_bound({"a", 1, 0.1, {0.1}}, {"b", 1, 0.2, {0.2}})));
+  EXPECT_TRUE(std::isnan(log_ratio_bound(steady, {"b", 1, 0.2, {0.2, 0.1}})));
 }
 
 TEST(UniformGuard, PlanDamageIsTheRelativeErrorOfTheWholeReplacedModel) {

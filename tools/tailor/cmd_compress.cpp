@@ -66,13 +66,19 @@ void print_result(const compress::CompressResult& r) {
     std::cout << fmt::format(
         "\nuniform guard (whole plans on the calibration inputs, {} in {:.1f} s)\n",
         r.profile.output_metric, r.guard_seconds);
+    // bound: the paired 95% upper bound of the mean ln(plan / point) over the
+    // inputs; the plan stays against the best uniform within the budget only
+    // below 0.
     for (size_t i = 0; i < r.guard.size(); ++i)
-      std::cout << fmt::format("  {:<28} {:>12} bytes  damage {:.4g}  per-input geomean {:.4g}{}\n",
-                               r.guard[i].name, with_commas(r.guard[i].bytes), r.guard[i].damage,
-                               compress::typical_damage(r.guard[i]),
-                               i == r.guard_kept                        ? "  kept"
-                               : r.guard[i].bytes > r.plan.budget_bytes ? "  over the budget"
-                                                                        : "");
+      std::cout << fmt::format(
+          "  {:<28} {:>12} bytes  damage {:.4g}  per-input geomean {:.4g}{}{}\n", r.guard[i].name,
+          with_commas(r.guard[i].bytes), r.guard[i].damage, compress::typical_damage(r.guard[i]),
+          i == 0
+              ? std::string()
+              : fmt::format("  bound {:+.3f}", compress::log_ratio_bound(r.guard[0], r.guard[i])),
+          i == r.guard_kept                        ? "  kept"
+          : r.guard[i].bytes > r.plan.budget_bytes ? "  over the budget"
+                                                   : "");
   }
 
   const report::Verification& v = r.verification;
@@ -177,6 +183,11 @@ void add_compress(CLI::App& app) {
                   "output (default: measured output damage per layer and candidate on "
                   "calibration inputs verification never sees), numel, sum, or activation "
                   "(llama: mean x² per input channel from sequences the model samples, seed + 2)");
+  cmd->add_option("--damage", o.damage,
+                  "Output objective's D(layer, candidate): measured (every candidate), fitted "
+                  "(2-3 measured probes per layer and scheme family, the rest alpha * rel_error^2) "
+                  "or auto (default: fitted above 20M profiled weights)")
+      ->check(CLI::IsMember({"auto", "measured", "fitted"}));
   cmd->add_option("--seed", o.seed, "Seed of solvers and verification inputs (default 0)");
   cmd->add_option("--calib", o.calib_dir,
                   "Folder of verification inputs (one input: every .npy, and .png for an image "

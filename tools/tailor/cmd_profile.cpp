@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "tailor/compress/damage_fit.h"
 #include "tailor/compress/output_profile.h"
 #include "tailor/core/checked.h"
 #include "tailor/core/error.h"
@@ -205,6 +206,8 @@ void measure_damage(const OutputMode& m, const graph::Model& model, const Profil
         part.calibration,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
         m.objective.gram_seconds);
+  if (const std::string fits = compress::damage_fit_summary(part); say && !fits.empty())
+    std::cout << fits << "\n";
 }
 
 /// `mpirun -n N tailor profile`: every rank profiles its layers, rank 0 writes.
@@ -327,8 +330,13 @@ void add_profile(CLI::App& app) {
                                     "With --objective output, llama: sampled sequences");
   auto* length = cmd->add_option("--length", damage.kld_length,
                                  "With --objective output, llama: tokens per sequence");
+  auto* damage_mode =
+      cmd->add_option("--damage", damage.damage,
+                      "With --objective output: measured, fitted (2-3 probes per layer and "
+                      "scheme family, the rest alpha * rel_error^2) or auto (as compress)")
+          ->check(CLI::IsMember({"auto", "measured", "fitted"}));
   static std::vector<CLI::Option*> damage_flags;
-  damage_flags = {ocr_lines, ocr_keys, inputs, sequences, length};
+  damage_flags = {ocr_lines, ocr_keys, inputs, sequences, length, damage_mode};
   cmd->add_option("--threads", options.threads, "Worker threads (0: all cores)")
       ->capture_default_str();
   cmd->add_flag("--cache", cache,

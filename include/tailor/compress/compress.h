@@ -67,6 +67,11 @@ struct CompressOptions {
   /// calibration statistics itself (llm::collect_input_stats over the same
   /// sampled sequences); on an ONNX model it is an error (no calibration data).
   std::string objective = "output";
+  /// How the output objective gets D(ℓ, c): "measured" (every candidate),
+  /// "fitted" (damage_fit.h: 2–3 measured probes per layer and scheme
+  /// family, the rest α · e²) or "auto" (fitted above
+  /// kFittedDamageAboveParams profiled weight elements, else measured).
+  std::string damage = "auto";
   /// A scheme label: plan that scheme at every layer whose profile has it,
   /// dense elsewhere (a uniform baseline; no budget then). Empty: solve.
   std::string uniform;
@@ -157,10 +162,40 @@ struct GuardPoint {
 /// less variance when damage scales every input's sensitivity alike.
 double typical_damage(const GuardPoint& point);
 
-/// The point the guard keeps: the lowest typical_damage among `points` at no
-/// more than `budget` bytes, the first point (the solver's plan) unless
-/// another is strictly lower; a NaN is never lower, and a NaN first point
-/// loses to any finite one. Throws Error (source "guard") for no points.
+/// Student's t one-sided 95% quantile t_{0.95, df} (df ≥ 1): a table to 3
+/// decimals for df ≤ 30, the Cornish-Fisher expansion above. Throws Error
+/// (source "guard") for df < 1.
+double student_t95(int64_t df);
+
+/// The one-sided 95% upper confidence bound of the mean paired log-ratio
+/// r_i = ln a_i − ln b_i over the inputs (per_input, each floored at 1e-12 as
+/// typical_damage floors): r̄ + t_{0.95, n−1} · s / √n, s the sample standard
+/// deviation. Below 0: `a` is lower than `b` on the typical input with 95%
+/// confidence (the paired t-test on log damage, whose mean is the log of the
+/// ratio of geometric means). NaN unless both hold the same n ≥ 2 values.
+double log_ratio_bound(const GuardPoint& a, const GuardPoint& b);
+
+/// Whether the solver's `plan` keeps its place against the best uniform
+/// point: with per-input values for both (n ≥ 2), only when
+/// log_ratio_bound(plan, uniform) < 0 (the plan lower with 95% confidence);
+/// otherwise unless the uniform's typical_damage is strictly lower (ties keep
+/// the plan). A NaN uniform never wins; a NaN plan never holds against a
+/// finite one.
+bool plan_holds(const GuardPoint& plan, const GuardPoint& uniform);
+
+/// The index of the lowest typical_damage among points[1..] at no more than
+/// `budget` bytes (NaN ones left out); 0 when there is none.
+size_t best_uniform(const std::vector<GuardPoint>& points, int64_t budget);
+
+/// The point the guard keeps: the solver's plan (the first point) when there
+/// is no uniform point within the budget or plan_holds against the best one
+/// (best_uniform); that uniform otherwise. The plan is chosen on the same
+/// calibration inputs it is measured on, with a free choice per layer, so
+/// its calibration damage flatters it more than a uniform scheme's: it has to
+/// win on paired evidence. The detector at int8's bytes (4 calibration
+/// canvases): the plan's geometric mean 0.000346 against uniform
+/// int8-gptq's 0.000310 (bound of ln(plan / int8-gptq) +1.74), and 12× int8-gptq's
+/// damage on the held-out canvases. Throws Error (source "guard") for no points.
 size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget);
 
 /// What compress_model did and measured.

@@ -108,6 +108,9 @@ struct DamageOptions {
   /// pass (layer l's candidates are encoded with seed split l whichever layers
   /// are measured, so the shards' parts together equal one whole pass).
   std::optional<std::vector<size_t>> layers;
+  /// Scalable mode (damage_fit.h): only each layer's damage_probes are
+  /// measured; the other candidates' damage is fit_layer_damage's α · e².
+  bool fitted = false;
 };
 
 /// Sets output_damage of every candidate of every layer of `profile` (made
@@ -117,7 +120,8 @@ struct DamageOptions {
 /// (each a map of every graph input). A "dense" candidate is 0 by definition.
 /// f16 models run in f32 (graph::promote_f16_to_f32), as verification runs them.
 /// Sets profile.output_metric. Cost: one prefix per input and layer cut plus one
-/// suffix run per input and non-dense candidate. Throws Error (source "output
+/// suffix run per input and non-dense candidate (options.fitted: per probe, the
+/// rest predicted and marked). Throws Error (source "output
 /// damage") for no inputs, naming the layer for a weight not in the main graph,
 /// and as the executor and the encoders throw.
 void measure_output_damage(const graph::Model& model,

@@ -59,6 +59,9 @@ struct OutputObjective {
   Grams grams;
   /// Seconds computing the Grams.
   double gram_seconds = 0;
+  /// Scalable damage (damage_fit.h): measure only each layer's probes and
+  /// predict the rest as α · e² (CompressOptions::damage).
+  bool fitted = false;
 };
 
 /// Gathers the output objective's calibration inputs as compress_model does
@@ -69,11 +72,26 @@ struct OutputObjective {
 /// inputs seeded seed + 2 (metric: detect_damage_metric of the first output).
 /// Computes each layer's Gram XᵀX (runtime::gram, f16 run in f32) and sets
 /// `profile_options.damage_key` ("grams+damage:" and the SHA-256 of the inputs
-/// and metric) and `profile_options.grams`. Throws Error naming the model for
-/// an input of undeclared type without calib_dir, and as the readers do.
+/// and metric; "fitted+" before it under the fitted mode) and
+/// `profile_options.grams`. The fitted mode: options.damage "fitted", or
+/// "auto" when the weights profile_options would profile (min_params, the
+/// layer regex) hold more than kFittedDamageAboveParams elements. Throws
+/// Error naming the model for an input of undeclared type without
+/// calib_dir, for a damage mode other than auto / measured / fitted, and as
+/// the readers do.
 OutputObjective prepare_output_objective(const graph::Model& model, const graph::Model* llama,
                                          const CompressOptions& options,
                                          ProfileOptions& profile_options);
+
+/// The inputs compress_model verifies on, as a Calibration with the same
+/// metric and outputs (the half prepare_output_objective never uses): for a
+/// llama checkpoint (`llama` its decoder graph) kld_sequences × kld_length
+/// tokens sampled with seed + 1, fed whole; for an ONNX model the
+/// odd-numbered OCR lines or --calib inputs, else random inputs seeded
+/// `seed`. For a bench measuring plans' damage on held-out inputs with
+/// PlanDamage. Throws Error as prepare_output_objective does.
+Calibration verification_inputs(const graph::Model& model, const graph::Model* llama,
+                                const CompressOptions& options);
 
 /// Measures output damage D(ℓ, c) (measure_output_damage) of every candidate of
 /// every layer of `part`, on `run_model` (the llama decoder graph, else the

@@ -34,10 +34,29 @@ struct Candidate {
   /// candidate's decoded stored weight, in the profile's output_metric;
   /// present only when the profile was measured with calibration inputs.
   std::optional<double> output_damage;
+  /// Whether output_damage is predicted by the layer's damage fit
+  /// (DamageFit: α · rel_error²) rather than measured; profile.json's
+  /// optional "output_damage_fitted" (absent: measured).
+  bool output_damage_fitted = false;
   /// Measured latency of the layer's op with this candidate's kernel, in
   /// milliseconds of CPU time at 1 thread (median of repeats after a warm-up,
   /// profile/latency.h); present only when the profile measured latencies.
   std::optional<double> latency_ms;
+};
+
+/// The scalable output damage of one layer and scheme family
+/// (compress/damage_fit.h): D(ℓ, c) ≈ alpha · rel_error(c)², alpha fitted to
+/// the family's measured probe candidates; profile.json's "damage_fits".
+struct DamageFit {
+  /// "rtn", "mse", "gptq", "lowrank", "lowrank-q" or "int+r".
+  std::string family;
+  /// exp(mean over probes of ln(D / rel_error²)); ≥ 0.
+  double alpha = 0;
+  /// Labels of the measured candidates the fit is made from.
+  std::vector<std::string> probes;
+  /// The largest factor by which α · rel_error² misses a probe's measured D
+  /// (max over probes of max(fit / D, D / fit)); 1 for an exact fit, ≥ 1.
+  double fit_factor = 1;
 };
 
 /// One layer to plan: a weight of rank ≥ 2 with its candidates.
@@ -61,6 +80,9 @@ struct LayerProfile {
   /// (e.g. ggml's q8_0 / q4_0 on a row length that is not a multiple of 32);
   /// profile.json's optional "notes".
   std::vector<std::string> notes;
+  /// Under fitted output damage: one fit per scheme family whose other
+  /// candidates' damage it predicts (output_damage_fitted); empty otherwise.
+  std::vector<DamageFit> damage_fits;
 };
 
 /// A model's profile.
