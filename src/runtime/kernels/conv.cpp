@@ -1,10 +1,12 @@
 // Conv operator: parameter checks and the path choice among the registry's
 // kernels (depthwise, 1×1 as blocks of the gemm kernel, 3×3 stride 1 by
-// Winograd F(4×4, 3×3) where it pays, everything else the conv GEMM kernel).
+// Winograd F(4×4, 3×3) where it pays, dilated ones too, everything else the
+// conv GEMM kernel).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 
+#include "runtime/kernels/f32_winograd_f43.h"
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
 #include "tailor/runtime/kernels/conv.h"
@@ -32,10 +34,15 @@ bool is_pointwise(const Conv2dParams& p) {
          p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
 }
 
-// 3×3, stride 1, undilated, one group: the shapes Winograd F(4×4, 3×3) serves.
+// 3×3, stride 1, one group: the shapes Winograd F(4×4, 3×3) serves, dilated
+// ones by tiles on each phase's outputs (f32_winograd_f43.h; the transformed
+// weights do not depend on the dilation).
 bool is_winograd_shape(const Conv2dParams& p) {
-  return p.kh == 3 && p.kw == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 &&
-         p.dil_w == 1 && p.groups == 1;
+  return p.kh == 3 && p.kw == 3 && p.stride_h == 1 && p.stride_w == 1 && p.groups == 1;
+}
+
+bool is_dilated(const Conv2dParams& p) {
+  return p.dil_h > 1 || p.dil_w > 1;
 }
 
 // Weights whose Winograd copy (4× the 3×3 weights) is kept at load: enough
@@ -52,10 +59,19 @@ bool winograd_weights_pay(const Conv2dParams& p) {
 // (bound in registry.h): on the detector's random-input check, whose output
 // sits deep in a sigmoid's tail, passes-on against passes-off moves from
 // < 5e-6 to 1.35e-5 of max |y|; against onnxruntime it stays within 1e-4.
+// A dilated conv's tiles lie on each phase's outputs (oy mod dil_h, ox mod
+// dil_w), so a phase of few outputs leaves most of its tile's 16 unused: it
+// pays where the outputs kept, out_h·out_w over 16 per tile, are at least
+// kMinTileUse of the tiles' (kernels_bench BM_Conv3x3Dilated).
+constexpr double kMinTileUse = 0.5;
+
 bool winograd_pays(const Conv2dParams& p) {
   const char* off = std::getenv("TAILOR_CONV_WINOGRAD");
   if (off != nullptr && std::string(off) == "0") return false;
-  return p.out_h() >= 16 && p.out_w() >= 16;
+  if (p.out_h() < 16 || p.out_w() < 16) return false;
+  return !is_dilated(p) ||
+         static_cast<double>(p.out_h() * p.out_w()) >=
+             kMinTileUse * 16.0 * static_cast<double>(detail::winograd_tile_count(p));
 }
 
 }  // namespace
@@ -139,7 +155,7 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
   const bool has_winograd =
       packed != nullptr && packed->serves(p) && !packed->winograd.empty() && is_winograd_shape(p);
   check(algorithm != ConvAlgorithm::winograd || has_winograd, "",
-        "Conv conv_algorithm=winograd needs a 3x3 stride-1 undilated one-group conv with c_in, "
+        "Conv conv_algorithm=winograd needs a 3x3 stride-1 one-group conv with c_in, "
         "c_out >= 8, c_in*c_out <= 32768 and constant weights: " +
             dims(p));
   if (is_depthwise(p)) {

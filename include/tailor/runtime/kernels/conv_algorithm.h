@@ -13,14 +13,16 @@ namespace tailor::runtime::kernels {
 /// conv_winograd_eligible(p) and the weights were packed for it.
 enum class ConvAlgorithm { automatic, gemm, winograd };
 
-/// Whether conv2d can run p by Winograd F(4×4, 3×3): 3×3, stride 1,
-/// undilated, one group, c_in and c_out ≥ 8 and c_in·c_out ≤ 32768 (the
-/// shapes whose transformed weights pack_conv2d_weights keeps).
+/// Whether conv2d can run p by Winograd F(4×4, 3×3): 3×3, stride 1, one
+/// group, c_in and c_out ≥ 8 and c_in·c_out ≤ 32768 (the shapes whose
+/// transformed weights pack_conv2d_weights keeps), any dilation (the tiles
+/// then lie on each phase's outputs, registry.h).
 bool conv_winograd_eligible(const Conv2dParams& p);
 
 /// The algorithm conv2d's automatic rule picks for p: winograd when
-/// conv_winograd_eligible(p), the output plane is at least 16×16 and the
-/// environment does not set TAILOR_CONV_WINOGRAD=0; else gemm.
+/// conv_winograd_eligible(p), the output plane is at least 16×16, for a
+/// dilated p its tiles keep at least half their outputs (out_h·out_w ≥ 8 per
+/// tile), and the environment does not set TAILOR_CONV_WINOGRAD=0; else gemm.
 ConvAlgorithm conv_default_algorithm(const Conv2dParams& p);
 
 /// conv2d (same contract) with the algorithm `algorithm`: automatic is
