@@ -195,7 +195,7 @@ void BM_Conv3x3Path(benchmark::State& state) {
                     process_cpu_seconds() - t0);
 }
 BENCHMARK(BM_Conv3x3Path)
-    ->ArgsProduct({{8, 16, 32, 64, 128, 256}, {8, 16, 32, 80}, {0, 1}})
+    ->ArgsProduct({{8, 16, 32, 64, 128, 256, 512}, {8, 16, 32, 80}, {0, 1}})
     ->ArgNames({"c", "plane", "path"})
     ->UseRealTime();
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "runtime/kernels/f32_winograd_f43.h"
 #include "runtime/kernels/gemm_partition.h"
@@ -46,9 +47,15 @@ bool is_dilated(const Conv2dParams& p) {
 }
 
 // Weights whose Winograd copy (4× the 3×3 weights) is kept at load: enough
-// channels for the transforms to pay, at most 4 MiB of transformed weights.
+// channels for the transforms to pay, at most 2²⁰ channel pairs (144 MiB of
+// transformed weights). Wide layers pay most (kernels_bench BM_Conv3x3Path,
+// Zen 3, 1 thread, CPU time: 256 channels 175–251 GFLOP/s against the
+// implicit GEMM's 84–85 from 16×16 on; 512 channels 3–4×).
+constexpr int64_t kMaxWinogradPairs = int64_t{1} << 20;
+
 bool winograd_weights_pay(const Conv2dParams& p) {
-  return is_winograd_shape(p) && p.c_in >= 8 && p.c_out >= 8 && p.c_in * p.c_out <= 256 * 128;
+  return is_winograd_shape(p) && p.c_in >= 8 && p.c_out >= 8 &&
+         p.c_in * p.c_out <= kMaxWinogradPairs;
 }
 
 // Where the Winograd kernel beats the implicit GEMM (kernels_bench
@@ -154,9 +161,11 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
   const KernelTable& kt = active_kernels();
   const bool has_winograd =
       packed != nullptr && packed->serves(p) && !packed->winograd.empty() && is_winograd_shape(p);
-  check(algorithm != ConvAlgorithm::winograd || has_winograd, "",
+  check(algorithm != ConvAlgorithm::winograd || has_winograd ||
+            (winograd_weights_pay(p) && w != nullptr),
+        "",
         "Conv conv_algorithm=winograd needs a 3x3 stride-1 one-group conv with c_in, "
-        "c_out >= 8, c_in*c_out <= 32768 and constant weights: " +
+        "c_out >= 8 and c_in*c_out <= 2^20: " +
             dims(p));
   if (is_depthwise(p)) {
     kt.conv_dw(p, x, w, bias, y, act);
@@ -167,8 +176,14 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
     const bool winograd =
         algorithm == ConvAlgorithm::winograd ||
         (algorithm == ConvAlgorithm::automatic && has_winograd && winograd_pays(p));
-    if (winograd) {
+    if (winograd && has_winograd) {
       kt.conv_winograd(p, x, packed->winograd.data(), bias, y, act);
+    } else if (winograd) {
+      // Forced on weights not packed at load (not a constant initializer):
+      // transformed for this call, as conv_gemm packs its own.
+      std::vector<float> u(static_cast<size_t>(f32_conv_winograd_f43_pack(p, w, nullptr)));
+      f32_conv_winograd_f43_pack(p, w, u.data());
+      kt.conv_winograd(p, x, u.data(), bias, y, act);
     } else if (packed != nullptr && packed->serves(p)) {
       kt.conv_packed(p, x, packed->data.data(), bias, y, act);
     } else {

@@ -63,7 +63,7 @@ struct PackedConvWeights {
   std::vector<float> data;
   /// f32_conv_winograd_f43_pack's weights too (4× the 3×3 weights), for
   /// 3×3 stride-1 one-group convs (any dilation) with c_in, c_out ≥ 8 and
-  /// c_in·c_out ≤ 32768; else empty.
+  /// c_in·c_out ≤ 2²⁰; else empty.
   std::vector<float> winograd;
   int64_t c_out = 0, c_in = 0, kh = 0, kw = 0, groups = 0;
   /// Whether `data` holds p's weights (same c_out, c_in, kh, kw, groups) for
