@@ -195,8 +195,48 @@ void BM_Conv3x3Path(benchmark::State& state) {
                     process_cpu_seconds() - t0);
 }
 BENCHMARK(BM_Conv3x3Path)
-    ->ArgsProduct({{8, 16, 32, 64, 128}, {8, 16, 32, 80}, {0, 1}})
+    ->ArgsProduct({{8, 16, 32, 64, 128, 256, 512}, {8, 16, 32, 80}, {0, 1}})
     ->ArgNames({"c", "plane", "path"})
+    ->UseRealTime();
+
+// The two paths of a dilated 3×3 stride-1 conv, 1 thread, weights packed
+// once: path 0 the implicit GEMM (conv_packed, gathering at the dilation),
+// 1 Winograd F(4×4, 3×3) with tiles on each phase's outputs (conv_winograd).
+// FLOPS counts the direct convolution's 2·MACs for both. Pads = dilation
+// (the output plane = the input plane). Args: {c_in = c_out, plane,
+// dilation, path}: ISNet's RSU shapes.
+void BM_Conv3x3Dilated(benchmark::State& state) {
+  tailor::linalg::set_threads(1);
+  Conv2dParams p;
+  p.c_in = p.c_out = state.range(0);
+  p.h = p.w = state.range(1);
+  p.kh = p.kw = 3;
+  p.dil_h = p.dil_w = state.range(2);
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = state.range(2);
+  const auto x = random_values(p.c_in * p.h * p.w, 1);
+  const auto w = random_values(p.c_out * p.c_in * 9, 2);
+  const auto bias = random_values(p.c_out, 3);
+  std::vector<float> y(static_cast<size_t>(p.c_out * p.out_h() * p.out_w()));
+  const KernelTable& t = active_kernels();
+  const bool wino = state.range(3) == 1;
+  std::vector<float> packed(static_cast<size_t>(
+      wino ? f32_conv_winograd_f43_pack(p, w.data(), nullptr) : t.conv_pack(p, w.data(), nullptr)));
+  if (wino)
+    f32_conv_winograd_f43_pack(p, w.data(), packed.data());
+  else
+    t.conv_pack(p, w.data(), packed.data());
+  const F32ConvPackedFn fn = wino ? t.conv_winograd : t.conv_packed;
+  const double t0 = process_cpu_seconds();
+  for (auto _ : state) {
+    fn(p, x.data(), packed.data(), bias.data(), y.data(), Activation::relu());
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flop_counters(state, 2.0 * p.c_out * p.out_h() * p.out_w() * p.c_in * 9,
+                    process_cpu_seconds() - t0);
+}
+BENCHMARK(BM_Conv3x3Dilated)
+    ->ArgsProduct({{32, 128, 256}, {16, 32}, {2, 4, 8}, {0, 1}})
+    ->ArgNames({"c", "plane", "dil", "path"})
     ->UseRealTime();
 
 // The two candidate paths of a 1×1 stride-1 conv, 1 thread: path 0 what

@@ -128,6 +128,29 @@ TEST(ConvAlgorithm, WinogradCanBeForcedBelowTheRulesPlaneSize) {
   EXPECT_LT(max_abs_diff(wino, dflt), 1e-4);
 }
 
+TEST(ConvAlgorithm, WinogradOnAWeightNotPackedAtLoad) {
+  // The weight a graph input, not an initializer: nothing is packed at
+  // load, so a forced Winograd transforms it on the call and gives the bits
+  // of the packed run; gemm gives the implicit GEMM's.
+  const int64_t c = 16, hw = 20;
+  const auto fed = [&](const std::string& a) {
+    graph::Model m = conv_model(c, hw, 1, {{"conv_algorithm", algo(a)}});
+    m.graph.initializers.erase("w");
+    std::erase(m.graph.initializer_order, "w");
+    m.graph.inputs.push_back("w");
+    m.graph.types["w"] = graph::ValueType{DType::f32, graph::sym_shape_of({c, c, 3, 3})};
+    Executor e(m);
+    return e.run({{"x", random_tensor({1, c, hw, hw}, 1)}, {"w", random_tensor({c, c, 3, 3}, 2)}})
+        .at("y");
+  };
+  const Tensor packed_wino =
+      run(conv_model(c, hw, 1, {{"conv_algorithm", algo("winograd")}}), c, hw);
+  const Tensor packed_gemm = run(conv_model(c, hw, 1, {{"conv_algorithm", algo("gemm")}}), c, hw);
+  EXPECT_TRUE(bit_equal(fed("winograd"), packed_wino));
+  EXPECT_TRUE(bit_equal(fed("gemm"), packed_gemm));
+  EXPECT_FALSE(bit_equal(packed_wino, packed_gemm));
+}
+
 TEST(ConvAlgorithm, OneThreadAttributeChangesNoBit) {
   const int64_t c = 16, hw = 20;
   EXPECT_TRUE(

@@ -126,6 +126,37 @@ TEST(TuneConvDecisions, AppliedChoicesReachTheRuntimeAndTheCostModel) {
   EXPECT_NEAR(graph_features(swapped.model, 1, shapes, machine)[wf], 460800 / 1e7, 1e-12);
 }
 
+TEST(TuneConvDecisions, WinogradOnAConstantNodesWeightPassesTheCheck) {
+  // d's weight comes from a Constant node, an initializer only once fold
+  // runs: with fold off it is not packed at load, and the Winograd choice
+  // (offered on d's shape) must still run and agree with the reference
+  // (it was an Error, so the candidate failed its check).
+  unsetenv("TAILOR_CONV_WINOGRAD");
+  graph::Model m = chain_model();
+  m.graph.initializers.erase("wd");
+  std::erase(m.graph.initializer_order, "wd");
+  m.graph.nodes.insert(
+      m.graph.nodes.begin(),
+      make_node("Constant", "kd", {}, {"wd"},
+                {{"value", graph::Attribute::of_tensor(random_tensor({16, 16, 3, 3}, 7))}}));
+  const DecisionSpace s = space_of(m, 1, int64_t{1} << 24);
+  ASSERT_GE(s.find("conv_algo:d"), 0);
+  Applier applier(m, s, runtime::default_pass_options());
+  Configuration c = s.default_configuration();
+  c[static_cast<size_t>(s.find("pass:fold"))] = 0;
+  c[static_cast<size_t>(s.find("conv_algo:d"))] = 1;  // winograd
+  const AppliedConfiguration applied = applier.apply(c);
+  bool d_is_fed = false;
+  for (const auto& n : applied.model.graph.nodes)
+    if (n.name == "d")
+      d_is_fed = n.attr_string("conv_algorithm", "") == "winograd" &&
+                 applied.model.graph.initializers.count(n.inputs[1]) == 0;
+  EXPECT_TRUE(d_is_fed);
+  const Harness harness(m, {}, 1, HarnessOptions{});
+  const Measurement check = harness.check(applied);
+  EXPECT_TRUE(check.ok) << check.error;
+}
+
 TEST(TuneConvDecisions, GradientSearchOverConvChoicesIsSeeded) {
   unsetenv("TAILOR_CONV_WINOGRAD");
   const graph::Model m = chain_model();

@@ -1,10 +1,13 @@
 // Conv operator: parameter checks and the path choice among the registry's
 // kernels (depthwise, 1×1 as blocks of the gemm kernel, 3×3 stride 1 by
-// Winograd F(4×4, 3×3) where it pays, everything else the conv GEMM kernel).
+// Winograd F(4×4, 3×3) where it pays, dilated ones too, everything else the
+// conv GEMM kernel).
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "runtime/kernels/f32_winograd_f43.h"
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
 #include "tailor/runtime/kernels/conv.h"
@@ -32,16 +35,27 @@ bool is_pointwise(const Conv2dParams& p) {
          p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
 }
 
-// 3×3, stride 1, undilated, one group: the shapes Winograd F(4×4, 3×3) serves.
+// 3×3, stride 1, one group: the shapes Winograd F(4×4, 3×3) serves, dilated
+// ones by tiles on each phase's outputs (f32_winograd_f43.h; the transformed
+// weights do not depend on the dilation).
 bool is_winograd_shape(const Conv2dParams& p) {
-  return p.kh == 3 && p.kw == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 &&
-         p.dil_w == 1 && p.groups == 1;
+  return p.kh == 3 && p.kw == 3 && p.stride_h == 1 && p.stride_w == 1 && p.groups == 1;
+}
+
+bool is_dilated(const Conv2dParams& p) {
+  return p.dil_h > 1 || p.dil_w > 1;
 }
 
 // Weights whose Winograd copy (4× the 3×3 weights) is kept at load: enough
-// channels for the transforms to pay, at most 4 MiB of transformed weights.
+// channels for the transforms to pay, at most 2²⁰ channel pairs (144 MiB of
+// transformed weights). Wide layers pay most (kernels_bench BM_Conv3x3Path,
+// Zen 3, 1 thread, CPU time: 256 channels 175–251 GFLOP/s against the
+// implicit GEMM's 84–85 from 16×16 on; 512 channels 3–4×).
+constexpr int64_t kMaxWinogradPairs = int64_t{1} << 20;
+
 bool winograd_weights_pay(const Conv2dParams& p) {
-  return is_winograd_shape(p) && p.c_in >= 8 && p.c_out >= 8 && p.c_in * p.c_out <= 256 * 128;
+  return is_winograd_shape(p) && p.c_in >= 8 && p.c_out >= 8 &&
+         p.c_in * p.c_out <= kMaxWinogradPairs;
 }
 
 // Where the Winograd kernel beats the implicit GEMM (kernels_bench
@@ -52,10 +66,19 @@ bool winograd_weights_pay(const Conv2dParams& p) {
 // (bound in registry.h): on the detector's random-input check, whose output
 // sits deep in a sigmoid's tail, passes-on against passes-off moves from
 // < 5e-6 to 1.35e-5 of max |y|; against onnxruntime it stays within 1e-4.
+// A dilated conv's tiles lie on each phase's outputs (oy mod dil_h, ox mod
+// dil_w), so a phase of few outputs leaves most of its tile's 16 unused: it
+// pays where the outputs kept, out_h·out_w over 16 per tile, are at least
+// kMinTileUse of the tiles' (kernels_bench BM_Conv3x3Dilated).
+constexpr double kMinTileUse = 0.5;
+
 bool winograd_pays(const Conv2dParams& p) {
   const char* off = std::getenv("TAILOR_CONV_WINOGRAD");
   if (off != nullptr && std::string(off) == "0") return false;
-  return p.out_h() >= 16 && p.out_w() >= 16;
+  if (p.out_h() < 16 || p.out_w() < 16) return false;
+  return !is_dilated(p) ||
+         static_cast<double>(p.out_h() * p.out_w()) >=
+             kMinTileUse * 16.0 * static_cast<double>(detail::winograd_tile_count(p));
 }
 
 }  // namespace
@@ -138,9 +161,11 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
   const KernelTable& kt = active_kernels();
   const bool has_winograd =
       packed != nullptr && packed->serves(p) && !packed->winograd.empty() && is_winograd_shape(p);
-  check(algorithm != ConvAlgorithm::winograd || has_winograd, "",
-        "Conv conv_algorithm=winograd needs a 3x3 stride-1 undilated one-group conv with c_in, "
-        "c_out >= 8, c_in*c_out <= 32768 and constant weights: " +
+  check(algorithm != ConvAlgorithm::winograd || has_winograd ||
+            (winograd_weights_pay(p) && w != nullptr),
+        "",
+        "Conv conv_algorithm=winograd needs a 3x3 stride-1 one-group conv with c_in, "
+        "c_out >= 8 and c_in*c_out <= 2^20: " +
             dims(p));
   if (is_depthwise(p)) {
     kt.conv_dw(p, x, w, bias, y, act);
@@ -151,8 +176,14 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
     const bool winograd =
         algorithm == ConvAlgorithm::winograd ||
         (algorithm == ConvAlgorithm::automatic && has_winograd && winograd_pays(p));
-    if (winograd) {
+    if (winograd && has_winograd) {
       kt.conv_winograd(p, x, packed->winograd.data(), bias, y, act);
+    } else if (winograd) {
+      // Forced on weights not packed at load (not a constant initializer):
+      // transformed for this call, as conv_gemm packs its own.
+      std::vector<float> u(static_cast<size_t>(f32_conv_winograd_f43_pack(p, w, nullptr)));
+      f32_conv_winograd_f43_pack(p, w, u.data());
+      kt.conv_winograd(p, x, u.data(), bias, y, act);
     } else if (packed != nullptr && packed->serves(p)) {
       kt.conv_packed(p, x, packed->data.data(), bias, y, act);
     } else {

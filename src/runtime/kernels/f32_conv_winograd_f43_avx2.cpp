@@ -1,14 +1,21 @@
 // f32_conv_winograd_f43_avx2: Winograd F(4×4, 3×3) convolution (Lavin &
 // Gray, CVPR 2016) on weights transformed once at load
-// (f32_conv_winograd_f43_pack). A work item is one image's block of 16 tiles:
-// two runs of up to 8 tiles along a tile row. Per run and input channel the
+// (f32_conv_winograd_f43_pack). Tiles go 8 to a run (one per vector lane),
+// two runs to a block of 16 (the micro-kernel's columns). Row runs: up to 8
+// tiles along a tile row of an undilated conv; per run and input channel the
 // 6 input rows are transformed down the columns 8 floats at a time, then a
 // 4×4 transpose in each 128-bit lane splits each transformed row into its 4
 // column phases (lane l holds tile 2l for l < 4, tile 2(l − 4) + 1 above), so
 // the row transform runs on whole vectors; the same transpose undoes the order
-// on the way out. The 36 products M_ξ = U_ξ·V_ξ ([c_out × c_in]·[c_in × 16])
-// use the 6×16 micro-kernel, K ascending in chunks of 256, so results do not
-// depend on the thread count.
+// on the way out. Listed runs: 8 consecutive tiles of detail::winograd_tiles
+// (any dilation, across tile rows and phases), each patch gathered lane by
+// lane and each tile's outputs stored one by one; they serve dilated convs
+// and planes whose tile rows would leave many lanes of row runs idle. A work
+// item is one image's group of up to 4 blocks: the 36 products
+// M_ξ = U_ξ·V_ξ ([c_out × c_in]·[c_in × 16] per block) use the 6×16
+// micro-kernel, each 6-channel weight panel reused by every block of the
+// group, K ascending in chunks of 256, so results depend neither on the
+// thread count nor on the grouping.
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
@@ -45,8 +52,11 @@ inline void transpose4_lanes(__m256& a, __m256& b, __m256& c, __m256& d) {
   d = _mm256_shuffle_ps(t1, t3, 0xEE);
 }
 
+// A run of up to 8 tiles (len 0: none, its lanes zero). Row run: tiles
+// tx0 … tx0 + len − 1 of tile row ty (undilated); listed run: `tiles`.
 struct Run {
-  int64_t ty = 0, tx0 = 0, len = 0;  // len 0: no run (lanes zero)
+  int64_t ty = 0, tx0 = 0, len = 0;
+  const detail::WinogradTile* tiles = nullptr;
 };
 
 // V[ξ][ci][lane0 + l] for the run's 8 tiles and every input channel of image xb.
@@ -96,24 +106,69 @@ void input_transform(const Conv2dParams& p, const float* xb, const Run& run, int
   }
 }
 
-// Y = Aᵀ M A for the run's 8 tiles and output channel o (M at m, stride
-// `point` floats between points), plus bias and activation, into image yb.
-void output_transform(const Conv2dParams& p, const float* m, int64_t point, const Run& run,
-                      int64_t o, float bias, const Activation& act, float* yb) {
-  const int64_t oh = p.out_h(), ow = p.out_w();
+// V[ξ][ci][lane0 + l] for a listed run: each tile's 6×6 patch gathered at
+// the dilation (zero in the padding) into lane l, then transformed down the
+// columns and along the rows on whole vectors.
+void input_transform_listed(const Conv2dParams& p, const float* xb, const Run& run, int64_t lane0,
+                            float* v) {
+  int64_t off[6][6][kRun];  // offset in a channel plane, −1 in the padding
+  for (int64_t l = 0; l < kRun; ++l) {
+    for (int r = 0; r < 6; ++r) {
+      for (int c = 0; c < 6; ++c) {
+        off[r][c][l] = -1;
+        if (l >= run.len) continue;
+        const int64_t iy = run.tiles[l].iy + r * p.dil_h, ix = run.tiles[l].ix + c * p.dil_w;
+        if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) off[r][c][l] = iy * p.w + ix;
+      }
+    }
+  }
+  alignas(32) float d[6][6][kRun];
+  alignas(32) float vt[6][6][kRun];
+  for (int64_t ci = 0; ci < p.c_in; ++ci) {
+    const float* xc = xb + ci * p.h * p.w;
+    for (int r = 0; r < 6; ++r)
+      for (int c = 0; c < 6; ++c)
+        for (int64_t l = 0; l < kRun; ++l) d[r][c][l] = off[r][c][l] < 0 ? 0.f : xc[off[r][c][l]];
+    for (int c = 0; c < 6; ++c) {  // down the columns: vt[·][c] = Bᵀ d[·][c]
+      __m256 col[6], t[6];
+      for (int r = 0; r < 6; ++r) col[r] = _mm256_load_ps(d[r][c]);
+      detail::winograd_f43_input(col, t);
+      for (int r = 0; r < 6; ++r) _mm256_store_ps(vt[r][c], t[r]);
+    }
+    for (int r = 0; r < 6; ++r) {  // along the rows
+      __m256 row[6], o[6];
+      for (int c = 0; c < 6; ++c) row[c] = _mm256_load_ps(vt[r][c]);
+      detail::winograd_f43_input(row, o);
+      for (int c = 0; c < 6; ++c)
+        _mm256_storeu_ps(v + ((r * 6 + c) * p.c_in + ci) * kNr + lane0, o[c]);
+    }
+  }
+}
+
+// out[i][j] (lane l: tile l's output (i, j)) = Aᵀ M A for 8 tiles, M at m
+// with `point` floats between points.
+void output_tiles(const float* m, int64_t point, __m256 out[4][4]) {
   __m256 h[6][4];
   for (int r = 0; r < 6; ++r) {
     __m256 row[6];
     for (int c = 0; c < 6; ++c) row[c] = _mm256_loadu_ps(m + (r * 6 + c) * point);
     detail::winograd_f43_output(row, h[r]);
   }
-  __m256 out[4][4];  // [i][j]: output row i, column phase j
   for (int j = 0; j < 4; ++j) {
     const __m256 col[6] = {h[0][j], h[1][j], h[2][j], h[3][j], h[4][j], h[5][j]};
     __m256 res[4];
     detail::winograd_f43_output(col, res);
     for (int i = 0; i < 4; ++i) out[i][j] = res[i];
   }
+}
+
+// Y = Aᵀ M A for a row run's 8 tiles and output channel o (M at m, stride
+// `point` floats between points), plus bias and activation, into image yb.
+void output_transform(const Conv2dParams& p, const float* m, int64_t point, const Run& run,
+                      int64_t o, float bias, const Activation& act, float* yb) {
+  const int64_t oh = p.out_h(), ow = p.out_w();
+  __m256 out[4][4];  // [i][j]: output row i, column phase j
+  output_tiles(m, point, out);
   const int64_t ox0 = 4 * run.tx0, cols = std::min<int64_t>(4 * run.len, ow - ox0);
   float* yo = yb + o * oh * ow;
   for (int i = 0; i < 4; ++i) {
@@ -126,18 +181,60 @@ void output_transform(const Conv2dParams& p, const float* m, int64_t point, cons
   }
 }
 
+// The same for a listed run: each tile's outputs inside the plane stored at
+// the dilation.
+void output_transform_listed(const Conv2dParams& p, const float* m, int64_t point, const Run& run,
+                             int64_t o, float bias, const Activation& act, float* yb) {
+  const int64_t ow = p.out_w();
+  __m256 out[4][4];
+  output_tiles(m, point, out);
+  alignas(32) float tmp[16 * kRun];  // [i·4 + j][lane]
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) _mm256_store_ps(tmp + (i * 4 + j) * kRun, out[i][j]);
+  f32_bias_act_avx2(act, bias, tmp, tmp, 16 * kRun);
+  float* yo = yb + o * p.out_h() * ow;
+  for (int64_t l = 0; l < run.len; ++l) {
+    const detail::WinogradTile& t = run.tiles[l];
+    for (int i = 0; i < t.rows; ++i)
+      for (int j = 0; j < t.cols; ++j)
+        yo[(t.oy + i * p.dil_h) * ow + t.ox + j * p.dil_w] = tmp[(i * 4 + j) * kRun + l];
+  }
+}
+
 }  // namespace
 
 void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
                                 const float* bias, float* y, const Activation& act) {
   const int64_t oh = p.out_h(), ow = p.out_w();
   const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
-  const int64_t runs_per_row = (tw + kRun - 1) / kRun, runs = th * runs_per_row;
-  const int64_t blocks = (runs + 1) / 2, items = p.n * blocks;
+  const int64_t runs_per_row = (tw + kRun - 1) / kRun;
+  // Listed runs for dilated convs, and where row runs would leave over a
+  // quarter more runs (idle lanes) than listing the tiles does, unless the
+  // channels are so few that the gathering transforms would cost more.
+  const bool dilated = p.dil_h > 1 || p.dil_w > 1;
+  const bool listed =
+      dilated || (3 * th * runs_per_row > 4 * ((th * tw + kRun - 1) / kRun) && p.c_out >= 32);
+  const std::vector<detail::WinogradTile> tiles =
+      listed ? detail::winograd_tiles(p) : std::vector<detail::WinogradTile>();
+  const int64_t ntiles = static_cast<int64_t>(tiles.size());
+  const int64_t runs = listed ? (ntiles + kRun - 1) / kRun : th * runs_per_row;
+  const int64_t blocks = (runs + 1) / 2;
+  // Blocks per item: a 6-channel weight panel is loaded once for `group`
+  // blocks, which pays where the weights (36·c_in·c_out floats) outgrow the
+  // caches; at least two items per image where there are two blocks.
+  const int64_t group = std::min(std::clamp<int64_t>(p.c_in * p.c_out / 16384, 1, 4),
+                                 std::max<int64_t>(1, blocks / 2));
+  const int64_t items_per_image = (blocks + group - 1) / group, items = p.n * items_per_image;
   const int64_t panels = (p.c_out + kMr - 1) / kMr, cop = panels * kMr;
+  const int64_t v_block = kWinogradPoints * p.c_in * kNr, m_block = kWinogradPoints * cop * kNr;
   const auto run_of = [&](int64_t r) {
     Run run;
     if (r >= runs) return run;
+    if (listed) {
+      run.tiles = tiles.data() + r * kRun;
+      run.len = std::min(kRun, ntiles - r * kRun);
+      return run;
+    }
     run.ty = r / runs_per_row, run.tx0 = r % runs_per_row * kRun;
     run.len = std::min(kRun, tw - run.tx0);
     return run;
@@ -145,40 +242,56 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
   const bool parallel = items > 1 && detail::worth_threads(p.n * p.c_out * oh * ow * p.c_in * 4);
 #pragma omp parallel if (parallel)
   {
-    // V [36][c_in][16] and M [36][c_out rounded up to 6][16], per thread.
-    std::vector<float> v(static_cast<size_t>(kWinogradPoints * p.c_in * kNr), 0.f);
-    std::vector<float> m(static_cast<size_t>(kWinogradPoints * cop * kNr));
+    // Per block of the group: V [36][c_in][16] and M [36][c_out rounded up
+    // to 6][16], per thread.
+    std::vector<float> v(static_cast<size_t>(group * v_block), 0.f);
+    std::vector<float> m(static_cast<size_t>(group * m_block));
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t b = item / blocks, blk = item % blocks;
-      const Run pair[2] = {run_of(2 * blk), run_of(2 * blk + 1)};
+      const int64_t b = item / items_per_image, blk0 = item % items_per_image * group;
+      const int64_t nblk = std::min(group, blocks - blk0);
       const float* xb = x + b * p.c_in * p.h * p.w;
-      for (int q = 0; q < 2; ++q) {
-        if (pair[q].len > 0) {
-          input_transform(p, xb, pair[q], q * kRun, v.data());
-        } else {
-          for (int64_t i = 0; i < kWinogradPoints * p.c_in; ++i)
-            std::fill_n(v.data() + i * kNr + q * kRun, kRun, 0.f);
+      for (int64_t g = 0; g < nblk; ++g) {
+        const Run pair[2] = {run_of(2 * (blk0 + g)), run_of(2 * (blk0 + g) + 1)};
+        float* vg = v.data() + g * v_block;
+        for (int q = 0; q < 2; ++q) {
+          if (pair[q].len > 0 && listed) {
+            input_transform_listed(p, xb, pair[q], q * kRun, vg);
+          } else if (pair[q].len > 0) {
+            input_transform(p, xb, pair[q], q * kRun, vg);
+          } else {
+            for (int64_t i = 0; i < kWinogradPoints * p.c_in; ++i)
+              std::fill_n(vg + i * kNr + q * kRun, kRun, 0.f);
+          }
         }
       }
       for (int64_t xi = 0; xi < kWinogradPoints; ++xi) {
-        const float* vx = v.data() + xi * p.c_in * kNr;
-        float* mx = m.data() + xi * cop * kNr;
         for (int64_t k0 = 0; k0 < p.c_in; k0 += kKc) {
           const int64_t kc = std::min(kKc, p.c_in - k0);
           for (int64_t pn = 0; pn < panels; ++pn) {
             const float* u = packed + ((xi * panels + pn) * p.c_in + k0) * kMr;
-            detail::kernel_panel(std::min(kMr, p.c_out - pn * kMr), k0 > 0, kc, u, vx + k0 * kNr,
-                                 mx + pn * kMr * kNr);
+            for (int64_t g = 0; g < nblk; ++g) {
+              detail::kernel_panel(std::min(kMr, p.c_out - pn * kMr), k0 > 0, kc, u,
+                                   v.data() + g * v_block + (xi * p.c_in + k0) * kNr,
+                                   m.data() + g * m_block + (xi * cop + pn * kMr) * kNr);
+            }
           }
         }
       }
       float* yb = y + b * p.c_out * oh * ow;
-      for (int q = 0; q < 2; ++q) {
-        if (pair[q].len == 0) continue;
-        for (int64_t o = 0; o < p.c_out; ++o) {
-          output_transform(p, m.data() + o * kNr + q * kRun, cop * kNr, pair[q], o,
-                           bias ? bias[o] : 0.f, act, yb);
+      for (int64_t g = 0; g < nblk; ++g) {
+        const float* mg = m.data() + g * m_block;
+        for (int q = 0; q < 2; ++q) {
+          const Run run = run_of(2 * (blk0 + g) + q);
+          if (run.len == 0) continue;
+          for (int64_t o = 0; o < p.c_out; ++o) {
+            const float bo = bias ? bias[o] : 0.f;
+            if (listed) {
+              output_transform_listed(p, mg + o * kNr + q * kRun, cop * kNr, run, o, bo, act, yb);
+            } else {
+              output_transform(p, mg + o * kNr + q * kRun, cop * kNr, run, o, bo, act, yb);
+            }
+          }
         }
       }
     }

@@ -1,9 +1,11 @@
 // Winograd F(4×4, 3×3) convolution: the weight transform (shared by every
 // ISA's kernel) and the scalar reference kernel (registry.h states both
-// contracts; Lavin & Gray, CVPR 2016). Output tile (ty, tx) covers output rows
-// 4ty..4ty+3 and columns 4tx..4tx+3 and reads the 6×6 input patch from
-// (4ty − pad_top, 4tx − pad_left), zero outside the image; tiles past the
-// output's edge are computed and their extra outputs dropped. A NaN or ±Inf
+// contracts; Lavin & Gray, CVPR 2016). Tiles as detail::winograd_tiles lays
+// them: undilated, tile (ty, tx) covers output rows 4ty..4ty+3 and columns
+// 4tx..4tx+3 and reads the 6×6 input patch from (4ty − pad_top, 4tx −
+// pad_left), zero outside the image; dilated, the same on each phase's
+// outputs and inputs (f32_winograd_f43.h); tiles past the output's edge are
+// computed and their extra outputs dropped. A NaN or ±Inf
 // input stays NaN/Inf where direct convolution has it, and also reaches the
 // other outputs of every tile whose 6×6 patch holds it.
 #include <vector>
@@ -57,49 +59,48 @@ int64_t f32_conv_winograd_f43_pack(const Conv2dParams& p, const float* w, float*
 void f32_conv_winograd_f43_ref(const Conv2dParams& p, const float* x, const float* packed,
                                const float* bias, float* y, const Activation& act) {
   const int64_t oh = p.out_h(), ow = p.out_w();
-  const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
   const int64_t panels = (p.c_out + kPanel - 1) / kPanel;
+  const std::vector<detail::WinogradTile> tiles = detail::winograd_tiles(p);
   std::vector<float> v(static_cast<size_t>(p.c_in * 36));  // [ci][ξ]
   for (int64_t b = 0; b < p.n; ++b) {
-    for (int64_t ty = 0; ty < th; ++ty) {
-      for (int64_t tx = 0; tx < tw; ++tx) {
-        // V = Bᵀ d B per input channel.
-        for (int64_t ci = 0; ci < p.c_in; ++ci) {
-          const float* xc = x + (b * p.c_in + ci) * p.h * p.w;
-          float d[6][6], t[6][6];
-          for (int64_t r = 0; r < 6; ++r) {
-            for (int64_t c = 0; c < 6; ++c) {
-              const int64_t iy = 4 * ty - p.pad_top + r, ix = 4 * tx - p.pad_left + c;
-              d[r][c] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? xc[iy * p.w + ix] : 0.f;
-            }
+    for (const detail::WinogradTile& tile : tiles) {
+      // V = Bᵀ d B per input channel, d read at the dilation.
+      for (int64_t ci = 0; ci < p.c_in; ++ci) {
+        const float* xc = x + (b * p.c_in + ci) * p.h * p.w;
+        float d[6][6], t[6][6];
+        for (int64_t r = 0; r < 6; ++r) {
+          for (int64_t c = 0; c < 6; ++c) {
+            const int64_t iy = tile.iy + r * p.dil_h, ix = tile.ix + c * p.dil_w;
+            d[r][c] = (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) ? xc[iy * p.w + ix] : 0.f;
           }
-          for (int c = 0; c < 6; ++c) {  // columns: t[·][c] = Bᵀ d[·][c]
-            float col[6], out[6];
-            for (int r = 0; r < 6; ++r) col[r] = d[r][c];
-            detail::winograd_f43_input(col, out);
-            for (int r = 0; r < 6; ++r) t[r][c] = out[r];
-          }
-          for (int r = 0; r < 6; ++r) detail::winograd_f43_input(t[r], v.data() + ci * 36 + r * 6);
         }
-        for (int64_t o = 0; o < p.c_out; ++o) {
-          // M = Σ_ci U ⊙ V, then Y = Aᵀ M A.
-          float m[6][6], h[6][4];
-          for (int64_t xi = 0; xi < 36; ++xi) {
-            double s = 0.0;
-            const float* u = packed + ((xi * panels + o / kPanel) * p.c_in) * kPanel + o % kPanel;
-            for (int64_t ci = 0; ci < p.c_in; ++ci)
-              s += static_cast<double>(u[ci * kPanel]) * v[ci * 36 + xi];
-            m[xi / 6][xi % 6] = static_cast<float>(s);
-          }
-          for (int r = 0; r < 6; ++r) detail::winograd_f43_output(m[r], h[r]);
-          for (int j = 0; j < 4; ++j) {
-            float col[6], out[4];
-            for (int r = 0; r < 6; ++r) col[r] = h[r][j];
-            detail::winograd_f43_output(col, out);
-            for (int i = 0; i < 4; ++i) {
-              const int64_t oy = 4 * ty + i, ox = 4 * tx + j;
-              if (oy < oh && ox < ow) y[((b * p.c_out + o) * oh + oy) * ow + ox] = out[i];
-            }
+        for (int c = 0; c < 6; ++c) {  // columns: t[·][c] = Bᵀ d[·][c]
+          float col[6], out[6];
+          for (int r = 0; r < 6; ++r) col[r] = d[r][c];
+          detail::winograd_f43_input(col, out);
+          for (int r = 0; r < 6; ++r) t[r][c] = out[r];
+        }
+        for (int r = 0; r < 6; ++r) detail::winograd_f43_input(t[r], v.data() + ci * 36 + r * 6);
+      }
+      for (int64_t o = 0; o < p.c_out; ++o) {
+        // M = Σ_ci U ⊙ V, then Y = Aᵀ M A.
+        float m[6][6], h[6][4];
+        for (int64_t xi = 0; xi < 36; ++xi) {
+          double s = 0.0;
+          const float* u = packed + ((xi * panels + o / kPanel) * p.c_in) * kPanel + o % kPanel;
+          for (int64_t ci = 0; ci < p.c_in; ++ci)
+            s += static_cast<double>(u[ci * kPanel]) * v[ci * 36 + xi];
+          m[xi / 6][xi % 6] = static_cast<float>(s);
+        }
+        for (int r = 0; r < 6; ++r) detail::winograd_f43_output(m[r], h[r]);
+        for (int j = 0; j < 4; ++j) {
+          float col[6], out[4];
+          for (int r = 0; r < 6; ++r) col[r] = h[r][j];
+          detail::winograd_f43_output(col, out);
+          for (int i = 0; i < 4; ++i) {
+            if (i >= tile.rows || j >= tile.cols) continue;
+            const int64_t oy = tile.oy + i * p.dil_h, ox = tile.ox + j * p.dil_w;
+            y[((b * p.c_out + o) * oh + oy) * ow + ox] = out[i];
           }
         }
       }

@@ -62,8 +62,8 @@ int64_t conv2d_scratch_size(const Conv2dParams& p);
 struct PackedConvWeights {
   std::vector<float> data;
   /// f32_conv_winograd_f43_pack's weights too (4× the 3×3 weights), for
-  /// 3×3 stride-1 undilated one-group convs with c_in, c_out ≥ 8 and
-  /// c_in·c_out ≤ 32768; else empty.
+  /// 3×3 stride-1 one-group convs (any dilation) with c_in, c_out ≥ 8 and
+  /// c_in·c_out ≤ 2²⁰; else empty.
   std::vector<float> winograd;
   int64_t c_out = 0, c_in = 0, kh = 0, kw = 0, groups = 0;
   /// Whether `data` holds p's weights (same c_out, c_in, kh, kw, groups) for
@@ -73,7 +73,7 @@ struct PackedConvWeights {
 
 /// Packs w [c_out, c_in/groups, kh, kw] for the conv GEMM path of p (only
 /// p's weight shape, kernel size, strides, dilations and pads matter: the
-/// Winograd copy is made only for undilated stride-1 3×3 convs; n, h, w do not).
+/// Winograd copy is made only for stride-1 one-group 3×3 convs; n, h, w do not).
 /// Throws tailor::Error on invalid weight shapes.
 PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w);
 
@@ -85,10 +85,11 @@ PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w);
 /// everything else conv_gemm (f32_conv_gemm_6x16_avx2, the implicit-im2col
 /// GEMM), or conv_packed on `packed` when it serves p (then w is not read
 /// and may be null), or conv_winograd (f32_conv_winograd_f43_avx2) when
-/// `packed` also holds Winograd weights, p is undilated stride-1 3×3 and the
-/// output plane is at least 16×16 (unless the environment sets
-/// TAILOR_CONV_WINOGRAD=0). Products under ~1 M multiply-adds run on the calling thread. With
-/// TAILOR_KERNELS=ref every path is f32_conv_ref but that last,
+/// `packed` also holds Winograd weights, p is stride-1 3×3 and the output
+/// plane is at least 16×16 (unless the environment sets
+/// TAILOR_CONV_WINOGRAD=0), for a dilated p where its tiles (laid on each
+/// phase's outputs) keep at least half their outputs. Products under ~1 M multiply-adds
+/// run on the calling thread. With TAILOR_KERNELS=ref every path is f32_conv_ref but that last,
 /// f32_conv_winograd_f43_ref. `scratch` is
 /// unused (see conv2d_scratch_size). Throws tailor::Error on invalid parameters.
 void conv2d(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,

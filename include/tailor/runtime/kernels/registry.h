@@ -127,12 +127,16 @@ int64_t f32_conv_pack_ref(const Conv2dParams& p, const float* w, float* packed);
 int64_t f32_conv_winograd_f43_pack(const Conv2dParams& p, const float* w, float* packed);
 /// Conv by Winograd F(4×4, 3×3) on f32_conv_winograd_f43_pack's weights, the
 /// scalar reference of f32_conv_winograd_f43_avx2 (same transforms, float
-/// arithmetic, channel sums in double). Only 3×3, stride 1, dilation 1,
-/// groups 1 (any pads); conv2d picks it (conv.cpp, winograd_pays). Error
-/// against direct convolution: each output within 2⁻¹⁶·Σ|w||x| (its
-/// window's absolute products) plus 2⁻²⁰ — the transforms scale inputs by up
-/// to 100 (Bᵀ) and products by up to 8² (Aᵀ), against ~9 for a direct sum;
-/// tests/runtime/kernels/f32_conv_winograd_test.cpp checks that bound.
+/// arithmetic, channel sums in double). Only 3×3, stride 1, groups 1 (any
+/// pads, any dilation: with dilation (dh, dw) the outputs of each phase
+/// (oy mod dh, ox mod dw) are an undilated conv on that phase's inputs, tiled
+/// on their own); conv2d picks it (conv.cpp, winograd_pays). Error
+/// against direct convolution: each output within 2⁻¹⁶·Σ|w||x| (the largest
+/// over its tile's outputs of their windows' absolute products: the
+/// transforms mix the whole 6×6 patch into each output) plus 2⁻²⁰ — the
+/// transforms scale inputs by up to 100 (Bᵀ) and products by up to 8² (Aᵀ),
+/// against ~9 for a direct sum; tests/runtime/kernels/f32_conv_winograd_test.cpp
+/// checks that bound.
 void f32_conv_winograd_f43_ref(const Conv2dParams& p, const float* x, const float* packed,
                                const float* bias, float* y, const Activation& act);
 void f32_bias_act_ref(const Activation& act, float bias, const float* x, float* y, int64_t n);
@@ -177,10 +181,13 @@ void f32_conv_gemm_6x16_avx2(const Conv2dParams& p, const float* x, const float*
 int64_t f32_conv_pack_6x16_avx2(const Conv2dParams& p, const float* w, float* packed);
 void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const float* packed,
                                     const float* bias, float* y, const Activation& act);
-/// f32_conv_winograd_f43_ref's algorithm, 16 tiles (two runs of 8 along an
-/// output row) per work item: input transforms 8 tiles per AVX2 vector, the 36
-/// per-point products [c_out × c_in]·[c_in × 16] by the 6×16 micro-kernel, the
-/// output transform and epilogue per 4×32 output block. Same contract and bound.
+/// f32_conv_winograd_f43_ref's algorithm, blocks of 16 tiles (two runs of 8
+/// along an output row, or 16 consecutive tiles of any rows and phases where
+/// that leaves fewer lanes idle, and always when dilated), up to 4 blocks per
+/// work item sharing each weight panel: input transforms 8 tiles per AVX2
+/// vector, the 36 per-point products [c_out × c_in]·[c_in × 16] by the 6×16
+/// micro-kernel, the output transform and epilogue per tile run. Same
+/// contract and bound.
 void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
                                 const float* bias, float* y, const Activation& act);
 /// Direct depthwise conv (groups == c_in == c_out): 2 output rows × 32
