@@ -413,6 +413,9 @@ TEST(OutputDamage, Int8A8IsMeasuredWithItsActivationRounding) {
     }
     EXPECT_NEAR(by_label["int8-a8"], dd / yy, 1e-12 * (dd / yy)) << layer.name;
     differ += by_label["int8-a8"] != by_label["int8"];
+    // A whole plan holding it (compress's guard) runs it as the runtime does too.
+    const compress::PlanDamage plan(m, inputs, compress::DamageMetric::relative_error, {}, 2);
+    EXPECT_NEAR(plan.measure({e}), dd / yy, 1e-12 * (dd / yy)) << layer.name;
   }
   EXPECT_GE(differ, 1);
 }
