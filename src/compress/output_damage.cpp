@@ -17,10 +17,12 @@
 #include "tailor/core/error.h"
 #include "tailor/core/finite.h"
 #include "tailor/graph/passes/promote_f16.h"
+#include "tailor/graph/weight_forms.h"
 #include "tailor/graph/weights.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/llm/kld.h"
 #include "tailor/runtime/executor.h"
+#include "tailor/schemes/matmul_into.h"
 
 namespace tailor::compress {
 
@@ -51,6 +53,42 @@ const Tensor& output_of(const std::map<std::string, Tensor>& m, const std::strin
   auto it = m.find(name);
   if (it == m.end()) throw Error("output '" + name + "'", std::string("missing from the ") + which);
   return it->second;
+}
+
+/// The layer's op as the runtime runs it on `e` alone (graph::compressed_op
+/// on the weight's one reader, input 0 and any non-initializer bias fed as
+/// inputs), when e's scheme changes the arithmetic (int8-a8: the rows of X
+/// are rounded to int8, which no replaced weight can show) and the runtime
+/// runs it compressed; nullopt otherwise (the decoded weight stands in).
+std::optional<graph::Model> own_arithmetic_op(const graph::Model& model, const graph::Node& reader,
+                                              const EncodedLayer& e) {
+  if (!schemes::w8a8_view(*e.encoded) || !reader.domain.empty() || reader.inputs.size() < 2 ||
+      reader.inputs[1] != e.name || reader.outputs.size() != 1)
+    return std::nullopt;
+  if (reader.op_type != "Conv" && reader.op_type != "MatMul" && reader.op_type != "Gemm")
+    return std::nullopt;
+  for (const graph::Node& n : model.graph.nodes)
+    if (&n != &reader && std::find(n.inputs.begin(), n.inputs.end(), e.name) != n.inputs.end())
+      return std::nullopt;  // several readers: the weight stays a dense value
+  std::optional<graph::Node> op =
+      graph::compressed_op(model.graph, reader, e.layout, e.stored_shape, e.encoded);
+  if (!op) return std::nullopt;
+  graph::Model m;
+  m.opset = model.opset;
+  m.other_opsets = model.other_opsets;
+  m.other_opsets.emplace("ai.tailor", 1);
+  for (size_t i = 0; i < op->inputs.size(); ++i) {
+    const std::string& v = op->inputs[i];
+    if (v.empty()) continue;
+    if (const auto t = model.graph.initializers.find(v);
+        i > 0 && t != model.graph.initializers.end())
+      m.graph.initializers.emplace(v, t->second);
+    else
+      m.graph.inputs.push_back(v);
+  }
+  m.graph.outputs = op->outputs;
+  m.graph.nodes.push_back(std::move(*op));
+  return m;
 }
 
 }  // namespace
@@ -215,13 +253,29 @@ void measure_output_damage(const graph::Model& model,
       if (layer.candidates[c].label == "dense") measured[c] = true;
     if (o.fitted)
       for (size_t c : damage_probes(layer)) measured[c] = true;
+    // Candidates that change the arithmetic: their op alone, run on the
+    // layer's inputs at the cut; its output replaces the layer's one step later.
+    std::vector<std::optional<graph::Model>> ops(layer.candidates.size());
+    const graph::Node* reader =
+        cut[l] < ex.plan().steps.size() ? ex.plan().steps[cut[l]].node : nullptr;
     for (size_t c = 0; c < layer.candidates.size(); ++c) {
       layer.candidates[c].output_damage.reset();
       layer.candidates[c].output_damage_fitted = false;
       if (layer.candidates[c].label == "dense" || !measured[c]) continue;
       const EncodedLayer e = encode_layer(*w, layer.candidates[c].label, params, o.seed, l);
+      if (reader && (ops[c] = own_arithmetic_op(ex.model(), *reader, e))) {
+        // The run moves one step past the cut for it: no later layer may share the cut.
+        for (size_t later = done + 1; later < n; ++later)
+          if (cut[order[later]] == cut[l])
+            throw Error(layer.name, "output damage of " + layer.candidates[c].label +
+                                        ": its reader also reads weight '" +
+                                        profile.layers[order[later]].name + "'");
+        continue;
+      }
       stored[c] = detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, run_dtype);
     }
+    const bool any_op =
+        std::any_of(ops.begin(), ops.end(), [](const auto& m) { return m.has_value(); });
     std::vector<std::vector<DamageMeter>> meters(runs.size());  // [input][candidate]
     for (auto& m : meters) m.assign(stored.size(), DamageMeter(o.metric, outputs));
     std::atomic<size_t> next{0};
@@ -235,6 +289,18 @@ void measure_output_damage(const graph::Model& model,
           for (size_t c = 0; c < stored.size(); ++c)
             if (stored[c].defined())
               meters[k][c].add(reference[k], runs[k].finish({{layer.name, stored[c]}}));
+          if (!any_op) continue;
+          std::vector<std::pair<size_t, Tensor>> replaced;  // candidate, the layer's output
+          for (size_t c = 0; c < ops.size(); ++c) {
+            if (!ops[c]) continue;
+            std::map<std::string, Tensor> feeds;
+            for (const std::string& v : ops[c]->graph.inputs) feeds[v] = runs[k].value(v);
+            runtime::Executor op(*ops[c]);  // per input: kernels keep per-run state
+            replaced.emplace_back(c, op.run(feeds).at(reader->outputs[0]));
+          }
+          runs[k].advance(cut[l] + 1);
+          for (auto& [c, y] : replaced)
+            meters[k][c].add(reference[k], runs[k].finish({{reader->outputs[0], y}}));
         } catch (...) {
           std::lock_guard lock(mu);
           if (!failure) failure = std::current_exception();
@@ -248,7 +314,7 @@ void measure_output_damage(const graph::Model& model,
     if (failure) std::rethrow_exception(failure);
     for (size_t c = 0; c < stored.size(); ++c) {
       if (!measured[c]) continue;
-      if (!stored[c].defined()) {
+      if (!stored[c].defined() && !ops[c]) {
         layer.candidates[c].output_damage = 0.0;
         continue;
       }
@@ -303,8 +369,19 @@ PlanDamage::~PlanDamage() = default;
 
 double PlanDamage::measure(const std::vector<EncodedLayer>& layers,
                            std::vector<double>* per_input) const {
+  // A scheme that changes the arithmetic (int8-a8) cannot be shown by a
+  // replaced weight: the plan's model as the runtime runs it instead
+  // (rewrite_tailor), one executor per worker.
+  std::optional<graph::Model> compressed;
+  if (std::any_of(layers.begin(), layers.end(), [](const EncodedLayer& e) {
+        return schemes::w8a8_view(*e.encoded).has_value();
+      })) {
+    std::vector<EncodedLayer> f32_layers = layers;
+    for (EncodedLayer& e : f32_layers) e.stored_dtype = DType::f32;  // the promoted model's
+    compressed = rewrite_tailor(s_->ex.model(), f32_layers);
+  }
   std::map<std::string, Tensor> replaced;
-  for (const EncodedLayer& e : layers) {
+  for (const EncodedLayer& e : compressed ? std::vector<EncodedLayer>{} : layers) {
     const auto dt = s_->run_dtype.find(e.name);
     if (dt == s_->run_dtype.end() || !s_->ex.plan().slot_of.count(e.name))
       throw Error(e.name, "output damage: the weight is not a value of the model's main graph");
@@ -316,8 +393,14 @@ double PlanDamage::measure(const std::vector<EncodedLayer>& layers,
   std::mutex mu;
   auto work = [&](int inner) {
     const linalg::ThreadLimit limit(inner);
+    std::optional<runtime::Executor> own;
     for (size_t k; (k = next++) < s_->inputs.size();) {
       try {
+        if (compressed) {
+          if (!own) own.emplace(*compressed);
+          meters[k].add(s_->reference[k], own->run(s_->inputs[k]));
+          continue;
+        }
         // Replaced from the first step that reads one of the weights, as
         // measure_output_damage's cuts are: replaced from step 0, a run of
         // the classifier was seen to compute with the original weights.

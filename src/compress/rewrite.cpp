@@ -13,6 +13,7 @@
 #include "tailor/core/rng.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/verify.h"
+#include "tailor/graph/weight_forms.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/schemes/registry.h"
 
@@ -157,6 +158,52 @@ void check_layer(const GraphEditor& ed, const EncodedLayer& layer) {
                             shape_to_string(layer.stored_shape), shape_to_string(w->shape())));
 }
 
+/// Collects the nodes a form emits for one replacement (the activation
+/// rounding reads a value of the graph, so it cannot join the weight nodes).
+class ReplacementSink final : public graph::FormSink {
+ public:
+  explicit ReplacementSink(GraphEditor& ed) : ed_(ed) {}
+  std::string fresh(const std::string& base) override { return ed_.fresh(base); }
+  std::string constant(const std::string& base, Tensor t) override {
+    return ed_.constant(base, std::move(t));
+  }
+  void emit(Node n) override { nodes.push_back(std::move(n)); }
+  int64_t opset() const override { return ed_.opset(); }
+  std::vector<Node> nodes;
+
+ private:
+  GraphEditor& ed_;
+};
+
+/// int8-a8: every reader of the weight takes its input through the
+/// activation rounding (graph::emit_row_rounding), per pixel for a 1×1 Conv
+/// (axis 1), per row for MatMul (last axis) and Gemm (transA 0). Throws Error
+/// naming the weight for a reader of another kind.
+void round_activations(GraphEditor& ed, const EncodedLayer& layer,
+                       const std::vector<detail::Use>& uses, bool in_subgraph) {
+  if (in_subgraph)
+    throw Error(layer.name,
+                "int8-a8: a subgraph reads the weight; its activations cannot be "
+                "rounded in the file");
+  for (const detail::Use& u : uses) {
+    const Node& n = ed.graph().nodes[u.node];
+    const bool pointwise = n.op_type == "Conv" && layer.stored_shape.size() == 4 &&
+                           layer.stored_shape[2] == 1 && layer.stored_shape[3] == 1 &&
+                           n.attr_int("group", 1) == 1;
+    const bool linear =
+        n.op_type == "MatMul" || (n.op_type == "Gemm" && n.attr_int("transA", 0) == 0);
+    if (u.input != 1 || !n.domain.empty() || !(pointwise || linear) || ed.replaced(u.node))
+      throw Error(layer.name, "int8-a8: reader '" + n.name + "' (" + n.op_type +
+                                  ") is not a 1×1 Conv, MatMul or Gemm reading it as its weight");
+    ReplacementSink sink(ed);
+    Node reader = n;
+    reader.inputs[0] = graph::emit_row_rounding(sink, n.inputs[0], n.op_type == "MatMul" ? -1 : 1,
+                                                layer.name + ".a8");
+    sink.nodes.push_back(std::move(reader));
+    ed.replace(u.node, std::move(sink.nodes));
+  }
+}
+
 }  // namespace
 
 EncodedLayer encode_layer(const graph::WeightView& w, const std::string& label,
@@ -257,6 +304,10 @@ graph::Model rewrite_standard(const graph::Model& model, const std::vector<Encod
         ed.graph().add_initializer(layer.name, std::move(t));
         rw.form = "dense decoded";
       }
+    }
+    if (label == "int8-a8") {
+      round_activations(ed, layer, uses, sub);
+      rw.form += "; inputs rounded to int8 per row (W8A8)";
     }
     if (log) log->push_back(std::move(rw));
   }

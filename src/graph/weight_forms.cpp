@@ -348,3 +348,29 @@ int64_t emit_weight_form(FormSink& sink, const StoredWeight& sw, const schemes::
 }
 
 }  // namespace tailor::graph
+
+namespace tailor::graph {
+
+std::string emit_row_rounding(FormSink& sink, const std::string& x, int64_t axis,
+                              const std::string& base) {
+  Emit e{sink, base};
+  const std::string m =
+      e.op("ReduceMax", {e.op("Abs", {x})},
+           {{"axes", Attribute::of_ints({axis})}, {"keepdims", Attribute::of_int(1)}});
+  const std::string s = e.op("Div", {m, e.floats({1}, {127.0f})});
+  // A zero row divides by 1: its codes are 0 either way.
+  const std::string nonzero = e.op("Greater", {s, e.floats({1}, {0.0f})});
+  const std::string t = e.op("Div", {x, e.op("Where", {nonzero, s, e.floats({1}, {1.0f})})});
+  // round_half_away(t) clamped to ±127: ±min(Floor(|t| + 0.5), 127), the sign of t.
+  std::string r = e.op("Floor", {e.op("Add", {e.op("Abs", {t}), e.floats({1}, {0.5f})})});
+  if (sink.opset() >= 11)
+    r = e.op("Clip", {r, e.floats({}, {0.0f}), e.floats({}, {127.0f})});
+  else
+    r = e.op("Clip", {r},
+             {{"min", Attribute::of_float(0.0f)}, {"max", Attribute::of_float(127.0f)}});
+  const std::string negative = e.op("Less", {t, e.floats({1}, {0.0f})});
+  const std::string q = e.op("Where", {negative, e.op("Neg", {r}), r});
+  return e.op("Mul", {q, s});
+}
+
+}  // namespace tailor::graph

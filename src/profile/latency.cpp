@@ -104,8 +104,9 @@ std::optional<graph::Model> one_op(const graph::Model& source, const Constants& 
 }
 
 /// The encoded weight whose kernel tailor runs for `label`: a low-rank label
-/// from seeded random factors of its shapes, any other its stored form
-/// encoded from W [out, in]; nullptr when the encoder refuses W.
+/// from seeded random factors of its shapes, int8-a8 itself (its own W8A8
+/// kernel), any other its stored form encoded from W [out, in]; nullptr when
+/// the encoder refuses W.
 std::shared_ptr<const schemes::Encoded> kernel_weight(const std::string& label, const Tensor& w,
                                                       Rng& rng) {
   static const std::regex lowrank(R"(^lowrank-r(\d+)$)");
@@ -117,7 +118,9 @@ std::shared_ptr<const schemes::Encoded> kernel_weight(const std::string& label, 
       return schemes::encoded_from_factors(
           label, out, in, {{"A", uniform({out, r}, rng)}, {"B", uniform({r, in}, rng)}});
     }
-    return schemes::parse_scheme(schemes::stored_form(label)).encode(w);
+    // int8-a8's kernel differs from its stored form's (int8): W8A8.
+    return schemes::parse_scheme(label == "int8-a8" ? label : schemes::stored_form(label))
+        .encode(w);
   } catch (const Error&) {
     return nullptr;
   }

@@ -392,6 +392,18 @@ void CutRun::advance(size_t step) {
   position_ = std::min(step, steps());
 }
 
+Tensor CutRun::value(const std::string& value) const {
+  const Plan& plan = *frame_.plan;
+  auto it = plan.slot_of.find(value);
+  if (it == plan.slot_of.end())
+    throw Error("value '" + value + "'", "the model has no such value in its main graph");
+  const Tensor* t = value_of(frame_, it->second);
+  if (!t || !t->defined())
+    throw Error("value '" + value + "'",
+                "not available at step " + std::to_string(position_) + " of the cut run");
+  return *t;
+}
+
 std::map<std::string, Tensor> CutRun::finish(const std::map<std::string, Tensor>& replaced) {
   const Plan& plan = *frame_.plan;
   Frame f = frame_;

@@ -3,6 +3,8 @@
 // through the scheme's own matmul, never forming the dense weight.
 //
 //   CompressedLinear(X [..., in], B [out]?) -> Y [..., out]:  Y = X·Ŵᵀ + B
+//     (int8-a8 from 16 rows of X on: the rows as the pixels of the W8A8 1×1
+//     conv kernel, X and Y transposed around it; the same bits as its GEMM)
 //   CompressedConv(X [N, C, H, W], B [out]?) -> Y [N, out, OH, OW]: Conv (ONNX
 //     semantics, group 1) with Ŵ viewed [out, C·kh·kw] (DESIGN.md's conv
 //     orientation): im2row of X into [N·OH·OW, C·kh·kw] in blocks of rows
@@ -10,7 +12,11 @@
 //     A weight held as packed codes (int8, int4, int3, ternary and their
 //     grouped / data-aware forms: schemes::packed_view) skips both: the
 //     runtime's qb_conv kernel reads the NCHW image in place (1×1 stride 1)
-//     or through its implicit-im2col gather, the bias in its epilogue.
+//     or through its implicit-im2col gather, the bias in its epilogue. An
+//     int8-a8 weight (W8A8: each row of the im2row matrix quantized to int8,
+//     schemes::kernels::q8_q8_gemm_ref) of a 1×1 stride-1 unpadded conv runs
+//     the q8q8_conv1x1 kernel on the image in place (a row is a pixel's
+//     column of channels), its codes packed once at load.
 // Attribute `weight` (kind encoded) holds the factors; CompressedConv also
 // takes kernel_shape (required), strides, pads, dilations, and the fused
 // activation attributes of FusedConv (`activation`, `alpha`, `beta`; the
@@ -54,7 +60,13 @@ void add_bias(OpContext& ctx, float* y, int64_t rows, int64_t out, int64_t inner
 
 class CompressedLinear final : public Kernel {
  public:
-  explicit CompressedLinear(const KernelInit& init) : w_(weight_of(init)) {}
+  explicit CompressedLinear(const KernelInit& init) : w_(weight_of(init)) {
+    if (const auto a8 = schemes::w8a8_view(*w_); a8 && w_->in() <= kernels::kQ8Q8Conv1x1MaxIn) {
+      const kernels::KernelTable& t = kernels::active_kernels();
+      a8_packed_.resize(static_cast<size_t>(t.q8q8_conv1x1_pack(a8->args, nullptr)));
+      t.q8q8_conv1x1_pack(a8->args, a8_packed_.data());
+    }
+  }
   void run(OpContext& ctx) override {
     const Tensor& in = ctx.in(0);
     Tensor copy;  // only for a strided input: no Tensor is made per token otherwise
@@ -67,14 +79,40 @@ class CompressedLinear final : public Kernel {
     shape_.assign(x.shape().begin(), x.shape().end());
     shape_.back() = w_->out();
     Tensor y = ctx.alloc(DType::f32, shape_);  // written whole by the scheme's kernel
-    schemes::matmul_into(*w_, x.data<float>(), batch, y.mutable_data<float>());
+    if (!a8_packed_.empty() && batch >= kA8MinRows)
+      w8a8_rows(x.data<float>(), batch, y.mutable_data<float>());
+    else
+      schemes::matmul_into(*w_, x.data<float>(), batch, y.mutable_data<float>());
     add_bias(ctx, y.mutable_data<float>(), batch, w_->out(), 1);
     ctx.outputs[0] = std::move(y);
   }
 
  private:
+  // int8-a8 from this many rows of X on: the rows (quantized per row, as
+  // the scheme's GEMM does) as the pixels of the W8A8 1×1 conv kernel, whose
+  // 16-pixel tiles a few rows would leave mostly empty. Same bits either way.
+  static constexpr int64_t kA8MinRows = 16;
+
+  // Y [rows, out] = the W8A8 product: X transposed to [in, rows], the conv
+  // kernel's [out, rows], transposed back.
+  void w8a8_rows(const float* x, int64_t rows, float* y) const {
+    const int64_t in = w_->in(), out = w_->out();
+    // Per thread: runs of one plan may share this kernel across threads.
+    thread_local std::vector<float> xt, yt;
+    xt.resize(static_cast<size_t>(in * rows));
+    yt.resize(static_cast<size_t>(out * rows));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < in; ++k) xt[k * rows + r] = x[r * in + k];
+    kernels::Q8Q8Conv1x1Params p;
+    p.n = 1, p.c_in = in, p.c_out = out, p.pixels = rows, p.packed = a8_packed_.data();
+    kernels::active_kernels().q8q8_conv1x1(p, xt.data(), nullptr, yt.data(), {});
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t r = 0; r < rows; ++r) y[r * out + o] = yt[o * rows + r];
+  }
+
   std::shared_ptr<const schemes::Encoded> w_;
-  Shape shape_;  // the output's shape, its storage kept between runs
+  Shape shape_;                     // the output's shape, its storage kept between runs
+  std::vector<uint8_t> a8_packed_;  // int8-a8: the codes as q8q8_conv1x1 reads them
 };
 
 class CompressedConv final : public Kernel {
@@ -100,6 +138,18 @@ class CompressedConv final : public Kernel {
     for (int64_t v : pads_)
       if (v < 0) init.fail("pads must be non-negative");
     packed_ = schemes::packed_view(*w_);
+    const bool pointwise =
+        kernel_[0] == 1 && kernel_[1] == 1 && strides_[0] == 1 && strides_[1] == 1 &&
+        std::all_of(pads_.begin(), pads_.end(), [](int64_t v) { return v == 0; });
+    if (const auto a8 = schemes::w8a8_view(*w_); a8 && pointwise) {
+      if (w_->in() > kernels::kQ8Q8Conv1x1MaxIn)
+        init.fail("int8-a8 weight of " + std::to_string(w_->in()) + " input channels: the W8A8 " +
+                  "kernel sums in int32 and takes at most " +
+                  std::to_string(kernels::kQ8Q8Conv1x1MaxIn));
+      const kernels::KernelTable& t = kernels::active_kernels();
+      a8_packed_.resize(static_cast<size_t>(t.q8q8_conv1x1_pack(a8->args, nullptr)));
+      t.q8q8_conv1x1_pack(a8->args, a8_packed_.data());
+    }
   }
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
@@ -115,12 +165,20 @@ class CompressedConv final : public Kernel {
     Tensor y = ctx.alloc(DType::f32, {n, out, oh, ow});
     float* d = y.mutable_data<float>();
     const float* px = x.data<float>();
-    if (packed_) {
+    if (packed_ || !a8_packed_.empty()) {
       Tensor b;
       if (ctx.has(1)) {
         b = ctx.in(1).contiguous();
         if (b.dtype() != DType::f32 || b.numel() != out)
           ctx.fail("bias must be f32 [" + std::to_string(out) + "]");
+      }
+      if (!a8_packed_.empty()) {
+        kernels::Q8Q8Conv1x1Params p;
+        p.n = n, p.c_in = c, p.c_out = out, p.pixels = h * w, p.packed = a8_packed_.data();
+        kernels::active_kernels().q8q8_conv1x1(p, px, b.defined() ? b.data<float>() : nullptr, d,
+                                               act_);
+        ctx.outputs[0] = std::move(y);
+        return;
       }
       kernels::QbConvParams p;
       p.w = packed_->args;
@@ -177,6 +235,7 @@ class CompressedConv final : public Kernel {
   std::vector<int64_t> kernel_, strides_, dil_, pads_;
   kernels::Activation act_;                    // the fused activation (none by default)
   std::optional<schemes::PackedView> packed_;  // the codes, for the qb_conv kernel
+  std::vector<uint8_t> a8_packed_;             // int8-a8 1×1: the codes as q8q8_conv1x1 reads them
 };
 
 }  // namespace

@@ -44,6 +44,7 @@ std::unique_ptr<Encoded> encoded_from_factors(std::string_view label_view, int64
   };
   switch (kind) {
     case SchemeKind::int8:
+    case SchemeKind::int8_a8:
     case SchemeKind::int4:
     case SchemeKind::int3:
     case SchemeKind::ternary:
@@ -53,10 +54,11 @@ std::unique_ptr<Encoded> encoded_from_factors(std::string_view label_view, int64
       const bool ggml = kind == SchemeKind::q8_0 || kind == SchemeKind::q4_0;
       if (ggml && in % 32 != 0)
         throw Error(label, fmt::format("row length {} is not a multiple of 32", in));
-      const int bits = kind == SchemeKind::int8 || kind == SchemeKind::q8_0 ? 8
-                       : kind == SchemeKind::int3                           ? 3
-                       : kind == SchemeKind::ternary                        ? 2
-                                                                            : 4;
+      const bool a8 = kind == SchemeKind::int8_a8;
+      const int bits = kind == SchemeKind::int8 || a8 || kind == SchemeKind::q8_0 ? 8
+                       : kind == SchemeKind::int3                                 ? 3
+                       : kind == SchemeKind::ternary                              ? 2
+                                                                                  : 4;
       const int64_t group = ggml                               ? 32
                             : kind == SchemeKind::int4_grouped ? scheme.params().group
                                                                : in;
@@ -66,7 +68,7 @@ std::unique_ptr<Encoded> encoded_from_factors(std::string_view label_view, int64
       Tensor s = take(factors, label, "scale", DType::f16,
                       kind == SchemeKind::int4_grouped || ggml ? Shape{out, ng} : Shape{out});
       return std::make_unique<detail::QuantizedWeight>(label, out, in, bits, group, std::move(q),
-                                                       std::move(s));
+                                                       std::move(s), a8);
     }
     case SchemeKind::sparse_2_4: {
       const int64_t kept = kernels::sparse24_kept_per_row(in);

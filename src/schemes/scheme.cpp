@@ -55,6 +55,12 @@ std::optional<PackedView> packed_view(const Encoded& e) {
   return PackedView{q->packed_args(), q->bits()};
 }
 
+std::optional<PackedView> w8a8_view(const Encoded& e) {
+  const auto* q = dynamic_cast<const detail::QuantizedWeight*>(&e);
+  if (q == nullptr || !q->act8()) return std::nullopt;
+  return PackedView{q->packed_args(), q->bits()};
+}
+
 std::unique_ptr<Encoded> Scheme::encode(const Tensor& w) const {
   check(applicable(w.shape()), label(),
         fmt::format("does not apply to a weight of shape {}", shape_to_string(w.shape())));

@@ -14,6 +14,7 @@
 #include "tailor/compress/compress.h"
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
+#include "tailor/graph/weight_forms.h"
 #include "tailor/graph/weights.h"
 #include "tailor/io/npy.h"
 #include "tailor/io/onnx.h"
@@ -341,6 +342,82 @@ TEST(OutputDamage, CompressQuantizesGptqWithTheGramsOfItsCalibrationInputs) {
     if (c.label != "dense") EXPECT_EQ(c.label, "int4-gptq") << c.layer;
   EXPECT_GT(r.verification.measured_damage, 0.0);
   EXPECT_GT(r.gram_seconds, 0.0);
+}
+
+}  // namespace
+}  // namespace tailor
+
+namespace tailor {
+namespace {
+
+// int8-a8 rounds the layer's input to int8 per row: its damage is that of a
+// full run of the model with the layer's node replaced by the compressed op
+// the runtime runs (ai.tailor CompressedConv holding the int8-a8 weight),
+// not that of the decoded weight (int8's, the same stored codes).
+TEST(OutputDamage, Int8A8IsMeasuredWithItsActivationRounding) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  const graph::Model m = graph::import_onnx(kCls);
+  const std::string out = m.graph.outputs[0];
+  std::vector<std::map<std::string, Tensor>> inputs = {{{m.graph.inputs[0], wavy(1)}},
+                                                       {{m.graph.inputs[0], wavy(3)}}};
+  ProfileOptions po;
+  po.schemes = {"dense", "int8", "int8-a8"};
+  po.threads = 1;
+  ModelProfile profile = profile_model(m, po);
+  // Three layers int8-a8 applies to (1×1 kernels; not the k×k ones).
+  std::vector<size_t> a8_layers;
+  for (size_t l = 0; l < profile.layers.size() && a8_layers.size() < 3; ++l)
+    for (const Candidate& c : profile.layers[l].candidates)
+      if (c.label == "int8-a8") a8_layers.push_back(l);
+  ASSERT_EQ(a8_layers.size(), 3u);
+  compress::DamageOptions d;
+  d.metric = compress::DamageMetric::relative_error;
+  d.threads = 2;
+  d.layers = a8_layers;
+  compress::measure_output_damage(m, inputs, profile, d);
+
+  runtime::Executor ref(m);
+  std::vector<std::vector<float>> y;
+  for (const auto& in : inputs) y.push_back(ref.run(in).at(out).to_f32_vector());
+  const std::vector<graph::WeightView> ws = graph::weights(m);
+  int differ = 0;
+  for (size_t l : a8_layers) {
+    const LayerProfile& layer = profile.layers[l];
+    std::map<std::string, double> by_label;
+    for (const Candidate& c : layer.candidates) {
+      ASSERT_TRUE(c.output_damage) << layer.name << " " << c.label;
+      by_label[c.label] = *c.output_damage;
+    }
+    const compress::EncodedLayer e =
+        compress::encode_layer(*graph::find_weight(ws, layer.name), "int8-a8", {}, 0x7a11, l);
+    graph::Model changed = m;
+    changed.other_opsets.emplace("ai.tailor", 1);
+    int replaced = 0;
+    for (graph::Node& node : changed.graph.nodes)
+      if (node.inputs.size() > 1 && node.inputs[1] == layer.name) {
+        const auto op =
+            graph::compressed_op(changed.graph, node, e.layout, e.stored_shape, e.encoded);
+        ASSERT_TRUE(op) << layer.name;
+        node = *op;
+        ++replaced;
+      }
+    ASSERT_EQ(replaced, 1) << layer.name;
+    runtime::Executor ex(changed);
+    double dd = 0, yy = 0;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const std::vector<float> q = ex.run(inputs[k]).at(out).to_f32_vector();
+      for (size_t i = 0; i < q.size(); ++i) {
+        dd += (double(y[k][i]) - q[i]) * (double(y[k][i]) - q[i]);
+        yy += double(y[k][i]) * y[k][i];
+      }
+    }
+    EXPECT_NEAR(by_label["int8-a8"], dd / yy, 1e-12 * (dd / yy)) << layer.name;
+    differ += by_label["int8-a8"] != by_label["int8"];
+    // A whole plan holding it (compress's guard) runs it as the runtime does too.
+    const compress::PlanDamage plan(m, inputs, compress::DamageMetric::relative_error, {}, 2);
+    EXPECT_NEAR(plan.measure({e}), dd / yy, 1e-12 * (dd / yy)) << layer.name;
+  }
+  EXPECT_GE(differ, 1);
 }
 
 }  // namespace

@@ -118,6 +118,12 @@ struct DamageOptions {
 /// and the outputs with only weight ℓ replaced by candidate c's decoded stored
 /// factors (encode_layer, then the weight's stored layout), over `inputs`
 /// (each a map of every graph input). A "dense" candidate is 0 by definition.
+/// A candidate that changes the arithmetic (int8-a8: the rows of the
+/// layer's input rounded to int8) is measured on the arithmetic the runtime
+/// runs: its compressed op (graph::compressed_op, run alone on the layer's
+/// inputs at the cut) gives the layer's output, which replaces the original
+/// one step later (a weight with several readers, or an op the runtime does
+/// not run compressed, falls back to the decoded weight, as the file does).
 /// f16 models run in f32 (graph::promote_f16_to_f32), as verification runs them.
 /// Sets profile.output_metric. Cost: one prefix per input and layer cut plus one
 /// suffix run per input and non-dense candidate (options.fitted: per probe, the
@@ -145,7 +151,8 @@ class PlanDamage {
   PlanDamage& operator=(const PlanDamage&) = delete;
   /// The metric between the original's outputs and the outputs with every
   /// weight of `layers` replaced by its decoded stored factors (in the run's
-  /// dtype); 0 for no layers. `per_input`, when given, receives each input's
+  /// dtype; with an int8-a8 layer, the plan's model as the runtime runs it,
+  /// rewrite_tailor); 0 for no layers. `per_input`, when given, receives each input's
   /// own damage (the metric over that input alone), in input order. Throws
   /// Error naming a layer the model lacks.
   double measure(const std::vector<EncodedLayer>& layers,

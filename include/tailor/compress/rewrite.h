@@ -16,6 +16,8 @@
 //   tucker (conv kernel, group 1; Kim et al. 2016):
 //     Conv(X, W, b)         → Conv(Conv(Conv(X, U1ᵀ 1×1), core k×k, strides/pads/dilations),
 //                             U0 1×1, b)
+//   int8-a8 (W8A8): the int8 form below, and each reader (1×1 Conv, MatMul, Gemm) takes
+//     its input through graph::emit_row_rounding (per pixel / per row, as the kernels)
 //   every other planned weight (quantized codes, sparse-2:4, monarch, tt, tucker of a
 //   matrix or grouped conv, low-rank read by several nodes): its weight-level form
 //   (graph/weight_forms.h): the factors verbatim and the operators computing Ŵ from

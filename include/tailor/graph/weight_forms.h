@@ -68,6 +68,19 @@ bool has_weight_form(const std::string& label);
 int64_t emit_weight_form(FormSink& sink, const StoredWeight& w, const schemes::Encoded& e,
                          std::string& form);
 
+/// int8-a8's activation rounding (schemes::kernels::q8_q8_gemm_ref's
+/// definition) in standard operators, opset 9 on: each row of `x` along
+/// `axis` (the channels of a conv input, axis 1; the last axis of a MatMul
+/// input) becomes X̂ = q·s with s = ReduceMax(Abs(X))/127 (keepdims) and
+/// q = ±Clip(Floor(Abs(t) + 0.5), 0, 127) with t's sign (Where(t < 0, Neg, ·)),
+/// t = X / Where(s > 0, s, 1):
+/// the values the W8A8 kernels multiply, so a runtime that runs the form in
+/// f32 computes the same products up to f32 rounding of the sums. Emits
+/// through `sink` (names from `base`); returns X̂'s value name. The
+/// `compressed` pass recognises it in front of an int8 weight's reader.
+std::string emit_row_rounding(FormSink& sink, const std::string& x, int64_t axis,
+                              const std::string& base);
+
 /// The ai.tailor CompressedLinear / CompressedConv node that runs `n` (a
 /// MatMul, Gemm or Conv of `g` reading its weight, of layout `layout` and
 /// stored shape `s`, as input 1) on `w` instead, with n's name, input 0,

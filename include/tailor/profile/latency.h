@@ -49,12 +49,11 @@ std::string latency_key(const std::map<std::string, Tensor>& inputs, const Laten
 /// initializers (or Constant values), its input of that shape, uniform [−1, 1) from seed 0) timed
 /// as interleaved_latency_ms does — "dense" as the original op, every other
 /// label as the CompressedLinear / CompressedConv tailor runs for the
-/// label's stored form (schemes::stored_form) encoded from the weight, a
-/// low-rank label from random factors of its shapes (its kernel does not
-/// depend on the values). A label whose op does not fit a compressed op
-/// (grouped conv, Gemm with alpha ≠ 1) runs dense in tailor and gets the dense
-/// latency; a label whose encoder refuses the weight gets none. Layers
-/// measured this way are independent of each other; the rest of the model is
+/// label's stored form (schemes::stored_form; int8-a8 itself, its W8A8 kernel) encoded from the
+/// weight, a low-rank label from random factors of its shapes (its kernel does not depend on the
+/// values). A label whose op does not fit a compressed op (grouped conv, Gemm with alpha ≠ 1) runs
+/// dense in tailor and gets the dense latency; a label whose encoder refuses the weight gets none.
+/// Layers measured this way are independent of each other; the rest of the model is
 /// profile.latency_rest_ms = (the whole model's latency, latency_model_ms) −
 /// Σ the measured layers' dense latency, at least 0. Sets latency_input.
 /// Layers not matched keep no latency (their time is in the rest), as does

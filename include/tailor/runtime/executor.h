@@ -171,6 +171,11 @@ class CutRun {
   /// every graph output by name. The run stays at its cut. Throws Error naming
   /// a value the main graph lacks, and as Executor::run for a kernel failure.
   std::map<std::string, Tensor> finish(const std::map<std::string, Tensor>& replaced = {});
+  /// Main-graph value `value` at the cut (an initializer, an input or a value
+  /// computed before the cut and still live); its storage may be reused once
+  /// the run advances. Throws Error naming the value when the main graph lacks
+  /// it or it is not available at the cut.
+  Tensor value(const std::string& value) const;
 
  private:
   const Executor* executor_;

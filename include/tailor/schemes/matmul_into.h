@@ -29,5 +29,8 @@ struct PackedView {
 /// e's PackedView, or nullopt for every other scheme and for int8-a8 (whose
 /// matmul also rounds the activations).
 std::optional<PackedView> packed_view(const Encoded& e);
+/// The int8 codes and per-channel scales of an int8-a8 weight (the W8A8
+/// kernels' view, bits 8), or nullopt for every other scheme.
+std::optional<PackedView> w8a8_view(const Encoded& e);
 
 }  // namespace tailor::schemes

@@ -7,6 +7,7 @@
 // See passes.h (recognise_compressed_weights).
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "pass_util.h"
@@ -98,6 +99,62 @@ bool same_computation(const Graph& g, const std::vector<size_t>& cone, const Scr
     value[a.outputs[0]] = b.outputs[0];
   }
   return true;
+}
+
+/// Matches the graph computing `v` against emit_row_rounding's form over some
+/// value X (regenerated in `s`, its input placeholder `x`): the same
+/// operators and constants, node by node from `v` back to X. Returns X and
+/// the form's nodes, or nullopt; a node of the form whose output is read
+/// outside it (or `v` read by more than `reader`) does not match.
+std::optional<std::pair<std::string, std::vector<size_t>>> match_rounding(
+    const Graph& g, const std::string& v, size_t reader, const ScratchSink& s,
+    const std::string& sv, const std::string& x,
+    const std::unordered_map<std::string, size_t>& producer, const Uses& uses) {
+  std::unordered_map<std::string, size_t> scratch_producer;
+  for (size_t i = 0; i < s.nodes.size(); ++i) scratch_producer[s.nodes[i].outputs.at(0)] = i;
+  std::unordered_map<std::string, std::string> value;  // scratch name → graph name
+  std::string bound;
+  std::set<size_t> nodes;
+  std::function<bool(const std::string&, const std::string&)> match =
+      [&](const std::string& a, const std::string& b) -> bool {
+    if (const auto m = value.find(a); m != value.end()) return m->second == b;
+    value[a] = b;
+    if (a == x) {
+      bound = b;
+      return true;
+    }
+    if (const auto c = s.constants.find(a); c != s.constants.end()) {
+      const auto t = g.initializers.find(b);
+      return t != g.initializers.end() && same_tensor(c->second, t->second);
+    }
+    const auto sp = scratch_producer.find(a);
+    const auto gp = producer.find(b);
+    if (sp == scratch_producer.end() || gp == producer.end()) return false;
+    const Node& sn = s.nodes[sp->second];
+    const Node& gn = g.nodes[gp->second];
+    if (sn.op_type != gn.op_type || sn.inputs.size() != gn.inputs.size() ||
+        gn.outputs.size() != 1 || !gn.domain.empty())
+      return false;
+    for (size_t j = 0; j < sn.inputs.size(); ++j)
+      if (!match(sn.inputs[j], gn.inputs[j])) return false;
+    Node renamed = sn;
+    renamed.inputs = gn.inputs;
+    renamed.outputs = gn.outputs;
+    renamed.name = gn.name;
+    if (node_key(renamed) != node_key(gn)) return false;
+    nodes.insert(gp->second);
+    return true;
+  };
+  if (!match(sv, v) || bound.empty() || nodes.size() != s.nodes.size()) return std::nullopt;
+  for (size_t k : nodes) {
+    const std::string& o = g.nodes[k].outputs[0];
+    if (uses.graph_outputs.count(o)) return std::nullopt;
+    const auto r = uses.readers.find(o);
+    if (r == uses.readers.end()) return std::nullopt;
+    for (size_t reader_of : r->second)
+      if (o == v ? reader_of != reader : !nodes.count(reader_of)) return std::nullopt;
+  }
+  return std::make_pair(bound, std::vector<size_t>(nodes.begin(), nodes.end()));
 }
 
 /// Labels (with their factors as initializers of `g`) the factor names next
@@ -243,8 +300,22 @@ Model recognise_compressed_weights(Model model, const PassOptions&) {
       std::string form;
       emit_weight_form(sink, {v, layout, s, *t->second.dtype}, *enc, form);
       if (!same_computation(g, cone, sink)) continue;
+      // int8 codes read through int8-a8's activation rounding: W8A8.
+      std::optional<std::pair<std::string, std::vector<size_t>>> rounding;
+      if (label == "int8") {
+        ScratchSink rs(out.opset);
+        const std::string x = "\x1fx";
+        const int64_t axis = n.op_type == "MatMul" ? -1 : 1;
+        const std::string sv = emit_row_rounding(rs, x, axis, "a8");
+        rounding = match_rounding(g, n.inputs[0], i, rs, sv, x, producer, uses);
+        if (rounding) enc = schemes::encoded_from_factors("int8-a8", o, in, factors);
+      }
       std::optional<Node> c = compressed_op(g, n, layout, s, enc);
       if (!c) break;
+      if (rounding) {
+        c->inputs[0] = rounding->first;
+        dead.insert(rounding->second.begin(), rounding->second.end());
+      }
       g.nodes[i] = std::move(*c);
       dead.insert(cone.begin(), cone.end());
       changed = true;

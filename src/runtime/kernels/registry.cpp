@@ -10,11 +10,11 @@ namespace tailor::runtime::kernels {
 namespace {
 
 constexpr KernelTable kRef{
-    Isa::ref,        f32_gemm_ref,      f32_gemv_ref,   f32_conv_ref,
-    f32_conv_ref,    f32_bias_act_ref,  f32_exp_ref,    f32_batchnorm_ref,
-    f32_softmax_ref, f32_maxpool_ref,   f32_resize_ref, f32_conv_pack_ref,
-    f32_conv_ref,    f32_attention_ref, f32_rope_ref,   f32_conv_winograd_f43_ref,
-    qb_f32_conv_ref};
+    Isa::ref,        f32_gemm_ref,           f32_gemv_ref,     f32_conv_ref,
+    f32_conv_ref,    f32_bias_act_ref,       f32_exp_ref,      f32_batchnorm_ref,
+    f32_softmax_ref, f32_maxpool_ref,        f32_resize_ref,   f32_conv_pack_ref,
+    f32_conv_ref,    f32_attention_ref,      f32_rope_ref,     f32_conv_winograd_f43_ref,
+    qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref};
 
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr KernelTable kAvx2 {
@@ -23,9 +23,9 @@ constexpr KernelTable kAvx2 {
       f32_resize_avx2, f32_conv_pack_6x16_avx2, f32_conv_gemm_packed_6x16_avx2, f32_attention_avx2,
       f32_rope_avx2, f32_conv_winograd_f43_avx2,
 #if defined(__F16C__)
-      qb_f32_conv_6x16_avx2
+      qb_f32_conv_6x16_avx2, q8_q8_conv1x1_pack_8x16, q8_q8_conv1x1_8x16_avx2
 #else
-      qb_f32_conv_ref
+      qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref
 #endif
 };
 constexpr bool kAvx2Built = true;
@@ -56,6 +56,8 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_conv_winograd_f43_ref), "f32_conv_winograd_f43_ref"},
     {reinterpret_cast<const void*>(&f32_gemm_openblas), "f32_gemm_openblas"},
     {reinterpret_cast<const void*>(&qb_f32_conv_ref), "qb_f32_conv_ref"},
+    {reinterpret_cast<const void*>(&q8_q8_conv1x1_pack_ref), "q8_q8_conv1x1_pack_ref"},
+    {reinterpret_cast<const void*>(&q8_q8_conv1x1_ref), "q8_q8_conv1x1_ref"},
 #if defined(__AVX2__) && defined(__FMA__)
     {reinterpret_cast<const void*>(&f32_gemv_avx2), "f32_gemv_avx2"},
     {reinterpret_cast<const void*>(&f32_conv_gemm_6x16_avx2), "f32_conv_gemm_6x16_avx2"},
@@ -74,6 +76,10 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_conv_winograd_f43_avx2), "f32_conv_winograd_f43_avx2"},
 #if defined(__F16C__)
     {reinterpret_cast<const void*>(&qb_f32_conv_6x16_avx2), "qb_f32_conv_6x16_avx2"},
+    {reinterpret_cast<const void*>(&q8_q8_conv1x1_pack_8x16), "q8_q8_conv1x1_pack_8x16"},
+    {reinterpret_cast<const void*>(&q8_q8_conv1x1_8x16_avx2), "q8_q8_conv1x1_8x16_avx2"},
+    {reinterpret_cast<const void*>(&q8_q8_conv1x1_8x16_avx512vnni),
+     "q8_q8_conv1x1_8x16_avx512vnni"},
 #endif
 #endif
 };
@@ -98,18 +104,36 @@ bool isa_available(Isa isa) {
   return false;
 }
 
+namespace {
+
+// The avx2 table with the W8A8 conv on VPDPBUSD where this CPU has AVX512-VNNI
+// on ymm (the same packed weights).
+const KernelTable& avx2_table() {
+  static const KernelTable table = [] {
+    KernelTable t = kAvx2;
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    if (cpu_features().avx512vnni && cpu_features().avx512vl)
+      t.q8q8_conv1x1 = q8_q8_conv1x1_8x16_avx512vnni;
+#endif
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
 const KernelTable& kernel_table(Isa isa) {
   check(isa_available(isa), "kernels",
         std::string(isa_name(isa)) +
             " runtime kernels are not built in or not supported by this CPU (CPU has: " +
             tailor::describe(cpu_features()) + ")");
-  return isa == Isa::avx2 ? kAvx2 : kRef;
+  return isa == Isa::avx2 ? avx2_table() : kRef;
 }
 
 const KernelTable& active_kernels() {
   static const KernelTable& active = [&]() -> const KernelTable& {
     if (const auto forced = forced_isa()) return kernel_table(*forced);
-    return isa_available(Isa::avx2) ? kAvx2 : kRef;
+    return isa_available(Isa::avx2) ? avx2_table() : kRef;
   }();
   return active;
 }
@@ -148,6 +172,8 @@ std::string describe(const KernelTable& t) {
   s += name_of(t.conv_winograd);
   s += " qb_conv=";
   s += name_of(t.qb_conv);
+  s += " q8q8_conv1x1=";
+  s += name_of(t.q8q8_conv1x1);
   return s;
 }
 

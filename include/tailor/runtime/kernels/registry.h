@@ -68,6 +68,32 @@ struct QbConvParams {
 /// stays packed: the optimised kernel decodes a panel of rows at a time.
 using QbConvFn = void (*)(const QbConvParams& p, const float* x, const float* bias, float* y,
                           const Activation& act);
+/// W8A8 1×1 convolution (stride 1, unpadded, groups 1): the scheme int8-a8's
+/// arithmetic (schemes::kernels::q8_q8_gemm_ref's definition, each pixel a
+/// row of X). For image b and pixel p, the column x[b, :, p] (c_in values,
+/// stride `pixels`) is quantized: s[p] = max_k |x[k, p]|/127 (f32),
+/// qx[k, p] = clamp(round_half_away(x[k, p]/s[p]), −127, 127) (0 when s[p] =
+/// 0). Then y[b, o, p] = act(f32(Σ_k qx[k, p]·q[o, k])·(s[p]·f16(scale[o])) +
+/// bias[o]): the integer sum exact, the two products in f32 in this order,
+/// then the bias and act as F32BiasActFn. A column holding NaN or ±Inf gives
+/// NaN in every output of its pixel. Needs c_in ≤ kQ8Q8Conv1x1MaxIn (int32 sums).
+struct Q8Q8Conv1x1Params {
+  int64_t n = 0;                    ///< images
+  int64_t c_in = 0;                 ///< input channels: the reduction (elements)
+  int64_t c_out = 0;                ///< output channels
+  int64_t pixels = 0;               ///< H·W of input and output
+  const uint8_t* packed = nullptr;  ///< the same table's Q8Q8Conv1x1PackFn output
+};
+/// Largest c_in of a W8A8 1×1 conv: |Σ| ≤ c_in·255·128 < 2^31 (the shifted
+/// codes of the VNNI kernel).
+constexpr int64_t kQ8Q8Conv1x1MaxIn = 65535;
+/// Packs int8 codes w (per-channel f16 scales: w.group ≥ w.in; w.out = c_out,
+/// w.in = c_in) into the layout the same table's Q8Q8Conv1x1Fn reads; returns
+/// its size in bytes and writes it when `packed` is not null. Runs once, at load.
+using Q8Q8Conv1x1PackFn = int64_t (*)(const schemes::kernels::PackedGemmArgs& w, uint8_t* packed);
+/// y [n, c_out, pixels] from x [n, c_in, pixels] (NCHW, contiguous); bias [c_out] or null.
+using Q8Q8Conv1x1Fn = void (*)(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
+                               float* y, const Activation& act);
 /// y[i] = act(x[i] + bias) for i < n, on the calling thread; in place allowed.
 using F32BiasActFn = void (*)(const Activation& act, float bias, const float* x, float* y,
                               int64_t n);
@@ -143,6 +169,11 @@ void f32_bias_act_ref(const Activation& act, float bias, const float* x, float* 
 /// Ŵ decoded whole by the schemes' scalar decoder, then f32_conv_ref.
 void qb_f32_conv_ref(const QbConvParams& p, const float* x, const float* bias, float* y,
                      const Activation& act);
+/// Codes and f32 scales copied as they are ([c_out, c_in] int8, then c_out floats).
+int64_t q8_q8_conv1x1_pack_ref(const schemes::kernels::PackedGemmArgs& w, uint8_t* packed);
+/// Loops after the definition above, int64 sums, f32_bias_act_ref.
+void q8_q8_conv1x1_ref(const Q8Q8Conv1x1Params& p, const float* x, const float* bias, float* y,
+                       const Activation& act);
 void f32_exp_ref(const float* x, float* y, int64_t n);
 void f32_batchnorm_ref(int64_t n, int64_t channels, int64_t spatial, const float* x,
                        const float* scale, const float* bias, const float* mean, const float* var,
@@ -201,6 +232,22 @@ void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w
 /// work items (image, pixel block) over OpenMP threads. Sums in ascending k (FMA).
 void qb_f32_conv_6x16_avx2(const QbConvParams& p, const float* x, const float* bias, float* y,
                            const Activation& act);
+/// Panels of 8 output channels, inputs in quads: codes[panel][k/4][8][4]
+/// (rows past c_out and inputs past c_in zero), then 128·Σ_k q[o, k] as int32
+/// and f16(scale[o]) as f32 per padded row. Both kernels below read it.
+int64_t q8_q8_conv1x1_pack_8x16(const schemes::kernels::PackedGemmArgs& w, uint8_t* packed);
+/// Per block of 16 pixels: the columns quantized (vectorised, the reference's
+/// f32 operations, so the same codes) into a quad-interleaved u8 panel
+/// qx + 128 (L1-resident), then 8 channels × 16 pixels register tiles;
+/// blocks over OpenMP threads. _avx2: VPMADDUBSW with the sign trick
+/// (|q| ≤ 128 unsigned × qx·sign(q) signed, exact pairs) and VPMADDWD;
+/// _avx512vnni: VPDPBUSD on ymm (AVX512-VNNI + VL; u8 qx + 128 × s8 q, four
+/// products per int32 lane, 16 per tile row per step) minus 128·Σq.
+/// Epilogue f32 as the reference, then f32_bias_act_avx2 per channel row.
+void q8_q8_conv1x1_8x16_avx2(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
+                             float* y, const Activation& act);
+void q8_q8_conv1x1_8x16_avx512vnni(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
+                                   float* y, const Activation& act);
 /// Bias + activation 8 lanes at a time (Cephes exp/tanh polynomials, ~2 ulp).
 void f32_bias_act_avx2(const Activation& act, float bias, const float* x, float* y, int64_t n);
 void f32_exp_avx2(const float* x, float* y, int64_t n);
@@ -244,10 +291,14 @@ struct KernelTable {
   /// where conv2d's rule says it pays
   F32ConvPackedFn conv_winograd;
   QbConvFn qb_conv;  ///< ai.tailor CompressedConv on packed codes (groups 1)
+  /// int8-a8 CompressedConv, 1×1 stride 1 unpadded, and its weight packing
+  Q8Q8Conv1x1PackFn q8q8_conv1x1_pack;
+  Q8Q8Conv1x1Fn q8q8_conv1x1;
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
-/// AVX2 and FMA for Isa::avx2).
+/// AVX2 and FMA for Isa::avx2). The avx2 table's q8q8_conv1x1 is the
+/// AVX512-VNNI kernel where the CPU has AVX512-VNNI and AVX512-VL.
 bool isa_available(Isa isa);
 /// The table of `isa`; throws tailor::Error when it is not available.
 const KernelTable& kernel_table(Isa isa);

@@ -1,0 +1,275 @@
+// W8A8 1×1 convolution on integer dot products (registry.h,
+// q8_q8_conv1x1_8x16_avx2 / _avx512vnni): per block of 16 output pixels, the
+// 16 columns of X are quantized (the reference's f32 operations, vectorised
+// across pixels, so the same codes) into a u8 panel of qx + 128 laid out in
+// input quads, xq[k/4][16][4], which stays in L1 while every 8-channel panel
+// of the packed weight sweeps it. A tile holds 8 channels × 16 pixels in 16
+// int32 accumulators (two ymm per channel): per quad of inputs, two panel
+// loads and one 4-byte weight broadcast per channel.
+//   _avx512vnni: VPDPBUSD (u8 × s8, four products summed into each int32 lane,
+//     no saturation) on the shifted codes; the shift's 128·Σ_k q[o, k] is
+//     subtracted in the epilogue. |Σ| ≤ 16384 quads · 4·255·128 < 2^31.
+//   _avx2: VPMADDUBSW with the sign trick (unsigned |q| ≤ 128 × signed
+//     qx·sign(q), |qx| ≤ 127: pair sums ≤ 32512, exact), VPMADDWD to int32;
+//     4 channels per pass (16 ymm registers). The panel is un-shifted by XOR 0x80.
+// Both sums are exact, so both kernels give the reference's bits: f32(Σ)·(s·f16(scale)),
+// then bias and activation by f32_bias_act_avx2 per channel row.
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "runtime/kernels/gemm_partition.h"
+#include "tailor/runtime/kernels/registry.h"
+
+namespace tailor::runtime::kernels {
+namespace q8conv {
+
+constexpr int64_t kRows = 8;     // output channels per panel and tile
+constexpr int64_t kPixels = 16;  // output pixels per block and tile
+
+struct Layout {
+  int64_t panels, quads, corr, scales, bytes;  // counts, then byte offsets and size
+};
+
+inline Layout layout(int64_t out, int64_t in) {
+  Layout l;
+  l.panels = (out + kRows - 1) / kRows;
+  l.quads = (in + 3) / 4;
+  const int64_t codes = l.panels * l.quads * kRows * 4;
+  l.corr = (codes + 63) / 64 * 64;
+  l.scales = l.corr + l.panels * kRows * 4;
+  l.bytes = l.scales + l.panels * kRows * 4;
+  return l;
+}
+
+// Columns [j0, j0 + nv) (nv ≤ 16) of xb [k_in, pix] → xq[quad][16][4] (u8
+// qx + 128; inputs past k_in and pixels past nv hold 128, i.e. qx = 0) and
+// s[16] (NaN for a column holding NaN or ±Inf, 0 past nv).
+inline void quantize_block(const float* xb, int64_t k_in, int64_t pix, int64_t j0, int64_t nv,
+                           int64_t quads, uint8_t* xq, float* s) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 sign_mask = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+  const __m256i exp_mask = _mm256_set1_epi32(0x7F800000);
+  const __m256 half = _mm256_set1_ps(0.5f), top = _mm256_set1_ps(127.0f);
+  const __m256i shift = _mm256_set1_epi32(128);
+  for (int64_t h = 0; h < 2; ++h) {
+    const int64_t lanes = std::clamp<int64_t>(nv - 8 * h, 0, 8);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(lanes)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const float* xc = xb + j0 + 8 * h;
+    __m256 vmax = _mm256_setzero_ps();
+    __m256i bad = _mm256_setzero_si256();
+    if (lanes > 0)
+      for (int64_t k = 0; k < k_in; ++k) {
+        const __m256 v = _mm256_maskload_ps(xc + k * pix, mask);
+        vmax = _mm256_max_ps(vmax, _mm256_and_ps(v, abs_mask));
+        bad = _mm256_or_si256(
+            bad, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v), exp_mask), exp_mask));
+      }
+    const __m256 sv = _mm256_div_ps(vmax, top);
+    _mm256_storeu_ps(s + 8 * h,
+                     _mm256_blendv_ps(sv, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()),
+                                      _mm256_castsi256_ps(bad)));
+    // A zero column divides by 1 (its codes are 0 either way).
+    const __m256 div = _mm256_blendv_ps(sv, _mm256_set1_ps(1.0f),
+                                        _mm256_cmp_ps(sv, _mm256_setzero_ps(), _CMP_EQ_OQ));
+    auto code = [&](int64_t k) {  // qx + 128 of input k for the 8 lanes, int32
+      if (k >= k_in || lanes == 0) return shift;
+      const __m256 v = _mm256_div_ps(_mm256_maskload_ps(xc + k * pix, mask), div);
+      __m256 r = _mm256_floor_ps(_mm256_add_ps(_mm256_and_ps(v, abs_mask), half));
+      r = _mm256_or_ps(_mm256_min_ps(r, top), _mm256_and_ps(v, sign_mask));
+      return _mm256_add_epi32(_mm256_cvttps_epi32(r), shift);
+    };
+    for (int64_t qd = 0; qd < quads; ++qd) {
+      const int64_t k = 4 * qd;
+      __m256i word = code(k);
+      word = _mm256_or_si256(word, _mm256_slli_epi32(code(k + 1), 8));
+      word = _mm256_or_si256(word, _mm256_slli_epi32(code(k + 2), 16));
+      word = _mm256_or_si256(word, _mm256_slli_epi32(code(k + 3), 24));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + (qd * kPixels + 8 * h) * 4), word);
+    }
+  }
+}
+
+// y[o, j0 + t] = f32(acc[r][t] − corr[o])·(s[t]·scale[o]) for the tile's rows, t < nv.
+inline void store_tile(const __m256i (&acc)[kRows][2], int64_t rows, const int32_t* corr,
+                       const float* scale, const float* s, int64_t nv, float* y, int64_t pix) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nv)), idx);
+  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nv - 8)), idx);
+  const __m256 s0 = _mm256_loadu_ps(s), s1 = _mm256_loadu_ps(s + 8);
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m256i c = _mm256_set1_epi32(corr[r]);
+    const __m256 w = _mm256_set1_ps(scale[r]);
+    const __m256 v0 =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][0], c)), _mm256_mul_ps(s0, w));
+    const __m256 v1 =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][1], c)), _mm256_mul_ps(s1, w));
+    float* yo = y + r * pix;
+    if (nv == kPixels) {
+      _mm256_storeu_ps(yo, v0);
+      _mm256_storeu_ps(yo + 8, v1);
+    } else {
+      _mm256_maskstore_ps(yo, m0, v0);
+      _mm256_maskstore_ps(yo + 8, m1, v1);
+    }
+  }
+}
+
+// Quantize, multiply and rescale every block, then bias and activation per row.
+// Tile(xq, panel codes, quads, acc) fills acc with the tile's sums; kShifted:
+// whether they include the +128 shift (then 128·Σq is subtracted).
+template <bool kShifted, class Tile>
+inline void run(const Q8Q8Conv1x1Params& p, const float* x, const float* bias, float* y,
+                const Activation& act, Tile tile) {
+  const Layout l = layout(p.c_out, p.c_in);
+  const int64_t pix = p.pixels, out = p.c_out;
+  const int64_t blocks = (pix + kPixels - 1) / kPixels, items = p.n * blocks;
+  const auto* codes = reinterpret_cast<const int8_t*>(p.packed);
+  const auto* corr = reinterpret_cast<const int32_t*>(p.packed + l.corr);
+  const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
+  const bool parallel = items > 1 && detail::worth_threads(p.n * out * pix * p.c_in);
+#pragma omp parallel if (parallel)
+  {
+    thread_local std::vector<uint8_t> xq;
+    xq.resize(static_cast<size_t>(l.quads * kPixels * 4));
+    alignas(32) float s[kPixels];
+    alignas(32) int32_t zero[kRows] = {};
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t b = item / blocks, j0 = (item % blocks) * kPixels;
+      const int64_t nv = std::min(kPixels, pix - j0);
+      quantize_block(x + b * p.c_in * pix, p.c_in, pix, j0, nv, l.quads, xq.data(), s);
+      for (int64_t pn = 0; pn < l.panels; ++pn) {
+        __m256i acc[kRows][2];
+        tile(xq.data(), codes + pn * l.quads * kRows * 4, l.quads, acc);
+        store_tile(acc, std::min(kRows, out - pn * kRows), kShifted ? corr + pn * kRows : zero,
+                   scale + pn * kRows, s, nv, y + (b * out + pn * kRows) * pix + j0, pix);
+      }
+    }
+  }
+  if (!bias && act.kind == ActivationKind::none) return;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < p.n * out; ++r)
+    f32_bias_act_avx2(act, bias ? bias[r % out] : 0.0f, y + r * pix, y + r * pix, pix);
+}
+
+}  // namespace q8conv
+
+int64_t q8_q8_conv1x1_pack_8x16(const schemes::kernels::PackedGemmArgs& w, uint8_t* packed) {
+  using namespace q8conv;
+  const Layout l = layout(w.out, w.in);
+  if (!packed) return l.bytes;
+  std::memset(packed, 0, static_cast<size_t>(l.bytes));
+  const auto* q = reinterpret_cast<const int8_t*>(w.codes);
+  auto* corr = reinterpret_cast<int32_t*>(packed + l.corr);
+  auto* scale = reinterpret_cast<float*>(packed + l.scales);
+  for (int64_t o = 0; o < w.out; ++o) {
+    const int64_t pn = o / kRows, r = o % kRows;
+    int32_t sum = 0;
+    for (int64_t k = 0; k < w.in; ++k) {
+      const int8_t c = q[o * w.in + k];
+      packed[((pn * l.quads + k / 4) * kRows + r) * 4 + k % 4] = static_cast<uint8_t>(c);
+      sum += c;
+    }
+    corr[o] = 128 * sum;
+    scale[o] = _cvtsh_ss(w.scales[o]);
+  }
+  return l.bytes;
+}
+
+void q8_q8_conv1x1_8x16_avx2(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
+                             float* y, const Activation& act) {
+  using namespace q8conv;
+  q8conv::run<false>(
+      p, x, bias, y, act,
+      [](const uint8_t* xq, const int8_t* wp, int64_t quads, __m256i(&acc)[kRows][2]) {
+        const __m256i ones = _mm256_set1_epi16(1);
+        const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+        for (int64_t r0 = 0; r0 < kRows; r0 += 4) {
+          __m256i a[4][2];
+          for (auto& t : a) t[0] = t[1] = _mm256_setzero_si256();
+          for (int64_t qd = 0; qd < quads; ++qd) {
+            const auto* xp = reinterpret_cast<const __m256i*>(xq + qd * kPixels * 4);
+            const __m256i x0 = _mm256_xor_si256(_mm256_loadu_si256(xp), flip);
+            const __m256i x1 = _mm256_xor_si256(_mm256_loadu_si256(xp + 1), flip);
+            const int8_t* wq = wp + (qd * kRows + r0) * 4;
+            for (int r = 0; r < 4; ++r) {
+              int32_t word;
+              std::memcpy(&word, wq + r * 4, 4);
+              const __m256i wb = _mm256_set1_epi32(word);
+              const __m256i aw = _mm256_abs_epi8(wb);
+              a[r][0] = _mm256_add_epi32(
+                  a[r][0],
+                  _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x0, wb)), ones));
+              a[r][1] = _mm256_add_epi32(
+                  a[r][1],
+                  _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x1, wb)), ones));
+            }
+          }
+          for (int r = 0; r < 4; ++r) {
+            acc[r0 + r][0] = a[r][0];
+            acc[r0 + r][1] = a[r][1];
+          }
+        }
+      });
+}
+
+namespace q8conv {
+
+// One 8×16 tile by VPDPBUSD on ymm (AVX512-VNNI with AVX512-VL).
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni"))) void tile_vnni(
+    const uint8_t* xq, const int8_t* wp, int64_t quads, __m256i (&acc)[kRows][2]) {
+  __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
+          a30 = a00, a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00, a60 = a00, a61 = a00,
+          a70 = a00, a71 = a00;
+  for (int64_t qd = 0; qd < quads; ++qd) {
+    const auto* xp = reinterpret_cast<const __m256i*>(xq + qd * kPixels * 4);
+    const __m256i x0 = _mm256_loadu_si256(xp), x1 = _mm256_loadu_si256(xp + 1);
+    const auto* wq = reinterpret_cast<const int*>(wp + qd * kRows * 4);
+    __m256i w = _mm256_set1_epi32(wq[0]);
+    a00 = _mm256_dpbusd_epi32(a00, x0, w);
+    a01 = _mm256_dpbusd_epi32(a01, x1, w);
+    w = _mm256_set1_epi32(wq[1]);
+    a10 = _mm256_dpbusd_epi32(a10, x0, w);
+    a11 = _mm256_dpbusd_epi32(a11, x1, w);
+    w = _mm256_set1_epi32(wq[2]);
+    a20 = _mm256_dpbusd_epi32(a20, x0, w);
+    a21 = _mm256_dpbusd_epi32(a21, x1, w);
+    w = _mm256_set1_epi32(wq[3]);
+    a30 = _mm256_dpbusd_epi32(a30, x0, w);
+    a31 = _mm256_dpbusd_epi32(a31, x1, w);
+    w = _mm256_set1_epi32(wq[4]);
+    a40 = _mm256_dpbusd_epi32(a40, x0, w);
+    a41 = _mm256_dpbusd_epi32(a41, x1, w);
+    w = _mm256_set1_epi32(wq[5]);
+    a50 = _mm256_dpbusd_epi32(a50, x0, w);
+    a51 = _mm256_dpbusd_epi32(a51, x1, w);
+    w = _mm256_set1_epi32(wq[6]);
+    a60 = _mm256_dpbusd_epi32(a60, x0, w);
+    a61 = _mm256_dpbusd_epi32(a61, x1, w);
+    w = _mm256_set1_epi32(wq[7]);
+    a70 = _mm256_dpbusd_epi32(a70, x0, w);
+    a71 = _mm256_dpbusd_epi32(a71, x1, w);
+  }
+  acc[0][0] = a00, acc[0][1] = a01, acc[1][0] = a10, acc[1][1] = a11;
+  acc[2][0] = a20, acc[2][1] = a21, acc[3][0] = a30, acc[3][1] = a31;
+  acc[4][0] = a40, acc[4][1] = a41, acc[5][0] = a50, acc[5][1] = a51;
+  acc[6][0] = a60, acc[6][1] = a61, acc[7][0] = a70, acc[7][1] = a71;
+}
+
+}  // namespace q8conv
+
+void q8_q8_conv1x1_8x16_avx512vnni(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
+                                   float* y, const Activation& act) {
+  q8conv::run<true>(p, x, bias, y, act, q8conv::tile_vnni);
+}
+
+}  // namespace tailor::runtime::kernels
+
+#endif  // __AVX2__ && __FMA__ && __F16C__
