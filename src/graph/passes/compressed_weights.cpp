@@ -102,7 +102,7 @@ bool same_computation(const Graph& g, const std::vector<size_t>& cone, const Scr
 }
 
 /// Matches the graph computing `v` against emit_row_rounding's form over some
-/// value X (regenerated in `s`, its input placeholder `x`): the same
+/// value X (regenerated in `s` from the stand-in input `x`): the same
 /// operators and constants, node by node from `v` back to X. Returns X and
 /// the form's nodes, or nullopt; a node of the form whose output is read
 /// outside it (or `v` read by more than `reader`) does not match.
