@@ -16,12 +16,10 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
-#include <ctime>
-
 #include <string>
 #include <vector>
 
-#include "tailor/core/rng.h"
+#include "bench_util.h"
 #include "tailor/linalg/blas.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/kernels/conv.h"
@@ -37,24 +35,14 @@ namespace {
 
 using namespace tailor::runtime::kernels;
 
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+using tailor::bench::process_cpu_seconds;
+using tailor::bench::random_values;
 
 void set_flop_counters(benchmark::State& state, double flops, double cpu_seconds) {
   state.counters["FLOPS"] =
       benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOPS_per_cpu"] =
       benchmark::Counter(flops * static_cast<double>(state.iterations()) / cpu_seconds);
-}
-
-std::vector<float> random_values(int64_t n, uint64_t seed) {
-  tailor::Rng rng(seed);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = static_cast<float>(rng.uniform(-1.0, 1.0));
-  return v;
 }
 
 void BM_SgemmPeak(benchmark::State& state) {
@@ -160,32 +148,27 @@ BENCHMARK(BM_CompressedConv)
     ->ArgNames({"layer", "scheme", "threads"})
     ->UseRealTime();
 
-// The two 3×3 stride-1 paths on the same layer, 1 thread, weights packed once:
-// path 0 the implicit GEMM (conv_packed), 1 Winograd F(4×4, 3×3)
-// (conv_winograd). FLOPS counts the direct convolution's 2·MACs for both, so
-// the ratio is the speed-up; the plane sizes and channels of
-// conv.cpp's winograd_pays rule. Args: {c_in = c_out, plane, path}.
-void BM_Conv3x3Path(benchmark::State& state) {
+// One 3×3 stride-1 conv of `p`, 1 thread, weights packed once: path 0 the
+// implicit GEMM (conv_packed, gathering at the dilation), 1 Winograd
+// F(4×4, 3×3) (conv_winograd; tiles on each phase's outputs when dilated).
+// FLOPS counts the direct convolution's 2·MACs for both, so the ratio is the
+// speed-up.
+void run_conv3x3_path(benchmark::State& state, Conv2dParams p, bool winograd) {
   tailor::linalg::set_threads(1);
-  Conv2dParams p;
-  p.c_in = p.c_out = state.range(0);
-  p.h = p.w = state.range(1);
   p.kh = p.kw = 3;
-  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
   const auto x = random_values(p.c_in * p.h * p.w, 1);
   const auto w = random_values(p.c_out * p.c_in * 9, 2);
   const auto bias = random_values(p.c_out, 3);
   std::vector<float> y(static_cast<size_t>(p.c_out * p.out_h() * p.out_w()));
   const KernelTable& t = active_kernels();
-  std::vector<float> packed;
-  if (state.range(2) == 0) {
-    packed.resize(static_cast<size_t>(t.conv_pack(p, w.data(), nullptr)));
-    t.conv_pack(p, w.data(), packed.data());
-  } else {
-    packed.resize(static_cast<size_t>(f32_conv_winograd_f43_pack(p, w.data(), nullptr)));
+  std::vector<float> packed(
+      static_cast<size_t>(winograd ? f32_conv_winograd_f43_pack(p, w.data(), nullptr)
+                                   : t.conv_pack(p, w.data(), nullptr)));
+  if (winograd)
     f32_conv_winograd_f43_pack(p, w.data(), packed.data());
-  }
-  const F32ConvPackedFn fn = state.range(2) == 0 ? t.conv_packed : t.conv_winograd;
+  else
+    t.conv_pack(p, w.data(), packed.data());
+  const F32ConvPackedFn fn = winograd ? t.conv_winograd : t.conv_packed;
   const double t0 = process_cpu_seconds();
   for (auto _ : state) {
     fn(p, x.data(), packed.data(), bias.data(), y.data(), Activation::relu());
@@ -194,45 +177,30 @@ void BM_Conv3x3Path(benchmark::State& state) {
   set_flop_counters(state, 2.0 * p.c_out * p.out_h() * p.out_w() * p.c_in * 9,
                     process_cpu_seconds() - t0);
 }
+
+// The two paths on the plane sizes and channels of conv.cpp's winograd_pays
+// rule, pad 1. Args: {c_in = c_out, plane, path}.
+void BM_Conv3x3Path(benchmark::State& state) {
+  Conv2dParams p;
+  p.c_in = p.c_out = state.range(0);
+  p.h = p.w = state.range(1);
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  run_conv3x3_path(state, p, state.range(2) == 1);
+}
 BENCHMARK(BM_Conv3x3Path)
     ->ArgsProduct({{8, 16, 32, 64, 128, 256, 512}, {8, 16, 32, 80}, {0, 1}})
     ->ArgNames({"c", "plane", "path"})
     ->UseRealTime();
 
-// The two paths of a dilated 3×3 stride-1 conv, 1 thread, weights packed
-// once: path 0 the implicit GEMM (conv_packed, gathering at the dilation),
-// 1 Winograd F(4×4, 3×3) with tiles on each phase's outputs (conv_winograd).
-// FLOPS counts the direct convolution's 2·MACs for both. Pads = dilation
-// (the output plane = the input plane). Args: {c_in = c_out, plane,
-// dilation, path}: ISNet's RSU shapes.
+// The two paths of a dilated conv, pads = dilation (the output plane = the
+// input plane). Args: {c_in = c_out, plane, dilation, path}: ISNet's RSU shapes.
 void BM_Conv3x3Dilated(benchmark::State& state) {
-  tailor::linalg::set_threads(1);
   Conv2dParams p;
   p.c_in = p.c_out = state.range(0);
   p.h = p.w = state.range(1);
-  p.kh = p.kw = 3;
   p.dil_h = p.dil_w = state.range(2);
   p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = state.range(2);
-  const auto x = random_values(p.c_in * p.h * p.w, 1);
-  const auto w = random_values(p.c_out * p.c_in * 9, 2);
-  const auto bias = random_values(p.c_out, 3);
-  std::vector<float> y(static_cast<size_t>(p.c_out * p.out_h() * p.out_w()));
-  const KernelTable& t = active_kernels();
-  const bool wino = state.range(3) == 1;
-  std::vector<float> packed(static_cast<size_t>(
-      wino ? f32_conv_winograd_f43_pack(p, w.data(), nullptr) : t.conv_pack(p, w.data(), nullptr)));
-  if (wino)
-    f32_conv_winograd_f43_pack(p, w.data(), packed.data());
-  else
-    t.conv_pack(p, w.data(), packed.data());
-  const F32ConvPackedFn fn = wino ? t.conv_winograd : t.conv_packed;
-  const double t0 = process_cpu_seconds();
-  for (auto _ : state) {
-    fn(p, x.data(), packed.data(), bias.data(), y.data(), Activation::relu());
-    benchmark::DoNotOptimize(y.data());
-  }
-  set_flop_counters(state, 2.0 * p.c_out * p.out_h() * p.out_w() * p.c_in * 9,
-                    process_cpu_seconds() - t0);
+  run_conv3x3_path(state, p, state.range(3) == 1);
 }
 BENCHMARK(BM_Conv3x3Dilated)
     ->ArgsProduct({{32, 128, 256}, {16, 32}, {2, 4, 8}, {0, 1}})

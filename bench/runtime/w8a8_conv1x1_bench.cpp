@@ -10,10 +10,9 @@
 // shared; compare paths of one shape within one run.
 #include <benchmark/benchmark.h>
 
-#include <ctime>
 #include <vector>
 
-#include "tailor/core/rng.h"
+#include "bench_util.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/kernels/conv.h"
 #include "tailor/runtime/kernels/registry.h"
@@ -24,18 +23,8 @@ namespace {
 
 using namespace tailor::runtime::kernels;
 
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-std::vector<float> random_values(int64_t n, uint64_t seed, double lo, double hi) {
-  tailor::Rng rng(seed);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = static_cast<float>(rng.uniform(lo, hi));
-  return v;
-}
+using tailor::bench::process_cpu_seconds;
+using tailor::bench::random_values;
 
 void BM_W8A8Conv1x1(benchmark::State& state) {
   tailor::linalg::set_threads(1);
