@@ -425,6 +425,9 @@ def profile(model: Model, schemes: Optional[Sequence[str]] = None, calib=None,
     `progress` gets a ProgressEvent per layer done."""
     _model(model, "model")
     schemes = _texts(schemes, "schemes", optional=True)
+    if damage_inputs is not None and not isinstance(damage_inputs, (list, tuple)):
+        raise _arg_error("damage_inputs", "expected a list of dicts {input name: numpy array}, "
+                         f"got {_shown(damage_inputs)}")
     inputs = None if damage_inputs is None else [_feeds(f, "each damage input")
                                                   for f in damage_inputs]
     handle = _tailor.profile(model._handle, schemes, _path(calib, "calib", optional=True),

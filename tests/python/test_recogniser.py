@@ -213,6 +213,12 @@ class Recogniser(unittest.TestCase):
                            damage_inputs=[{"x": x}])
         self.assertIn("'x' holds 1 non-finite value", str(e.exception))
 
+    def test_damage_inputs_not_a_list_is_refused(self):
+        with self.assertRaises(tailor.Error) as e:
+            tailor.profile(self.model, schemes=["int8"], damage_inputs=5)
+        self.assertEqual(e.exception.source, "damage_inputs")
+        self.assertIn("expected a list of dicts", str(e.exception))
+
     def test_errors_carry_the_commands_message(self):
         missing = self.path("missing.onnx")
         with self.assertRaises(tailor.Error) as e:
