@@ -439,8 +439,16 @@ kernels::Activation activation_from_node(const graph::Node& node, const char* al
   const std::string name = node.attr_string("activation", "none");
   const graph::FusedActivationInfo* info = graph::fused_activation_named(name);
   if (!info) throw Error(node.label(), "activation '" + name + "' is unknown");
-  return k::Activation{kernel_activation(info->kind), node.attr_float(alpha, 0.f),
-                       node.attr_float(beta, 0.f)};
+  k::Activation a{kernel_activation(info->kind), node.attr_float(alpha, 0.f),
+                  node.attr_float(beta, 0.f)};
+  // The affine maps around it (graph::kEpilogueAffineAttributes).
+  a.pre_scale = node.attr_float("pre_scale", 1.f);
+  a.pre_shift = node.attr_float("pre_shift", 0.f);
+  a.post_scale = node.attr_float("post_scale", 1.f);
+  a.post_shift = node.attr_float("post_shift", 0.f);
+  if (a.has_affine() && a.kind == k::ActivationKind::none)
+    throw Error(node.label(), "pre_/post_scale and _shift need an activation (got none)");
+  return a;
 }
 
 void register_fused_ops() {
