@@ -46,12 +46,11 @@ class FusedMatMulKernel final : public Kernel {
         for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
       if (act_.kind != k::ActivationKind::none) k::apply_activation(act_, row, row, n);
     };
-    if (!bias && act_.kind == k::ActivationKind::none) {
-      // nothing to do
-    } else if (rows > 1 && k::detail::worth_threads_elements(y.numel())) {
+    const bool any = bias != nullptr || act_.kind != k::ActivationKind::none;
+    if (any && rows > 1 && k::detail::worth_threads_elements(y.numel())) {
 #pragma omp parallel for schedule(static)
       for (int64_t r = 0; r < rows; ++r) epilogue(r);
-    } else {
+    } else if (any) {
       for (int64_t r = 0; r < rows; ++r) epilogue(r);
     }
     ctx.outputs[0] = std::move(y);
