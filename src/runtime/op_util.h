@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
 #include "tailor/runtime/op.h"
 
@@ -154,7 +155,8 @@ void broadcast_runs(const std::array<const Tensor*, N>& ins, const Shape& out_sh
       for (size_t k = 0; k < N; ++k) off[k] += i * cs[k][d];
     }
   };
-  if (total >= (1 << 16) && runs == 1) {
+  const bool threads = kernels::detail::worth_threads_elements(total);
+  if (threads && runs == 1) {
     // One run (same shapes, or one operand a scalar): split it for the threads.
     constexpr int64_t kPiece = 1 << 14;
     const int64_t pieces = (len + kPiece - 1) / kPiece;
@@ -166,7 +168,7 @@ void broadcast_runs(const std::array<const Tensor*, N>& ins, const Shape& out_sh
       for (size_t k = 0; k < N; ++k) off[k] += begin * inner_stride[k];
       inner(begin, off, inner_stride, std::min(kPiece, len - begin));
     }
-  } else if (total >= (1 << 16) && runs > 1) {
+  } else if (threads && runs > 1) {
 #pragma omp parallel for schedule(static)
     for (int64_t run = 0; run < runs; ++run) {
       std::array<int64_t, N> off;

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "op_util.h"
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
 
@@ -275,7 +276,7 @@ void unary_f32(OpContext& ctx, F f) {
   const float* px = xc.data<float>();
   float* po = out.mutable_data<float>();
   const int64_t n = x.numel();
-  if (n >= (1 << 16)) {
+  if (kernels::detail::worth_threads_elements(n)) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
   } else {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "op_util.h"
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/runtime/fused.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
@@ -39,12 +40,18 @@ class FusedMatMulKernel final : public Kernel {
       if (bc.numel() != n) ctx.fail("bias must have " + std::to_string(n) + " elements");
       bias = f32_ptr(ctx, bc, "bias");
     }
-#pragma omp parallel for schedule(static) if (y.numel() >= (1 << 16))
-    for (int64_t r = 0; r < rows; ++r) {
+    auto epilogue = [&](int64_t r) {
       float* row = py + r * n;
       if (bias)
         for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
       if (act_.kind != k::ActivationKind::none) k::apply_activation(act_, row, row, n);
+    };
+    const bool any = bias != nullptr || act_.kind != k::ActivationKind::none;
+    if (any && rows > 1 && k::detail::worth_threads_elements(y.numel())) {
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) epilogue(r);
+    } else if (any) {
+      for (int64_t r = 0; r < rows; ++r) epilogue(r);
     }
     ctx.outputs[0] = std::move(y);
   }
@@ -71,7 +78,8 @@ void layer_norm_op(OpContext& ctx, float eps) {
   Tensor y = ctx.alloc(DType::f32, x.shape());
   const float* px = f32_ptr(ctx, x, "input");
   float* py = y.mutable_data<float>();
-#pragma omp parallel for schedule(static) if (x.numel() >= (1 << 16))
+  // Three passes over each row.
+#pragma omp parallel for schedule(static) if (k::detail::worth_threads_elements(x.numel(), 3))
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = px + r * n;
     float* yr = py + r * n;
@@ -238,8 +246,10 @@ class FusedElementwiseKernel final : public Kernel {
         run_span(base, off, st, po + blk * kBlock, std::min(kBlock, total - blk * kBlock));
       };
       // A small output runs on this thread without entering a parallel
-      // region (libgomp builds a team for one even when `if` is false).
-      if (total < (1 << 16)) {
+      // region (libgomp builds a team for one even when `if` is false);
+      // each step is about one vector operation per element.
+      if (blocks <= 1 ||
+          !k::detail::worth_threads_elements(total, static_cast<int64_t>(steps_.size()))) {
         for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
       } else {
 #pragma omp parallel for schedule(static)
@@ -439,8 +449,16 @@ kernels::Activation activation_from_node(const graph::Node& node, const char* al
   const std::string name = node.attr_string("activation", "none");
   const graph::FusedActivationInfo* info = graph::fused_activation_named(name);
   if (!info) throw Error(node.label(), "activation '" + name + "' is unknown");
-  return k::Activation{kernel_activation(info->kind), node.attr_float(alpha, 0.f),
-                       node.attr_float(beta, 0.f)};
+  k::Activation a{kernel_activation(info->kind), node.attr_float(alpha, 0.f),
+                  node.attr_float(beta, 0.f)};
+  // The affine maps around it (graph::kEpilogueAffineAttributes).
+  a.pre_scale = node.attr_float("pre_scale", 1.f);
+  a.pre_shift = node.attr_float("pre_shift", 0.f);
+  a.post_scale = node.attr_float("post_scale", 1.f);
+  a.post_shift = node.attr_float("post_shift", 0.f);
+  if (a.has_affine() && a.kind == k::ActivationKind::none)
+    throw Error(node.label(), "pre_/post_scale and _shift need an activation (got none)");
+  return a;
 }
 
 void register_fused_ops() {

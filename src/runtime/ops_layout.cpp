@@ -85,7 +85,7 @@ class ConvNhwcKernel final : public Kernel {
   /// Rows of [kh, kw, c_in] patches, one per output pixel (zeros in the padding).
   static void im2col_nhwc(const k::Conv2dParams& p, const float* x, float* cols) {
     const int64_t oh = p.out_h(), ow = p.out_w(), kk = p.kh * p.kw * p.c_in;
-#pragma omp parallel for schedule(static) if (p.n * oh * ow * kk >= (1 << 16))
+#pragma omp parallel for schedule(static) if (k::detail::worth_threads_elements(p.n * oh * ow * kk))
     for (int64_t r = 0; r < p.n * oh; ++r) {
       const int64_t b = r / oh, oy = r % oh;
       for (int64_t ox = 0; ox < ow; ++ox) {
@@ -116,7 +116,8 @@ class ConvNhwcKernel final : public Kernel {
       for (int64_t t = 0; t < p.kh * p.kw; ++t)
         wt[static_cast<size_t>(t * c + ch)] = w[ch * p.kh * p.kw + t];
     (void)bias;
-#pragma omp parallel for schedule(static) if (p.n * oh * ow * c >= (1 << 15))
+#pragma omp parallel for schedule( \
+    static) if (k::detail::worth_threads(p.n * oh * ow * c * p.kh * p.kw))
     for (int64_t r = 0; r < p.n * oh; ++r) {
       const int64_t b = r / oh, oy = r % oh;
       for (int64_t ox = 0; ox < ow; ++ox) {
@@ -139,7 +140,7 @@ class ConvNhwcKernel final : public Kernel {
 
   /// y[pixel, c] = act(y[pixel, c] + bias[c]).
   void epilogue(const float* bias, int64_t c_out, int64_t pixels, float* y) const {
-#pragma omp parallel for schedule(static) if (pixels * c_out >= (1 << 16))
+#pragma omp parallel for schedule(static) if (k::detail::worth_threads_elements(pixels * c_out))
     for (int64_t r = 0; r < pixels; ++r) {
       float* row = y + r * c_out;
       if (bias)

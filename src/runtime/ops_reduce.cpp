@@ -57,7 +57,8 @@ void reduce(OpContext& ctx, Red op, std::vector<int64_t> axes, bool keepdims, bo
       if (roff[j] != roff[j - 1] + 1) return false;
     return true;
   }();
-#pragma omp parallel for schedule(static) if (n_out * n_red >= (1 << 16))
+#pragma omp parallel for schedule( \
+    static) if (kernels::detail::worth_threads_elements(n_out * n_red))
   for (int64_t i = 0; i < n_out; ++i) {
     int64_t rem = i, base = 0;
     for (size_t d = kept_shape.size(); d-- > 0;) {
@@ -144,7 +145,7 @@ void softmax(OpContext& ctx, int64_t axis_attr, bool coerce_2d, bool log) {
     ctx.outputs[0] = std::move(out);
     return;
   }
-#pragma omp parallel for schedule(static) if (x.numel() >= (1 << 16))
+#pragma omp parallel for schedule(static) if (kernels::detail::worth_threads_elements(x.numel(), 3))
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const float* p = px + o * n * inner + i;

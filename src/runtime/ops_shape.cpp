@@ -57,7 +57,7 @@ void strided_copy(const std::byte* src, std::byte* dst, const Shape& shape,
         std::memcpy(o + static_cast<size_t>(i) * es, p + i * sl * static_cast<int64_t>(es), es);
     }
   };
-  if (total >= (1 << 16) && runs > 1) {
+  if (runs > 1 && kernels::detail::worth_threads_elements(total)) {
 #pragma omp parallel for schedule(static)
     for (int64_t run = 0; run < runs; ++run) body(run);
   } else {

@@ -4,7 +4,11 @@
 // - FusedConv(X, W, [B]) (emitted by src/graph/passes/fuse_conv_bias_activation.h):
 //   ONNX Conv attributes plus `activation` (string: a name of kFusedActivations
 //   below) and floats `alpha`, `beta` (its parameters, as that table says).
-//   Y = act(Conv(X, W) + B). "The activation" below means these three attributes.
+//   Y = act(Conv(X, W) + B). "The activation" below means these three attributes,
+//   and with an activation (not none) optional floats `pre_scale`, `pre_shift`,
+//   `post_scale`, `post_shift` (kEpilogueAffineAttributes; defaults 1, 0, 1, 0):
+//   Y = act((Conv(X, W) + B)·pre_scale + pre_shift)·post_scale + post_shift,
+//   each · and + rounded on its own (the Mul and Add nodes they replace).
 // - FusedGemm(A, B, [C]): ONNX Gemm attributes (its own alpha, beta) plus
 //   `activation` with `activation_alpha`, `activation_beta`.
 // - FusedMatMul(A, B, [bias]): Y = act(MatMul(A, B) + bias), bias [n] over
@@ -141,6 +145,12 @@ constexpr const FusedActivationInfo* fused_activation_for_op(std::string_view op
     if (a.onnx_op == op_type) return &a;
   return nullptr;
 }
+
+/// The attributes of the scalar affine maps an epilogue applies before and
+/// after its activation (FusedConv's contract above; any node carrying an
+/// activation), in the order scale, shift, scale, shift.
+inline constexpr std::string_view kEpilogueAffineAttributes[] = {"pre_scale", "pre_shift",
+                                                                 "post_scale", "post_shift"};
 
 /// Limits of a FusedElementwise node.
 inline constexpr size_t kFusedElementwiseMaxInputs = 4;

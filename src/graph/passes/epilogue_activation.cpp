@@ -71,7 +71,36 @@ std::optional<EpilogueActivation> decomposed_hard_swish(const FusionScope& s,
       hs, hs->alpha_default, hs->beta_default, {add, *c, *d, mul}, nm.outputs[0]};
 }
 
+/// A float one-element constant that broadcasts against `v` without changing
+/// its shape (rank ≤ v's rank, known), as a float.
+std::optional<float> scalar_operand(const FusionScope& s, const std::string& c,
+                                    const std::string& v) {
+  const Tensor* t = s.constant(c);
+  const auto r = s.rank(v);
+  if (!t || t->dtype() != DType::f32 || t->numel() != 1 || !r || t->rank() > *r)
+    return std::nullopt;
+  return t->to_f32_vector()[0];
+}
+
 }  // namespace
+
+ScalarAffine match_scalar_affine(const FusionScope& scope, const std::string& v) {
+  ScalarAffine a;
+  a.out = v;
+  if (!scope.is_f32(v)) return a;
+  for (const char* op : {"Mul", "Add"}) {
+    const auto r = scope.sole(a.out);
+    if (!r || !is_op(scope.g.nodes[*r], op) || scope.g.nodes[*r].outputs.size() != 1) continue;
+    const Node& n = scope.g.nodes[*r];
+    const auto o = other_input(n, a.out, true);
+    const auto c = o ? scalar_operand(scope, *o, a.out) : std::nullopt;
+    if (!c) continue;
+    (op[0] == 'M' ? a.scale : a.shift) = *c;
+    a.nodes.push_back(*r);
+    a.out = n.outputs[0];
+  }
+  return a;
+}
 
 std::optional<EpilogueActivation> match_activation(const FusionScope& scope, const std::string& v) {
   if (const auto r = scope.sole(v)) return single_node(scope, *r, v);
@@ -87,10 +116,25 @@ void set_activation(Node& n, const EpilogueActivation& a, std::string_view alpha
 
 std::optional<FusionMatch> finish_epilogue(const FusionScope& scope, FusionMatch match, Node fused,
                                            std::string out) {
-  if (const auto a = match_activation(scope, out)) {
+  // x·s + t before the activation joins only when an activation follows it.
+  const ScalarAffine pre = match_scalar_affine(scope, out);
+  auto a = pre.nodes.empty() ? std::nullopt : match_activation(scope, pre.out);
+  const bool with_pre = a.has_value();
+  if (!a) a = match_activation(scope, out);
+  if (a) {
     set_activation(fused, *a, "alpha", "beta");
-    match.members.insert(match.members.end(), a->nodes.begin(), a->nodes.end());
-    out = a->out;
+    const ScalarAffine post = match_scalar_affine(scope, a->out);
+    const ScalarAffine none;
+    const ScalarAffine& p0 = with_pre ? pre : none;
+    const float maps[] = {p0.scale, p0.shift, post.scale, post.shift};
+    const float identity[] = {1.f, 0.f, 1.f, 0.f};
+    for (size_t i = 0; i < 4; ++i)
+      if (maps[i] != identity[i])
+        fused.set(std::string(kEpilogueAffineAttributes[i]), Attribute::of_float(maps[i]));
+    for (const std::vector<size_t>* nodes :
+         std::initializer_list<const std::vector<size_t>*>{&p0.nodes, &a->nodes, &post.nodes})
+      match.members.insert(match.members.end(), nodes->begin(), nodes->end());
+    out = post.out;
   }
   if (match.members.size() < 2) return std::nullopt;
   fused.outputs = {out};

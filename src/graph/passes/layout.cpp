@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "pass_util.h"
+#include "tailor/graph/fused_ops.h"
 #include "tailor/graph/passes.h"
 
 namespace tailor::graph {
@@ -82,6 +83,8 @@ void convert(Graph& g, NameGen& names) {
     if (const Attribute* a = n.find("activation")) c.set("activation", *a);
     if (const Attribute* a = n.find("alpha")) c.set("alpha", *a);
     if (const Attribute* a = n.find("beta")) c.set("beta", *a);
+    for (std::string_view name : kEpilogueAffineAttributes)
+      if (const Attribute* a = n.find(std::string(name))) c.set(std::string(name), *a);
     Node t2 = make_node("Transpose", names.fresh(y + "_to_nchw"), {yt}, {y});
     t2.set("perm", Attribute::of_ints(kToNchw));
     out.push_back(std::move(t1));

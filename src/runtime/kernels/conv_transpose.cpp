@@ -52,7 +52,7 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
       detail::gemm_blocked(gemm_fn, true, false, rows, hw, cig, 1.f, wg, rows, xg, hw, 0.f, scratch,
                            hw);
       float* yg = y + (b * p.c_out + g * cog) * ohw;
-#pragma omp parallel for schedule(static) if (cog * ohw > 16384)
+#pragma omp parallel for schedule(static) if (detail::worth_threads_elements(cog * ohw))
       for (int64_t co = 0; co < cog; ++co) {
         float* yc = yg + co * ohw;
         std::fill(yc, yc + ohw, bias ? bias[g * cog + co] : 0.f);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
 #include "tailor/runtime/kernels/registry.h"
 
@@ -14,13 +15,14 @@ namespace tailor::runtime::kernels {
 namespace {
 constexpr int64_t kChunk = 16384;  // elements per OpenMP task in flat loops
 
-// y[i] = f(x[i]) by a span kernel, in fixed chunks over the OpenMP threads.
-// One chunk runs on the calling thread without entering a parallel region
-// (which costs libgomp a team even when `if` keeps it to one thread).
+// y[i] = f(x[i]) by a span kernel, in fixed chunks over the OpenMP threads
+// when detail::worth_threads_elements(n). Else the chunks run in order on the
+// calling thread without entering a parallel region (which costs libgomp a
+// team even when `if` keeps it to one thread); the same values either way.
 template <class F>
 void chunked(int64_t n, F f) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  if (chunks <= 1) {
+  if (chunks <= 1 || !detail::worth_threads_elements(n)) {
     if (n > 0) f(0, n);
     return;
   }
@@ -45,7 +47,7 @@ void bias_activation(const Activation& act, const float* bias, int64_t channels,
   auto channel = [&](int64_t c) {
     fn(act, bias ? bias[c] : 0.f, x + c * spatial, y + c * spatial, spatial);
   };
-  if (channels * spatial <= kChunk) {
+  if (channels <= 1 || !detail::worth_threads_elements(channels * spatial)) {
     for (int64_t c = 0; c < channels; ++c) channel(c);
     return;
   }

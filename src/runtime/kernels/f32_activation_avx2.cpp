@@ -1,4 +1,5 @@
-// f32_bias_act_avx2 and f32_exp_avx2: y = act(x + bias) and y = exp(x), 8
+// f32_bias_act_avx2 and f32_exp_avx2: y = act(x + bias) (with the
+// activation's affine maps around act, Activation) and y = exp(x), 8
 // lanes at a time (AVX2/FMA), Cephes polynomials (f32_math_avx2.h); the loop
 // tails use the one-lane versions of the same polynomials, so a value's
 // result does not depend on its position.
@@ -67,46 +68,61 @@ inline float act1(float v, float a, float b) {
   }
 }
 
-// y[i] = act(x[i] + bias) for i < n.
-template <ActivationKind K>
+// y[i] = act(x[i] + bias) for i < n; with Affine, the activation's affine
+// maps around act, each a multiply then an add (two roundings, as the
+// unfused Mul and Add; never an FMA).
+template <ActivationKind K, bool Affine>
 void run_span(const Activation& act, float bias, const float* x, float* y, int64_t n) {
   const __m256 a = _mm256_set1_ps(act.alpha), b = _mm256_set1_ps(act.beta);
   const __m256 bv = _mm256_set1_ps(bias);
+  const __m256 s0 = _mm256_set1_ps(act.pre_scale), t0 = _mm256_set1_ps(act.pre_shift);
+  const __m256 s1 = _mm256_set1_ps(act.post_scale), t1 = _mm256_set1_ps(act.post_shift);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, act8<K>(_mm256_add_ps(_mm256_loadu_ps(x + i), bv), a, b));
+    __m256 v = _mm256_add_ps(_mm256_loadu_ps(x + i), bv);
+    if constexpr (Affine) v = _mm256_add_ps(_mm256_mul_ps(v, s0), t0);
+    v = act8<K>(v, a, b);
+    if constexpr (Affine) v = _mm256_add_ps(_mm256_mul_ps(v, s1), t1);
+    _mm256_storeu_ps(y + i, v);
   }
-  for (; i < n; ++i) y[i] = act1<K>(x[i] + bias, act.alpha, act.beta);
+  for (; i < n; ++i) {
+    float v = x[i] + bias;
+    if constexpr (Affine) v = v * act.pre_scale + act.pre_shift;
+    v = act1<K>(v, act.alpha, act.beta);
+    if constexpr (Affine) v = v * act.post_scale + act.post_shift;
+    y[i] = v;
+  }
 }
 
 using SpanFn = void (*)(const Activation&, float, const float*, float*, int64_t);
 
+template <bool Affine>
 SpanFn span_fn(ActivationKind k) {
   switch (k) {
     case ActivationKind::none:
-      return run_span<ActivationKind::none>;
+      return run_span<ActivationKind::none, Affine>;
     case ActivationKind::relu:
-      return run_span<ActivationKind::relu>;
+      return run_span<ActivationKind::relu, Affine>;
     case ActivationKind::clip:
-      return run_span<ActivationKind::clip>;
+      return run_span<ActivationKind::clip, Affine>;
     case ActivationKind::hard_sigmoid:
-      return run_span<ActivationKind::hard_sigmoid>;
+      return run_span<ActivationKind::hard_sigmoid, Affine>;
     case ActivationKind::hard_swish:
-      return run_span<ActivationKind::hard_swish>;
+      return run_span<ActivationKind::hard_swish, Affine>;
     case ActivationKind::sigmoid:
-      return run_span<ActivationKind::sigmoid>;
+      return run_span<ActivationKind::sigmoid, Affine>;
     case ActivationKind::leaky_relu:
-      return run_span<ActivationKind::leaky_relu>;
+      return run_span<ActivationKind::leaky_relu, Affine>;
     case ActivationKind::tanh:
-      return run_span<ActivationKind::tanh>;
+      return run_span<ActivationKind::tanh, Affine>;
   }
-  return run_span<ActivationKind::none>;  // unreachable: every kind is listed
+  return run_span<ActivationKind::none, Affine>;  // unreachable: every kind is listed
 }
 
 }  // namespace
 
 void f32_bias_act_avx2(const Activation& act, float bias, const float* x, float* y, int64_t n) {
-  span_fn(act.kind)(act, bias, x, y, n);
+  (act.has_affine() ? span_fn<true>(act.kind) : span_fn<false>(act.kind))(act, bias, x, y, n);
 }
 
 void f32_exp_avx2(const float* x, float* y, int64_t n) {

@@ -1,5 +1,6 @@
 // Scalar references of the activations (ONNX operators of the same names)
-// and of Exp, after their definitions with <cmath>: y = act(x + bias). NaN in,
+// and of Exp, after their definitions with <cmath>: y = act(x + bias), with
+// the activation's affine maps around act (Activation). NaN in,
 // NaN out for every kind (ONNX follows numpy).
 #include <cmath>
 
@@ -38,7 +39,16 @@ float activation_ref(const Activation& act, float v) {
 }  // namespace
 
 void f32_bias_act_ref(const Activation& act, float bias, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = activation_ref(act, x[i] + bias);
+  if (!act.has_affine()) {
+    for (int64_t i = 0; i < n; ++i) y[i] = activation_ref(act, x[i] + bias);
+    return;
+  }
+  // The affine maps as the unfused Mul and Add: a rounded product, then a
+  // rounded sum (the build is ISO C++, so no FMA contraction).
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = (x[i] + bias) * act.pre_scale + act.pre_shift;
+    y[i] = activation_ref(act, v) * act.post_scale + act.post_shift;
+  }
 }
 
 void f32_exp_ref(const float* x, float* y, int64_t n) {

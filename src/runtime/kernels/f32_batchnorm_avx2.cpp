@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -14,7 +15,8 @@ namespace tailor::runtime::kernels {
 void f32_batchnorm_avx2(int64_t n, int64_t channels, int64_t spatial, const float* x,
                         const float* scale, const float* bias, const float* mean, const float* var,
                         float epsilon, float* y, const Activation& act) {
-#pragma omp parallel for schedule(static) if (n * channels * spatial > 16384)
+#pragma omp parallel for schedule( \
+    static) if (detail::worth_threads_elements(n * channels * spatial))
   for (int64_t bc = 0; bc < n * channels; ++bc) {
     const int64_t c = bc % channels;
     const float s = scale[c] / std::sqrt(var[c] + epsilon);

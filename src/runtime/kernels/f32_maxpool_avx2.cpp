@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -56,7 +57,8 @@ void f32_maxpool_avx2(const Pool2dParams& p, const float* x, float* y) {
   const int64_t oh = p.out_h(), ow = p.out_w(), planes = p.n * p.c;
   const bool k2s2 = p.kh == 2 && p.kw == 2 && p.stride_h == 2 && p.stride_w == 2 &&
                     p.pad_top == 0 && p.pad_left == 0 && p.dil_h == 1 && p.dil_w == 1;
-#pragma omp parallel for schedule(static) if (planes * oh * ow > 16384)
+#pragma omp parallel for schedule( \
+    static) if (detail::worth_threads_elements(planes * oh * ow, p.kh * p.kw))
   for (int64_t pl = 0; pl < planes; ++pl) {
     const float* xp = x + pl * p.h * p.w;
     float* yp = y + pl * oh * ow;

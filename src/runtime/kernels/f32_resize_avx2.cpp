@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
 #include "tailor/runtime/kernels/registry.h"
 
@@ -98,7 +99,7 @@ void f32_resize_avx2(const ResizeParams& p, const float* x, float* y) {
       ix[o] = nearest_index(p.nearest, original_coordinate(p.transform, o, sw, p.in_w, p.out_w),
                             p.in_w);
     }
-#pragma omp parallel for schedule(static) if (planes * out_hw > 16384)
+#pragma omp parallel for schedule(static) if (detail::worth_threads_elements(planes * out_hw))
     for (int64_t pl = 0; pl < planes; ++pl) {
       const float* xp = x + pl * in_hw;
       float* yp = y + pl * out_hw;
@@ -139,7 +140,7 @@ void f32_resize_avx2(const ResizeParams& p, const float* x, float* y) {
     }
     for (; o < ow; ++o) out[o] = std::fma(w0[o], row[i0[o]], w1[o] * row[i1[o]]);
   };
-#pragma omp parallel if (planes * out_hw > 16384)
+#pragma omp parallel if (detail::worth_threads_elements(planes * out_hw, 2))
   {
     std::vector<float> buf_a(static_cast<size_t>(ow)), buf_b(static_cast<size_t>(ow));
 #pragma omp for schedule(static)

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "runtime/kernels/f32_math_avx2.h"
+#include "runtime/kernels/gemm_partition.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -58,13 +59,14 @@ void softmax_row(const float* xs, float* ys, int64_t axis) {
 }  // namespace
 
 void f32_softmax_avx2(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner) {
-  constexpr int64_t kChunk = 16384;  // elements below which one thread runs
+  // Max, exp-and-sum, scale: three passes (detail::worth_threads_elements).
+  const bool threads = detail::worth_threads_elements(outer * axis * inner, 3);
   if (inner == 1) {
-#pragma omp parallel for schedule(static) if (outer * axis > kChunk)
+#pragma omp parallel for schedule(static) if (threads)
     for (int64_t o = 0; o < outer; ++o) softmax_row(x + o * axis, y + o * axis, axis);
     return;
   }
-#pragma omp parallel for schedule(static) if (outer * axis * inner > kChunk)
+#pragma omp parallel for schedule(static) if (threads)
   for (int64_t o = 0; o < outer; ++o) {
     const float* xs = x + o * axis * inner;
     float* ys = y + o * axis * inner;

@@ -18,15 +18,33 @@ inline int64_t block_columns(int64_t n) {
   const int64_t quarter = ((n + 3) / 4 + 15) / 16 * 16;
   return quarter < 64 ? 64 : (quarter > 512 ? 512 : quarter);
 }
+/// The one rule of the runtime for whether an operator's loop runs over the
+/// OpenMP team or on the calling thread alone (every kernel and op asks
+/// worth_threads or worth_threads_elements; none keeps a threshold of its own).
+///
 /// Multiply-adds below which an operator runs on the calling thread: waking
 /// the OpenMP team (passive waiting: a futex wake and a context switch per
-/// worker, tens of µs on a loaded machine) costs more than sharing 1 M multiply-adds
+/// worker; an empty 2-thread region measured 9–12 µs median here, tens of µs
+/// on a loaded machine) costs more than sharing 1 M multiply-adds
 /// (20–40 µs of one core) saves. A function of the shape only, so results never depend on it
 /// (the partitions are fixed either way).
 constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
 /// Whether `macs` multiply-adds are worth an OpenMP parallel region.
 inline bool worth_threads(int64_t macs) {
   return macs >= kParallelMinMacs;
+}
+/// What one element of a memory-bound pass (a load, one vector operation, a
+/// store: ~0.1–0.2 ns of one AVX2 core in cache) costs in the multiply-adds
+/// of worth_threads (~0.03 ns each in the blocked gemm): a plain elementwise
+/// op goes parallel from 256 K elements (~40 µs), where two threads save
+/// about twice a wake-up. (The ops' former thresholds, 16 K and 64 K
+/// elements, woke the team for 3–15 µs of work.)
+constexpr int64_t kElementMacs = 4;
+/// Whether a pass over `elements` values doing about `ops` vector operations
+/// per value (a FusedElementwise program's steps, a normalisation's passes)
+/// is worth an OpenMP parallel region: worth_threads(elements·ops·kElementMacs).
+inline bool worth_threads_elements(int64_t elements, int64_t ops = 1) {
+  return worth_threads(elements * (ops < 1 ? 1 : ops) * kElementMacs);
 }
 /// Rows per block when a product is split by rows.
 constexpr int64_t kBlockM = 64;

@@ -104,7 +104,7 @@ void average_pool2d(const Pool2dParams& p, const float* x, float* y) {
 
 void global_average_pool(int64_t planes, int64_t spatial, const float* x, float* y) {
   check(planes >= 0 && spatial >= 1, "", "GlobalAveragePool needs a non-empty spatial extent");
-#pragma omp parallel for schedule(static) if (planes * spatial > 16384)
+#pragma omp parallel for schedule(static) if (detail::worth_threads_elements(planes * spatial))
   for (int64_t pl = 0; pl < planes; ++pl) {
     const float* xp = x + pl * spatial;
     // Eight interleaved partial sums (fixed order), then combined: vectorisable.

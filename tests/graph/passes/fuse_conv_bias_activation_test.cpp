@@ -153,6 +153,93 @@ TEST(FuseConvBiasActivation, AffineStepsAndActivationOnEveryConvPath) {
     }
 }
 
+/// PP-OCRv4's learnable affine block around a decomposed HardSwish:
+/// Conv(group g, k×k, c channels, bias) → Mul(s0 [1], ·) → Add(·, t0 [1]) →
+/// x·Clip(x + 3, 0, 6)/6 → Mul(s1 [1], ·) → Add(·, t1 [1]) → y, the constants
+/// of the recogniser's first blocks.
+GraphBuilder conv_affine_hard_swish(int64_t c, int64_t group, int64_t k) {
+  GraphBuilder b(13);
+  b.input("x", {1, c, 6, 7})
+      .init("w", random_f32({c, c / group, k, k}, 1))
+      .init("b", random_f32({c}, 2))
+      .init("s0", vec_f32({1}, {1.38f}))
+      .init("t0", vec_f32({1}, {0.586f}));
+  b.init("s1", vec_f32({1}, {0.168f})).init("t1", vec_f32({1}, {-0.201f}));
+  b.init("three", scalar_f32(3)).init("six", scalar_f32(6)).init("zero", scalar_f32(0));
+  b.node("Conv", {"x", "w", "b"}, {"c"},
+         {{"group", int1(group)}, {"pads", ints({k / 2, k / 2, k / 2, k / 2})}})
+      .node("Mul", {"s0", "c"}, {"m0"})
+      .node("Add", {"m0", "t0"}, {"a0"})
+      .node("Add", {"a0", "three"}, {"p"})
+      .node("Clip", {"p", "zero", "six"}, {"q"})
+      .node("Mul", {"a0", "q"}, {"r"})
+      .node("Div", {"r", "six"}, {"h"})
+      .node("Mul", {"s1", "h"}, {"m1"})
+      .node("Add", {"m1", "t1"}, {"y"})
+      .output("y");
+  return b;
+}
+
+TEST(FuseConvBiasActivation, ScalarAffineMapsAroundTheActivationJoinTheEpilogue) {
+  // (channels, group, kernel): im2col, depthwise, 1×1 — every conv kernel
+  // applies the maps in its epilogue. The fused graph's outputs against the
+  // unfused graph's (the maps are the same rounded Mul and Add; HardSwish's
+  // v·clamp(v/6 + 1/2) differs from v·Clip(v + 3, 0, 6)/6 by a few ulps).
+  const int64_t cases[3][3] = {{8, 1, 3}, {8, 8, 3}, {16, 1, 1}};
+  for (const auto& cs : cases) {
+    SCOPED_TRACE("c=" + std::to_string(cs[0]) + " g=" + std::to_string(cs[1]) +
+                 " k=" + std::to_string(cs[2]));
+    const graph::Model m = conv_affine_hard_swish(cs[0], cs[1], cs[2]).model();
+    const std::map<std::string, Tensor> feeds = {{"x", random_f32({1, cs[0], 6, 7}, 9)}};
+    const graph::Model out = check_passes(m, {"fuse"}, feeds, 1e-6);
+    ASSERT_EQ(out.graph.nodes.size(), 1u);
+    const graph::Node& n = out.graph.nodes[0];
+    EXPECT_EQ(n.op_type, "FusedConv");
+    EXPECT_EQ(n.attr_string("activation", ""), "hard_swish");
+    EXPECT_EQ(n.attr_float("pre_scale", 0.f), 1.38f);
+    EXPECT_EQ(n.attr_float("pre_shift", 0.f), 0.586f);
+    EXPECT_EQ(n.attr_float("post_scale", 0.f), 0.168f);
+    EXPECT_EQ(n.attr_float("post_shift", 0.f), -0.201f);
+    // The same at 2 threads, bit for bit.
+    std::map<std::string, Tensor> two;
+    {
+      linalg::ThreadLimit limit(2);
+      two = run_model(out, feeds);
+    }
+    OneThread one_thread;
+    expect_same_outputs(run_model(out, feeds), two, 0.0, "1 vs 2 threads");
+  }
+}
+
+TEST(FuseConvBiasActivation, ScalarAffineMapsStayOutWithoutAnActivation) {
+  // Conv → Mul(s) → Add(t) → y: no activation to carry the maps, so the conv
+  // stays alone and the Mul and Add remain an elementwise group; a Mul by a
+  // one-element constant of higher rank than the conv's output (it would
+  // broadcast the shape) is no map either.
+  GraphBuilder b(13);
+  b.input("x", {1, 4, 5, 5})
+      .init("w", random_f32({4, 4, 1, 1}, 1))
+      .init("s", vec_f32({1}, {1.5f}))
+      .init("t", vec_f32({1}, {0.25f}));
+  b.init("s5", vec_f32({1, 1, 1, 1, 1}, {0.5f}));
+  b.node("Conv", {"x", "w"}, {"c"})
+      .node("Mul", {"c", "s"}, {"m"})
+      .node("Add", {"m", "t"}, {"y"})
+      .output("y");
+  b.node("Conv", {"x", "w"}, {"c2"})
+      .node("Relu", {"c2"}, {"r2"})
+      .node("Mul", {"r2", "s5"}, {"y2"})
+      .output("y2");
+  const graph::Model out =
+      check_passes(b.model(), {"fuse"}, {{"x", random_f32({1, 4, 5, 5}, 2)}}, 1e-6);
+  EXPECT_EQ(count_ops(out.graph, "Conv"), 1u);
+  EXPECT_EQ(count_ops(out.graph, "ai.tailor.FusedElementwise"), 1u);
+  EXPECT_EQ(count_ops(out.graph, "ai.tailor.FusedConv"), 1u);
+  for (const auto& n : out.graph.nodes)
+    for (std::string_view a : graph::kEpilogueAffineAttributes)
+      EXPECT_EQ(n.find(std::string(a)), nullptr) << n.op_type << " " << a;
+}
+
 TEST(FuseConvBiasActivation, FoldsBatchNormalizationThenTheActivation) {
   Tensor var = random_f32({8}, 14, 0.1f, 2.f);
   GraphBuilder b(13);

@@ -97,6 +97,60 @@ TEST_F(F32Activation, NanPropagatesThroughEveryKind) {
   }
 }
 
+/// `act` with the affine maps v·s0 + t0 before it and y·s1 + t1 after it.
+Activation with_affine(Activation act, float s0, float t0, float s1, float t1) {
+  act.pre_scale = s0, act.pre_shift = t0, act.post_scale = s1, act.post_shift = t1;
+  return act;
+}
+
+TEST_F(F32Activation, AffineMapsAroundTheActivation) {
+  // By hand (powers of two and small integers: every step exact): relu with
+  // v = (x + 1)·2 − 3, y = relu(v)·0.5 + 4; hard_swish (α 1/4, β 1/2: t = v/4
+  // + 1/2 exact) with v = (x + 1)·(−1) + 2 = 1 − x, y = v·clamp(t)·2 − 1.
+  const std::vector<float> x = {-4.f, -1.f, 0.f, 0.5f, 1.f, 3.f, 6.f, -7.f, 2.f};
+  for (const KernelTable* t : {&ref(), &opt()}) {
+    std::vector<float> y(x.size());
+    t->bias_act(with_affine(Activation::relu(), 2.f, -3.f, 0.5f, 4.f), 1.f, x.data(), y.data(),
+                static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_EQ(y[i], std::max((x[i] + 1) * 2 - 3, 0.f) * 0.5f + 4) << i;
+    t->bias_act(with_affine(Activation::hard_swish(0.25f, 0.5f), -1.f, 2.f, 2.f, -1.f), 1.f,
+                x.data(), y.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float v = 1 - x[i];
+      EXPECT_EQ(y[i], v * std::min(std::max(v / 4 + 0.5f, 0.f), 1.f) * 2 - 1) << i;
+    }
+  }
+  // The AVX2 kernel against the reference on every length to 40 and 1000:
+  // the maps are the same rounded multiply and add in both, so kinds whose
+  // activation is exact match exactly; hard_swish's differs by its bound
+  // (tolerance() at v), scaled by |s1|, plus one rounding of the post map.
+  const float s0 = 1.37f, t0 = 0.586f, s1 = 0.168f, t1 = -0.201f;
+  for (const Activation& base :
+       {Activation::relu(), Activation::clip(-0.5f, 2.f), Activation::hard_swish()}) {
+    const Activation act = with_affine(base, s0, t0, s1, t1);
+    std::vector<int64_t> lengths;
+    for (int64_t n = 0; n <= 40; ++n) lengths.push_back(n);
+    lengths.push_back(1000);
+    for (const int64_t n : lengths) {
+      const auto x = inputs(n, 90 + n);
+      std::vector<float> want(x.size()), got(x.size());
+      ref().bias_act(act, 0.25f, x.data(), want.data(), n);
+      opt().bias_act(act, 0.25f, x.data(), got.data(), n);
+      std::vector<double> tol(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        const float v = (x[i] + 0.25f) * s0 + t0;
+        tol[i] = base.kind == ActivationKind::hard_swish
+                     ? tolerance(base, v, want[i]) * std::fabs(s1) + 2 * kEps * std::fabs(want[i])
+                     : 0.0;
+      }
+      expect_within(
+          got, want, tol,
+          "affine kind " + std::to_string(static_cast<int>(base.kind)) + " n " + std::to_string(n));
+    }
+  }
+}
+
 TEST_F(F32Activation, ExpAvx2MatchesReference) {
   for (const int64_t n : {0, 1, 7, 8, 9, 15, 17, 1000}) {
     const auto x = inputs(n, 40 + n);

@@ -18,11 +18,27 @@ enum class ActivationKind : uint8_t {
   tanh,          ///< tanh(x)
 };
 
-/// An activation with its two parameters (meaning per kind, see ActivationKind).
+/// An activation with its two parameters (meaning per kind, see ActivationKind),
+/// and the scalar affine maps a fused epilogue applies around it (the Mul and
+/// Add by one-element constants of the PP-OCRv4 "learnable affine blocks"):
+///   v = x·pre_scale + pre_shift;  y = act(v)·post_scale + post_shift
+/// each a float multiply then a float add, rounded as the unfused ONNX Mul and
+/// Add are (no FMA); an identity map (scale 1, shift 0) is skipped, so the
+/// plain activation's results are unchanged. The maps are only set together
+/// with an activation (kind ≠ none): `kind == none` means y = x.
 struct Activation {
   ActivationKind kind = ActivationKind::none;
   float alpha = 0.f;
   float beta = 0.f;
+  float pre_scale = 1.f;
+  float pre_shift = 0.f;
+  float post_scale = 1.f;
+  float post_shift = 0.f;
+
+  /// True when a pre or post map is not the identity.
+  bool has_affine() const {
+    return pre_scale != 1.f || pre_shift != 0.f || post_scale != 1.f || post_shift != 0.f;
+  }
 
   static Activation none() { return {}; }
   static Activation relu() { return {ActivationKind::relu, 0.f, 0.f}; }
@@ -45,7 +61,8 @@ struct Activation {
 /// over the OpenMP threads. NaN in, NaN out.
 void apply_activation(const Activation& act, const float* x, float* y, int64_t n);
 
-/// y[c·spatial + i] = act(x[c·spatial + i] + bias[c]) for c < channels: the
+/// y[c·spatial + i] = act(x[c·spatial + i] + bias[c]) for c < channels (with
+/// the activation's affine maps around act, see Activation): the
 /// epilogue of conv/gemm (bias may be null: no bias). In place allowed.
 void bias_activation(const Activation& act, const float* bias, int64_t channels, int64_t spatial,
                      const float* x, float* y);
