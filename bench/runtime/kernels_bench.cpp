@@ -67,7 +67,7 @@ struct Layer {
 };
 
 const Layer kLayers[] = {
-    {"det_conv3x3_96to24_160", 96, 160, 160, 24, 3, 1, 1, 1, 1},  // im2col + GEMM, det's heaviest
+    {"det_conv3x3_96to24_160", 96, 160, 160, 24, 3, 1, 1, 1, 1},  // Winograd, det's 2 heaviest
     {"det_conv1x1_192_40", 192, 40, 40, 192, 1, 1, 1, 1, 1},      // pointwise GEMM
     {"det_conv1x1_16to32_320", 16, 320, 320, 32, 1, 1, 1, 1, 1},  // pointwise, tiny K
     {"det_dw5x5_192_40", 192, 40, 40, 192, 5, 1, 1, 1, 192},      // depthwise 5×5
@@ -80,6 +80,7 @@ const Layer kLayers[] = {
     {"rec_dw3x3_64_24x160", 64, 24, 160, 64, 3, 1, 1, 1, 64},
     {"isnet_conv3x3d2_32_128", 32, 128, 128, 32, 3, 1, 1, 2, 1},  // dilated RSU conv
     {"isnet_conv3x3_64_256", 64, 256, 256, 64, 3, 1, 1, 1, 1},    // RSU conv, large plane
+    {"det_conv3x3_96to24_80", 96, 80, 80, 24, 3, 1, 1, 1, 1},     // Winograd, det's third
 };
 
 void BM_Conv(benchmark::State& state) {
