@@ -67,7 +67,7 @@ struct Layer {
 };
 
 const Layer kLayers[] = {
-    {"det_conv3x3_96to24_160", 96, 160, 160, 24, 3, 1, 1, 1, 1},  // im2col + GEMM, det's heaviest
+    {"det_conv3x3_96to24_160", 96, 160, 160, 24, 3, 1, 1, 1, 1},  // Winograd, det's 2 heaviest
     {"det_conv1x1_192_40", 192, 40, 40, 192, 1, 1, 1, 1, 1},      // pointwise GEMM
     {"det_conv1x1_16to32_320", 16, 320, 320, 32, 1, 1, 1, 1, 1},  // pointwise, tiny K
     {"det_dw5x5_192_40", 192, 40, 40, 192, 5, 1, 1, 1, 192},      // depthwise 5×5
@@ -80,6 +80,7 @@ const Layer kLayers[] = {
     {"rec_dw3x3_64_24x160", 64, 24, 160, 64, 3, 1, 1, 1, 64},
     {"isnet_conv3x3d2_32_128", 32, 128, 128, 32, 3, 1, 1, 2, 1},  // dilated RSU conv
     {"isnet_conv3x3_64_256", 64, 256, 256, 64, 3, 1, 1, 1, 1},    // RSU conv, large plane
+    {"det_conv3x3_96to24_80", 96, 80, 80, 24, 3, 1, 1, 1, 1},     // Winograd, det's third
 };
 
 void BM_Conv(benchmark::State& state) {
@@ -207,12 +208,13 @@ BENCHMARK(BM_Conv3x3Dilated)
     ->ArgNames({"c", "plane", "dil", "path"})
     ->UseRealTime();
 
-// The two candidate paths of a 1×1 stride-1 conv, 1 thread: path 0 what
-// conv2d runs (the gemm kernel on x as it is, in column blocks: OpenBLAS,
-// packing A on every call), 1 the packed-weight 6×16 kernel (conv_packed on
-// weights packed once, the plane as one row). conv2d keeps path 0 while path
-// 1 measures slower on these shapes. Args: {c_in, c_out, pixels, path}; the
-// recogniser's and detector's pointwise shapes.
+// The candidate paths of a 1×1 stride-1 conv, 1 thread: path 0 what conv2d
+// runs (its rule: the gemm kernel on x as it is, in column blocks, OpenBLAS
+// packing A on every call, then bias_act; or the conv1x1 kernel where the
+// rule picks it), 1 the packed-weight 6×16 kernel (conv_packed on weights
+// packed once, the plane as one row), 2 the conv1x1 kernel
+// (f32_conv1x1_6x16_avx2: x and W in place, epilogue on the tile). Args:
+// {c_in, c_out, pixels, path}; the recogniser's and detector's pointwise shapes.
 void BM_Conv1x1Path(benchmark::State& state) {
   tailor::linalg::set_threads(1);
   Conv2dParams p;
@@ -229,6 +231,8 @@ void BM_Conv1x1Path(benchmark::State& state) {
   for (auto _ : state) {
     if (state.range(3) == 0) {
       conv2d(p, x.data(), w.data(), bias.data(), y.data(), Activation::hard_swish());
+    } else if (state.range(3) == 2) {
+      t.conv1x1(p, x.data(), w.data(), bias.data(), y.data(), Activation::hard_swish());
     } else {
       t.conv_packed(p, x.data(), packed.data(), bias.data(), y.data(), Activation::hard_swish());
     }
@@ -237,10 +241,20 @@ void BM_Conv1x1Path(benchmark::State& state) {
   set_flop_counters(state, 2.0 * p.c_out * p.w * p.c_in, process_cpu_seconds() - t0);
 }
 BENCHMARK(BM_Conv1x1Path)
-    ->ArgsProduct({{240}, {240}, {240, 960}, {0, 1}})
-    ->ArgsProduct({{480}, {480}, {120, 240, 480}, {0, 1}})
-    ->ArgsProduct({{64}, {128}, {960}, {0, 1}})
-    ->ArgsProduct({{192}, {192}, {1600}, {0, 1}})
+    ->ArgsProduct({{240}, {240}, {240, 960}, {0, 1, 2}})
+    ->ArgsProduct({{480}, {480}, {120, 240, 480}, {0, 1, 2}})
+    ->ArgsProduct({{64}, {128}, {960}, {0, 1, 2}})
+    ->ArgsProduct({{192}, {192}, {1600}, {0, 1, 2}})
+    // The detector's pointwise convs (c_in → c_out at H·W pixels).
+    ->ArgsProduct({{16}, {32}, {102400}, {0, 1, 2}})
+    ->ArgsProduct({{32}, {48}, {25600}, {0, 1, 2}})
+    ->ArgsProduct({{48}, {12, 48}, {25600}, {0, 1, 2}})
+    ->ArgsProduct({{12}, {96}, {25600}, {0, 1, 2}})
+    ->ArgsProduct({{18, 48, 96}, {96}, {6400}, {0, 1, 2}})
+    ->ArgsProduct({{96}, {18}, {6400}, {0, 1, 2}})
+    ->ArgsProduct({{96}, {192}, {1600}, {0, 1, 2}})
+    ->ArgsProduct({{192}, {384}, {400}, {0, 1, 2}})
+    ->ArgsProduct({{384}, {360, 384}, {400}, {0, 1, 2}})
     ->ArgNames({"c_in", "c_out", "pixels", "path"})
     ->UseRealTime();
 

@@ -1,6 +1,8 @@
 // ConvTranspose 2-D operator: columns = Wᵀ·X by the registry's gemm kernel, then col2im scatters
 // every column entry to its output pixel (Dumoulin & Visin, "A guide to convolution arithmetic for
-// deep learning", 2016, §4: the transpose of im2col + GEMM).
+// deep learning", 2016, §4: the transpose of im2col + GEMM). Where the stride equals the kernel
+// (no pads, dilation or output padding) the windows tile the output and col2im is a plain
+// interleave of the kw column planes into each output row, written once, no bounds tests.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -28,6 +30,19 @@ void validate(const ConvTranspose2dParams& p) {
   check(p.out_h() >= 1 && p.out_w() >= 1, "", "ConvTranspose output would be empty");
 }
 
+namespace {
+
+// Stride equal to the kernel, no pads, dilation or output padding (the
+// detector's 2×2 stride-2 upsampling): the kernel windows tile the output,
+// each output pixel the image of exactly one input pixel.
+bool tiles_output(const ConvTranspose2dParams& p) {
+  return p.stride_h == p.kh && p.stride_w == p.kw && p.dil_h == 1 && p.dil_w == 1 &&
+         p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0 &&
+         p.out_pad_h == 0 && p.out_pad_w == 0;
+}
+
+}  // namespace
+
 int64_t conv_transpose2d_scratch_size(const ConvTranspose2dParams& p) {
   return p.c_out / p.groups * p.kh * p.kw * p.h * p.w;
 }
@@ -52,6 +67,25 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
       detail::gemm_blocked(gemm_fn, true, false, rows, hw, cig, 1.f, wg, rows, xg, hw, 0.f, scratch,
                            hw);
       float* yg = y + (b * p.c_out + g * cog) * ohw;
+      if (tiles_output(p)) {
+        // Each output pixel takes one column entry: row iy·kh + ky of channel
+        // co interleaves the kw entries (co, ky, ·) of input row iy. Work
+        // items (channel, input row), every output written once.
+#pragma omp parallel for schedule(static) if (detail::worth_threads_elements(cog * ohw))
+        for (int64_t item = 0; item < cog * p.h; ++item) {
+          const int64_t co = item / p.h, iy = item % p.h;
+          const float bo = bias ? bias[g * cog + co] : 0.f;
+          for (int64_t ky = 0; ky < p.kh; ++ky) {
+            float* yr = yg + co * ohw + (iy * p.kh + ky) * ow;
+            for (int64_t kx = 0; kx < p.kw; ++kx) {
+              const float* col = scratch + ((co * p.kh + ky) * p.kw + kx) * hw + iy * p.w;
+              for (int64_t ix = 0; ix < p.w; ++ix) yr[ix * p.kw + kx] = bo + col[ix];
+            }
+            kt.bias_act(act, 0.f, yr, yr, ow);
+          }
+        }
+        continue;
+      }
 #pragma omp parallel for schedule(static) if (detail::worth_threads_elements(cog * ohw))
       for (int64_t co = 0; co < cog; ++co) {
         float* yc = yg + co * ohw;

@@ -21,7 +21,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "runtime/kernels/f32_gemm_6x16_avx2.h"
@@ -62,30 +61,54 @@ struct Run {
 // V[ξ][ci][lane0 + l] for the run's 8 tiles and every input channel of image xb.
 void input_transform(const Conv2dParams& p, const float* xb, const Run& run, int64_t lane0,
                      float* v) {
-  alignas(32) float buf[6][kRowFloats];
   alignas(32) float vt[6][kRowFloats];
   const int64_t iy0 = 4 * run.ty - p.pad_top, ix0 = 4 * run.tx0 - p.pad_left;
   const bool cols_inside = ix0 >= 0 && ix0 + kRowFloats <= p.w;
-  // Columns [c0, c1) of a buffered row come from the image.
+  // Columns [c0, c1) of a run row (relative to ix0) lie in the image.
   const int64_t c0 = std::max<int64_t>(0, -ix0), c1 = std::min<int64_t>(kRowFloats, p.w - ix0);
+  // Lane l of the row's vector q loads column 8q + l when c0 ≤ 8q + l < c1
+  // (masked-off lanes read nothing and give zero).
+  __m256i col_mask[kRowFloats / 8];
+  for (int64_t q = 0; q < kRowFloats / 8; ++q) {
+    const __m256i col = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(8 * q)),
+                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    col_mask[q] =
+        _mm256_and_si256(_mm256_cmpgt_epi32(col, _mm256_set1_epi32(static_cast<int>(c0) - 1)),
+                         _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(c1)), col));
+  }
+  // The run's rows of channel ci + kAhead are requested while channel ci is
+  // transformed: each row segment is a few cache lines of a different plane,
+  // too scattered for the hardware prefetchers, and waiting on them cost more
+  // than the transform itself (perf on the detector's 96→24 convs, 160×160).
+  constexpr int64_t kAhead = 4;
+  const int64_t r0 = std::max<int64_t>(0, -iy0), r1 = std::min<int64_t>(6, p.h - iy0);
+  const int64_t pf_last = c1 - 1;  // last column read, relative to ix0
   for (int64_t ci = 0; ci < p.c_in; ++ci) {
     const float* xc = xb + ci * p.h * p.w;
-    const float* rows[6];
-    for (int64_t r = 0; r < 6; ++r) {
-      const int64_t iy = iy0 + r;
-      const bool inside = iy >= 0 && iy < p.h;
-      if (inside && cols_inside) {
-        rows[r] = xc + iy * p.w + ix0;
-        continue;
+    if (ci + kAhead < p.c_in && c1 > c0) {
+      const float* xa = xc + kAhead * p.h * p.w + ix0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* row = xa + (iy0 + r) * p.w;
+        for (int64_t c = c0; c < c1; c += 16)
+          _mm_prefetch(reinterpret_cast<const char*>(row + c), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(row + pf_last), _MM_HINT_T0);
       }
-      std::fill(buf[r], buf[r] + kRowFloats, 0.f);
-      if (inside && c1 > c0) std::memcpy(buf[r] + c0, xc + iy * p.w + ix0 + c0, (c1 - c0) * 4);
-      rows[r] = buf[r];
     }
-    // Down the columns: vt = Bᵀ d, 8 columns at a time.
+    // Down the columns: vt = Bᵀ d, 8 columns at a time. Rows in the padding
+    // read as zeros; at the plane's left and right edges only the columns
+    // [c0, c1) are loaded (masked), the rest zero, as the padding is.
     for (int64_t c = 0; c < kRowFloats; c += 8) {
       __m256 d[6], t[6];
-      for (int r = 0; r < 6; ++r) d[r] = _mm256_loadu_ps(rows[r] + c);
+      for (int r = 0; r < 6; ++r) {
+        const int64_t iy = iy0 + r;
+        if (iy < 0 || iy >= p.h) {
+          d[r] = _mm256_setzero_ps();
+        } else if (cols_inside) {
+          d[r] = _mm256_loadu_ps(xc + iy * p.w + ix0 + c);
+        } else {
+          d[r] = _mm256_maskload_ps(xc + iy * p.w + ix0 + c, col_mask[c / 8]);
+        }
+      }
       detail::winograd_f43_input(d, t);
       for (int r = 0; r < 6; ++r) _mm256_store_ps(vt[r] + c, t[r]);
     }
@@ -243,9 +266,11 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
 #pragma omp parallel if (parallel)
   {
     // Per block of the group: V [36][c_in][16] and M [36][c_out rounded up
-    // to 6][16], per thread.
-    std::vector<float> v(static_cast<size_t>(group * v_block), 0.f);
-    std::vector<float> m(static_cast<size_t>(group * m_block));
+    // to 6][16], per thread, kept from call to call (every element used is
+    // written first: a fresh allocation per call cost a page fault per 4 KiB).
+    thread_local std::vector<float> v, m;
+    v.resize(std::max(v.size(), static_cast<size_t>(group * v_block)));
+    m.resize(std::max(m.size(), static_cast<size_t>(group * m_block)));
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t b = item / items_per_image, blk0 = item % items_per_image * group;

@@ -10,11 +10,11 @@ namespace tailor::runtime::kernels {
 namespace {
 
 constexpr KernelTable kRef{
-    Isa::ref,        f32_gemm_ref,           f32_gemv_ref,     f32_conv_ref,
-    f32_conv_ref,    f32_bias_act_ref,       f32_exp_ref,      f32_batchnorm_ref,
-    f32_softmax_ref, f32_maxpool_ref,        f32_resize_ref,   f32_conv_pack_ref,
-    f32_conv_ref,    f32_attention_ref,      f32_rope_ref,     f32_conv_winograd_f43_ref,
-    qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref};
+    Isa::ref,        f32_gemm_ref,           f32_gemv_ref,      f32_conv_ref,
+    f32_conv_ref,    f32_bias_act_ref,       f32_exp_ref,       f32_batchnorm_ref,
+    f32_softmax_ref, f32_maxpool_ref,        f32_resize_ref,    f32_conv_pack_ref,
+    f32_conv_ref,    f32_attention_ref,      f32_rope_ref,      f32_conv_winograd_f43_ref,
+    qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref, f32_conv_ref};
 
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr KernelTable kAvx2 {
@@ -23,10 +23,11 @@ constexpr KernelTable kAvx2 {
       f32_resize_avx2, f32_conv_pack_6x16_avx2, f32_conv_gemm_packed_6x16_avx2, f32_attention_avx2,
       f32_rope_avx2, f32_conv_winograd_f43_avx2,
 #if defined(__F16C__)
-      qb_f32_conv_6x16_avx2, q8_q8_conv1x1_pack_8x16, q8_q8_conv1x1_8x16_avx2
+      qb_f32_conv_6x16_avx2, q8_q8_conv1x1_pack_8x16, q8_q8_conv1x1_8x16_avx2,
 #else
-      qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref
+      qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref,
 #endif
+      f32_conv1x1_6x16_avx2
 };
 constexpr bool kAvx2Built = true;
 #else
@@ -62,6 +63,7 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_gemv_avx2), "f32_gemv_avx2"},
     {reinterpret_cast<const void*>(&f32_conv_gemm_6x16_avx2), "f32_conv_gemm_6x16_avx2"},
     {reinterpret_cast<const void*>(&f32_conv_dw_2x32_avx2), "f32_conv_dw_2x32_avx2"},
+    {reinterpret_cast<const void*>(&f32_conv1x1_6x16_avx2), "f32_conv1x1_6x16_avx2"},
     {reinterpret_cast<const void*>(&f32_bias_act_avx2), "f32_bias_act_avx2"},
     {reinterpret_cast<const void*>(&f32_exp_avx2), "f32_exp_avx2"},
     {reinterpret_cast<const void*>(&f32_batchnorm_avx2), "f32_batchnorm_avx2"},
@@ -174,6 +176,8 @@ std::string describe(const KernelTable& t) {
   s += name_of(t.qb_conv);
   s += " q8q8_conv1x1=";
   s += name_of(t.q8q8_conv1x1);
+  s += " conv1x1=";
+  s += name_of(t.conv1x1);
   return s;
 }
 

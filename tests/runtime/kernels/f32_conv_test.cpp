@@ -1,4 +1,4 @@
-// f32_conv_gemm_6x16_avx2, f32_conv_dw_2x32_avx2 and the 1×1 path (gemm +
+// f32_conv_gemm_6x16_avx2, f32_conv_dw_2x32_avx2, f32_conv1x1_6x16_avx2 and the 1×1 path (gemm +
 // bias_act kernels) against f32_conv_ref on shapes that hit every tail: odd
 // sizes, channel counts not multiples of the 6-row tile, pixel counts not
 // multiples of 16 or 32, asymmetric pads, strides 1–3, dilations, groups,
@@ -15,6 +15,7 @@
 
 #include "runtime/kernels/kernel_compare.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/kernels/conv.h"
 
 namespace tailor::runtime::kernels::testing {
@@ -128,6 +129,8 @@ const ConvCase kPointwiseCases[] = {
     {1, 7, 5, 9, 11, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},
     {2, 12, 20, 21, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 3, 0},
     {1, 16, 30, 30, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 100},
+    {1, 6, 3, 4, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},     // 12 pixels: the gemm path
+    {1, 8, 100, 90, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // 9000 pixels: the gemm path
 };
 
 TEST_F(F32Conv, Gemm6x16MatchesReference) {
@@ -180,6 +183,49 @@ TEST_F(F32Conv, Depthwise2x32MatchesReference) {
   for (const ConvCase& c : kDwCases) {
     for (const Activation& act : kActs) check(c, opt().conv_dw, act, true, seed += 3);
     check(c, opt().conv_dw, Activation::none(), false, seed += 3);
+  }
+}
+
+// 1×1 stride-1 unpadded shapes for f32_conv1x1_6x16_avx2: pixels under 16,
+// not a multiple of 16 or of 64 (the copied tail), planes past the in-place
+// limit (8192 pixels, copied 64 at a time), c_out not a multiple of 6, groups,
+// K past one 256-chunk.
+const ConvCase kConv1x1Cases[] = {
+    // n, c_in, h, w, c_out, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, column_block
+    {1, 7, 5, 9, 11, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},     // 45 pixels
+    {1, 5, 1, 3, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},      // 3 pixels
+    {2, 12, 20, 21, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 3, 0},   // groups 3, 2 images
+    {1, 300, 7, 13, 13, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // K = 300
+    {1, 16, 93, 97, 14, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // 9021 pixels: copied
+    {1, 24, 80, 80, 18, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 0},  // 6400 pixels, groups 2
+};
+
+TEST_F(F32Conv, Conv1x1MatchesReference) {
+  uint64_t seed = 500;
+  for (const ConvCase& c : kConv1x1Cases) {
+    for (const Activation& act : kActs) check(c, opt().conv1x1, act, true, seed += 3);
+    check(c, opt().conv1x1, Activation::none(), false, seed += 3);
+  }
+}
+
+TEST_F(F32Conv, Conv1x1GivesTheSameBitsAtOneAndTwoThreads) {
+  // In place (6400 pixels) and copied (9021): both large enough for the team.
+  for (const ConvCase& c : {kConv1x1Cases[5], kConv1x1Cases[4]}) {
+    const Conv2dParams p = params(c);
+    const auto x = uniform(p.n * p.c_in * p.h * p.w, 600);
+    const auto w = uniform(p.c_out * (p.c_in / p.groups), 601);
+    const auto bias = uniform(p.c_out, 602);
+    const size_t ny = static_cast<size_t>(p.n * p.c_out * p.h * p.w);
+    std::vector<float> one(ny), two(ny, -99.f);
+    {
+      linalg::ThreadLimit limit(1);
+      opt().conv1x1(p, x.data(), w.data(), bias.data(), one.data(), Activation::hard_swish());
+    }
+    {
+      linalg::ThreadLimit limit(2);
+      opt().conv1x1(p, x.data(), w.data(), bias.data(), two.data(), Activation::hard_swish());
+    }
+    expect_same(two, one, label(c) + " at 2 threads against 1");
   }
 }
 

@@ -221,6 +221,14 @@ void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const
 /// contract and bound.
 void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
                                 const float* bias, float* y, const Activation& act);
+/// 1×1 stride-1 unpadded conv (any groups) on w [c_out, c_in/groups] and x
+/// read in place: 6 output channels × 16 pixels per register tile (the
+/// strided 6×16 micro-kernel), bias and activation on the tile in L1, the
+/// last < 16 pixels through a zero-padded copy; work items (image, group,
+/// block_columns pixels) over OpenMP threads. Sums in ascending k (FMA, in
+/// chunks of 256). conv2d runs it where it beats the gemm path (conv.cpp).
+void f32_conv1x1_6x16_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                           float* y, const Activation& act);
 /// Direct depthwise conv (groups == c_in == c_out): 2 output rows × 32
 /// columns in registers, from a zero-padded, stride-phase-split plane copy.
 void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
@@ -294,6 +302,9 @@ struct KernelTable {
   /// int8-a8 CompressedConv, 1×1 stride 1 unpadded, and its weight packing
   Q8Q8Conv1x1PackFn q8q8_conv1x1_pack;
   Q8Q8Conv1x1Fn q8q8_conv1x1;
+  /// 1×1 stride-1 unpadded Conv where conv2d's rule picks it over gemm +
+  /// bias_act (conv.cpp)
+  F32ConvFn conv1x1;
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
