@@ -15,7 +15,7 @@
 // permuted once per call to match (xp). A lane's 8 elements lie in one
 // group for groups of 16, 32, 64 or a multiple of 128 inputs, so the block's
 // scales are one vector (scale of lane k = that of element 8k) multiplied in
-// once per block.
+// once per block (per channel too: the row's scale times each block's sums).
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <fmt/format.h>
@@ -30,6 +30,13 @@
 #include "tailor/schemes/kernels.h"
 
 #define TAILOR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (deliberately
+// uninitialized) as the merge operand of unmasked conversions, which its
+// -Wmaybe-uninitialized then reports at every use (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace tailor::schemes::kernels {
 namespace gemv512 {
@@ -108,45 +115,48 @@ constexpr int64_t kBlock = 128;
 // One 128-input block of R rows: v[r] its 64 code bytes of row r (zeros past
 // a row's end: table value 0), xb its 128 inputs permuted (lane k of step s =
 // element 8k + s; zeros past the end). The block's products summed per lane
-// go into total[r] as they are (PerChannel) or times the lane's scale: the
-// block's first `smask` scales of row r from sc[r] (f16, zeros past the
-// row's last group), lane k taking scale sidx[k].
-template <int R, bool PerChannel>
+// go into total[r] times the lane's scale: the block's first `smask` scales
+// of row r from sc[r] (f16, zeros past the row's last group), lane k taking
+// scale sidx[k].
+template <int R>
 [[gnu::always_inline]] TAILOR_AVX512 inline void q4_block(const __m512i (&v)[R], const float* xb,
                                                           const uint16_t* const (&sc)[R],
                                                           __m512i sidx, __mmask16 smask,
                                                           __m512 (&total)[R]) {
   const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
   __m512 acc[R];
+  __m512i cur[R];
   {
     const __m512 xv = _mm512_loadu_ps(xb);
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_mul_ps(_mm512_permutexvar_ps(v[r], table), xv);
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm512_mul_ps(_mm512_permutexvar_ps(v[r], table), xv);
+      cur[r] = v[r];
+    }
   }
+  // Each step shifts the previous step's lanes by 4 (not v by 4·s): a shift
+  // of v itself may be compiled as a shift of v's bytes reloaded from memory,
+  // 7 more loads per row and block, which then bound the loop.
   for (int s = 1; s < 8; ++s) {
     const __m512 xv = _mm512_loadu_ps(xb + 16 * s);
-    for (int r = 0; r < R; ++r)
-      acc[r] = _mm512_fmadd_ps(
-          _mm512_permutexvar_ps(_mm512_srli_epi32(v[r], static_cast<unsigned>(4 * s)), table), xv,
-          acc[r]);
+    for (int r = 0; r < R; ++r) {
+      cur[r] = _mm512_srli_epi32(cur[r], 4);
+      acc[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(cur[r], table), xv, acc[r]);
+    }
   }
   for (int r = 0; r < R; ++r) {
-    if constexpr (PerChannel) {
-      total[r] = _mm512_add_ps(total[r], acc[r]);
-    } else {
-      const __m512 s16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(smask, sc[r]));
-      total[r] = _mm512_fmadd_ps(acc[r], _mm512_permutexvar_ps(sidx, s16), total[r]);
-    }
+    const __m512 s16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(smask, sc[r]));
+    total[r] = _mm512_fmadd_ps(acc[r], _mm512_permutexvar_ps(sidx, s16), total[r]);
   }
 }
 
 // y[o0 … o0+R−1] for int4 codes (`in` even; group as
 // q4_gemv_avx512_supported), 128 inputs per block by the table (xp: x
 // permuted per block and zero-padded to whole blocks); the last in mod 128
-// inputs as one more block from a masked load of their bytes. PerChannel: one
-// scale per row, applied to the row's sum; otherwise each block's scales as
-// one vector (lane k: the group of element 8k, lane_group[k] past the
-// block's first; per_block scales a block) times the block's sums.
-template <int R, bool PerChannel>
+// inputs as one more block from a masked load of their bytes. Each block's
+// scales as one vector (lane k: the group of element 8k, lane_group[k] past
+// the block's first; per_block scales a block) times the block's sums (per
+// channel: the row's one scale, every block).
+template <int R>
 TAILOR_AVX512 void q4_rows(const PackedGemmArgs& a, int64_t o0, const float* xp,
                            const int32_t* lane_group, int per_block) {
   const int64_t in = a.in, groups = (in + a.group - 1) / a.group, blocks = in / kBlock;
@@ -163,21 +173,21 @@ TAILOR_AVX512 void q4_rows(const PackedGemmArgs& a, int64_t o0, const float* xp,
   for (int64_t blk = 0; blk < blocks; ++blk) {
     __m512i v[R];
     const uint16_t* sb[R];
-    const int64_t g0 = PerChannel ? 0 : blk * kBlock / a.group;
+    const int64_t g0 = blk * kBlock / a.group;
     for (int r = 0; r < R; ++r) {
       const uint8_t* w = row[r] + blk * (kBlock / 2);
       prefetch_ahead(w, R * in / 2);
       // The scales are a stream of their own ([out, groups] f16), too short
       // per row for the hardware prefetchers as well.
-      if (!PerChannel && (blk & 3) == 0) prefetch_ahead(sc[r] + g0, R * groups * 2);
+      if ((blk & 3) == 0) prefetch_ahead(sc[r] + g0, R * groups * 2);
       v[r] = _mm512_loadu_si512(w);
       sb[r] = sc[r] + g0;
     }
-    q4_block<R, PerChannel>(v, xp + blk * kBlock, sb, sidx, smask, total);
+    q4_block<R>(v, xp + blk * kBlock, sb, sidx, smask, total);
   }
   if (const int64_t rest = in - blocks * kBlock; rest > 0) {
     const auto bmask = static_cast<__mmask64>((uint64_t{1} << (rest / 2)) - 1);
-    const int64_t g0 = PerChannel ? 0 : blocks * kBlock / a.group;
+    const int64_t g0 = blocks * kBlock / a.group;
     const int64_t left = groups - g0;  // groups the last block touches: ≤ per_block
     const auto tmask = left < per_block ? static_cast<__mmask16>((1u << left) - 1) : smask;
     __m512i v[R];
@@ -186,12 +196,9 @@ TAILOR_AVX512 void q4_rows(const PackedGemmArgs& a, int64_t o0, const float* xp,
       v[r] = _mm512_maskz_loadu_epi8(bmask, row[r] + blocks * (kBlock / 2));
       sb[r] = sc[r] + g0;
     }
-    q4_block<R, PerChannel>(v, xp + blocks * kBlock, sb, sidx, tmask, total);
+    q4_block<R>(v, xp + blocks * kBlock, sb, sidx, tmask, total);
   }
-  for (int r = 0; r < R; ++r) {
-    const float sum = _mm512_reduce_add_ps(total[r]);
-    a.y[o0 + r] = PerChannel ? sum * _cvtsh_ss(sc[r][0]) : sum;
-  }
+  for (int r = 0; r < R; ++r) a.y[o0 + r] = _mm512_reduce_add_ps(total[r]);
 }
 
 void check_gemv(const PackedGemmArgs& a, const char* kernel) {
@@ -225,21 +232,13 @@ void q4_gemv(const PackedGemmArgs& args) {
   const float* p = xp.data();
   // Lane k's group within the block: 8k / group (groups of 16, 32, 64), 0 for
   // groups of a multiple of 128 or per channel; a block has per_block scales.
-  const int per_block = args.group >= kBlock ? 1 : static_cast<int>(kBlock / args.group);
+  const bool one = args.group >= args.in || args.group >= kBlock;
+  const int per_block = one ? 1 : static_cast<int>(kBlock / args.group);
   int32_t lane_group[16];
-  for (int k = 0; k < 16; ++k)
-    lane_group[k] = args.group >= kBlock ? 0 : static_cast<int32_t>(8 * k / args.group);
-  if (args.group >= args.in) {
-    avx2::gemv_over_rows<kRows>(
-        args.out, args.in,
-        [&](int64_t o) { q4_rows<kRows, true>(args, o, p, lane_group, per_block); },
-        [&](int64_t o) { q4_rows<1, true>(args, o, p, lane_group, per_block); });
-  } else {
-    avx2::gemv_over_rows<kRows>(
-        args.out, args.in,
-        [&](int64_t o) { q4_rows<kRows, false>(args, o, p, lane_group, per_block); },
-        [&](int64_t o) { q4_rows<1, false>(args, o, p, lane_group, per_block); });
-  }
+  for (int k = 0; k < 16; ++k) lane_group[k] = one ? 0 : static_cast<int32_t>(8 * k / args.group);
+  avx2::gemv_over_rows<kRows>(
+      args.out, args.in, [&](int64_t o) { q4_rows<kRows>(args, o, p, lane_group, per_block); },
+      [&](int64_t o) { q4_rows<1>(args, o, p, lane_group, per_block); });
 }
 
 }  // namespace
@@ -270,5 +269,8 @@ void q4_f32_gemm_avx512(const PackedGemmArgs& args) {
 }
 
 }  // namespace tailor::schemes::kernels
+
+#pragma GCC diagnostic pop
+#undef TAILOR_AVX512
 
 #endif
