@@ -17,7 +17,10 @@
 // Shapes: W [out, in] = [4096, 14336] (a down projection) and [14336, 4096]
 // (up/gate); ggml's tensor is ne0 = in, ne1 = out. Counters: weight_GB/s =
 // stored weight bytes per second (each GEMV reads every byte once); read_GB/s
-// of BM_StreamRead = bytes summed per second.
+// of BM_StreamRead = bytes summed per second. BM_GemvKernel times the batch-1
+// kernels themselves on random codes (int8 per channel, int4 per channel and
+// in groups of 32), the AVX2 and AVX-512 versions side by side (the registry
+// runs the latter where the CPU has AVX-512F/BW/VL).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <omp.h>
@@ -28,6 +31,8 @@
 #include <vector>
 
 #include "bench_inputs.h"
+#include "tailor/core/dtype.h"
+#include "tailor/schemes/kernels.h"
 
 namespace {
 
@@ -54,6 +59,29 @@ void BM_TailorGemv(benchmark::State& state, std::string label) {
   }
   set_gbs(state, static_cast<double>(e.bytes()));
   state.SetLabel(std::to_string(e.bytes()) + " B");
+}
+
+// One batch-1 GEMV kernel on random int8 / int4 codes [out, in] with f16
+// scales in groups of `group` (0: per channel).
+void BM_GemvKernel(benchmark::State& state, tailor::schemes::kernels::PackedGemmFn fn, int bits,
+                   int64_t group) {
+  const int64_t out = state.range(0), in = state.range(1);
+  const int64_t g = group == 0 ? in : group, groups = (in + g - 1) / g;
+  static std::vector<uint8_t> codes;
+  static std::vector<uint16_t> scales;
+  codes.resize(static_cast<size_t>(out * in * bits / 8));
+  tailor::Rng rng(3);
+  for (uint8_t& b : codes) b = static_cast<uint8_t>(rng.next_u64());
+  scales.assign(static_cast<size_t>(out * groups), tailor::f32_to_f16(0.01f));
+  std::vector<float> y(static_cast<size_t>(out));
+  const tailor::schemes::kernels::PackedGemmArgs a{
+      codes.data(), codes.size(), scales.data(), out, in, g, values(in, 2).data(), 1, y.data()};
+  tailor::bench::set_threads(state, 2);
+  for (auto _ : state) {
+    fn(a);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_gbs(state, static_cast<double>(codes.size() + 2 * scales.size()));
 }
 
 void BM_StreamRead(benchmark::State& state) {
@@ -155,6 +183,26 @@ const bool registered = [] {
   for (const char* label : {"int8", "int4", "int4-g32", "int8-a8"})
     args(benchmark::RegisterBenchmark(("BM_TailorGemv/" + std::string(label)).c_str(),
                                       BM_TailorGemv, std::string(label)));
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  namespace k = tailor::schemes::kernels;
+  struct Kernel {
+    const char* name;
+    k::PackedGemmFn fn;
+    int bits;
+    int64_t group;
+  };
+  std::vector<Kernel> kernels{{"q8_avx2", k::q8_f32_gemv_avx2, 8, 0},
+                              {"q4_avx2", k::q4_f32_gemv_avx2, 4, 0},
+                              {"q4g32_avx2", k::q4_f32_gemv_avx2, 4, 32}};
+  const tailor::CpuFeatures& f = tailor::cpu_features();
+  if (f.avx512f && f.avx512bw && f.avx512vl)
+    kernels.insert(kernels.end(), {{"q8_avx512", k::q8_f32_gemv_avx512, 8, 0},
+                                   {"q4_avx512", k::q4_f32_gemv_avx512, 4, 0},
+                                   {"q4g32_avx512", k::q4_f32_gemv_avx512, 4, 32}});
+  for (const Kernel& kn : kernels)
+    args(benchmark::RegisterBenchmark(("BM_GemvKernel/" + std::string(kn.name)).c_str(),
+                                      BM_GemvKernel, kn.fn, kn.bits, kn.group));
+#endif
   if (ggml()) {
     args(benchmark::RegisterBenchmark("BM_GgmlGemv/q8_0", BM_GgmlGemv, kGgmlQ8_0));
     args(benchmark::RegisterBenchmark("BM_GgmlGemv/q4_0", BM_GgmlGemv, kGgmlQ4_0));

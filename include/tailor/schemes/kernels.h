@@ -127,6 +127,32 @@ inline bool q4_gemv_supported(const PackedGemmArgs& args) {
   return args.batch == 1 && args.in % 2 == 0 && (args.group >= args.in || args.group % 16 == 0);
 }
 
+/// The same GEMVs with AVX-512F/BW/VL (16-lane vectors; compiled by function
+/// target attributes into the x86-64-v3 build, so callable only where
+/// cpu_features() reports avx512f, avx512bw and avx512vl — the registry's
+/// choice). Same product and f32 arithmetic as q8/q4_f32_gemm_ref at batch 1
+/// (sums in another order). int8: 64 inputs per step, masked loads for a
+/// group's last inputs. int4: codes to f32 by VPERMPS from a 16-entry table
+/// (the int32 lane of 8 nibbles shifted by 4·s: nibble s of 16 lanes per
+/// step), x permuted once per call to match, in blocks of 128 inputs (the
+/// last in mod 128 by a masked load). Throw tailor::Error unless batch is 1;
+/// q4 also needs q4_gemv_avx512_supported(args).
+void q8_f32_gemv_avx512(const PackedGemmArgs& args);
+void q4_f32_gemv_avx512(const PackedGemmArgs& args);
+/// Whether q4_f32_gemv_avx512 takes `args`: q4_gemv_supported(args) and
+/// groups of 16, 32, 64, a multiple of 128 or all inputs (each lane's 8
+/// inputs in one group, and lane k of every 128-input block in the same
+/// group relative to the block's first).
+inline bool q4_gemv_avx512_supported(const PackedGemmArgs& args) {
+  return q4_gemv_supported(args) && (args.group >= args.in || args.group == 16 ||
+                                     args.group == 32 || args.group == 64 || args.group % 128 == 0);
+}
+/// q8/q4_f32_gemm_avx2 with the AVX-512 GEMV at batch 1 (where
+/// q4_gemv_avx512_supported for int4); the AVX2 kernels otherwise. The
+/// registry's q8 / q4 on CPUs with AVX-512F/BW/VL.
+void q8_f32_gemm_avx512(const PackedGemmArgs& args);
+void q4_f32_gemm_avx512(const PackedGemmArgs& args);
+
 /// Instruction sets a kernel table exists for (tailor/core/cpu.h, shared with
 /// the runtime kernels' registry).
 using tailor::Isa;

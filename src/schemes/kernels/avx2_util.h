@@ -57,6 +57,29 @@ inline uint64_t load_bits(const uint8_t* stream, uint64_t bytes, int64_t index, 
   return load_u64(stream, bytes, bit >> 3) >> (bit & 7);
 }
 
+/// A batch-1 GEMV's rows: blocks of PassRows rows (rows(o) computes rows o …
+/// o + PassRows − 1) handed to OpenMP threads kRowsPerTask rows at a time (whole
+/// cache lines of y per task: no false sharing), the last out mod PassRows rows
+/// one by one (row(o)). Below kParallelMinWeights no parallel region is
+/// entered at all (a decode step of a small model makes dozens of such calls).
+/// Each row is computed by one thread alone, so the output does not depend on
+/// the number of threads.
+template <int PassRows, class Rows, class Row>
+void gemv_over_rows(int64_t out, int64_t in, const Rows& rows, const Row& row) {
+  static_assert(kRowsPerTask % PassRows == 0 && kRowsPerTask * sizeof(float) % 64 == 0);
+  const int64_t full = out / PassRows * PassRows, tasks = (full + kRowsPerTask - 1) / kRowsPerTask;
+  if (out * in >= kParallelMinWeights) {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t end = std::min(full, (t + 1) * kRowsPerTask);
+      for (int64_t o = t * kRowsPerTask; o < end; o += PassRows) rows(o);
+    }
+  } else {
+    for (int64_t o = 0; o < full; o += PassRows) rows(o);
+  }
+  for (int64_t o = full; o < out; ++o) row(o);
+}
+
 // acc[m][r] += Σ_k x[m][k]·w[r][k] over k < kn for an MB×NR tile.
 template <int MB, int NR>
 inline void panel_tile(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t kn,

@@ -235,27 +235,6 @@ void q4_rows(const PackedGemmArgs& a, int64_t o0, const float* x, const float* x
   for (int r = 0; r < R; ++r) a.y[o0 + r] = hsum(total[r]) + tail_total[r];
 }
 
-// Every row: blocks of kRows rows handed to OpenMP threads kTaskRows rows at a
-// time (whole cache lines of y per task: no false sharing), the last out mod
-// kRows rows one by one. Below kParallelMinWeights no parallel region is
-// entered at all (a decode step of a small model makes dozens of such calls).
-template <class Rows, class Row>
-void over_rows(const PackedGemmArgs& a, const Rows& rows, const Row& row) {
-  constexpr int64_t kTaskRows = avx2::kRowsPerTask;
-  static_assert(kTaskRows % kRows == 0 && kTaskRows * sizeof(float) % 64 == 0);
-  const int64_t full = a.out / kRows * kRows, tasks = (full + kTaskRows - 1) / kTaskRows;
-  if (a.out * a.in >= avx2::kParallelMinWeights) {
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t end = std::min(full, (t + 1) * kTaskRows);
-      for (int64_t o = t * kTaskRows; o < end; o += kRows) rows(o);
-    }
-  } else {
-    for (int64_t o = 0; o < full; o += kRows) rows(o);
-  }
-  for (int64_t o = full; o < a.out; ++o) row(o);
-}
-
 void check_gemv(const PackedGemmArgs& a, const char* kernel) {
   check(a.batch == 1, "kernels", fmt::format("{} takes one row of activations", kernel));
 }
@@ -264,8 +243,8 @@ void check_gemv(const PackedGemmArgs& a, const char* kernel) {
 
 void q8_f32_gemv_avx2(const PackedGemmArgs& args) {
   check_gemv(args, "q8_f32_gemv_avx2");
-  over_rows(
-      args, [&](int64_t o) { q8_rows<kRows>(args, o, args.x); },
+  avx2::gemv_over_rows<kRows>(
+      args.out, args.in, [&](int64_t o) { q8_rows<kRows>(args, o, args.x); },
       [&](int64_t o) { q8_rows<1>(args, o, args.x); });
 }
 
@@ -285,8 +264,8 @@ void q4_f32_gemv_avx2(const PackedGemmArgs& args) {
       xp[static_cast<size_t>(16 * b + 8 + k)] = args.x[16 * b + 2 * k + 1];
     }
   const float* p = xp.data();
-  over_rows(
-      args, [&](int64_t o) { q4_rows<kRows>(args, o, args.x, p); },
+  avx2::gemv_over_rows<kRows>(
+      args.out, args.in, [&](int64_t o) { q4_rows<kRows>(args, o, args.x, p); },
       [&](int64_t o) { q4_rows<1>(args, o, args.x, p); });
 }
 

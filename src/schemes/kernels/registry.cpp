@@ -25,6 +25,23 @@ constexpr GemmKernels kAvx2 = kRef;
 constexpr bool kAvx2Built = false;
 #endif
 
+// The avx2 table with the batch-1 GEMVs on AVX-512 where this CPU has
+// AVX-512F/BW/VL (the same packed weights and f32 arithmetic).
+const GemmKernels& avx2_table() {
+  static const GemmKernels table = [] {
+    GemmKernels t = kAvx2;
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    const CpuFeatures& f = cpu_features();
+    if (f.avx512f && f.avx512bw && f.avx512vl) {
+      t.q8 = q8_f32_gemm_avx512;
+      t.q4 = q4_f32_gemm_avx512;
+    }
+#endif
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace
 
 PackedGemmFn GemmKernels::packed(int bits) const {
@@ -72,13 +89,13 @@ const GemmKernels& gemm_kernels(Isa isa) {
   check(isa_available(isa), "kernels",
         isa == Isa::avx2 ? "AVX2/FMA/F16C kernels are not built in or not supported by this CPU"
                          : "unknown instruction set");
-  return isa == Isa::avx2 ? kAvx2 : kRef;
+  return isa == Isa::avx2 ? avx2_table() : kRef;
 }
 
 const GemmKernels& best_gemm_kernels() {
   static const GemmKernels& best = []() -> const GemmKernels& {
     if (const auto forced = forced_isa()) return gemm_kernels(*forced);
-    return isa_available(Isa::avx2) ? kAvx2 : kRef;
+    return isa_available(Isa::avx2) ? avx2_table() : kRef;
   }();
   return best;
 }

@@ -4,7 +4,10 @@
 // batches on both sides of the fused/panel split.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "tailor/core/dtype.h"
@@ -111,24 +114,46 @@ TEST_F(GemmKernels, DecodeAvx2EqualsReference) {
 }
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-// Batch-1 GEMV kernels against the exact product (double over the same codes
-// and f16 scales). Each output is a sum of `in` products plus one scale
-// multiply per group, so f32 in any order is within γ = (in + 2)·u/(1 −
-// (in + 2)·u) · Σ_j |s·q_j·x_j| of it (Higham, Accuracy and Stability, §3.1;
-// u = 2^-24); the reference is held to the same bound. Shapes: rows not a
-// multiple of the 4-row pass nor of a thread's task, `in` off the 32- and
-// 16-input steps (odd for int8), groups of 16…128 with a short last one; a NaN
-// in x makes every output NaN.
-TEST_F(GemmKernels, GemvAvx2WithinF32RoundingOfTheExactProduct) {
+bool avx512_here() {
+  const CpuFeatures& f = cpu_features();
+  return f.avx512f && f.avx512bw && f.avx512vl;
+}
+
+// The batch-1 GEMV kernels for `bits` that take `a` on this CPU, by name.
+std::vector<std::pair<const char*, PackedGemmFn>> gemv_kernels(int bits, const PackedGemmArgs& a) {
+  std::vector<std::pair<const char*, PackedGemmFn>> k;
+  if (bits == 8) {
+    k.emplace_back("q8_f32_gemv_avx2", q8_f32_gemv_avx2);
+    if (avx512_here()) k.emplace_back("q8_f32_gemv_avx512", q8_f32_gemv_avx512);
+  } else {
+    if (q4_gemv_supported(a)) k.emplace_back("q4_f32_gemv_avx2", q4_f32_gemv_avx2);
+    if (avx512_here() && q4_gemv_avx512_supported(a))
+      k.emplace_back("q4_f32_gemv_avx512", q4_f32_gemv_avx512);
+  }
+  return k;
+}
+
+// Batch-1 GEMV kernels (AVX2 and, where the CPU has it, AVX-512) against the
+// exact product (double over the same codes and f16 scales). Each output is a
+// sum of `in` products plus one scale multiply per group, so f32 in any order
+// is within γ = (in + 2)·u/(1 − (in + 2)·u) · Σ_j |s·q_j·x_j| of it (Higham,
+// Accuracy and Stability, §3.1; u = 2^-24); the reference is held to the same
+// bound. Shapes: rows not a multiple of the 4-row pass nor of a thread's
+// task, `in` off the 16-, 32-, 64- and 128-input steps (odd for int8), groups
+// of 7…256 with a short last one; a NaN in x makes every output NaN.
+TEST_F(GemmKernels, GemvWithinF32RoundingOfTheExactProduct) {
   struct GemvCase {
     int bits;
     int64_t out, in, group;  // group 0: per channel
+    int kernels;             // how many kernels take it where AVX-512 is present
   };
   const std::vector<GemvCase> cases{
-      {8, 1, 1, 0},     {8, 5, 13, 0},   {8, 7, 33, 0},     {8, 130, 1001, 0},
-      {8, 67, 262, 32}, {8, 9, 200, 7},  {8, 3, 4098, 128}, {4, 1, 2, 0},
-      {4, 5, 14, 0},    {4, 7, 46, 0},   {4, 130, 1000, 0}, {4, 67, 262, 32},
-      {4, 9, 200, 16},  {4, 6, 208, 48}, {4, 3, 4098, 128}, {4, 69, 4096, 32}};
+      {8, 1, 1, 0, 2},      {8, 5, 13, 0, 2},     {8, 7, 33, 0, 2},     {8, 130, 1001, 0, 2},
+      {8, 67, 262, 32, 2},  {8, 9, 200, 7, 2},    {8, 3, 4098, 128, 2}, {8, 6, 79, 64, 2},
+      {4, 1, 2, 0, 2},      {4, 5, 14, 0, 2},     {4, 7, 46, 0, 2},     {4, 130, 1000, 0, 2},
+      {4, 67, 262, 32, 2},  {4, 9, 200, 16, 2},   {4, 6, 208, 48, 1},   {4, 3, 4098, 128, 2},
+      {4, 69, 4096, 32, 2}, {4, 70, 390, 64, 2},  {4, 9, 520, 256, 2},  {4, 5, 128, 0, 2},
+      {4, 11, 256, 16, 2},  {4, 13, 300, 384, 2}, {4, 5, 96, 32, 2}};
   Rng rng(80);
   for (const GemvCase& c : cases) {
     SCOPED_TRACE(::testing::Message()
@@ -145,44 +170,103 @@ TEST_F(GemmKernels, GemvAvx2WithinF32RoundingOfTheExactProduct) {
       const int nib = (codes[static_cast<size_t>(i / 2)] >> (4 * (i % 2))) & 0xF;
       return nib >= 8 ? nib - 16 : nib;
     };
-    std::vector<float> want(static_cast<size_t>(c.out), -1.0f), got = want;
+    std::vector<float> want(static_cast<size_t>(c.out), -1.0f);
     PackedGemmArgs a{codes.data(), codes.size(), scales.data(), c.out, c.in, group, x.data(), 1,
                      want.data()};
     gemm_kernels(Isa::ref).packed(c.bits)(a);
-    a.y = got.data();
-    ASSERT_TRUE(c.bits == 8 || q4_gemv_supported(a));
-    (c.bits == 8 ? q8_f32_gemv_avx2 : q4_f32_gemv_avx2)(a);
+    const auto kernels = gemv_kernels(c.bits, a);
+    EXPECT_EQ(kernels.size(), avx512_here() ? size_t(c.kernels) : size_t{1});
     const double nu = static_cast<double>(c.in + 2) * 0x1p-24;
-    for (int64_t o = 0; o < c.out; ++o) {
-      double exact = 0, magnitude = 0;
-      for (int64_t j = 0; j < c.in; ++j) {
-        const double t =
-            static_cast<double>(f16_to_f32(scales[static_cast<size_t>(o * groups + j / group)])) *
-            code(o * c.in + j) * x[static_cast<size_t>(j)];
-        exact += t;
-        magnitude += std::abs(t);
+    for (const auto& [name, fn] : kernels) {
+      SCOPED_TRACE(name);
+      std::vector<float> got(static_cast<size_t>(c.out), -1.0f);
+      a.y = got.data();
+      fn(a);
+      for (int64_t o = 0; o < c.out; ++o) {
+        double exact = 0, magnitude = 0;
+        for (int64_t j = 0; j < c.in; ++j) {
+          const double t =
+              static_cast<double>(f16_to_f32(scales[static_cast<size_t>(o * groups + j / group)])) *
+              code(o * c.in + j) * x[static_cast<size_t>(j)];
+          exact += t;
+          magnitude += std::abs(t);
+        }
+        const double bound = nu / (1 - nu) * magnitude;
+        EXPECT_LE(std::abs(got[static_cast<size_t>(o)] - exact), bound) << "row " << o;
+        EXPECT_LE(std::abs(want[static_cast<size_t>(o)] - exact), bound) << "row " << o;
       }
-      const double bound = nu / (1 - nu) * magnitude;
-      EXPECT_LE(std::abs(got[static_cast<size_t>(o)] - exact), bound) << "row " << o;
-      EXPECT_LE(std::abs(want[static_cast<size_t>(o)] - exact), bound) << "row " << o;
+      const float keep = x[static_cast<size_t>(c.in / 2)];
+      x[static_cast<size_t>(c.in / 2)] = std::nanf("");
+      fn(a);
+      x[static_cast<size_t>(c.in / 2)] = keep;
+      for (float y : got) EXPECT_TRUE(std::isnan(y));
     }
-    x[static_cast<size_t>(c.in / 2)] = std::nanf("");
-    (c.bits == 8 ? q8_f32_gemv_avx2 : q4_f32_gemv_avx2)(a);
-    for (float y : got) EXPECT_TRUE(std::isnan(y));
   }
-  // Batches other than 1, and int4 shapes the nibble layout cannot take, are refused.
+  // Batches other than 1, and int4 shapes the nibble layouts cannot take, are refused.
   std::vector<uint8_t> codes(64);
   std::vector<uint16_t> scales(8, f32_to_f16(1.0f));
   std::vector<float> x(64), y(8);
   PackedGemmArgs a{codes.data(), codes.size(), scales.data(), 2, 15, 15, x.data(), 2, y.data()};
   EXPECT_THROW(q8_f32_gemv_avx2(a), Error);
+  if (avx512_here()) {
+    EXPECT_THROW(q8_f32_gemv_avx512(a), Error);
+  }
   a.batch = 1;
   EXPECT_FALSE(q4_gemv_supported(a));  // odd in
+  EXPECT_FALSE(q4_gemv_avx512_supported(a));
   EXPECT_THROW(q4_f32_gemv_avx2(a), Error);
+  if (avx512_here()) {
+    EXPECT_THROW(q4_f32_gemv_avx512(a), Error);
+  }
   a.in = 40;
   a.group = 20;
   EXPECT_FALSE(q4_gemv_supported(a));  // groups off the 16-input blocks
   EXPECT_THROW(q4_f32_gemv_avx2(a), Error);
+  a.in = 96;
+  a.group = 48;
+  EXPECT_TRUE(q4_gemv_supported(a));
+  EXPECT_FALSE(q4_gemv_avx512_supported(a));  // lanes map to groups differently block by block
+  if (avx512_here()) {
+    EXPECT_THROW(q4_f32_gemv_avx512(a), Error);
+  }
+}
+
+// Every output row is computed by one thread alone: 1 and 2 OpenMP threads
+// give the same bits, for every GEMV kernel, on shapes above the parallel
+// threshold with rows off the 4-row pass and the 64-row task.
+TEST_F(GemmKernels, GemvSameBitsAtOneAndTwoThreads) {
+  struct Shape {
+    int bits;
+    int64_t out, in, group;
+  };
+  Rng rng(81);
+  for (const Shape& c :
+       {Shape{8, 301, 1000, 1000}, Shape{8, 130, 777, 64}, Shape{4, 303, 1030, 1030},
+        Shape{4, 199, 1024, 32}, Shape{4, 141, 1056, 16}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.bits << "-bit " << c.out << "x" << c.in << " group " << c.group);
+    ASSERT_GE(c.out * c.in, int64_t{1} << 16);  // the kernels' parallel threshold
+    const int64_t groups = (c.in + c.group - 1) / c.group;
+    std::vector<uint8_t> codes(static_cast<size_t>(c.out * c.in * c.bits / 8));
+    for (uint8_t& b : codes) b = static_cast<uint8_t>(rng.next_u64());
+    std::vector<uint16_t> scales(static_cast<size_t>(c.out * groups));
+    for (uint16_t& s : scales) s = f32_to_f16(static_cast<float>(0.01 + rng.uniform(0, 1)));
+    const std::vector<float> x = normals(c.in, rng);
+    std::vector<float> one(static_cast<size_t>(c.out)), two(static_cast<size_t>(c.out));
+    PackedGemmArgs a{codes.data(), codes.size(), scales.data(), c.out, c.in, c.group, x.data(), 1};
+    const int before = omp_get_max_threads();
+    for (const auto& [name, fn] : gemv_kernels(c.bits, a)) {
+      SCOPED_TRACE(name);
+      omp_set_num_threads(1);
+      a.y = one.data();
+      fn(a);
+      omp_set_num_threads(2);
+      a.y = two.data();
+      fn(a);
+      EXPECT_EQ(one, two);
+    }
+    omp_set_num_threads(before);
+  }
 }
 #endif
 
@@ -286,6 +370,11 @@ TEST_F(GemmKernels, RegistryPicksAvx2WhereAvailable) {
   EXPECT_EQ(gemm_kernels(Isa::ref).q8q8, &q8_q8_gemm_ref);
   EXPECT_EQ(best_gemm_kernels().q8q8, gemm_kernels(want).q8q8);
   EXPECT_NE(gemm_kernels(Isa::avx2).q4, gemm_kernels(Isa::ref).q4);
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  // The avx2 table's batch-1 GEMVs on AVX-512 where this CPU has AVX-512F/BW/VL.
+  EXPECT_EQ(gemm_kernels(Isa::avx2).q8, avx512_here() ? &q8_f32_gemm_avx512 : &q8_f32_gemm_avx2);
+  EXPECT_EQ(gemm_kernels(Isa::avx2).q4, avx512_here() ? &q4_f32_gemm_avx512 : &q4_f32_gemm_avx2);
+#endif
   EXPECT_THROW(best_gemm_kernels().packed(5), Error);
 }
 
