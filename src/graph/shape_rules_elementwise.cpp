@@ -116,7 +116,6 @@ const RuleEntry kElementwiseRules[] = {
     {"", "Sqrt", same_as_input},
     {"", "Neg", same_as_input},
     {"", "Abs", same_as_input},
-    {"", "Sign", same_as_input},
     {"", "Erf", same_as_input},
     {"", "Floor", same_as_input},
     {"", "Ceil", same_as_input},

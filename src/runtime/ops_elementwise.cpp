@@ -313,7 +313,7 @@ void reg_vector_unary(const char* op, void (*fn)(const float*, float*, int64_t))
   });
 }
 
-/// Unary ops defined on every numeric type (Neg, Abs, Sign).
+/// Unary ops defined on every numeric type (Neg, Abs).
 template <class F>
 void unary_numeric(OpContext& ctx, F f) {
   const Tensor& x = ctx.in(0);
@@ -397,12 +397,6 @@ void register_elementwise_ops() {
   register_op("", "Abs", [](const KernelInit&) {
     return make_kernel(
         [](OpContext& c) { unary_numeric(c, [](auto v) { return v < 0 ? -v : v; }); });
-  });
-  // Sign: 1, −1, or v itself for 0 and NaN.
-  register_op("", "Sign", [](const KernelInit&) {
-    return make_kernel([](OpContext& c) {
-      unary_numeric(c, [](auto v) { return v > 0 ? decltype(v)(1) : v < 0 ? decltype(v)(-1) : v; });
-    });
   });
   reg_unary("Sqrt", [](float x) { return std::sqrt(x); });
   reg_vector_unary("Exp", kernels::exp);

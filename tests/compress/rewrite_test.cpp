@@ -496,7 +496,7 @@ TEST(CompressRewrite, Int8A8RoundsActivationsInTheFileAndRunsW8A8) {
     std::vector<compress::LayerRewrite> log;
     const graph::Model std_m = compress::rewrite_standard(layer->model(layer->weight()), {e}, &log);
     EXPECT_EQ(op_counts(std_m)["ReduceMax"], 1) << layer->op;
-    EXPECT_EQ(op_counts(std_m)["Sign"], 1) << layer->op;
+    EXPECT_EQ(op_counts(std_m)["Neg"], 1) << layer->op;
     EXPECT_EQ(op_counts(std_m)[layer->op], layer == &kMatMulWide ? 2 : 1) << layer->op;
     ASSERT_EQ(log.size(), 1u);
     EXPECT_NE(log[0].form.find("W8A8"), std::string::npos) << log[0].form;
