@@ -366,16 +366,18 @@ std::pair<std::string, std::string> emit_row_rounding(Emit& e, const std::string
   const std::string s = e.op("Div", {m, e.floats({1}, {127.0f})});
   // A zero row divides by 1: its codes are 0 either way.
   const std::string nonzero = e.op("Greater", {s, e.floats({1}, {0.0f})});
-  const std::string t = e.op("Div", {x, e.op("Where", {nonzero, s, e.floats({1}, {1.0f})})});
-  // round_half_away(t) clamped to ±127: ±min(Floor(|t| + 0.5), 127), the sign of t.
-  std::string r = e.op("Floor", {e.op("Add", {e.op("Abs", {t}), e.floats({1}, {0.5f})})});
+  // round_half_away(t) clamped to ±127, t = x / s: ±min(Floor(|t| + 0.5), 127),
+  // |t| = |x| / s exactly (division rounds symmetrically), the sign of x.
+  const std::string abs_t = e.op("Div", {a, e.op("Where", {nonzero, s, e.floats({1}, {1.0f})})});
+  std::string r = e.op("Floor", {e.op("Add", {abs_t, e.floats({1}, {0.5f})})});
   if (e.ed.opset() >= 11)
     r = e.op("Clip", {r, e.floats({}, {0.0f}), e.floats({}, {127.0f})});
   else
     r = e.op("Clip", {r},
              {{"min", Attribute::of_float(0.0f)}, {"max", Attribute::of_float(127.0f)}});
-  // t's sign back (Where(t < 0, −r, r): onnxruntime runs Sign·Mul slower).
-  const std::string negative = e.op("Less", {t, e.floats({1}, {0.0f})});
+  // The sign back by Where(x < 0, −r, r) (onnxruntime runs Sign·Mul slower);
+  // a t rounding to −0 where x < 0 gives the code −0 for 0: the same sums.
+  const std::string negative = e.op("Less", {x, e.floats({1}, {0.0f})});
   return {e.op("Where", {negative, e.op("Neg", {r}), r}), s};
 }
 

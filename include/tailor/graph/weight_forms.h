@@ -81,8 +81,9 @@ constexpr int64_t kW8A8ChunkIn = 1040;
 /// (stored f32) holding `e` (int8 codes q i8 [out, in], scales f16 [out]):
 ///   rows of X (reader input 0; the channels of a pixel, axis 1, for the
 ///   Conv; the last axis otherwise): s = ReduceMax(Abs(X))/127 (keepdims),
-///   t = X / Where(s > 0, s, 1), r = Clip(Floor(Abs(t) + 0.5), 0, 127),
-///   qx = Where(t < 0, Neg(r), r);
+///   r = Clip(Floor(Abs(X) / Where(s > 0, s, 1) + 0.5), 0, 127) (= |t|'s
+///   rounding, t = X / s: division rounds symmetrically), qx = Where(X < 0,
+///   Neg(r), r);
 ///   W = Cast(q) to f32 in w's stored shape and layout, named w.name;
 ///   A = reader(qx, W) without its bias (a Gemm's C a zero [1]: opset 9
 ///   needs one): integer-valued f32 sums, exact in
