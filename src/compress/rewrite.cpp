@@ -175,33 +175,32 @@ class ReplacementSink final : public graph::FormSink {
   GraphEditor& ed_;
 };
 
-/// int8-a8: every reader of the weight takes its input through the
-/// activation rounding (graph::emit_row_rounding), per pixel for a 1×1 Conv
-/// (axis 1), per row for MatMul (last axis) and Gemm (transA 0). Throws Error
-/// naming the weight for a reader of another kind.
-void round_activations(GraphEditor& ed, const EncodedLayer& layer,
-                       const std::vector<detail::Use>& uses, bool in_subgraph) {
+/// int8-a8: each reader of the weight becomes graph::emit_w8a8's form (the
+/// first reading the weight's own name, others a fresh one, each with its own
+/// codes and scales); returns the bytes of their initializers. Throws Error
+/// naming the weight when a subgraph or an unsupported node reads it.
+int64_t w8a8_readers(GraphEditor& ed, const EncodedLayer& layer,
+                     const std::vector<detail::Use>& uses, bool in_subgraph) {
   if (in_subgraph)
     throw Error(layer.name,
                 "int8-a8: a subgraph reads the weight; its activations cannot be "
                 "rounded in the file");
-  for (const detail::Use& u : uses) {
+  int64_t total = 0;
+  for (size_t k = 0; k < uses.size(); ++k) {
+    const detail::Use& u = uses[k];
     const Node& n = ed.graph().nodes[u.node];
-    const bool pointwise = n.op_type == "Conv" && layer.stored_shape.size() == 4 &&
-                           layer.stored_shape[2] == 1 && layer.stored_shape[3] == 1 &&
-                           n.attr_int("group", 1) == 1;
-    const bool linear =
-        n.op_type == "MatMul" || (n.op_type == "Gemm" && n.attr_int("transA", 0) == 0);
-    if (u.input != 1 || !n.domain.empty() || !(pointwise || linear) || ed.replaced(u.node))
-      throw Error(layer.name, "int8-a8: reader '" + n.name + "' (" + n.op_type +
-                                  ") is not a 1×1 Conv, MatMul or Gemm reading it as its weight");
+    if (u.input != 1 || !n.domain.empty() || ed.replaced(u.node))
+      throw Error(layer.name, "int8-a8: node '" + n.name + "' (" + n.op_type +
+                                  ") does not read it as its weight");
     ReplacementSink sink(ed);
-    Node reader = n;
-    reader.inputs[0] = graph::emit_row_rounding(sink, n.inputs[0], n.op_type == "MatMul" ? -1 : 1,
-                                                layer.name + ".a8");
-    sink.nodes.push_back(std::move(reader));
+    const graph::StoredWeight sw{k == 0 ? layer.name : ed.fresh(layer.name), layer.layout,
+                                 layer.stored_shape, layer.stored_dtype};
+    int64_t bytes = 0;
+    graph::emit_w8a8(sink, n, sw, *layer.encoded, bytes);
+    total += bytes;
     ed.replace(u.node, std::move(sink.nodes));
   }
+  return total;
 }
 
 }  // namespace
@@ -291,7 +290,11 @@ graph::Model rewrite_standard(const graph::Model& model, const std::vector<Encod
       done = tucker_node(ed, uses[0].node, uses[0].input, layer, rw.file_bytes, rw.form);
       if (done) ed.remove_source(layer.name);
     }
-    if (!done) {
+    if (!done && label == "int8-a8") {
+      ed.remove_source(layer.name);
+      rw.file_bytes = w8a8_readers(ed, layer, uses, sub);
+      rw.form = "int8 codes × int8-rounded rows (W8A8), scaled after the integer sums";
+    } else if (!done) {
       ed.remove_source(layer.name);
       if (graph::has_weight_form(label)) {
         const graph::StoredWeight sw{layer.name, layer.layout, layer.stored_shape,
@@ -304,10 +307,6 @@ graph::Model rewrite_standard(const graph::Model& model, const std::vector<Encod
         ed.graph().add_initializer(layer.name, std::move(t));
         rw.form = "dense decoded";
       }
-    }
-    if (label == "int8-a8") {
-      round_activations(ed, layer, uses, sub);
-      rw.form += "; inputs rounded to int8 per row (W8A8)";
     }
     if (log) log->push_back(std::move(rw));
   }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "tailor/core/error.h"
@@ -350,27 +351,112 @@ int64_t emit_weight_form(FormSink& sink, const StoredWeight& sw, const schemes::
 }  // namespace tailor::graph
 
 namespace tailor::graph {
+namespace {
 
-std::string emit_row_rounding(FormSink& sink, const std::string& x, int64_t axis,
-                              const std::string& base) {
-  Emit e{sink, base};
+/// int8-a8's activation rounding (schemes::kernels::q8_q8_gemm_ref's f32
+/// operations) of each row of `x` along `axis`: the codes q (integer-valued
+/// f32) and the rows' scales s (keepdims).
+std::pair<std::string, std::string> emit_row_rounding(Emit& e, const std::string& x, int64_t axis) {
+  const std::string a = e.op("Abs", {x});
   const std::string m =
-      e.op("ReduceMax", {e.op("Abs", {x})},
-           {{"axes", Attribute::of_ints({axis})}, {"keepdims", Attribute::of_int(1)}});
+      e.ed.opset() >= 18
+          ? e.op("ReduceMax", {a, e.ints({axis})}, {{"keepdims", Attribute::of_int(1)}})
+          : e.op("ReduceMax", {a},
+                 {{"axes", Attribute::of_ints({axis})}, {"keepdims", Attribute::of_int(1)}});
   const std::string s = e.op("Div", {m, e.floats({1}, {127.0f})});
   // A zero row divides by 1: its codes are 0 either way.
   const std::string nonzero = e.op("Greater", {s, e.floats({1}, {0.0f})});
-  const std::string t = e.op("Div", {x, e.op("Where", {nonzero, s, e.floats({1}, {1.0f})})});
-  // round_half_away(t) clamped to ±127: ±min(Floor(|t| + 0.5), 127), the sign of t.
-  std::string r = e.op("Floor", {e.op("Add", {e.op("Abs", {t}), e.floats({1}, {0.5f})})});
-  if (sink.opset() >= 11)
+  // round_half_away(t) clamped to ±127, t = x / s: ±min(Floor(|t| + 0.5), 127),
+  // |t| = |x| / s exactly (division rounds symmetrically), the sign of x.
+  const std::string abs_t = e.op("Div", {a, e.op("Where", {nonzero, s, e.floats({1}, {1.0f})})});
+  std::string r = e.op("Floor", {e.op("Add", {abs_t, e.floats({1}, {0.5f})})});
+  if (e.ed.opset() >= 11)
     r = e.op("Clip", {r, e.floats({}, {0.0f}), e.floats({}, {127.0f})});
   else
     r = e.op("Clip", {r},
              {{"min", Attribute::of_float(0.0f)}, {"max", Attribute::of_float(127.0f)}});
-  const std::string negative = e.op("Less", {t, e.floats({1}, {0.0f})});
-  const std::string q = e.op("Where", {negative, e.op("Neg", {r}), r});
-  return e.op("Mul", {q, s});
+  // The sign back by Where(x < 0, −r, r) (onnxruntime runs Sign·Mul slower);
+  // a t rounding to −0 where x < 0 gives the code −0 for 0: the same sums.
+  const std::string negative = e.op("Less", {x, e.floats({1}, {0.0f})});
+  return {e.op("Where", {negative, e.op("Neg", {r}), r}), s};
+}
+
+}  // namespace
+
+void emit_w8a8(FormSink& sink, const Node& reader, const StoredWeight& w,
+               const schemes::Encoded& enc, int64_t& bytes) {
+  const int64_t out = enc.out(), in = enc.in();
+  const bool conv = reader.op_type == "Conv";
+  if (schemes::stored_form(enc.label()) != "int8" || enc.factor("scale").rank() != 1)
+    throw Error(w.name, "int8-a8 form: needs int8 codes with one scale per output");
+  if (w.dtype != DType::f32)
+    throw Error(w.name, "int8-a8 form: the weight must be stored as f32, not " +
+                            std::string(dtype_name(w.dtype)));
+  if (conv) {
+    const auto ones = [&](const char* a, size_t k, int64_t v) {
+      const std::vector<int64_t> got = reader.attr_ints(a, std::vector<int64_t>(k, v));
+      return got == std::vector<int64_t>(k, v);
+    };
+    if (w.shape.size() != 4 || w.shape[2] != 1 || w.shape[3] != 1 ||
+        reader.attr_int("group", 1) != 1 || !ones("strides", 2, 1) || !ones("pads", 4, 0) ||
+        reader.attr_string("auto_pad", "NOTSET") != "NOTSET")
+      throw Error(w.name, "int8-a8 form: reader '" + reader.name +
+                              "' is not a 1×1 Conv of stride 1, unpadded, groups 1");
+  } else if (reader.op_type == "Gemm") {
+    if (reader.attr_int("transA", 0) != 0 || reader.attr_float("alpha", 1.0f) != 1.0f ||
+        reader.attr_float("beta", 1.0f) != 1.0f)
+      throw Error(w.name, "int8-a8 form: Gemm '" + reader.name +
+                              "' has transA, or alpha or beta other than 1");
+  } else if (reader.op_type != "MatMul") {
+    throw Error(w.name, "int8-a8 form: reader '" + reader.name + "' (" + reader.op_type +
+                            ") is not a 1×1 Conv, MatMul or Gemm");
+  }
+  Emit e{sink, w.name};
+  const auto [q, s] = emit_row_rounding(e, reader.inputs.at(0), conv ? 1 : -1);
+  const Tensor& codes = enc.factor("q");
+  const Tensor& scale = enc.factor("scale");
+  bytes = bytes_of(codes) + bytes_of(scale);
+  finish(e, e.cast_f32(e.constant("q", codes.reshape({out, in}))), w);
+  // The reader's integer sums: one, or (in > kW8A8ChunkIn) one per chunk of
+  // inputs, the other inputs' codes masked to 0, added in int32.
+  int readers = 0;
+  auto sum = [&](const std::string& codes_x) {
+    Node r = reader;
+    if (readers++ > 0) r.name = e.ed.fresh(reader.name + "/chunk");  // the first keeps its name
+    r.inputs = {codes_x, w.name};
+    // Gemm takes C until opset 11: a zero, added exactly to the integer sums.
+    if (r.op_type == "Gemm") r.inputs.push_back(e.floats({1}, {0.0f}));
+    r.outputs = {e.ed.fresh(w.name + ".acc")};
+    const std::string acc = r.outputs[0];
+    sink.emit(std::move(r));
+    return acc;
+  };
+  std::string acc;
+  if (in <= kW8A8ChunkIn) {
+    acc = sum(q);
+  } else {
+    std::string total;
+    for (int64_t a = 0; a < in; a += kW8A8ChunkIn) {
+      std::vector<float> mask(static_cast<size_t>(in), 0.0f);
+      std::fill(mask.begin() + a, mask.begin() + std::min(in, a + kW8A8ChunkIn), 1.0f);
+      const Shape along = conv ? Shape{in, 1, 1} : Shape{in};
+      const std::string part =
+          e.cast(sum(e.op("Mul", {q, e.floats(along, std::move(mask))})), DType::i32);
+      total = total.empty() ? part : e.op("Add", {total, part});
+    }
+    acc = e.cast_f32(total);
+  }
+  const std::vector<int64_t> per_output =
+      conv ? std::vector<int64_t>{out, 1, 1} : std::vector<int64_t>{out};
+  const std::string sw =
+      e.reshape(e.cast_f32(e.constant("scale", scale.reshape({out, 1}))), per_output);
+  const bool biased = reader.inputs.size() > 2 && !reader.inputs[2].empty();
+  const std::string& y = reader.outputs.at(0);
+  const std::string scaled = e.op("Mul", {acc, e.op("Mul", {s, sw})}, {}, biased ? "" : y);
+  if (biased) {
+    const std::string b = conv ? e.reshape(reader.inputs[2], {out, 1, 1}) : reader.inputs[2];
+    e.op("Add", {scaled, b}, {}, y);
+  }
 }
 
 }  // namespace tailor::graph

@@ -16,8 +16,9 @@
 //   tucker (conv kernel, group 1; Kim et al. 2016):
 //     Conv(X, W, b)         → Conv(Conv(Conv(X, U1ᵀ 1×1), core k×k, strides/pads/dilations),
 //                             U0 1×1, b)
-//   int8-a8 (W8A8): the int8 form below, and each reader (1×1 Conv, MatMul, Gemm) takes
-//     its input through graph::emit_row_rounding (per pixel / per row, as the kernels)
+//   int8-a8 (W8A8): each reader (1×1 Conv of stride 1, unpadded; MatMul; Gemm) becomes
+//     graph::emit_w8a8's form: the reader on the codes and its input rounded to int8 per
+//     row (per pixel / per row, as the kernels), the integer sums scaled after
 //   every other planned weight (quantized codes, sparse-2:4, monarch, tt, tucker of a
 //   matrix or grouped conv, low-rank read by several nodes): its weight-level form
 //   (graph/weight_forms.h): the factors verbatim and the operators computing Ŵ from

@@ -20,6 +20,8 @@
 //   monarch              Mul(Unsqueeze(Transpose(L)), Unsqueeze(R)) reshaped [m², m²]
 //   tt                   the cores chained by MatMul over their bonds, axes reordered
 //   tucker               MatMul(U0, MatMul(U1, MatMul(core, U2ᵀ))) (no U2 for a conv kernel)
+//   int8-a8              around each reader (emit_w8a8): the reader on Cast(q) and on its
+//                        input rounded to integer-valued codes per row, scaled after
 // Factor initializers are named "<weight>.<factor>" ("q", "scale", "values", "A",
 // "L", "G1", "core", "U0", ...; sparse-2:4's positions are "<weight>.q").
 #pragma once
@@ -68,18 +70,37 @@ bool has_weight_form(const std::string& label);
 int64_t emit_weight_form(FormSink& sink, const StoredWeight& w, const schemes::Encoded& e,
                          std::string& form);
 
-/// int8-a8's activation rounding (schemes::kernels::q8_q8_gemm_ref's
-/// definition) in standard operators, opset 9 on: each row of `x` along
-/// `axis` (the channels of a conv input, axis 1; the last axis of a MatMul
-/// input) becomes X̂ = q·s with s = ReduceMax(Abs(X))/127 (keepdims) and
-/// q = ±Clip(Floor(Abs(t) + 0.5), 0, 127) with t's sign (Where(t < 0, Neg, ·)),
-/// t = X / Where(s > 0, s, 1):
-/// the values the W8A8 kernels multiply, so a runtime that runs the form in
-/// f32 computes the same products up to f32 rounding of the sums. Emits
-/// through `sink` (names from `base`); returns X̂'s value name. The
-/// `compressed` pass recognises it in front of an int8 weight's reader.
-std::string emit_row_rounding(FormSink& sink, const std::string& x, int64_t axis,
-                              const std::string& base);
+/// Most inputs emit_w8a8 sums in one f32 product: every partial sum of its
+/// integer codes' products is below 127²·1040 < 2^24, hence exact.
+constexpr int64_t kW8A8ChunkIn = 1040;
+
+/// int8-a8 (W8A8) in standard operators, opset 9 on, computing exactly what
+/// schemes::kernels::q8_q8_gemm_ref (and the runtime's q8_q8_conv1x1
+/// kernels) compute, for `reader` (a 1×1 Conv of stride 1, unpadded, groups
+/// 1; a MatMul; a Gemm with transA 0 and alpha = beta = 1) of weight `w`
+/// (stored f32) holding `e` (int8 codes q i8 [out, in], scales f16 [out]):
+///   rows of X (reader input 0; the channels of a pixel, axis 1, for the
+///   Conv; the last axis otherwise): s = ReduceMax(Abs(X))/127 (keepdims),
+///   r = Clip(Floor(Abs(X) / Where(s > 0, s, 1) + 0.5), 0, 127) (= |t|'s
+///   rounding, t = X / s: division rounds symmetrically), qx = Where(X < 0,
+///   Neg(r), r);
+///   W = Cast(q) to f32 in w's stored shape and layout, named w.name;
+///   A = reader(qx, W) without its bias (a Gemm's C a zero [1]: opset 9
+///   needs one): integer-valued f32 sums, exact in
+///   any order for in ≤ kW8A8ChunkIn; past it, one reader per chunk of
+///   kW8A8ChunkIn inputs on qx·mask (1 on the chunk, 0 elsewhere; [in, 1, 1]
+///   for the Conv, [in] otherwise), each Cast to int32, added in order, Cast
+///   to f32 (the exact sum rounded once, as the kernels);
+///   Y = A·(s·Cast(scale)) (scale [out, 1] reshaped to [out, 1, 1] for the
+///   Conv, [out] otherwise), then + bias (the Conv's reshaped to [out, 1, 1])
+///   when the reader has one, defining reader.outputs[0].
+/// The initializers are "<w.name>.q" and "<w.name>.scale" (the int8 form's);
+/// `bytes` is set to their size. Throws tailor::Error naming w.name for
+/// another reader, label or stored dtype. The one emitter
+/// of the form: tailor compress writes it and the `compressed` pass
+/// regenerates it to recognise it.
+void emit_w8a8(FormSink& sink, const Node& reader, const StoredWeight& w, const schemes::Encoded& e,
+               int64_t& bytes);
 
 /// The ai.tailor CompressedLinear / CompressedConv node that runs `n` (a
 /// MatMul, Gemm or Conv of `g` reading its weight, of layout `layout` and

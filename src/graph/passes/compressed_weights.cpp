@@ -9,6 +9,8 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "pass_util.h"
 #include "tailor/core/error.h"
@@ -101,26 +103,28 @@ bool same_computation(const Graph& g, const std::vector<size_t>& cone, const Scr
   return true;
 }
 
-/// Matches the graph computing `v` against emit_row_rounding's form over some
-/// value X (regenerated in `s` from the stand-in input `x`): the same
-/// operators and constants, node by node from `v` back to X. Returns X and
-/// the form's nodes, or nullopt; a node of the form whose output is read
-/// outside it (or `v` read by more than `reader`) does not match.
-std::optional<std::pair<std::string, std::vector<size_t>>> match_rounding(
-    const Graph& g, const std::string& v, size_t reader, const ScratchSink& s,
-    const std::string& sv, const std::string& x,
-    const std::unordered_map<std::string, size_t>& producer, const Uses& uses) {
+/// Matches the graph computing `v` against the form regenerated in `s` (its
+/// value `sv`), node by node from `v` back to the form's inputs: the scratch
+/// names in `free` stand for graph values of any source, bound as they are
+/// met. The same operators, attributes and constants; returns the bindings
+/// (stand-in → graph value) and the form's nodes, or nullopt. A node of the
+/// form whose output is read outside it, or is a graph output (`v` aside),
+/// does not match.
+std::optional<std::pair<std::map<std::string, std::string>, std::vector<size_t>>> match_form(
+    const Graph& g, const std::string& v, const ScratchSink& s, const std::string& sv,
+    const std::set<std::string>& free, const std::unordered_map<std::string, size_t>& producer,
+    const Uses& uses) {
   std::unordered_map<std::string, size_t> scratch_producer;
   for (size_t i = 0; i < s.nodes.size(); ++i) scratch_producer[s.nodes[i].outputs.at(0)] = i;
   std::unordered_map<std::string, std::string> value;  // scratch name → graph name
-  std::string bound;
+  std::map<std::string, std::string> bound;
   std::set<size_t> nodes;
   std::function<bool(const std::string&, const std::string&)> match =
       [&](const std::string& a, const std::string& b) -> bool {
     if (const auto m = value.find(a); m != value.end()) return m->second == b;
     value[a] = b;
-    if (a == x) {
-      bound = b;
+    if (free.count(a)) {
+      bound[a] = b;
       return true;
     }
     if (const auto c = s.constants.find(a); c != s.constants.end()) {
@@ -133,7 +137,7 @@ std::optional<std::pair<std::string, std::vector<size_t>>> match_rounding(
     const Node& sn = s.nodes[sp->second];
     const Node& gn = g.nodes[gp->second];
     if (sn.op_type != gn.op_type || sn.inputs.size() != gn.inputs.size() ||
-        gn.outputs.size() != 1 || !gn.domain.empty())
+        gn.outputs.size() != 1 || !gn.domain.empty() || has_subgraph(gn))
       return false;
     for (size_t j = 0; j < sn.inputs.size(); ++j)
       if (!match(sn.inputs[j], gn.inputs[j])) return false;
@@ -145,16 +149,107 @@ std::optional<std::pair<std::string, std::vector<size_t>>> match_rounding(
     nodes.insert(gp->second);
     return true;
   };
-  if (!match(sv, v) || bound.empty() || nodes.size() != s.nodes.size()) return std::nullopt;
+  if (!match(sv, v) || bound.size() != free.size() || nodes.size() != s.nodes.size())
+    return std::nullopt;
   for (size_t k : nodes) {
     const std::string& o = g.nodes[k].outputs[0];
-    if (uses.graph_outputs.count(o)) return std::nullopt;
+    if (o == v) continue;
     const auto r = uses.readers.find(o);
-    if (r == uses.readers.end()) return std::nullopt;
+    if (uses.graph_outputs.count(o) || r == uses.readers.end()) return std::nullopt;
     for (size_t reader_of : r->second)
-      if (o == v ? reader_of != reader : !nodes.count(reader_of)) return std::nullopt;
+      if (!nodes.count(reader_of)) return std::nullopt;
   }
   return std::make_pair(bound, std::vector<size_t>(nodes.begin(), nodes.end()));
+}
+
+/// The int8-a8 form (emit_w8a8) around reader `i` of weight `sw` (int8
+/// codes and scales in `factors`): the node replacing it (input X, the bias,
+/// the form's output) and the form's other nodes; nullopt when the graph does
+/// not hold the form. The form's end is found by walking from the reader's
+/// output along sole readers as the regenerated form does, then the whole
+/// form is matched back from there.
+std::optional<std::pair<Node, std::vector<size_t>>> match_w8a8(
+    const Graph& g, size_t i, const StoredWeight& sw, int64_t out, int64_t in,
+    const std::vector<schemes::Factor>& factors, int64_t opset,
+    const std::unordered_map<std::string, size_t>& producer, const Uses& uses) {
+  const Node& n = g.nodes[i];
+  std::shared_ptr<const schemes::Encoded> enc;
+  try {
+    enc = schemes::encoded_from_factors("int8-a8", out, in, factors);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  const std::string x = "\x1fx",
+                    b = "\x1f"
+                        "b",
+                    y = "\x1fy", w = "\x1fw";
+  for (const bool biased : {true, false}) {
+    if (biased && n.op_type == "MatMul") continue;
+    ScratchSink rs(opset);
+    Node r = n;
+    r.inputs = {x, w};
+    if (biased) r.inputs.push_back(b);
+    r.outputs = {y};
+    int64_t bytes = 0;
+    try {
+      emit_w8a8(rs, r, {w, sw.layout, sw.shape, sw.dtype}, *enc, bytes);
+    } catch (const Error&) {
+      return std::nullopt;  // not a reader the form takes
+    }
+    // From the first reader of W on, each value of the form has one reader.
+    size_t k = 0;
+    while (k < rs.nodes.size() && !(rs.nodes[k].op_type == n.op_type &&
+                                    rs.nodes[k].inputs.size() > 1 && rs.nodes[k].inputs[1] == w))
+      ++k;
+    if (k == rs.nodes.size()) return std::nullopt;
+    std::string at = rs.nodes[k].outputs[0], end = n.outputs.at(0);
+    bool walked = true;
+    while (at != y && walked) {
+      walked = false;
+      for (const Node& sn : rs.nodes)
+        if (std::find(sn.inputs.begin(), sn.inputs.end(), at) != sn.inputs.end()) {
+          const auto next = uses.sole_reader(end);
+          if (!next || g.nodes[*next].op_type != sn.op_type || g.nodes[*next].outputs.size() != 1)
+            break;
+          at = sn.outputs[0];
+          end = g.nodes[*next].outputs[0];
+          walked = true;
+          break;
+        }
+    }
+    if (at != y) continue;
+    std::set<std::string> free{x};
+    if (biased) free.insert(b);
+    const auto m = match_form(g, end, rs, y, free, producer, uses);
+    if (!m) continue;
+    Node reader = n;  // the original reader: X, the weight, the bias
+    reader.inputs = {m->first.at(x), sw.name};
+    if (biased) {
+      const std::string& bias = m->first.at(b);
+      if (const auto p = producer.find(bias); p != producer.end() && p->second > i) continue;
+      reader.inputs.push_back(bias);
+    }
+    reader.outputs = {end};
+    std::optional<Node> c = compressed_op(g, reader, sw.layout, sw.shape, enc);
+    if (!c) continue;
+    std::vector<size_t> dead;
+    for (size_t d : m->second)
+      if (d != i) dead.push_back(d);
+    return std::make_pair(std::move(*c), std::move(dead));
+  }
+  return std::nullopt;
+}
+
+/// How reader `n` holds a weight of concrete shape `s`: the layout, out and in.
+std::optional<std::tuple<WeightLayout, int64_t, int64_t>> reader_layout(const Node& n,
+                                                                        const Shape& s) {
+  if (s.size() < 2) return std::nullopt;
+  int64_t o = s[0], in = shape_numel(s) / std::max<int64_t>(s[0], 1);
+  if (n.op_type == "Conv") return std::make_tuple(WeightLayout::conv, o, in);
+  if (s.size() != 2) return std::nullopt;
+  const bool transposed = n.op_type == "Gemm" && n.attr_int("transB", 0) != 0;
+  if (!transposed) std::swap(o, in);
+  return std::make_tuple(transposed ? WeightLayout::out_in : WeightLayout::in_out, o, in);
 }
 
 /// Labels (with their factors as initializers of `g`) the factor names next
@@ -251,13 +346,47 @@ Model recognise_compressed_weights(Model model, const PassOptions&) {
   bool typed = false;
   std::set<size_t> dead;
   bool changed = false;
+  // The stored shape and dtype of value `v`, by shape inference.
+  auto stored = [&](const std::string& v) -> std::optional<std::pair<Shape, DType>> {
+    if (!typed) {
+      types = infer_types(g, out.opset);
+      typed = true;
+    }
+    const auto t = types.find(v);
+    if (t == types.end() || !t->second.dtype || !t->second.shape) return std::nullopt;
+    const std::optional<Shape> known = concrete_shape(*t->second.shape);
+    if (!known) return std::nullopt;
+    return std::make_pair(*known, *t->second.dtype);
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if (!n.domain.empty() || n.inputs.size() < 2 ||
+    if (!n.domain.empty() || n.inputs.size() < 2 || dead.count(i) ||
         (n.op_type != "MatMul" && n.op_type != "Gemm" && n.op_type != "Conv"))
       continue;
     const std::string& v = n.inputs[1];
-    if (g.initializers.count(v) || uses.count(v) != 1 || !producer.count(v)) continue;
+    if (g.initializers.count(v) || !producer.count(v)) continue;
+    // int8-a8: int8 codes alone as the weight, the form around its readers.
+    if (const auto q = g.initializers.find(v + ".q"); q != g.initializers.end() &&
+                                                      q->second.dtype() == DType::i8 &&
+                                                      g.initializers.count(v + ".scale")) {
+      const auto st = stored(v);
+      const auto lay = st ? reader_layout(n, st->first) : std::nullopt;
+      if (lay) {
+        const auto [layout, o, in] = *lay;
+        for (auto& [label, factors] : candidates(g, v, o, in)) {
+          if (label != "int8") continue;
+          auto a8 = match_w8a8(g, i, {v, layout, st->first, st->second}, o, in, factors, out.opset,
+                               producer, uses);
+          if (!a8) continue;
+          g.nodes[i] = std::move(a8->first);
+          dead.insert(a8->second.begin(), a8->second.end());
+          changed = true;
+          break;
+        }
+        if (g.nodes[i].domain == "ai.tailor") continue;
+      }
+    }
+    if (uses.count(v) != 1) continue;
     const std::vector<size_t> cone = cone_of(g, v, producer);
     if (cone.empty()) continue;
     bool private_cone = true;  // every value of the cone read only inside it
@@ -272,23 +401,11 @@ Model recognise_compressed_weights(Model model, const PassOptions&) {
           if (!std::binary_search(cone.begin(), cone.end(), reader)) private_cone = false;
     }
     if (!private_cone) continue;
-    if (!typed) {
-      types = infer_types(g, out.opset);
-      typed = true;
-    }
-    const auto t = types.find(v);
-    if (t == types.end() || !t->second.dtype || !t->second.shape) continue;
-    const std::optional<Shape> known = concrete_shape(*t->second.shape);
-    if (!known || known->size() < 2) continue;
-    const Shape& s = *known;
-    WeightLayout layout = WeightLayout::conv;
-    int64_t o = s[0], in = shape_numel(s) / std::max<int64_t>(s[0], 1);
-    if (n.op_type != "Conv") {
-      if (s.size() != 2) continue;
-      const bool transposed = n.op_type == "Gemm" && n.attr_int("transB", 0) != 0;
-      layout = transposed ? WeightLayout::out_in : WeightLayout::in_out;
-      if (!transposed) std::swap(o, in);
-    }
+    const auto st = stored(v);
+    const auto lay = st ? reader_layout(n, st->first) : std::nullopt;
+    if (!lay) continue;
+    const Shape& s = st->first;
+    const auto [layout, o, in] = *lay;
     for (auto& [label, factors] : candidates(g, v, o, in)) {
       std::shared_ptr<const schemes::Encoded> enc;
       try {
@@ -298,24 +415,10 @@ Model recognise_compressed_weights(Model model, const PassOptions&) {
       }
       ScratchSink sink(out.opset);
       std::string form;
-      emit_weight_form(sink, {v, layout, s, *t->second.dtype}, *enc, form);
+      emit_weight_form(sink, {v, layout, s, st->second}, *enc, form);
       if (!same_computation(g, cone, sink)) continue;
-      // int8 codes read through int8-a8's activation rounding: W8A8.
-      std::optional<std::pair<std::string, std::vector<size_t>>> rounding;
-      if (label == "int8") {
-        ScratchSink rs(out.opset);
-        const std::string x = "\x1fx";
-        const int64_t axis = n.op_type == "MatMul" ? -1 : 1;
-        const std::string sv = emit_row_rounding(rs, x, axis, "a8");
-        rounding = match_rounding(g, n.inputs[0], i, rs, sv, x, producer, uses);
-        if (rounding) enc = schemes::encoded_from_factors("int8-a8", o, in, factors);
-      }
       std::optional<Node> c = compressed_op(g, n, layout, s, enc);
       if (!c) break;
-      if (rounding) {
-        c->inputs[0] = rounding->first;
-        dead.insert(rounding->second.begin(), rounding->second.end());
-      }
       g.nodes[i] = std::move(*c);
       dead.insert(cone.begin(), cone.end());
       changed = true;
