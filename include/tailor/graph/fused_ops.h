@@ -8,7 +8,8 @@
 //   and with an activation (not none) optional floats `pre_scale`, `pre_shift`,
 //   `post_scale`, `post_shift` (kEpilogueAffineAttributes; defaults 1, 0, 1, 0):
 //   Y = act((Conv(X, W) + B)·pre_scale + pre_shift)·post_scale + post_shift,
-//   each · and + rounded on its own (the Mul and Add nodes they replace).
+//   each map one fused multiply-add (within one rounding of the Mul and Add
+//   nodes they replace, which round twice).
 // - FusedGemm(A, B, [C]): ONNX Gemm attributes (its own alpha, beta) plus
 //   `activation` with `activation_alpha`, `activation_beta`.
 // - FusedMatMul(A, B, [bias]): Y = act(MatMul(A, B) + bias), bias [n] over

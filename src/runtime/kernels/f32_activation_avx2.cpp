@@ -69,8 +69,7 @@ inline float act1(float v, float a, float b) {
 }
 
 // y[i] = act(x[i] + bias) for i < n; with Affine, the activation's affine
-// maps around act, each a multiply then an add (two roundings, as the
-// unfused Mul and Add; never an FMA).
+// maps around act, each one FMA (as f32_bias_act_ref's std::fma).
 template <ActivationKind K, bool Affine>
 void run_span(const Activation& act, float bias, const float* x, float* y, int64_t n) {
   const __m256 a = _mm256_set1_ps(act.alpha), b = _mm256_set1_ps(act.beta);
@@ -80,16 +79,16 @@ void run_span(const Activation& act, float bias, const float* x, float* y, int64
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_add_ps(_mm256_loadu_ps(x + i), bv);
-    if constexpr (Affine) v = _mm256_add_ps(_mm256_mul_ps(v, s0), t0);
+    if constexpr (Affine) v = _mm256_fmadd_ps(v, s0, t0);
     v = act8<K>(v, a, b);
-    if constexpr (Affine) v = _mm256_add_ps(_mm256_mul_ps(v, s1), t1);
+    if constexpr (Affine) v = _mm256_fmadd_ps(v, s1, t1);
     _mm256_storeu_ps(y + i, v);
   }
   for (; i < n; ++i) {
     float v = x[i] + bias;
-    if constexpr (Affine) v = v * act.pre_scale + act.pre_shift;
+    if constexpr (Affine) v = std::fma(v, act.pre_scale, act.pre_shift);
     v = act1<K>(v, act.alpha, act.beta);
-    if constexpr (Affine) v = v * act.post_scale + act.post_shift;
+    if constexpr (Affine) v = std::fma(v, act.post_scale, act.post_shift);
     y[i] = v;
   }
 }

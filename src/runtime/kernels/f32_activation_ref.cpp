@@ -43,11 +43,11 @@ void f32_bias_act_ref(const Activation& act, float bias, const float* x, float* 
     for (int64_t i = 0; i < n; ++i) y[i] = activation_ref(act, x[i] + bias);
     return;
   }
-  // The affine maps as the unfused Mul and Add: a rounded product, then a
-  // rounded sum (the build is ISO C++, so no FMA contraction).
+  // Each affine map one fused multiply-add (one rounding), written out so
+  // the result does not hang on the compiler's contraction setting.
   for (int64_t i = 0; i < n; ++i) {
-    const float v = (x[i] + bias) * act.pre_scale + act.pre_shift;
-    y[i] = activation_ref(act, v) * act.post_scale + act.post_shift;
+    const float v = std::fma(x[i] + bias, act.pre_scale, act.pre_shift);
+    y[i] = std::fma(activation_ref(act, v), act.post_scale, act.post_shift);
   }
 }
 

@@ -183,7 +183,7 @@ GraphBuilder conv_affine_hard_swish(int64_t c, int64_t group, int64_t k) {
 TEST(FuseConvBiasActivation, ScalarAffineMapsAroundTheActivationJoinTheEpilogue) {
   // (channels, group, kernel): im2col, depthwise, 1×1 — every conv kernel
   // applies the maps in its epilogue. The fused graph's outputs against the
-  // unfused graph's (the maps are the same rounded Mul and Add; HardSwish's
+  // unfused graph's (each map one FMA against the rounded Mul and Add; HardSwish's
   // v·clamp(v/6 + 1/2) differs from v·Clip(v + 3, 0, 6)/6 by a few ulps).
   const int64_t cases[3][3] = {{8, 1, 3}, {8, 8, 3}, {16, 1, 1}};
   for (const auto& cs : cases) {

@@ -122,7 +122,7 @@ TEST_F(F32Activation, AffineMapsAroundTheActivation) {
     }
   }
   // The AVX2 kernel against the reference on every length to 40 and 1000:
-  // the maps are the same rounded multiply and add in both, so kinds whose
+  // the maps are the same fused multiply-add in both, so kinds whose
   // activation is exact match exactly; hard_swish's differs by its bound
   // (tolerance() at v), scaled by |s1|, plus one rounding of the post map.
   const float s0 = 1.37f, t0 = 0.586f, s1 = 0.168f, t1 = -0.201f;

@@ -22,8 +22,10 @@ enum class ActivationKind : uint8_t {
 /// and the scalar affine maps a fused epilogue applies around it (the Mul and
 /// Add by one-element constants of the PP-OCRv4 "learnable affine blocks"):
 ///   v = x·pre_scale + pre_shift;  y = act(v)·post_scale + post_shift
-/// each a float multiply then a float add, rounded as the unfused ONNX Mul and
-/// Add are (no FMA); an identity map (scale 1, shift 0) is skipped, so the
+/// each one fused multiply-add (a single rounding; the unfused ONNX Mul and Add
+/// round twice, so the two agree within one rounding of the map's result; the
+/// reference and the vector kernels compute the same FMA, so they agree
+/// exactly); an identity map (scale 1, shift 0) is skipped, so the
 /// plain activation's results are unchanged. The maps are only set together
 /// with an activation (kind ≠ none): `kind == none` means y = x.
 struct Activation {
