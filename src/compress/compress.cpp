@@ -172,16 +172,6 @@ std::vector<EncodedLayer> run_guard(
 }
 }  // namespace
 
-double typical_damage(const GuardPoint& point) {
-  if (point.per_input.empty()) return point.damage;
-  double log_sum = 0;
-  for (double d : point.per_input) {
-    if (std::isnan(d)) return d;
-    log_sum += std::log(std::max(d, 1e-12));
-  }
-  return std::exp(log_sum / static_cast<double>(point.per_input.size()));
-}
-
 double student_t95(int64_t df) {
   if (df < 1) throw Error("guard", fmt::format("Student's t needs df >= 1, got {}", df));
   // One-sided 95% quantiles t_{0.95, df} for df = 1..30 (standard tables, 3
@@ -197,33 +187,30 @@ double student_t95(int64_t df) {
          (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * n * n);
 }
 
-double log_ratio_bound(const GuardPoint& a, const GuardPoint& b) {
+double difference_bound(const GuardPoint& a, const GuardPoint& b) {
   const size_t n = a.per_input.size();
   if (n < 2 || b.per_input.size() != n) return std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> r(n);
-  for (size_t i = 0; i < n; ++i)
-    r[i] = std::log(std::max(a.per_input[i], 1e-12)) - std::log(std::max(b.per_input[i], 1e-12));
-  const double mean = std::accumulate(r.begin(), r.end(), 0.0) / static_cast<double>(n);
+  std::vector<double> d(n);
+  for (size_t i = 0; i < n; ++i) d[i] = a.per_input[i] - b.per_input[i];  // NaN stays NaN
+  const double mean = std::accumulate(d.begin(), d.end(), 0.0) / static_cast<double>(n);
   double ss = 0;
-  for (double v : r) ss += (v - mean) * (v - mean);
+  for (double v : d) ss += (v - mean) * (v - mean);
   const double sd = std::sqrt(ss / static_cast<double>(n - 1));
   return mean + student_t95(static_cast<int64_t>(n) - 1) * sd / std::sqrt(static_cast<double>(n));
 }
 
 bool plan_holds(const GuardPoint& plan, const GuardPoint& uniform) {
-  const double mine = typical_damage(plan), theirs = typical_damage(uniform);
-  if (std::isnan(theirs)) return true;
-  if (std::isnan(mine)) return false;
-  const double bound = log_ratio_bound(plan, uniform);
-  return std::isnan(bound) ? !(theirs < mine) : bound < 0;
+  if (std::isnan(uniform.damage)) return true;
+  if (std::isnan(plan.damage)) return false;
+  const double bound = difference_bound(plan, uniform);
+  return std::isnan(bound) ? !(uniform.damage < plan.damage) : bound < 0;
 }
 
 size_t best_uniform(const std::vector<GuardPoint>& points, int64_t budget) {
   size_t best = 0;
   for (size_t i = 1; i < points.size(); ++i) {
-    const double typical = typical_damage(points[i]);
-    if (points[i].bytes > budget || std::isnan(typical)) continue;
-    if (best == 0 || typical < typical_damage(points[best])) best = i;
+    if (points[i].bytes > budget || std::isnan(points[i].damage)) continue;
+    if (best == 0 || points[i].damage < points[best].damage) best = i;
   }
   return best;
 }
@@ -449,23 +436,30 @@ CompressResult compress_model(const CompressOptions& o) {
         fmt::format("{} uniform scheme{} within the budget, {} over it", within,
                     within == 1 ? "" : "s", r.guard.size() - 1 - within);
     const size_t rival = best_uniform(r.guard, budget_bytes);
+    // The paired test's outcome, as guard_pick decided it.
+    auto paired = [&](const GuardPoint& u) {
+      const double bound = difference_bound(mine, u);
+      return std::isnan(bound)
+                 ? std::string("no paired bound (fewer than 2 calibration inputs, or a NaN)")
+                 : fmt::format(
+                       "paired 95% upper bound of the mean per-input difference plan − it "
+                       "{:.3g} {} 0",
+                       bound, bound < 0 ? "<" : "≥");
+    };
     done("guard",
          r.guard_kept == 0
-             ? fmt::format("kept the {}: measured calibration {} {:.4g}, per-input geometric "
-                           "mean {:.4g}{} ({} compared)",
-                           mine.name, metric, mine.damage, typical_damage(mine),
-                           rival == 0
-                               ? std::string()
-                               : fmt::format("; against {} ({:.4g}) paired 95% bound of "
-                                             "the mean log-ratio {:.3g}",
-                                             r.guard[rival].name, typical_damage(r.guard[rival]),
-                                             log_ratio_bound(mine, r.guard[rival])),
+             ? fmt::format("kept the {}: calibration {} (mean) {:.4g}{} ({} compared)", mine.name,
+                           metric, mine.damage,
+                           rival == 0 ? std::string("; no uniform scheme within the budget")
+                                      : fmt::format("; against the best uniform, {} ({:.4g}), {}",
+                                                    r.guard[rival].name, r.guard[rival].damage,
+                                                    paired(r.guard[rival])),
                            compared)
-             : fmt::format("kept {}: per-input geometric mean of calibration {} {:.4g}; {}'s "
-                           "{:.4g} is not lower with 95% confidence (paired bound of the mean "
-                           "log-ratio {:.3g} ≥ 0; means {:.4g}, {:.4g}; {} compared)",
-                           kept.name, metric, typical_damage(kept), mine.name, typical_damage(mine),
-                           log_ratio_bound(mine, kept), kept.damage, mine.damage, compared));
+             : fmt::format("kept {}: calibration {} (mean) {:.4g}, the lowest of the uniform "
+                           "schemes within the budget; {}'s {:.4g} is not lower with 95% "
+                           "confidence ({}; {} compared)",
+                           kept.name, metric, kept.damage, mine.name, mine.damage, paired(kept),
+                           compared));
   }
 
   // 4. rewrite

@@ -108,7 +108,7 @@ void fit_layer_damage(LayerProfile& layer) {
     for (size_t c : probes) {
       const Candidate& cand = layer.candidates[c];
       const double f = fit.alpha * cand.rel_error * cand.rel_error, d = *cand.output_damage;
-      // Both floored at 1e-12 (as typical_damage floors): finite when one is 0.
+      // Both floored at 1e-12: finite when one is 0.
       const double ff = std::max(f, 1e-12), dd = std::max(d, 1e-12);
       const double factor = std::max(ff / dd, dd / ff);
       fit.fit_factor = std::max(fit.fit_factor, factor);

@@ -111,37 +111,63 @@ TEST(UniformGuard, PicksTheLowestMeasuredDamageWithinTheBudgetAndTiesKeepThePlan
   testing::expect_error_naming([] { guard_pick({}, 100); }, "guard", "no plan");
 }
 
-TEST(UniformGuard, ComparesThePerInputGeometricMeanNotTheMean) {
+// The geometric mean of a point's per-input damages, computed here only to
+// show that it ranks the example below the other way round from the mean.
+double geometric_mean(const std::vector<double>& v) {
+  double log_sum = 0;
+  for (double x : v) log_sum += std::log(x);
+  return std::exp(log_sum / static_cast<double>(v.size()));
+}
+
+TEST(UniformGuard, RanksByTheMeanDamageNotTheGeometricMean) {
+  using compress::best_uniform;
+  using compress::difference_bound;
   using compress::guard_pick;
-  using compress::typical_damage;
-  // The issue-13 shape: the plan's mean is lower (0.0051 against 0.0111)
-  // only because one calibration line carries most of the uniform's sum;
-  // on the typical line the uniform is 10x lower.
-  const compress::GuardPoint plan{"plan", 100, 0.0051, {0.005, 0.005, 0.0053}};
-  const compress::GuardPoint u{"u", 100, 0.0111, {0.0005, 0.0005, 0.0323}};
-  // By hand: (0.005 · 0.005 · 0.0053)^(1/3) = 5.0981e-3;
-  // (0.0005 · 0.0005 · 0.0323)^(1/3) = (8.075e-9)^(1/3) = 2.0062e-3.
-  EXPECT_NEAR(typical_damage(plan), 5.0981e-3, 1e-7);
-  EXPECT_NEAR(typical_damage(u), 2.0062e-3, 1e-7);
-  // Without per-input values (the damages alone) the lower typical one wins.
-  EXPECT_EQ(guard_pick({{"plan", 100, 5.0981e-3}, {"u", 100, 2.0062e-3}}, 100), 1u);
-  // With them, the plan must be lower with paired confidence to stay:
-  // ln(plan_i / u_i) = ln 10, ln 10, ln(0.0053 / 0.0323) = 2.302585,
-  // 2.302585, −1.807358; mean 0.932604, s = √(11.261088 / 2) = 2.372877,
-  // bound = 0.932604 + 2.920 · 2.372877 / √3 = 4.932950 ≥ 0, so u is kept;
-  // the other way round, ln(u_i / plan_i) bounds at −0.932604 + 4.000346 =
-  // 3.06775 (u not lower with confidence either: the rule's default is u).
-  EXPECT_NEAR(compress::log_ratio_bound(plan, u), 4.932950, 1e-4);
-  EXPECT_NEAR(compress::log_ratio_bound(u, plan), 3.06775, 1e-4);
-  EXPECT_EQ(guard_pick({plan, u}, 100), 1u);
-  EXPECT_EQ(guard_pick({plan, u}, 99), 0u);  // u over the budget
-  // A zero (an input left exactly unchanged) counts as 1e-12, not −∞:
-  // (1e-12 · 1e-4)^(1/2) = 1e-8.
-  EXPECT_NEAR(typical_damage({"z", 1, 5e-5, {0.0, 1e-4}}), 1e-8, 1e-20);
-  // Without per-input values, the damage itself; a NaN input makes it NaN.
-  EXPECT_EQ(typical_damage({"m", 1, 0.25}), 0.25);
-  EXPECT_TRUE(std::isnan(typical_damage({"n", 1, 0.1, {0.1, std::nan("")}})));
-  EXPECT_EQ(guard_pick({plan, {"n", 90, 0.0, {0.0, std::nan("")}}}, 100), 0u);
+  using compress::GuardPoint;
+  // The issue-13 shape: u1 is tiny on two inputs and large on the third, u2
+  // is moderate everywhere. Means (the `damage`, as for KL over inputs of
+  // equal rows): u1 (0.001 + 0.001 + 0.4) / 3 = 0.134, u2 0.1; geometric
+  // means: u1 (0.0004)^(1/3) = 0.0737, u2 0.1. By the mean u2 is the best
+  // uniform, by the geometric mean u1.
+  const GuardPoint u1{"u1", 100, 0.134, {0.001, 0.001, 0.4}};
+  const GuardPoint u2{"u2", 100, 0.1, {0.1, 0.1, 0.1}};
+  EXPECT_LT(geometric_mean(u1.per_input), geometric_mean(u2.per_input));
+  EXPECT_EQ(best_uniform({{"plan", 100, 1.0}, u1, u2}, 100), 2u);
+  EXPECT_EQ(best_uniform({{"plan", 100, 1.0}, u2, u1}, 100), 1u);
+  // The plan: mean 0.06. Against u2, d_i = plan_i − u2_i = −0.05, −0.04,
+  // −0.03: mean −0.04, s = 0.01, bound = −0.04 + 2.920 · 0.01 / √3 =
+  // −0.023141 < 0: kept. (Against u1 it would not be: d = 0.049, 0.059,
+  // −0.33, bound +0.29986; the geometric-mean rule compared it with u1.)
+  const GuardPoint plan{"plan", 100, 0.06, {0.05, 0.06, 0.07}};
+  EXPECT_NEAR(difference_bound(plan, u2), -0.0231414, 1e-7);
+  EXPECT_NEAR(difference_bound(plan, u1), 0.299855, 1e-6);
+  EXPECT_EQ(guard_pick({plan, u1, u2}, 100), 0u);
+  // A plan of lower mean (0.09) that is not lower with confidence: d_i =
+  // −0.09, −0.08, +0.14, mean −0.01, s = √((0.08² + 0.07² + 0.15²) / 2) =
+  // 0.13, bound −0.01 + 2.920 · 0.13 / √3 = 0.209162 ≥ 0: u2 is kept.
+  const GuardPoint noisy{"plan", 100, 0.09, {0.01, 0.02, 0.24}};
+  EXPECT_NEAR(difference_bound(noisy, u2), 0.209162, 1e-6);
+  EXPECT_EQ(guard_pick({noisy, u1, u2}, 100), 2u);
+  EXPECT_EQ(guard_pick({noisy, u1, u2}, 99), 0u);  // no uniform within the budget
+  // n = 4 (t_{0.95, 3} = 2.353): d = −0.1, −0.05, 0.02, −0.08, mean
+  // −0.0525, Σ(d − d̄)² = 0.008275, s = √(0.008275 / 3) = 0.0525198, bound
+  // −0.0525 + 2.353 · 0.0525198 / 2 = 0.0092896: the plan's mean 0.2125
+  // against 0.265 is not enough.
+  const GuardPoint p4{"plan", 10, 0.2125, {0.2, 0.1, 0.3, 0.25}};
+  const GuardPoint u4{"u", 10, 0.265, {0.3, 0.15, 0.28, 0.33}};
+  EXPECT_NEAR(difference_bound(p4, u4), 0.0092896, 1e-7);
+  EXPECT_EQ(guard_pick({p4, u4}, 10), 1u);
+  // One calibration input: no bound; the lower damage, ties keep the plan.
+  EXPECT_TRUE(std::isnan(difference_bound({"p", 1, 0.05, {0.05}}, {"u", 1, 0.06, {0.06}})));
+  EXPECT_EQ(guard_pick({{"p", 1, 0.05, {0.05}}, {"u", 1, 0.06, {0.06}}}, 1), 0u);
+  EXPECT_EQ(guard_pick({{"p", 1, 0.07, {0.07}}, {"u", 1, 0.06, {0.06}}}, 1), 1u);
+  EXPECT_EQ(guard_pick({{"p", 1, 0.06, {0.06}}, {"u", 1, 0.06, {0.06}}}, 1), 0u);
+  // NaN stays NaN: a NaN input makes the bound NaN; a NaN uniform is never
+  // the rival, a NaN plan never holds against a finite uniform.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(difference_bound({"p", 1, nan, {0.1, nan}}, {"u", 1, 0.1, {0.1, 0.1}})));
+  EXPECT_EQ(guard_pick({plan, {"n", 90, nan, {0.0, nan}}}, 100), 0u);
+  EXPECT_EQ(guard_pick({{"p", 100, nan, {0.1, nan, 0.1}}, u2}, 100), 1u);
 }
 
 TEST(UniformGuard, StudentTQuantilesFromTablesAndExpansion) {
@@ -157,39 +183,41 @@ TEST(UniformGuard, StudentTQuantilesFromTablesAndExpansion) {
 }
 
 TEST(UniformGuard, ThePlanStaysAgainstTheBestUniformOnlyOnPairedEvidence) {
+  using compress::difference_bound;
   using compress::guard_pick;
   using compress::GuardPoint;
-  using compress::log_ratio_bound;
   const std::vector<double> base = {0.01, 0.02, 0.04};
-  auto scaled = [&](const std::string& name, const std::vector<double>& r, int64_t bytes) {
+  auto shifted = [&](const std::string& name, const std::vector<double>& add, int64_t bytes) {
     GuardPoint p{name, bytes, 0.0, {}};
-    for (size_t i = 0; i < base.size(); ++i) p.per_input.push_back(base[i] * std::exp(r[i]));
+    for (size_t i = 0; i < base.size(); ++i) p.per_input.push_back(base[i] + add[i]);
+    p.damage = (p.per_input[0] + p.per_input[1] + p.per_input[2]) / 3;
     return p;
   };
-  const GuardPoint plan{"plan", 100, 0.0, base};
-  // ln(plan_i / u_i) = −0.1, −0.2, −0.3: mean −0.2, s = 0.1, bound = −0.2 +
-  // 2.920 · 0.1 / √3 = −0.031414 < 0: the plan is lower on every input, it stays.
-  const GuardPoint steady = scaled("steady", {0.1, 0.2, 0.3}, 100);
-  EXPECT_NEAR(log_ratio_bound(plan, steady), -0.031414, 1e-6);
+  const GuardPoint plan{"plan", 100, (0.01 + 0.02 + 0.04) / 3, base};
+  // plan_i − u_i = −0.001, −0.002, −0.003: mean −0.002, s = 0.001, bound =
+  // −0.002 + 2.920 · 0.001 / √3 = −0.00031414 < 0: lower on every input, it stays.
+  const GuardPoint steady = shifted("steady", {0.001, 0.002, 0.003}, 100);
+  EXPECT_NEAR(difference_bound(plan, steady), -0.00031414, 1e-8);
   EXPECT_EQ(guard_pick({plan, steady}, 100), 0u);
-  // ln(plan_i / u_i) = −0.1, −0.2, −0.6: the plan's geometric mean is lower
-  // (mean −0.3), but s = √(0.14 / 2) = 0.264575 and the bound −0.3 + 2.920 ·
-  // 0.264575 / √3 = 0.146038 ≥ 0: not shown, the uniform is kept.
-  const GuardPoint noisy = scaled("noisy", {0.1, 0.2, 0.6}, 100);
-  EXPECT_NEAR(log_ratio_bound(plan, noisy), 0.146038, 1e-6);
-  EXPECT_LT(compress::typical_damage(plan), compress::typical_damage(noisy));
+  // plan_i − u_i = −0.001, −0.002, −0.006: the plan's mean is lower (by
+  // 0.003), but s = √((0.002² + 0.001² + 0.003²) / 2) = 0.0026458 and the
+  // bound −0.003 + 2.920 · 0.0026458 / √3 = 0.0014604 ≥ 0: not shown, the
+  // uniform is kept.
+  const GuardPoint noisy = shifted("noisy", {0.001, 0.002, 0.006}, 100);
+  EXPECT_NEAR(difference_bound(plan, noisy), 0.0014604, 1e-7);
+  EXPECT_LT(plan.damage, noisy.damage);
   EXPECT_EQ(guard_pick({plan, noisy}, 100), 1u);
-  // Only the best uniform within the budget is the rival (steady, geometric
-  // mean base·e^0.2 against noisy's base·e^0.3).
+  // Only the best uniform within the budget is the rival (steady, mean
+  // 0.025333, against noisy's 0.026333).
   EXPECT_EQ(compress::best_uniform({plan, steady, noisy}, 100), 1u);
   EXPECT_EQ(guard_pick({plan, steady, noisy}, 100), 0u);
-  EXPECT_EQ(guard_pick({plan, scaled("steady", {0.1, 0.2, 0.3}, 101), noisy}, 100), 2u);
+  EXPECT_EQ(guard_pick({plan, shifted("steady", {0.001, 0.002, 0.003}, 101), noisy}, 100), 2u);
   // No uniform within the budget: the plan; a NaN plan: the best uniform.
-  EXPECT_EQ(guard_pick({plan, scaled("big", {1, 1, 1}, 101)}, 100), 0u);
-  EXPECT_EQ(guard_pick({{"nan", 100, 0.0, {0.1, std::nan("")}}, steady}, 100), 1u);
+  EXPECT_EQ(guard_pick({plan, shifted("big", {1, 1, 1}, 101)}, 100), 0u);
+  EXPECT_EQ(guard_pick({{"nan", 100, std::nan(""), {0.1, std::nan(""), 0.1}}, steady}, 100), 1u);
   // Fewer than two inputs, or counts that differ: no bound.
-  EXPECT_TRUE(std::isnan(log_ratio_bound({"a", 1, 0.1, {0.1}}, {"b", 1, 0.2, {0.2}})));
-  EXPECT_TRUE(std::isnan(log_ratio_bound(steady, {"b", 1, 0.2, {0.2, 0.1}})));
+  EXPECT_TRUE(std::isnan(difference_bound({"a", 1, 0.1, {0.1}}, {"b", 1, 0.2, {0.2}})));
+  EXPECT_TRUE(std::isnan(difference_bound(steady, {"b", 1, 0.2, {0.2, 0.1}})));
 }
 
 TEST(UniformGuard, PlanDamageIsTheRelativeErrorOfTheWholeReplacedModel) {

@@ -66,16 +66,17 @@ void print_result(const compress::CompressResult& r) {
     std::cout << fmt::format(
         "\nuniform guard (whole plans on the calibration inputs, {} in {:.1f} s)\n",
         r.profile.output_metric, r.guard_seconds);
-    // bound: the paired 95% upper bound of the mean ln(plan / point) over the
-    // inputs; the plan stays against the best uniform within the budget only
-    // below 0.
+    // damage: over all calibration inputs (KL: the mean over every output
+    // row), the statistic the best uniform within the budget is chosen by;
+    // bound: the paired 95% upper bound of the mean per-input difference
+    // plan − point; the plan stays against that uniform only below 0.
     for (size_t i = 0; i < r.guard.size(); ++i)
       std::cout << fmt::format(
-          "  {:<28} {:>12} bytes  damage {:.4g}  per-input geomean {:.4g}{}{}\n", r.guard[i].name,
-          with_commas(r.guard[i].bytes), r.guard[i].damage, compress::typical_damage(r.guard[i]),
-          i == 0
-              ? std::string()
-              : fmt::format("  bound {:+.3f}", compress::log_ratio_bound(r.guard[0], r.guard[i])),
+          "  {:<28} {:>12} bytes  damage {:.4g}{}{}\n", r.guard[i].name,
+          with_commas(r.guard[i].bytes), r.guard[i].damage,
+          i == 0 ? std::string()
+                 : fmt::format("  bound of plan − it {:+.3g}",
+                               compress::difference_bound(r.guard[0], r.guard[i])),
           i == r.guard_kept                        ? "  kept"
           : r.guard[i].bytes > r.plan.budget_bytes ? "  over the budget"
                                                    : "");

@@ -35,9 +35,9 @@ std::vector<size_t> damage_probes(const LayerProfile& layer);
 /// (damage_probes), α = exp(mean over probes with D > 0 and e > 0 of
 /// ln(D / e²)), 0 when none has both; sets every other member's output_damage
 /// to α · e² with output_damage_fitted, and layer.damage_fits (families with
-/// a predicted member only; fit_factor with both sides floored at 1e-12, as
-/// typical_damage floors). The probes must hold output_damage; throws Error
-/// naming the layer and label when one does not.
+/// a predicted member only; fit_factor with both sides floored at 1e-12).
+/// The probes must hold output_damage; throws Error naming the layer and
+/// label when one does not.
 void fit_layer_damage(LayerProfile& layer);
 
 /// The fitted mode is chosen automatically (CompressOptions::damage "auto")
