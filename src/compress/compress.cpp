@@ -431,7 +431,11 @@ CompressResult compress_model(const CompressOptions& o) {
     const GuardPoint& mine = r.guard.front();
     const auto within = std::count_if(r.guard.begin() + 1, r.guard.end(),
                                       [&](const GuardPoint& p) { return p.bytes <= budget_bytes; });
-    const std::string metric = damage_metric_name(calibration->metric);
+    // What `damage` is: KL's mean over every output row of the calibration
+    // inputs; relative error's Σ‖y − ŷ‖² / Σ‖y‖² over them all.
+    const std::string metric =
+        std::string(damage_metric_name(calibration->metric)) +
+        (calibration->metric == DamageMetric::relative_error ? " (all inputs pooled)" : " (mean)");
     const std::string compared =
         fmt::format("{} uniform scheme{} within the budget, {} over it", within,
                     within == 1 ? "" : "s", r.guard.size() - 1 - within);
@@ -448,14 +452,14 @@ CompressResult compress_model(const CompressOptions& o) {
     };
     done("guard",
          r.guard_kept == 0
-             ? fmt::format("kept the {}: calibration {} (mean) {:.4g}{} ({} compared)", mine.name,
-                           metric, mine.damage,
+             ? fmt::format("kept the {}: calibration {} {:.4g}{} ({} compared)", mine.name, metric,
+                           mine.damage,
                            rival == 0 ? std::string("; no uniform scheme within the budget")
                                       : fmt::format("; against the best uniform, {} ({:.4g}), {}",
                                                     r.guard[rival].name, r.guard[rival].damage,
                                                     paired(r.guard[rival])),
                            compared)
-             : fmt::format("kept {}: calibration {} (mean) {:.4g}, the lowest of the uniform "
+             : fmt::format("kept {}: calibration {} {:.4g}, the lowest of the uniform "
                            "schemes within the budget; {}'s {:.4g} is not lower with 95% "
                            "confidence ({}; {} compared)",
                            kept.name, metric, kept.damage, mine.name, mine.damage, paired(kept),
