@@ -64,9 +64,14 @@ inline void quantize_block(const float* xb, int64_t k_in, int64_t pix, int64_t j
     const float* xc = xb + j0 + 8 * h;
     __m256 vmax = _mm256_setzero_ps();
     __m256i bad = _mm256_setzero_si256();
+    // A full half loads plainly (masked loads cost more); the tail masks.
+    const bool full = lanes == 8;
+    auto load = [&](int64_t k) {
+      return full ? _mm256_loadu_ps(xc + k * pix) : _mm256_maskload_ps(xc + k * pix, mask);
+    };
     if (lanes > 0)
       for (int64_t k = 0; k < k_in; ++k) {
-        const __m256 v = _mm256_maskload_ps(xc + k * pix, mask);
+        const __m256 v = load(k);
         vmax = _mm256_max_ps(vmax, _mm256_and_ps(v, abs_mask));
         bad = _mm256_or_si256(
             bad, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v), exp_mask), exp_mask));
@@ -80,7 +85,7 @@ inline void quantize_block(const float* xb, int64_t k_in, int64_t pix, int64_t j
                                         _mm256_cmp_ps(sv, _mm256_setzero_ps(), _CMP_EQ_OQ));
     auto code = [&](int64_t k) {  // qx + 128 of input k for the 8 lanes, int32
       if (k >= k_in || lanes == 0) return shift;
-      const __m256 v = _mm256_div_ps(_mm256_maskload_ps(xc + k * pix, mask), div);
+      const __m256 v = _mm256_div_ps(load(k), div);
       __m256 r = _mm256_floor_ps(_mm256_add_ps(_mm256_and_ps(v, abs_mask), half));
       r = _mm256_or_ps(_mm256_min_ps(r, top), _mm256_and_ps(v, sign_mask));
       return _mm256_add_epi32(_mm256_cvttps_epi32(r), shift);
@@ -121,19 +126,27 @@ inline void store_tile(const __m256i (&acc)[kRows][2], int64_t rows, const int32
   }
 }
 
-// Quantize, multiply and rescale every block, then bias and activation per row.
-// Tile(xq, panel codes, quads, acc) fills acc with the tile's sums; kShifted:
-// whether they include the +128 shift (then 128·Σq is subtracted).
+// Quantize, multiply and rescale every block, then bias and activation per
+// channel row over each work item's pixels while they are in cache. Work
+// items are (image, kItem pixels), a partition fixed by the shape: a pass
+// over the whole output after the products cost the detector's 16–48-channel
+// layers at 160²–320² pixels as much as the products, and one epilogue call
+// per 16-pixel tile row as much again in call overhead. Items and blocks
+// start at multiples of 8 pixels, so f32_bias_act_avx2 meets the same 8-lane
+// groups and tail as on whole rows: the same bits either way.
+constexpr int64_t kItem = 8 * kPixels;
+
 template <bool kShifted, class Tile>
 inline void run(const Q8Q8Conv1x1Params& p, const float* x, const float* bias, float* y,
                 const Activation& act, Tile tile) {
   const Layout l = layout(p.c_out, p.c_in);
   const int64_t pix = p.pixels, out = p.c_out;
-  const int64_t blocks = (pix + kPixels - 1) / kPixels, items = p.n * blocks;
+  const int64_t per_image = (pix + kItem - 1) / kItem, items = p.n * per_image;
   const auto* codes = reinterpret_cast<const int8_t*>(p.packed);
   const auto* corr = reinterpret_cast<const int32_t*>(p.packed + l.corr);
   const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
   const bool parallel = items > 1 && detail::worth_threads(p.n * out * pix * p.c_in);
+  const bool epilogue = bias != nullptr || act.kind != ActivationKind::none;
 #pragma omp parallel if (parallel)
   {
     thread_local std::vector<uint8_t> xq;
@@ -142,21 +155,25 @@ inline void run(const Q8Q8Conv1x1Params& p, const float* x, const float* bias, f
     alignas(32) int32_t zero[kRows] = {};
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t b = item / blocks, j0 = (item % blocks) * kPixels;
-      const int64_t nv = std::min(kPixels, pix - j0);
-      quantize_block(x + b * p.c_in * pix, p.c_in, pix, j0, nv, l.quads, xq.data(), s);
-      for (int64_t pn = 0; pn < l.panels; ++pn) {
-        __m256i acc[kRows][2];
-        tile(xq.data(), codes + pn * l.quads * kRows * 4, l.quads, acc);
-        store_tile(acc, std::min(kRows, out - pn * kRows), kShifted ? corr + pn * kRows : zero,
-                   scale + pn * kRows, s, nv, y + (b * out + pn * kRows) * pix + j0, pix);
+      const int64_t b = item / per_image, i0 = (item % per_image) * kItem;
+      const int64_t ni = std::min(kItem, pix - i0);
+      const float* xb = x + b * p.c_in * pix;
+      float* yb = y + b * out * pix;
+      for (int64_t j0 = i0; j0 < i0 + ni; j0 += kPixels) {
+        const int64_t nv = std::min(kPixels, pix - j0);
+        quantize_block(xb, p.c_in, pix, j0, nv, l.quads, xq.data(), s);
+        for (int64_t pn = 0; pn < l.panels; ++pn) {
+          __m256i acc[kRows][2];
+          tile(xq.data(), codes + pn * l.quads * kRows * 4, l.quads, acc);
+          store_tile(acc, std::min(kRows, out - pn * kRows), kShifted ? corr + pn * kRows : zero,
+                     scale + pn * kRows, s, nv, yb + pn * kRows * pix + j0, pix);
+        }
       }
+      if (epilogue)
+        for (int64_t o = 0; o < out; ++o)
+          f32_bias_act_avx2(act, bias ? bias[o] : 0.0f, yb + o * pix + i0, yb + o * pix + i0, ni);
     }
   }
-  if (!bias && act.kind == ActivationKind::none) return;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < p.n * out; ++r)
-    f32_bias_act_avx2(act, bias ? bias[r % out] : 0.0f, y + r * pix, y + r * pix, pix);
 }
 
 }  // namespace q8conv
