@@ -17,6 +17,7 @@
 #include "tailor/compress/output_damage.h"
 #include "tailor/compress/output_profile.h"
 #include "tailor/core/error.h"
+#include "tailor/core/warning.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/atomic_file.h"
@@ -354,8 +355,16 @@ CompressResult compress_model(const CompressOptions& o) {
   std::map<std::string, Tensor> latency_input;
   const LatencyOptions latency_options{1, 9};
   if (o.max_latency) {
-    latency_input = (calibration ? *calibration : onnx_calibration(mf, o)).inputs.at(0);
+    std::optional<Calibration> own;
+    const Calibration& lc = calibration ? *calibration : own.emplace(onnx_calibration(mf, o));
+    latency_input = lc.inputs.at(0);
     po.latency_key = latency_key(latency_input, latency_options);
+    // Latencies scale with the input: on a guessed shape the budget means little
+    // (the detector's ops at 64×64 take 1 ms, at 640×640 50 ms).
+    if (lc.guessed_shape)
+      warn("--max-latency", "latencies measured on a random input of a guessed shape (" +
+                                po.latency_key +
+                                "); give --calib inputs of the shape the model runs on");
   }
   std::string key;
   std::optional<ModelProfile> cached;

@@ -347,6 +347,10 @@ Calibration onnx_calibration(const graph::Model& original, const CompressOptions
   } else {
     const uint64_t seed = verification ? o.seed : o.seed + 2;
     c.inputs = random_inputs(original, o.random_inputs, seed);
+    for (const std::string& name : original.graph.inputs)
+      if (const graph::ValueType* t = original.graph.type_of(name); t && t->shape)
+        for (size_t d = 1; d < t->shape->size(); ++d)
+          c.guessed_shape = c.guessed_shape || !(*t->shape)[d].is_known();
     c.description = fmt::format("{} random N(0, 1) inputs (seed {})", c.inputs.size(), seed);
   }
   return c;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "compress/verify.h"
 #include "tailor/compress/compress.h"
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
@@ -418,6 +419,32 @@ TEST(OutputDamage, Int8A8IsMeasuredWithItsActivationRounding) {
     EXPECT_NEAR(plan.measure({e}), dd / yy, 1e-12 * (dd / yy)) << layer.name;
   }
   EXPECT_GE(differ, 1);
+}
+
+// Random calibration inputs say when they guessed a symbolic dim (64), which
+// compress warns about under --max-latency: latencies scale with the shape.
+TEST(OnnxCalibration, RandomInputsSayWhenTheirShapeWasGuessed) {
+  for (const bool symbolic : {true, false}) {
+    graph::Model m;
+    m.opset = 13;
+    m.source = "test";
+    m.graph.inputs = {"x"};
+    graph::SymShape shape = graph::sym_shape_of({1, 3, 8, 8});
+    if (symbolic) shape[2] = shape[3] = graph::Dim::named("h");
+    m.graph.types["x"] = graph::ValueType{DType::f32, shape};
+    graph::Node relu;
+    relu.name = "r";
+    relu.op_type = "Relu";
+    relu.inputs = {"x"};
+    relu.outputs = {"y"};
+    m.graph.nodes.push_back(relu);
+    m.graph.outputs = {"y"};
+    const compress::Calibration c = compress::onnx_calibration(m, compress::CompressOptions{});
+    EXPECT_EQ(c.guessed_shape, symbolic);
+    ASSERT_FALSE(c.inputs.empty());
+    EXPECT_EQ(c.inputs.at(0).at("x").shape(),
+              symbolic ? (Shape{1, 3, 64, 64}) : (Shape{1, 3, 8, 8}));
+  }
 }
 
 }  // namespace

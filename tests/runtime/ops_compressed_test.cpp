@@ -7,6 +7,8 @@
 #include "op_test_util.h"
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
+#include "tailor/linalg/threads.h"
+#include "tailor/runtime/kernels/registry.h"
 #include "tailor/schemes/registry.h"
 #include "test_util.h"
 
@@ -98,6 +100,52 @@ TEST(OpsCompressed, PointwiseConvWithFusedActivationEqualsConvThenActivation) {
           OneOp{std::string(act) == "relu" ? "Relu" : "HardSwish", {conv}, {}, 14}.run1();
       EXPECT_EQ(y.shape(), (Shape{2, 13, 5, 7}));
       expect_close_rel(y, dense, 1e-5, std::string(label) + " " + act);
+    }
+}
+
+// Packed codes of a 3×3 stride-1 conv whose output plane is ≥ 16×16 run
+// Winograd F(4×4, 3×3) on Ŵ transformed at load: the Winograd kernel's bits on
+// the decoded weight, within its bound of the direct conv (f32_conv_ref), at
+// 1 and 2 threads alike. An 8×8 output keeps the codes' direct kernel.
+TEST(OpsCompressed, Conv3x3OnPackedCodesRunsWinogradOnTheDecodedWeight) {
+  namespace k = runtime::kernels;
+  const int64_t c_in = 12, c_out = 10;
+  const Tensor w = randn({c_out, c_in, 3, 3}, 11);
+  const Tensor bias = randn({c_out}, 12);
+  const std::vector<std::pair<std::string, Attribute>> attrs = {
+      {"kernel_shape", Attribute::of_ints({3, 3})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}};
+  const int before = linalg::threads();
+  for (const char* label : {"int8", "int4-g32", "int4"})
+    for (const int64_t side : {int64_t{19}, int64_t{8}}) {
+      const std::string what = std::string(label) + " " + std::to_string(side);
+      const Tensor x = randn({2, c_in, side, side + 3}, 13);
+      std::shared_ptr<const schemes::Encoded> e =
+          schemes::parse_scheme(label).encode(w.reshape({c_out, c_in * 9}));
+      auto with_weight = attrs;
+      with_weight.emplace_back("weight", Attribute::of_encoded(e));
+      const OneOp op{"CompressedConv", {x, bias}, with_weight, 13, 1, "ai.tailor"};
+      linalg::set_threads(1);
+      const Tensor y1 = op.run1();
+      linalg::set_threads(2);
+      const Tensor y2 = op.run1();
+      linalg::set_threads(before);
+      EXPECT_EQ(y1.to_f32_vector(), y2.to_f32_vector()) << what;
+
+      k::Conv2dParams p;
+      p.n = 2, p.c_in = c_in, p.h = side, p.w = side + 3, p.c_out = c_out, p.kh = p.kw = 3;
+      p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+      const std::vector<float> wd = e->decode().to_f32_vector(), xv = x.to_f32_vector(),
+                               bv = bias.to_f32_vector();
+      std::vector<float> direct(static_cast<size_t>(2 * c_out * p.out_h() * p.out_w()));
+      k::f32_conv_ref(p, xv.data(), wd.data(), bv.data(), direct.data(), {});
+      expect_close_rel(y1, Tensor::from_f32(y1.shape(), direct), 1e-4, what);
+      if (side < 16) continue;
+      std::vector<float> u(
+          static_cast<size_t>(k::f32_conv_winograd_f43_pack(p, wd.data(), nullptr)));
+      k::f32_conv_winograd_f43_pack(p, wd.data(), u.data());
+      std::vector<float> wino(direct.size());
+      k::active_kernels().conv_winograd(p, xv.data(), u.data(), bv.data(), wino.data(), {});
+      EXPECT_EQ(y1.to_f32_vector(), wino) << what;
     }
 }
 

@@ -31,6 +31,10 @@ struct Calibration {
   std::vector<std::string> outputs;
   /// What the inputs are, for the output and profile.json.
   std::string description;
+  /// Whether the inputs are random draws whose shape was guessed (no --calib,
+  /// no task fixtures, a symbolic dim past the first set to 64): not the
+  /// shape the model runs on, as far as compress knows.
+  bool guessed_shape = false;
 };
 
 /// The decoder graph compress_model runs for a llama checkpoint `model`

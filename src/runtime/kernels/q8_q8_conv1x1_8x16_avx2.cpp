@@ -49,38 +49,56 @@ inline Layout layout(int64_t out, int64_t in) {
 
 // Columns [j0, j0 + nv) (nv ≤ 16) of xb [k_in, pix] → xq[quad][16][4] (u8
 // qx + 128; inputs past k_in and pixels past nv hold 128, i.e. qx = 0) and
-// s[16] (NaN for a column holding NaN or ±Inf, 0 past nv).
+// s[16] (NaN for a column holding NaN or ±Inf, 0 past nv). The first pass
+// copies the block into xs [k_in, 16] (contiguous) while it takes the
+// maxima, the second reads the copy: the planes lie pix floats apart, at
+// 160² and 320² pixels a multiple of 4 KiB, so their lines share one L1 set
+// and a second pass over them went to L2 for every line (2.5× the f32
+// conv's time on the detector's 48→12 layer at 160²).
+// Floats ahead of a block that its first pass prefetches on each plane (the
+// hardware prefetcher tracks fewer streams than a layer has inputs).
+constexpr int64_t kPrefetch = 8 * kPixels;
+
 inline void quantize_block(const float* xb, int64_t k_in, int64_t pix, int64_t j0, int64_t nv,
-                           int64_t quads, uint8_t* xq, float* s) {
+                           int64_t quads, float* xs, uint8_t* xq, float* s) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   const __m256 sign_mask = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
   const __m256i exp_mask = _mm256_set1_epi32(0x7F800000);
   const __m256 half = _mm256_set1_ps(0.5f), top = _mm256_set1_ps(127.0f);
   const __m256i shift = _mm256_set1_epi32(128);
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  // Lanes past nv load as 0 (masked), so their maxima and codes are those of
+  // zero columns: s = 0, qx = 0.
+  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nv)), idx);
+  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nv - 8)), idx);
+  const bool full = nv == kPixels;  // plain loads (masked ones cost more)
+  const float* xc = xb + j0;
+  __m256 vmax[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256i bad[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int64_t k = 0; k < k_in; ++k) {
+    const float* r = xc + k * pix;
+    _mm_prefetch(reinterpret_cast<const char*>(r + kPrefetch), _MM_HINT_T0);
+    const __m256 v[2] = {full ? _mm256_loadu_ps(r) : _mm256_maskload_ps(r, m0),
+                         full ? _mm256_loadu_ps(r + 8) : _mm256_maskload_ps(r + 8, m1)};
+    for (int h = 0; h < 2; ++h) {
+      _mm256_storeu_ps(xs + k * kPixels + 8 * h, v[h]);
+      vmax[h] = _mm256_max_ps(vmax[h], _mm256_and_ps(v[h], abs_mask));
+      bad[h] = _mm256_or_si256(
+          bad[h],
+          _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v[h]), exp_mask), exp_mask));
+    }
+  }
   for (int64_t h = 0; h < 2; ++h) {
-    const int64_t lanes = std::clamp<int64_t>(nv - 8 * h, 0, 8);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(lanes)),
-                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    const float* xc = xb + j0 + 8 * h;
-    __m256 vmax = _mm256_setzero_ps();
-    __m256i bad = _mm256_setzero_si256();
-    if (lanes > 0)
-      for (int64_t k = 0; k < k_in; ++k) {
-        const __m256 v = _mm256_maskload_ps(xc + k * pix, mask);
-        vmax = _mm256_max_ps(vmax, _mm256_and_ps(v, abs_mask));
-        bad = _mm256_or_si256(
-            bad, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v), exp_mask), exp_mask));
-      }
-    const __m256 sv = _mm256_div_ps(vmax, top);
+    const __m256 sv = _mm256_div_ps(vmax[h], top);
     _mm256_storeu_ps(s + 8 * h,
                      _mm256_blendv_ps(sv, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()),
-                                      _mm256_castsi256_ps(bad)));
+                                      _mm256_castsi256_ps(bad[h])));
     // A zero column divides by 1 (its codes are 0 either way).
     const __m256 div = _mm256_blendv_ps(sv, _mm256_set1_ps(1.0f),
                                         _mm256_cmp_ps(sv, _mm256_setzero_ps(), _CMP_EQ_OQ));
     auto code = [&](int64_t k) {  // qx + 128 of input k for the 8 lanes, int32
-      if (k >= k_in || lanes == 0) return shift;
-      const __m256 v = _mm256_div_ps(_mm256_maskload_ps(xc + k * pix, mask), div);
+      if (k >= k_in) return shift;
+      const __m256 v = _mm256_div_ps(_mm256_loadu_ps(xs + k * kPixels + 8 * h), div);
       __m256 r = _mm256_floor_ps(_mm256_add_ps(_mm256_and_ps(v, abs_mask), half));
       r = _mm256_or_ps(_mm256_min_ps(r, top), _mm256_and_ps(v, sign_mask));
       return _mm256_add_epi32(_mm256_cvttps_epi32(r), shift);
@@ -121,42 +139,63 @@ inline void store_tile(const __m256i (&acc)[kRows][2], int64_t rows, const int32
   }
 }
 
-// Quantize, multiply and rescale every block, then bias and activation per row.
-// Tile(xq, panel codes, quads, acc) fills acc with the tile's sums; kShifted:
-// whether they include the +128 shift (then 128·Σq is subtracted).
+// Quantize, multiply and rescale every block into a work item's buffer
+// ys [c_out, kItem] (contiguous: y's rows lie pix floats apart, at 160² and
+// 320² pixels a multiple of 4 KiB, so tiles stored there in place shared L1
+// sets), then bias and activation per channel row from ys into y. Work
+// items are (image, kItem pixels), a partition fixed by the shape: a pass
+// over the whole output after the products cost the detector's 16–48-channel
+// layers at 160²–320² pixels as much as the products, and one epilogue call
+// per 16-pixel tile row as much again in call overhead. Items and blocks
+// start at multiples of 8 pixels, so f32_bias_act_avx2 meets the same 8-lane
+// groups and tail as on whole rows: the same bits either way.
+constexpr int64_t kItem = 8 * kPixels;
+
 template <bool kShifted, class Tile>
 inline void run(const Q8Q8Conv1x1Params& p, const float* x, const float* bias, float* y,
                 const Activation& act, Tile tile) {
   const Layout l = layout(p.c_out, p.c_in);
   const int64_t pix = p.pixels, out = p.c_out;
-  const int64_t blocks = (pix + kPixels - 1) / kPixels, items = p.n * blocks;
+  const int64_t per_image = (pix + kItem - 1) / kItem, items = p.n * per_image;
   const auto* codes = reinterpret_cast<const int8_t*>(p.packed);
   const auto* corr = reinterpret_cast<const int32_t*>(p.packed + l.corr);
   const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
   const bool parallel = items > 1 && detail::worth_threads(p.n * out * pix * p.c_in);
+  const bool epilogue = bias != nullptr || act.kind != ActivationKind::none;
 #pragma omp parallel if (parallel)
   {
     thread_local std::vector<uint8_t> xq;
+    thread_local std::vector<float> xs, ys;
     xq.resize(static_cast<size_t>(l.quads * kPixels * 4));
+    xs.resize(static_cast<size_t>(p.c_in * kPixels));
+    ys.resize(static_cast<size_t>(l.panels * kRows * kItem));
     alignas(32) float s[kPixels];
     alignas(32) int32_t zero[kRows] = {};
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t b = item / blocks, j0 = (item % blocks) * kPixels;
-      const int64_t nv = std::min(kPixels, pix - j0);
-      quantize_block(x + b * p.c_in * pix, p.c_in, pix, j0, nv, l.quads, xq.data(), s);
-      for (int64_t pn = 0; pn < l.panels; ++pn) {
-        __m256i acc[kRows][2];
-        tile(xq.data(), codes + pn * l.quads * kRows * 4, l.quads, acc);
-        store_tile(acc, std::min(kRows, out - pn * kRows), kShifted ? corr + pn * kRows : zero,
-                   scale + pn * kRows, s, nv, y + (b * out + pn * kRows) * pix + j0, pix);
+      const int64_t b = item / per_image, i0 = (item % per_image) * kItem;
+      const int64_t ni = std::min(kItem, pix - i0);
+      const float* xb = x + b * p.c_in * pix;
+      float* yb = y + b * out * pix;
+      for (int64_t j0 = i0; j0 < i0 + ni; j0 += kPixels) {
+        const int64_t nv = std::min(kPixels, pix - j0);
+        quantize_block(xb, p.c_in, pix, j0, nv, l.quads, xs.data(), xq.data(), s);
+        for (int64_t pn = 0; pn < l.panels; ++pn) {
+          __m256i acc[kRows][2];
+          tile(xq.data(), codes + pn * l.quads * kRows * 4, l.quads, acc);
+          store_tile(acc, std::min(kRows, out - pn * kRows), kShifted ? corr + pn * kRows : zero,
+                     scale + pn * kRows, s, nv, ys.data() + pn * kRows * kItem + (j0 - i0), kItem);
+        }
+      }
+      for (int64_t o = 0; o < out; ++o) {
+        const float* src = ys.data() + o * kItem;
+        if (epilogue)
+          f32_bias_act_avx2(act, bias ? bias[o] : 0.0f, src, yb + o * pix + i0, ni);
+        else
+          std::copy_n(src, ni, yb + o * pix + i0);
       }
     }
   }
-  if (!bias && act.kind == ActivationKind::none) return;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < p.n * out; ++r)
-    f32_bias_act_avx2(act, bias ? bias[r % out] : 0.0f, y + r * pix, y + r * pix, pix);
 }
 
 }  // namespace q8conv

@@ -14,6 +14,7 @@
 
 #include "runtime/kernels/kernel_compare.h"
 #include "tailor/core/dtype.h"
+#include "tailor/linalg/threads.h"
 
 namespace tailor::runtime::kernels::testing {
 namespace {
@@ -29,6 +30,7 @@ const Case kCases[] = {
     {1, 64, 24, 100},  // several blocks
     {1, 1, 1, 1},      // one of each
     {3, 33, 5, 40},    // three images, tails everywhere
+    {2, 20, 9, 301},   // work items of 128 pixels: two whole, one of 45 (a tail block)
 };
 
 struct Weights {
@@ -114,6 +116,24 @@ TEST_F(Q8Q8Conv1x1, OptimisedKernelsGiveTheReferenceBits) {
                       std::string(name) + " c_in " + std::to_string(c.c_in) + " c_out " +
                           std::to_string(c.c_out) + " pixels " + std::to_string(c.pixels));
       }
+}
+
+// Work items are fixed by the shape, so 1 and 2 threads give the same bits
+// (a product large enough to run on threads: 2·48·40·1000 multiply-adds).
+TEST_F(Q8Q8Conv1x1, SameBitsAtOneAndTwoThreads) {
+  const Case c{2, 48, 40, 1000};
+  const Weights w = weights(c.c_out, c.c_in, 21);
+  const std::vector<float> x = uniform(c.n * c.c_in * c.pixels, 22, -2.0, 3.0);
+  const std::vector<float> bias = uniform(c.c_out, 23);
+  const int before = linalg::threads();
+  for (const auto& [name, fn] : kernels_here()) {
+    linalg::set_threads(1);
+    const std::vector<float> y1 = run(opt(), fn, c, w, x, bias.data(), Activation::relu());
+    linalg::set_threads(2);
+    const std::vector<float> y2 = run(opt(), fn, c, w, x, bias.data(), Activation::relu());
+    EXPECT_EQ(y1, y2) << name;
+  }
+  linalg::set_threads(before);
 }
 
 TEST_F(Q8Q8Conv1x1, NonFiniteColumnGivesNaNForItsPixelOnly) {

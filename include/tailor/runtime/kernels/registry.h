@@ -247,11 +247,12 @@ int64_t q8_q8_conv1x1_pack_8x16(const schemes::kernels::PackedGemmArgs& w, uint8
 /// Per block of 16 pixels: the columns quantized (vectorised, the reference's
 /// f32 operations, so the same codes) into a quad-interleaved u8 panel
 /// qx + 128 (L1-resident), then 8 channels × 16 pixels register tiles;
-/// blocks over OpenMP threads. _avx2: VPMADDUBSW with the sign trick
+/// work items of 8 blocks over OpenMP threads. _avx2: VPMADDUBSW with the sign trick
 /// (|q| ≤ 128 unsigned × qx·sign(q) signed, exact pairs) and VPMADDWD;
 /// _avx512vnni: VPDPBUSD on ymm (AVX512-VNNI + VL; u8 qx + 128 × s8 q, four
 /// products per int32 lane, 16 per tile row per step) minus 128·Σq.
-/// Epilogue f32 as the reference, then f32_bias_act_avx2 per channel row.
+/// Epilogue f32 as the reference, then f32_bias_act_avx2 per channel row of
+/// each work item (image, 128 pixels) while it is in cache.
 void q8_q8_conv1x1_8x16_avx2(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
                              float* y, const Activation& act);
 void q8_q8_conv1x1_8x16_avx512vnni(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
