@@ -156,6 +156,7 @@ std::vector<EncodedLayer> run_guard(
   mine.damage = meter.measure(best, &mine.per_input);
   r.guard = {std::move(mine)};
   std::vector<plan::Plan> plans{r.plan};
+  size_t best_at = 0;  // the guard point whose encoded layers `best` holds
   for (const std::string& label : labels) {
     plan::Plan u = uniform_plan(r.profile, label, objective, o.seed, o.model);
     std::vector<EncodedLayer> layers = encode(u);
@@ -163,9 +164,16 @@ std::vector<EncodedLayer> run_guard(
     point.damage = meter.measure(layers, &point.per_input);
     r.guard.push_back(std::move(point));
     plans.push_back(std::move(u));
-    if (guard_pick(r.guard, budget) == r.guard.size() - 1) best = std::move(layers);
+    if (guard_pick(r.guard, budget) == r.guard.size() - 1) {
+      best = std::move(layers);
+      best_at = r.guard.size() - 1;
+    }
   }
   r.guard_kept = guard_pick(r.guard, budget);
+  // The pick can return to an earlier point (the plan fails against a worse
+  // uniform, then passes against a better one): encode the kept plan again
+  // so the written model is the one the guard kept.
+  if (r.guard_kept != best_at) best = encode(plans[r.guard_kept]);
   r.plan = std::move(plans[r.guard_kept]);
   r.plan.budget_bytes = budget;  // a kept uniform plan: the user's budget, not its own bytes
   r.guard_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
