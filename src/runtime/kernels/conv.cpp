@@ -142,7 +142,7 @@ int64_t conv2d_scratch_size(const Conv2dParams& p) {
 
 bool PackedConvWeights::serves(const Conv2dParams& p) const {
   return !data.empty() && c_out == p.c_out && c_in == p.c_in && kh == p.kh && kw == p.kw &&
-         groups == p.groups && !is_depthwise(p) && !is_pointwise(p);
+         groups == p.groups && !is_depthwise(p) && pointwise == is_pointwise(p);
 }
 
 PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w) {
@@ -151,8 +151,14 @@ PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w) {
         "", "Conv weights to pack have an invalid shape: " + dims(p));
   PackedConvWeights pw;
   pw.c_out = p.c_out, pw.c_in = p.c_in, pw.kh = p.kh, pw.kw = p.kw, pw.groups = p.groups;
-  if (is_depthwise(p) || is_pointwise(p)) return pw;
+  if (is_depthwise(p)) return pw;
   const KernelTable& kt = active_kernels();
+  if (is_pointwise(p)) {  // for the conv1x1 kernel (the gemm path reads w)
+    pw.pointwise = true;
+    pw.data.resize(static_cast<size_t>(kt.conv1x1_pack(p, w, nullptr)));
+    kt.conv1x1_pack(p, w, pw.data.data());
+    return pw;
+  }
   pw.data.resize(static_cast<size_t>(kt.conv_pack(p, w, nullptr)));
   kt.conv_pack(p, w, pw.data.data());
   if (winograd_weights_pay(p)) {
@@ -209,7 +215,13 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
   // [cig, h·w] matrix itself.
   const int64_t ohw = p.out_h() * p.out_w();
   if (p.column_block == 0 && conv1x1_pays(ohw)) {  // column_block: the gemm path's tuning
-    kt.conv1x1(p, x, w, bias, y, act);
+    if (packed != nullptr && packed->serves(p)) {
+      kt.conv1x1(p, x, packed->data.data(), bias, y, act);
+    } else {  // weights that are not a constant: packed for this call
+      std::vector<float> wp(static_cast<size_t>(kt.conv1x1_pack(p, w, nullptr)));
+      kt.conv1x1_pack(p, w, wp.data());
+      kt.conv1x1(p, x, wp.data(), bias, y, act);
+    }
     return;
   }
   // Elsewhere the gemm kernel. Work items (image, group, block of output

@@ -42,7 +42,7 @@ TEST(KernelRegistry, ReferenceTableNamesItsKernels) {
             "conv_pack=f32_conv_pack_ref conv_packed=f32_conv_ref attention=f32_attention_ref "
             "rope=f32_rope_ref "
             "conv_winograd=f32_conv_winograd_f43_ref qb_conv=qb_f32_conv_ref "
-            "q8q8_conv1x1=q8_q8_conv1x1_ref conv1x1=f32_conv_ref");
+            "q8q8_conv1x1=q8_q8_conv1x1_ref conv1x1_pack=f32_conv_pack_ref conv1x1=f32_conv_ref");
 }
 
 TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
@@ -66,7 +66,8 @@ TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
             "qb_conv=qb_f32_conv_6x16_avx2 q8q8_conv1x1=" +
                 std::string(f.avx512vnni && f.avx512vl ? "q8_q8_conv1x1_8x16_avx512vnni"
                                                        : "q8_q8_conv1x1_8x16_avx2") +
-                " conv1x1=f32_conv1x1_6x16_avx2");
+                (f.avx512f ? " conv1x1_pack=f32_conv1x1_pack_12x32 conv1x1=f32_conv1x1_12x32_avx512"
+                           : " conv1x1_pack=f32_conv_pack_ref conv1x1=f32_conv1x1_6x16_avx2"));
 }
 
 TEST(KernelRegistry, ActiveTableIsTheForcedOrTheFastest) {
