@@ -82,17 +82,19 @@ bool winograd_pays(const Conv2dParams& p) {
 }
 
 // Planes where the conv1x1 kernel (x read in place, epilogue on the
-// register tile) beats the gemm path (OpenBLAS zeroing y and copying x, then
-// a bias/activation pass): kernels_bench BM_Conv1x1Path, Zen 4, 1 thread,
-// CPU time, hard_swish: at 400–6400 pixels 88–93 GFLOP/s against 80–89
-// (c_in ≥ 96), 65–86 against 55–77 (c_in 18–96 at 6400), the recogniser's
-// 120–960 pixels level or better; at 25600 pixels and more it is level or
-// slower (12→96: 33 against 39), and under 16 pixels a tile is mostly padding.
+// register tile, weights packed at load) beats the gemm path (OpenBLAS
+// zeroing y and copying x, then a bias/activation pass): from 16 pixels
+// (under, a tile is mostly padding) up to the table's conv1x1_max_pixels
+// (registry.cpp: 8192 for the AVX2 kernel, no limit for the AVX-512 one).
+// kernels_bench BM_Conv1x1Path, Zen 4, 1 thread, CPU time, hard_swish: the
+// AVX2 kernel at 400–6400 pixels 88–93 GFLOP/s against 80–89 (c_in ≥ 96),
+// 65–86 against 55–77 (c_in 18–96 at 6400), the recogniser's 120–960 pixels
+// level or better; the AVX-512 kernel 2× the AVX2 one on the recogniser's
+// shapes (218–239 against 111–120 at 120–960 pixels, c_in ≥ 128).
 constexpr int64_t kConv1x1MinPixels = 16;
-constexpr int64_t kConv1x1MaxPixels = 8192;
 
-bool conv1x1_pays(int64_t pixels) {
-  return pixels >= kConv1x1MinPixels && pixels <= kConv1x1MaxPixels;
+bool conv1x1_pays(const KernelTable& kt, int64_t pixels) {
+  return pixels >= kConv1x1MinPixels && pixels <= kt.conv1x1_max_pixels;
 }
 
 }  // namespace
@@ -214,7 +216,7 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
   // 1×1, stride 1, unpadded: y_g = W_g·x_g per image and group, x used as the
   // [cig, h·w] matrix itself.
   const int64_t ohw = p.out_h() * p.out_w();
-  if (p.column_block == 0 && conv1x1_pays(ohw)) {  // column_block: the gemm path's tuning
+  if (p.column_block == 0 && conv1x1_pays(kt, ohw)) {  // column_block: the gemm path's tuning
     if (packed != nullptr && packed->serves(p)) {
       kt.conv1x1(p, x, packed->data.data(), bias, y, act);
     } else {  // weights that are not a constant: packed for this call

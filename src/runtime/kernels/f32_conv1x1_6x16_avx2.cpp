@@ -49,10 +49,14 @@ void f32_conv1x1_6x16_avx2(const Conv2dParams& p, const float* x, const float* w
                            float* y, const Activation& act) {
   const int64_t ohw = p.h * p.w;
   const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
-  detail::conv1x1_strips<detail::kNr, true>(
+  // Strips of 64 pixels (tails copied), each 16 at a time.
+  detail::conv1x1_strips<detail::kNr, 4 * detail::kNr, true>(
       p, x, [&](const float* xs, int64_t xs_k, int64_t b, int64_t g, int64_t j, int64_t cols) {
-        conv1x1_avx2::strip(w + g * cog * cig, cog, cig, xs, xs_k, bias ? bias + g * cog : nullptr,
-                            act, y + (b * p.c_out + g * cog) * ohw + j, ohw, cols);
+        for (int64_t t = 0; t < cols; t += detail::kNr) {
+          conv1x1_avx2::strip(
+              w + g * cog * cig, cog, cig, xs + t, xs_k, bias ? bias + g * cog : nullptr, act,
+              y + (b * p.c_out + g * cog) * ohw + j + t, ohw, std::min(detail::kNr, cols - t));
+        }
       });
 }
 

@@ -134,7 +134,7 @@ const ConvCase kPointwiseCases[] = {
     {2, 12, 20, 21, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 3, 0},
     {1, 16, 30, 30, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 100},
     {1, 6, 3, 4, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},     // 12 pixels: the gemm path
-    {1, 8, 100, 90, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // 9000 pixels: the gemm path
+    {1, 8, 100, 90, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // 9000 pixels: gemm path on AVX2
 };
 
 TEST_F(F32Conv, Gemm6x16MatchesReference) {

@@ -322,6 +322,9 @@ struct KernelTable {
   /// load, by pack_conv2d_weights; per call for weights that are not constant)
   F32ConvPackFn conv1x1_pack;
   F32ConvPackedFn conv1x1;
+  /// The largest plane (H·W) conv2d gives conv1x1; larger ones take the gemm
+  /// path (where each kernel stops paying, kernels_bench BM_Conv1x1Path)
+  int64_t conv1x1_max_pixels;
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
