@@ -15,7 +15,7 @@ namespace {
 // BM_Conv1x1Path, Zen 4, 1 thread, CPU time, at 25600 and 102400 pixels
 // 16→32, 32→48, 48→48 49–97 GFLOP/s against 47–91, 48→12 and 12→96 46–68
 // against 64–76. f32_conv1x1_12x32_avx512 beats the gemm path on every plane
-// measured (there 97–182 against 53–91), so with it there is no limit.
+// measured (there 68–182 against 47–91), so with it there is no limit.
 constexpr int64_t kConv1x1Avx2MaxPixels = 8192;
 
 constexpr KernelTable kRef{
