@@ -215,9 +215,9 @@ BENCHMARK(BM_Conv3x3Dilated)
 // packed-weight 6×16 kernel (conv_packed on weights packed once, the plane as
 // one row), 2 the table's conv1x1 kernel on its weights packed once
 // (f32_conv1x1_12x32_avx512 where the CPU has AVX-512F, else
-// f32_conv1x1_6x16_avx2), 3 f32_conv1x1_6x16_avx2 (x and W in place,
-// epilogue on the tile). Args: {c_in, c_out, pixels, path}; the recogniser's
-// and detector's pointwise shapes.
+// f32_conv1x1_6x16_avx2), 3 f32_conv1x1_6x16_avx2 (x in place, W in
+// f32_conv_pack_6x16_avx2's panels packed once, epilogue on the tile). Args: {c_in, c_out, pixels,
+// path}; the recogniser's and detector's pointwise shapes.
 void BM_Conv1x1Path(benchmark::State& state) {
   tailor::linalg::set_threads(1);
   Conv2dParams p;
@@ -233,6 +233,8 @@ void BM_Conv1x1Path(benchmark::State& state) {
   std::vector<float> packed1x1(static_cast<size_t>(t.conv1x1_pack(p, w.data(), nullptr)));
   t.conv1x1_pack(p, w.data(), packed1x1.data());
   const PackedConvWeights at_load = pack_conv2d_weights(p, w.data());
+  std::vector<float> packed6(static_cast<size_t>(f32_conv_pack_6x16_avx2(p, w.data(), nullptr)));
+  f32_conv_pack_6x16_avx2(p, w.data(), packed6.data());
   const double t0 = process_cpu_seconds();
   for (auto _ : state) {
     if (state.range(3) == 0) {
@@ -241,7 +243,8 @@ void BM_Conv1x1Path(benchmark::State& state) {
     } else if (state.range(3) == 2) {
       t.conv1x1(p, x.data(), packed1x1.data(), bias.data(), y.data(), Activation::hard_swish());
     } else if (state.range(3) == 3) {
-      f32_conv1x1_6x16_avx2(p, x.data(), w.data(), bias.data(), y.data(), Activation::hard_swish());
+      f32_conv1x1_6x16_avx2(p, x.data(), packed6.data(), bias.data(), y.data(),
+                            Activation::hard_swish());
     } else {
       t.conv_packed(p, x.data(), packed.data(), bias.data(), y.data(), Activation::hard_swish());
     }

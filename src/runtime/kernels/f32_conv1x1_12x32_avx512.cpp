@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "runtime/kernels/f32_conv1x1_strips.h"
+#include "runtime/kernels/f32_conv_panels.h"
 #include "tailor/runtime/kernels/registry.h"
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (deliberately
@@ -100,24 +101,7 @@ __attribute__((target("avx512f"))) void strip(const float* ap, int64_t cog, int6
 }  // namespace conv1x1_avx512
 
 int64_t f32_conv1x1_pack_12x32(const Conv2dParams& p, const float* w, float* packed) {
-  using conv1x1_avx512::kMr;
-  const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
-  const int64_t panels = (cog + kMr - 1) / kMr;
-  const int64_t group_size = panels * kMr * cig;
-  if (packed != nullptr) {
-    for (int64_t g = 0; g < p.groups; ++g) {
-      for (int64_t pn = 0; pn < panels; ++pn) {
-        float* dst = packed + g * group_size + pn * kMr * cig;
-        for (int64_t i = 0; i < cig; ++i) {
-          for (int64_t r = 0; r < kMr; ++r) {
-            const int64_t o = pn * kMr + r;
-            dst[i * kMr + r] = o < cog ? w[(g * cog + o) * cig + i] : 0.f;
-          }
-        }
-      }
-    }
-  }
-  return p.groups * group_size;
+  return detail::pack_conv_panels(p, w, conv1x1_avx512::kMr, packed);
 }
 
 void f32_conv1x1_12x32_avx512(const Conv2dParams& p, const float* x, const float* packed,

@@ -37,7 +37,7 @@ constexpr KernelTable kAvx2 {
 #else
       qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref,
 #endif
-      f32_conv_pack_ref, f32_conv1x1_6x16_avx2, kConv1x1Avx2MaxPixels
+      f32_conv_pack_6x16_avx2, f32_conv1x1_6x16_avx2, kConv1x1Avx2MaxPixels
 };
 constexpr bool kAvx2Built = true;
 #else

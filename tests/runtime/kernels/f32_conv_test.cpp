@@ -226,11 +226,11 @@ Activation with_affine(Activation a) {
 }
 
 // The conv1x1 kernels as F32ConvFn on w as it is: each packs w as its table
-// does (the AVX2 kernel's packing is the reference copy), then runs.
+// does, then runs.
 void conv1x1_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                   float* y, const Activation& act) {
-  std::vector<float> pw(static_cast<size_t>(f32_conv_pack_ref(p, w, nullptr)));
-  f32_conv_pack_ref(p, w, pw.data());
+  std::vector<float> pw(static_cast<size_t>(f32_conv_pack_6x16_avx2(p, w, nullptr)));
+  f32_conv_pack_6x16_avx2(p, w, pw.data());
   f32_conv1x1_6x16_avx2(p, x, pw.data(), bias, y, act);
 }
 void conv1x1_avx512(const Conv2dParams& p, const float* x, const float* w, const float* bias,

@@ -221,15 +221,15 @@ void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const
 /// contract and bound.
 void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
                                 const float* bias, float* y, const Activation& act);
-/// 1×1 stride-1 unpadded conv (any groups) on w [c_out, c_in/groups] and x
-/// read in place: 6 output channels × 16 pixels per register tile (the
-/// strided 6×16 micro-kernel), bias and activation on the tile in L1, the
-/// last < 16 pixels through a zero-padded copy; work items (image, group,
-/// block_columns pixels) over OpenMP threads. Sums in ascending k (FMA, in
-/// chunks of 256). conv2d runs it where it beats the gemm path (conv.cpp).
-/// The avx2 table's conv1x1_pack is f32_conv_pack_ref (w as it is).
-void f32_conv1x1_6x16_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
-                           float* y, const Activation& act);
+/// 1×1 stride-1 unpadded conv (any groups) on f32_conv_pack_6x16_avx2's
+/// weights (packed once, at load) and x read in place: 6 output channels ×
+/// 16 pixels per register tile (the strided 6×16 micro-kernel), bias and
+/// activation on the tile in L1, a strip's last < 16 pixels through a
+/// zero-padded copy; work items (image, group, block_columns pixels) over
+/// OpenMP threads. Sums in ascending k (FMA, in chunks of 256). conv2d runs
+/// it where it beats the gemm path (conv.cpp).
+void f32_conv1x1_6x16_avx2(const Conv2dParams& p, const float* x, const float* packed,
+                           const float* bias, float* y, const Activation& act);
 /// Per group, panels of 12 output channels k-major (ap[g][panel][k][r],
 /// rows past c_out/groups zero): groups·⌈(c_out/groups)/12⌉·12·(c_in/groups)
 /// floats (returned; written when `packed` is not null). Only the 1×1
