@@ -211,10 +211,13 @@ BENCHMARK(BM_Conv3x3Dilated)
 // The candidate paths of a 1×1 stride-1 conv, 1 thread: path 0 what conv2d
 // runs (its rule: the gemm kernel on x as it is, in column blocks, OpenBLAS
 // packing A on every call, then bias_act; or the conv1x1 kernel where the
-// rule picks it), 1 the packed-weight 6×16 kernel (conv_packed on weights
-// packed once, the plane as one row), 2 the conv1x1 kernel
-// (f32_conv1x1_6x16_avx2: x and W in place, epilogue on the tile). Args:
-// {c_in, c_out, pixels, path}; the recogniser's and detector's pointwise shapes.
+// rule picks it, on weights packed at load as the Conv op does), 1 the
+// packed-weight 6×16 kernel (conv_packed on weights packed once, the plane as
+// one row), 2 the table's conv1x1 kernel on its weights packed once
+// (f32_conv1x1_12x32_avx512 where the CPU has AVX-512F, else
+// f32_conv1x1_6x16_avx2), 3 f32_conv1x1_6x16_avx2 (x in place, W in
+// f32_conv_pack_6x16_avx2's panels packed once, epilogue on the tile). Args: {c_in, c_out, pixels,
+// path}; the recogniser's and detector's pointwise shapes.
 void BM_Conv1x1Path(benchmark::State& state) {
   tailor::linalg::set_threads(1);
   Conv2dParams p;
@@ -227,12 +230,21 @@ void BM_Conv1x1Path(benchmark::State& state) {
   const KernelTable& t = active_kernels();
   std::vector<float> packed(static_cast<size_t>(t.conv_pack(p, w.data(), nullptr)));
   t.conv_pack(p, w.data(), packed.data());
+  std::vector<float> packed1x1(static_cast<size_t>(t.conv1x1_pack(p, w.data(), nullptr)));
+  t.conv1x1_pack(p, w.data(), packed1x1.data());
+  const PackedConvWeights at_load = pack_conv2d_weights(p, w.data());
+  std::vector<float> packed6(static_cast<size_t>(f32_conv_pack_6x16_avx2(p, w.data(), nullptr)));
+  f32_conv_pack_6x16_avx2(p, w.data(), packed6.data());
   const double t0 = process_cpu_seconds();
   for (auto _ : state) {
     if (state.range(3) == 0) {
-      conv2d(p, x.data(), w.data(), bias.data(), y.data(), Activation::hard_swish());
+      conv2d(p, x.data(), w.data(), bias.data(), y.data(), Activation::hard_swish(), nullptr,
+             &at_load);
     } else if (state.range(3) == 2) {
-      t.conv1x1(p, x.data(), w.data(), bias.data(), y.data(), Activation::hard_swish());
+      t.conv1x1(p, x.data(), packed1x1.data(), bias.data(), y.data(), Activation::hard_swish());
+    } else if (state.range(3) == 3) {
+      f32_conv1x1_6x16_avx2(p, x.data(), packed6.data(), bias.data(), y.data(),
+                            Activation::hard_swish());
     } else {
       t.conv_packed(p, x.data(), packed.data(), bias.data(), y.data(), Activation::hard_swish());
     }
@@ -241,20 +253,27 @@ void BM_Conv1x1Path(benchmark::State& state) {
   set_flop_counters(state, 2.0 * p.c_out * p.w * p.c_in, process_cpu_seconds() - t0);
 }
 BENCHMARK(BM_Conv1x1Path)
-    ->ArgsProduct({{240}, {240}, {240, 960}, {0, 1, 2}})
-    ->ArgsProduct({{480}, {480}, {120, 240, 480}, {0, 1, 2}})
-    ->ArgsProduct({{64}, {128}, {960}, {0, 1, 2}})
-    ->ArgsProduct({{192}, {192}, {1600}, {0, 1, 2}})
+    // The recogniser's pointwise convs (48×320 input).
+    ->ArgsProduct({{16}, {32}, {3840}, {0, 1, 2, 3}})
+    ->ArgsProduct({{32}, {64}, {3840}, {0, 1, 2, 3}})
+    ->ArgsProduct({{64}, {64}, {3840}, {0, 1, 2, 3}})
+    ->ArgsProduct({{64, 128}, {128}, {1920}, {0, 1, 2, 3}})
+    ->ArgsProduct({{128}, {240}, {960}, {0, 1, 2, 3}})
+    ->ArgsProduct({{240}, {240}, {240, 960}, {0, 1, 2, 3}})
+    ->ArgsProduct({{240}, {480}, {480}, {0, 1, 2, 3}})
+    ->ArgsProduct({{480}, {480}, {120, 240, 480}, {0, 1, 2, 3}})
+    ->ArgsProduct({{64}, {128}, {960}, {0, 1, 2, 3}})
+    ->ArgsProduct({{192}, {192}, {1600}, {0, 1, 2, 3}})
     // The detector's pointwise convs (c_in → c_out at H·W pixels).
-    ->ArgsProduct({{16}, {32}, {102400}, {0, 1, 2}})
-    ->ArgsProduct({{32}, {48}, {25600}, {0, 1, 2}})
-    ->ArgsProduct({{48}, {12, 48}, {25600}, {0, 1, 2}})
-    ->ArgsProduct({{12}, {96}, {25600}, {0, 1, 2}})
-    ->ArgsProduct({{18, 48, 96}, {96}, {6400}, {0, 1, 2}})
-    ->ArgsProduct({{96}, {18}, {6400}, {0, 1, 2}})
-    ->ArgsProduct({{96}, {192}, {1600}, {0, 1, 2}})
-    ->ArgsProduct({{192}, {384}, {400}, {0, 1, 2}})
-    ->ArgsProduct({{384}, {360, 384}, {400}, {0, 1, 2}})
+    ->ArgsProduct({{16}, {32}, {102400}, {0, 1, 2, 3}})
+    ->ArgsProduct({{32}, {48}, {25600}, {0, 1, 2, 3}})
+    ->ArgsProduct({{48}, {12, 48}, {25600}, {0, 1, 2, 3}})
+    ->ArgsProduct({{12}, {96}, {25600}, {0, 1, 2, 3}})
+    ->ArgsProduct({{18, 48, 96}, {96}, {6400}, {0, 1, 2, 3}})
+    ->ArgsProduct({{96}, {18}, {6400}, {0, 1, 2, 3}})
+    ->ArgsProduct({{96}, {192}, {1600}, {0, 1, 2, 3}})
+    ->ArgsProduct({{192}, {384}, {400}, {0, 1, 2, 3}})
+    ->ArgsProduct({{384}, {360, 384}, {400}, {0, 1, 2, 3}})
     ->ArgNames({"c_in", "c_out", "pixels", "path"})
     ->UseRealTime();
 

@@ -11,7 +11,9 @@
 # applied (`tailor run MODEL --tuning DIR/<model>/decisions.json`, the
 # record of `tailor tune MODEL -o DIR/<model>`; <model> is rec, cls, det,
 # demo or isnet; --threads overrides the record's thread count), in the same
-# alternation (tailor, tailor tuned, ORT).
+# alternation (tailor, tailor tuned, ORT). With --baseline PATH, another
+# tailor binary (a build of main, say) runs the same model in the same
+# alternation (tailor, [tuned,] baseline, ORT): before/after columns from one run.
 # Both runtimes get the same seeded input .npy (uniform in [-1, 1), xorshift32
 # seed 1, written by bench/runtime/ort_latency.sh's generator). For each model
 # and thread count the two are run alternately ROUNDS times (tailor, ORT,
@@ -22,9 +24,10 @@
 # than cores).
 #   bench/runtime/latency_vs_ort.sh [--threads "1 2"] [--runs N] [--rounds R]
 #                                   [--models "rec det isnet cls demo"] [--tailor PATH]
-#                                   [--tuning DIR] [--det-size S] [--demo PATH]
-# Prints one table: model, threads, tailor median ms, [tuned median ms,] ORT
-# median ms, ratio (tailor / ORT; below 1.5 meets the goal) [, tuned / ORT].
+#                                   [--tuning DIR] [--baseline PATH] [--det-size S] [--demo PATH]
+# Prints one table: model, threads, tailor median ms, [tuned median ms,]
+# [baseline median ms,] ORT median ms, ratio (tailor / ORT; below 1.5 meets
+# the goal) [, tuned / ORT] [, baseline / ORT].
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,6 +37,7 @@ rounds=2
 models="rec det isnet"
 tailor="$root/build/tailor"
 tuning=""
+baseline=""
 det_size=640
 demo="$root/demo-out/model.onnx"
 while [ $# -gt 0 ]; do
@@ -44,12 +48,14 @@ while [ $# -gt 0 ]; do
     --models) models=$2; shift 2 ;;
     --tailor) tailor=$2; shift 2 ;;
     --tuning) tuning=$2; shift 2 ;;
+    --baseline) baseline=$2; shift 2 ;;
     --det-size) det_size=$2; shift 2 ;;
     --demo) demo=$2; shift 2 ;;
-    *) echo "usage: $0 [--threads \"1 2\"] [--runs N] [--rounds R] [--models \"rec det isnet cls demo\"] [--tailor PATH] [--tuning DIR] [--det-size S] [--demo PATH]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--threads \"1 2\"] [--runs N] [--rounds R] [--models \"rec det isnet cls demo\"] [--tailor PATH] [--tuning DIR] [--baseline PATH] [--det-size S] [--demo PATH]" >&2; exit 2 ;;
   esac
 done
 [ -x "$tailor" ] || { echo "latency_vs_ort: no tailor binary at $tailor (cmake --build build --target tailor)" >&2; exit 1; }
+[ -z "$baseline" ] || [ -x "$baseline" ] || { echo "latency_vs_ort: no baseline binary at $baseline" >&2; exit 1; }
 bash "$root/scripts/install-ort.sh" >/dev/null
 export OMP_WAIT_POLICY=passive
 tmp=$(mktemp -d)
@@ -62,10 +68,11 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) p
 
 echo "# $(date -u +%FT%TZ) $(uptime | sed 's/.*load/load/'), $(nproc) cores; runs=$runs rounds=$rounds"
 if [ -n "$tuning" ]; then
-  printf '%-14s %-16s %7s %11s %11s %11s %7s %7s\n' model input threads tailor_ms tuned_ms ort_ms ratio tuned_r
+  printf '%-14s %-16s %7s %11s %11s %11s %7s %7s' model input threads tailor_ms tuned_ms ort_ms ratio tuned_r
 else
-  printf '%-14s %-16s %7s %11s %11s %7s\n' model input threads tailor_ms ort_ms ratio
+  printf '%-14s %-16s %7s %11s %11s %7s' model input threads tailor_ms ort_ms ratio
 fi
+if [ -n "$baseline" ]; then printf ' %11s %7s\n' base_ms base_r; else echo; fi
 row() {  # LABEL KEY MODEL INPUT_NAME RUNS d0 d1 d2 d3
   local label=$1 key=$2 model=$3 name=$4 n=$5; shift 5
   local shape; shape=$(IFS=x; echo "$*")
@@ -81,7 +88,7 @@ row() {  # LABEL KEY MODEL INPUT_NAME RUNS d0 d1 d2 d3
   random_input "$tmp/$label.npy" "$@"
   local t r ours tuned theirs
   for t in $threads; do
-    : >"$tmp/ours" ; : >"$tmp/tuned" ; : >"$tmp/theirs"
+    : >"$tmp/ours" ; : >"$tmp/tuned" ; : >"$tmp/base" ; : >"$tmp/theirs"
     for ((r = 0; r < rounds; r++)); do
       "$tailor" run "$model" --input "$name=$tmp/$label.npy" --threads "$t" --time "$n" |
         sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p' >>"$tmp/ours"
@@ -89,18 +96,28 @@ row() {  # LABEL KEY MODEL INPUT_NAME RUNS d0 d1 d2 d3
         "$tailor" run "$model" --tuning "$record" --input "$name=$tmp/$label.npy" --threads "$t" --time "$n" |
           sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p' >>"$tmp/tuned"
       fi
+      if [ -n "$baseline" ]; then
+        "$baseline" run "$model" --input "$name=$tmp/$label.npy" --threads "$t" --time "$n" |
+          sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p' >>"$tmp/base"
+      fi
       node "$root/tools/ort/run.js" "$model" --input "$name=$tmp/$label.npy" --threads "$t" --time "$n" |
         sed -n 's/^median_ms=\([0-9.]*\).*/\1/p' >>"$tmp/theirs"
     done
     ours=$(median <"$tmp/ours"); theirs=$(median <"$tmp/theirs")
     if [ -n "$record" ]; then
       tuned=$(median <"$tmp/tuned")
-      printf '%-14s %-16s %7s %11.2f %11.2f %11.2f %7.2f %7.2f\n' "$label" "$shape" "$t" "$ours" "$tuned" "$theirs" \
+      printf '%-14s %-16s %7s %11.2f %11.2f %11.2f %7.2f %7.2f' "$label" "$shape" "$t" "$ours" "$tuned" "$theirs" \
         "$(awk -v a="$ours" -v b="$theirs" 'BEGIN {print a / b}')" \
         "$(awk -v a="$tuned" -v b="$theirs" 'BEGIN {print a / b}')"
     else
-      printf '%-14s %-16s %7s %11.2f %11.2f %7.2f\n' "$label" "$shape" "$t" "$ours" "$theirs" \
+      printf '%-14s %-16s %7s %11.2f %11.2f %7.2f' "$label" "$shape" "$t" "$ours" "$theirs" \
         "$(awk -v a="$ours" -v b="$theirs" 'BEGIN {print a / b}')"
+    fi
+    if [ -n "$baseline" ]; then
+      local base; base=$(median <"$tmp/base")
+      printf ' %11.2f %7.2f\n' "$base" "$(awk -v a="$base" -v b="$theirs" 'BEGIN {print a / b}')"
+    else
+      echo
     fi
   done
 }

@@ -82,17 +82,19 @@ bool winograd_pays(const Conv2dParams& p) {
 }
 
 // Planes where the conv1x1 kernel (x read in place, epilogue on the
-// register tile) beats the gemm path (OpenBLAS zeroing y and copying x, then
-// a bias/activation pass): kernels_bench BM_Conv1x1Path, Zen 4, 1 thread,
-// CPU time, hard_swish: at 400–6400 pixels 88–93 GFLOP/s against 80–89
-// (c_in ≥ 96), 65–86 against 55–77 (c_in 18–96 at 6400), the recogniser's
-// 120–960 pixels level or better; at 25600 pixels and more it is level or
-// slower (12→96: 33 against 39), and under 16 pixels a tile is mostly padding.
+// register tile, weights packed at load) beats the gemm path (OpenBLAS
+// zeroing y and copying x, then a bias/activation pass): from 16 pixels
+// (under, a tile is mostly padding) up to the table's conv1x1_max_pixels
+// (registry.cpp: 8192 for the AVX2 kernel, no limit for the AVX-512 one).
+// kernels_bench BM_Conv1x1Path, Zen 4, 1 thread, CPU time, hard_swish: the
+// AVX2 kernel at 400–6400 pixels 88–93 GFLOP/s against 80–89 (c_in ≥ 96),
+// 65–86 against 55–77 (c_in 18–96 at 6400), the recogniser's 120–960 pixels
+// level or better; the AVX-512 kernel 2× the AVX2 one on the recogniser's
+// shapes (218–239 against 111–120 at 120–960 pixels, c_in ≥ 128).
 constexpr int64_t kConv1x1MinPixels = 16;
-constexpr int64_t kConv1x1MaxPixels = 8192;
 
-bool conv1x1_pays(int64_t pixels) {
-  return pixels >= kConv1x1MinPixels && pixels <= kConv1x1MaxPixels;
+bool conv1x1_pays(const KernelTable& kt, int64_t pixels) {
+  return pixels >= kConv1x1MinPixels && pixels <= kt.conv1x1_max_pixels;
 }
 
 }  // namespace
@@ -142,7 +144,7 @@ int64_t conv2d_scratch_size(const Conv2dParams& p) {
 
 bool PackedConvWeights::serves(const Conv2dParams& p) const {
   return !data.empty() && c_out == p.c_out && c_in == p.c_in && kh == p.kh && kw == p.kw &&
-         groups == p.groups && !is_depthwise(p) && !is_pointwise(p);
+         groups == p.groups && !is_depthwise(p) && pointwise == is_pointwise(p);
 }
 
 PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w) {
@@ -151,8 +153,14 @@ PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w) {
         "", "Conv weights to pack have an invalid shape: " + dims(p));
   PackedConvWeights pw;
   pw.c_out = p.c_out, pw.c_in = p.c_in, pw.kh = p.kh, pw.kw = p.kw, pw.groups = p.groups;
-  if (is_depthwise(p) || is_pointwise(p)) return pw;
+  if (is_depthwise(p)) return pw;
   const KernelTable& kt = active_kernels();
+  if (is_pointwise(p)) {  // for the conv1x1 kernel (the gemm path reads w)
+    pw.pointwise = true;
+    pw.data.resize(static_cast<size_t>(kt.conv1x1_pack(p, w, nullptr)));
+    kt.conv1x1_pack(p, w, pw.data.data());
+    return pw;
+  }
   pw.data.resize(static_cast<size_t>(kt.conv_pack(p, w, nullptr)));
   kt.conv_pack(p, w, pw.data.data());
   if (winograd_weights_pay(p)) {
@@ -208,8 +216,14 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
   // 1×1, stride 1, unpadded: y_g = W_g·x_g per image and group, x used as the
   // [cig, h·w] matrix itself.
   const int64_t ohw = p.out_h() * p.out_w();
-  if (p.column_block == 0 && conv1x1_pays(ohw)) {  // column_block: the gemm path's tuning
-    kt.conv1x1(p, x, w, bias, y, act);
+  if (p.column_block == 0 && conv1x1_pays(kt, ohw)) {  // column_block: the gemm path's tuning
+    if (packed != nullptr && packed->serves(p)) {
+      kt.conv1x1(p, x, packed->data.data(), bias, y, act);
+    } else {  // weights that are not a constant: packed for this call
+      std::vector<float> wp(static_cast<size_t>(kt.conv1x1_pack(p, w, nullptr)));
+      kt.conv1x1_pack(p, w, wp.data());
+      kt.conv1x1(p, x, wp.data(), bias, y, act);
+    }
     return;
   }
   // Elsewhere the gemm kernel. Work items (image, group, block of output

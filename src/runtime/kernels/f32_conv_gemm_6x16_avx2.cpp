@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/kernels/f32_conv_im2col_avx2.h"
+#include "runtime/kernels/f32_conv_panels.h"
 #include "runtime/kernels/f32_gemm_6x16_avx2.h"
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/runtime/kernels/registry.h"
@@ -78,25 +79,7 @@ void conv_block(const Conv2dParams& p, const float* xg, const float* ag, const f
 }  // namespace
 
 int64_t f32_conv_pack_6x16_avx2(const Conv2dParams& p, const float* w, float* packed) {
-  // groups · ⌈cog/6⌉·6 · K floats: w [c_out, K] (K = c_in/groups·kh·kw) per
-  // group in panels of 6 output channels, k-major: ap[g][panel][k][r]
-  // (rows past cog zero).
-  const int64_t cog = p.c_out / p.groups, k = p.c_in / p.groups * p.kh * p.kw;
-  const int64_t panels = (cog + kMr - 1) / kMr;
-  if (packed == nullptr) return p.groups * panels * kMr * k;
-  for (int64_t g = 0; g < p.groups; ++g) {
-    const float* wg = w + g * cog * k;
-    float* ag = packed + g * panels * kMr * k;
-    for (int64_t pn = 0; pn < panels; ++pn) {
-      for (int64_t i = 0; i < k; ++i) {
-        for (int64_t r = 0; r < kMr; ++r) {
-          const int64_t o = pn * kMr + r;
-          ag[(pn * k + i) * kMr + r] = o < cog ? wg[o * k + i] : 0.f;
-        }
-      }
-    }
-  }
-  return p.groups * panels * kMr * k;
+  return detail::pack_conv_panels(p, w, kMr, packed);  // ap[g][panel][k][r], 6 rows
 }
 
 void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const float* packed,

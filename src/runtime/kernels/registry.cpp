@@ -2,6 +2,7 @@
 // never test CPU features themselves (the query is tailor::cpu_features()).
 #include "tailor/runtime/kernels/registry.h"
 
+#include <limits>
 #include <string>
 
 #include "tailor/core/error.h"
@@ -9,12 +10,21 @@
 namespace tailor::runtime::kernels {
 namespace {
 
+// Planes past which f32_conv1x1_6x16_avx2 is level with the gemm path
+// (OpenBLAS + a bias/activation pass) or slower: kernels_bench
+// BM_Conv1x1Path, Zen 4, 1 thread, CPU time, at 25600 and 102400 pixels
+// 16→32, 32→48, 48→48 49–97 GFLOP/s against 47–91, 48→12 and 12→96 46–68
+// against 64–76. f32_conv1x1_12x32_avx512 beats the gemm path on every plane
+// measured (there 68–182 against 47–91), so with it there is no limit.
+constexpr int64_t kConv1x1Avx2MaxPixels = 8192;
+
 constexpr KernelTable kRef{
     Isa::ref,        f32_gemm_ref,           f32_gemv_ref,      f32_conv_ref,
     f32_conv_ref,    f32_bias_act_ref,       f32_exp_ref,       f32_batchnorm_ref,
     f32_softmax_ref, f32_maxpool_ref,        f32_resize_ref,    f32_conv_pack_ref,
     f32_conv_ref,    f32_attention_ref,      f32_rope_ref,      f32_conv_winograd_f43_ref,
-    qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref, f32_conv_ref};
+    qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref, f32_conv_pack_ref,
+    f32_conv_ref,    kConv1x1Avx2MaxPixels};
 
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr KernelTable kAvx2 {
@@ -27,7 +37,7 @@ constexpr KernelTable kAvx2 {
 #else
       qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref,
 #endif
-      f32_conv1x1_6x16_avx2
+      f32_conv_pack_6x16_avx2, f32_conv1x1_6x16_avx2, kConv1x1Avx2MaxPixels
 };
 constexpr bool kAvx2Built = true;
 #else
@@ -64,6 +74,8 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_conv_gemm_6x16_avx2), "f32_conv_gemm_6x16_avx2"},
     {reinterpret_cast<const void*>(&f32_conv_dw_2x32_avx2), "f32_conv_dw_2x32_avx2"},
     {reinterpret_cast<const void*>(&f32_conv1x1_6x16_avx2), "f32_conv1x1_6x16_avx2"},
+    {reinterpret_cast<const void*>(&f32_conv1x1_pack_12x32), "f32_conv1x1_pack_12x32"},
+    {reinterpret_cast<const void*>(&f32_conv1x1_12x32_avx512), "f32_conv1x1_12x32_avx512"},
     {reinterpret_cast<const void*>(&f32_bias_act_avx2), "f32_bias_act_avx2"},
     {reinterpret_cast<const void*>(&f32_exp_avx2), "f32_exp_avx2"},
     {reinterpret_cast<const void*>(&f32_batchnorm_avx2), "f32_batchnorm_avx2"},
@@ -109,10 +121,18 @@ bool isa_available(Isa isa) {
 namespace {
 
 // The avx2 table with the W8A8 conv on VPDPBUSD where this CPU has AVX512-VNNI
-// on ymm (the same packed weights).
+// on ymm (the same packed weights), and the f32 1×1 conv on 12×32 AVX-512F
+// tiles (its own packed weights) where it has AVX-512F.
 const KernelTable& avx2_table() {
   static const KernelTable table = [] {
     KernelTable t = kAvx2;
+#if defined(__AVX2__) && defined(__FMA__)
+    if (cpu_features().avx512f) {
+      t.conv1x1_pack = f32_conv1x1_pack_12x32;
+      t.conv1x1 = f32_conv1x1_12x32_avx512;
+      t.conv1x1_max_pixels = std::numeric_limits<int64_t>::max();
+    }
+#endif
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
     if (cpu_features().avx512vnni && cpu_features().avx512vl)
       t.q8q8_conv1x1 = q8_q8_conv1x1_8x16_avx512vnni;
@@ -176,6 +196,8 @@ std::string describe(const KernelTable& t) {
   s += name_of(t.qb_conv);
   s += " q8q8_conv1x1=";
   s += name_of(t.q8q8_conv1x1);
+  s += " conv1x1_pack=";
+  s += name_of(t.conv1x1_pack);
   s += " conv1x1=";
   s += name_of(t.conv1x1);
   return s;

@@ -1,4 +1,5 @@
-// f32_conv_gemm_6x16_avx2, f32_conv_dw_2x32_avx2, f32_conv1x1_6x16_avx2 and the 1×1 path (gemm +
+// f32_conv_gemm_6x16_avx2, f32_conv_dw_2x32_avx2, f32_conv1x1_6x16_avx2,
+// f32_conv1x1_12x32_avx512 (where the CPU has AVX-512F) and the 1×1 path (gemm +
 // bias_act kernels) against f32_conv_ref on shapes that hit every tail: odd
 // sizes, channel counts not multiples of the 6-row tile, pixel counts not
 // multiples of 16 or 32, asymmetric pads, strides 1–3, dilations, groups,
@@ -54,7 +55,7 @@ class F32Conv : public KernelVsRef {
   // Runs `fn` (or, when null, the conv2d operator, on weights packed by
   // pack_conv2d_weights when `packed`) against f32_conv_ref.
   void check(const ConvCase& c, F32ConvFn fn, const Activation& act, bool with_bias, uint64_t seed,
-             bool packed = false) {
+             bool packed = false, double tol_scale = 1.0) {
     const Conv2dParams p = params(c);
     validate(p);
     const int64_t wn = p.c_out * (p.c_in / p.groups) * p.kh * p.kw;
@@ -69,8 +70,10 @@ class F32Conv : public KernelVsRef {
       fn(p, x.data(), w.data(), bp, got.data(), act);
     } else if (packed) {
       const PackedConvWeights pw = pack_conv2d_weights(p, w.data());
-      // The packed path reads no w: pass none where the packed weights serve p.
-      conv2d(p, x.data(), pw.serves(p) ? nullptr : w.data(), bp, got.data(), act, nullptr, &pw);
+      // The packed path reads no w: pass none where the packed weights serve p
+      // (a pointwise conv's gemm path reads w).
+      conv2d(p, x.data(), pw.serves(p) && !pw.pointwise ? nullptr : w.data(), bp, got.data(), act,
+             nullptr, &pw);
     } else {
       conv2d(p, x.data(), w.data(), bp, got.data(), act);
     }
@@ -84,7 +87,8 @@ class F32Conv : public KernelVsRef {
     std::vector<double> tol(ny);
     for (size_t i = 0; i < ny; ++i) {
       const double m = mag[i];
-      tol[i] = 1.5 * k * kEps * m + 8 * kEps * std::fabs(want[i]) + kEps * m * std::max(1.0, m) +
+      tol[i] = tol_scale * (1.5 * k * kEps * m + 8 * kEps * std::fabs(want[i]) +
+                            kEps * m * std::max(1.0, m)) +
                0x1p-126;
     }
     expect_within(got, want, tol,
@@ -130,7 +134,7 @@ const ConvCase kPointwiseCases[] = {
     {2, 12, 20, 21, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 3, 0},
     {1, 16, 30, 30, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 100},
     {1, 6, 3, 4, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},     // 12 pixels: the gemm path
-    {1, 8, 100, 90, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // 9000 pixels: the gemm path
+    {1, 8, 100, 90, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // 9000 pixels: gemm path on AVX2
 };
 
 TEST_F(F32Conv, Gemm6x16MatchesReference) {
@@ -172,7 +176,18 @@ TEST_F(F32Conv, PackedWeightsServeOnlyTheirShape) {
   Conv2dParams pointwise = p;
   pointwise.kh = pointwise.kw = 1, pointwise.pad_top = pointwise.pad_left = 0;
   pointwise.pad_bottom = pointwise.pad_right = 0;
-  EXPECT_TRUE(pack_conv2d_weights(pointwise, w.data()).data.empty());
+  // A pointwise conv's weights are packed for the conv1x1 kernel, and serve
+  // only pointwise convs of their shape.
+  const PackedConvWeights ppw = pack_conv2d_weights(pointwise, w.data());
+  EXPECT_TRUE(ppw.pointwise);
+  EXPECT_EQ(static_cast<int64_t>(ppw.data.size()),
+            active_kernels().conv1x1_pack(pointwise, w.data(), nullptr));
+  EXPECT_TRUE(ppw.serves(pointwise));
+  Conv2dParams strided = pointwise;
+  strided.stride_h = 2;
+  EXPECT_FALSE(ppw.serves(strided));
+  EXPECT_FALSE(pack_conv2d_weights(strided, w.data()).pointwise);
+  EXPECT_FALSE(pack_conv2d_weights(strided, w.data()).serves(pointwise));
   Conv2dParams bad = p;
   bad.groups = 2;  // c_in 3 not divisible
   EXPECT_THROW(pack_conv2d_weights(bad, w.data()), Error);
@@ -186,10 +201,10 @@ TEST_F(F32Conv, Depthwise2x32MatchesReference) {
   }
 }
 
-// 1×1 stride-1 unpadded shapes for f32_conv1x1_6x16_avx2: pixels under 16,
-// not a multiple of 16 or of 64 (the copied tail), planes past the in-place
-// limit (8192 pixels, copied 64 at a time), c_out not a multiple of 6, groups,
-// K past one 256-chunk.
+// 1×1 stride-1 unpadded shapes for the conv1x1 kernels (f32_conv1x1_6x16_avx2,
+// f32_conv1x1_12x32_avx512): pixels under 16, not a multiple of 16, 32 or of
+// the copied 64 / 128, planes past the in-place limit (8192 pixels, copied),
+// c_out not a multiple of 6 or 12, groups, K past one 256-chunk.
 const ConvCase kConv1x1Cases[] = {
     // n, c_in, h, w, c_out, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, column_block
     {1, 7, 5, 9, 11, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},     // 45 pixels
@@ -198,34 +213,140 @@ const ConvCase kConv1x1Cases[] = {
     {1, 300, 7, 13, 13, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // K = 300
     {1, 16, 93, 97, 14, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // 9021 pixels: copied
     {1, 24, 80, 80, 18, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 0},  // 6400 pixels, groups 2
+    {1, 33, 1, 120, 37, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},  // blocks of 64: 56-pixel tail
+    {1, 17, 4, 4, 25, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0},    // 16 pixels
+    {2, 50, 11, 3, 26, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 0},   // 33 pixels, groups 2
 };
 
+// Activations with the epilogue's affine maps (PP-OCRv4's learnable affine
+// blocks) around them: pre ×0.75 + 0.25, post ×1.5 − 0.125.
+Activation with_affine(Activation a) {
+  a.pre_scale = 0.75f, a.pre_shift = 0.25f, a.post_scale = 1.5f, a.post_shift = -0.125f;
+  return a;
+}
+
+// The conv1x1 kernels as F32ConvFn on w as it is: each packs w as its table
+// does, then runs.
+void conv1x1_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                  float* y, const Activation& act) {
+  std::vector<float> pw(static_cast<size_t>(f32_conv_pack_6x16_avx2(p, w, nullptr)));
+  f32_conv_pack_6x16_avx2(p, w, pw.data());
+  f32_conv1x1_6x16_avx2(p, x, pw.data(), bias, y, act);
+}
+void conv1x1_avx512(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                    float* y, const Activation& act) {
+  std::vector<float> pw(static_cast<size_t>(f32_conv1x1_pack_12x32(p, w, nullptr)));
+  EXPECT_EQ(f32_conv1x1_pack_12x32(p, w, pw.data()), static_cast<int64_t>(pw.size()));
+  f32_conv1x1_12x32_avx512(p, x, pw.data(), bias, y, act);
+}
+// The avx2 table's conv1x1 (the AVX-512 kernel where the CPU has AVX-512F).
+void conv1x1_table(const Conv2dParams& p, const float* x, const float* w, const float* bias,
+                   float* y, const Activation& act) {
+  const KernelTable& t = kernel_table(Isa::avx2);
+  std::vector<float> pw(static_cast<size_t>(t.conv1x1_pack(p, w, nullptr)));
+  t.conv1x1_pack(p, w, pw.data());
+  t.conv1x1(p, x, pw.data(), bias, y, act);
+}
+
+struct Conv1x1Kernel {
+  const char* name;
+  F32ConvFn fn;
+};
+
+// The kernels this CPU runs: the AVX2 one, the AVX-512 one with AVX-512F.
+std::vector<Conv1x1Kernel> conv1x1_kernels() {
+  std::vector<Conv1x1Kernel> k = {{"avx2", conv1x1_avx2}, {"table", conv1x1_table}};
+  if (cpu_features().avx512f) k.push_back({"avx512", conv1x1_avx512});
+  return k;
+}
+
 TEST_F(F32Conv, Conv1x1MatchesReference) {
-  uint64_t seed = 500;
+  for (const Conv1x1Kernel& k : conv1x1_kernels()) {
+    SCOPED_TRACE(k.name);
+    uint64_t seed = 500;
+    for (const ConvCase& c : kConv1x1Cases) {
+      for (const Activation& act : kActs) check(c, k.fn, act, true, seed += 3);
+      check(c, k.fn, Activation::none(), false, seed += 3);
+      // The maps scale the error by at most 1.5 (post) · 0.75 (pre), plus
+      // their own roundings (ε of |v| and |y|, within the bound's ε·Σ|terms|
+      // and 8ε·|y| terms doubled).
+      for (const Activation& act : {Activation::hard_swish(), Activation::sigmoid(),
+                                    Activation::relu(), Activation::clip(-0.5f, 0.5f)})
+        check(c, k.fn, with_affine(act), true, seed += 3, false, 2.0);
+    }
+  }
+}
+
+TEST_F(F32Conv, Conv1x1Avx512GivesTheAvx2KernelsBits) {
+  // Each output is one FMA chain over ascending k from +0 in both kernels and
+  // both end in f32_bias_act_avx2: the same bits, every activation and map.
+  if (!cpu_features().avx512f) GTEST_SKIP() << "CPU lacks AVX-512F";
+  uint64_t seed = 700;
   for (const ConvCase& c : kConv1x1Cases) {
-    for (const Activation& act : kActs) check(c, opt().conv1x1, act, true, seed += 3);
-    check(c, opt().conv1x1, Activation::none(), false, seed += 3);
+    const Conv2dParams p = params(c);
+    const auto x = uniform(p.n * p.c_in * p.h * p.w, seed += 3);
+    const auto w = uniform(p.c_out * (p.c_in / p.groups), seed + 1);
+    const auto bias = uniform(p.c_out, seed + 2);
+    const size_t ny = static_cast<size_t>(p.n * p.c_out * p.h * p.w);
+    for (const Activation& act0 : kActs) {
+      for (const Activation& act : {act0, with_affine(act0)}) {
+        std::vector<float> want(ny, -7.f), got(ny, -99.f);
+        conv1x1_avx2(p, x.data(), w.data(), bias.data(), want.data(), act);
+        conv1x1_avx512(p, x.data(), w.data(), bias.data(), got.data(), act);
+        expect_same(got, want, label(c) + " act " + std::to_string(static_cast<int>(act.kind)));
+      }
+    }
   }
 }
 
 TEST_F(F32Conv, Conv1x1GivesTheSameBitsAtOneAndTwoThreads) {
   // In place (6400 pixels) and copied (9021): both large enough for the team.
-  for (const ConvCase& c : {kConv1x1Cases[5], kConv1x1Cases[4]}) {
-    const Conv2dParams p = params(c);
-    const auto x = uniform(p.n * p.c_in * p.h * p.w, 600);
-    const auto w = uniform(p.c_out * (p.c_in / p.groups), 601);
-    const auto bias = uniform(p.c_out, 602);
-    const size_t ny = static_cast<size_t>(p.n * p.c_out * p.h * p.w);
-    std::vector<float> one(ny), two(ny, -99.f);
-    {
-      linalg::ThreadLimit limit(1);
-      opt().conv1x1(p, x.data(), w.data(), bias.data(), one.data(), Activation::hard_swish());
+  for (const Conv1x1Kernel& k : conv1x1_kernels()) {
+    for (const ConvCase& c : {kConv1x1Cases[5], kConv1x1Cases[4]}) {
+      const Conv2dParams p = params(c);
+      const auto x = uniform(p.n * p.c_in * p.h * p.w, 600);
+      const auto w = uniform(p.c_out * (p.c_in / p.groups), 601);
+      const auto bias = uniform(p.c_out, 602);
+      const size_t ny = static_cast<size_t>(p.n * p.c_out * p.h * p.w);
+      std::vector<float> one(ny), two(ny, -99.f);
+      {
+        linalg::ThreadLimit limit(1);
+        k.fn(p, x.data(), w.data(), bias.data(), one.data(), Activation::hard_swish());
+      }
+      {
+        linalg::ThreadLimit limit(2);
+        k.fn(p, x.data(), w.data(), bias.data(), two.data(), Activation::hard_swish());
+      }
+      expect_same(two, one, std::string(k.name) + " " + label(c) + " at 2 threads against 1");
     }
-    {
-      linalg::ThreadLimit limit(2);
-      opt().conv1x1(p, x.data(), w.data(), bias.data(), two.data(), Activation::hard_swish());
+  }
+}
+
+TEST_F(F32Conv, Conv1x1PropagatesNaN) {
+  // A NaN input value makes every output of its pixel NaN, a NaN weight every
+  // output of its channel, through each activation (relu and clip included).
+  const ConvCase c{1, 21, 5, 13, 27, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0};  // 65 pixels
+  const Conv2dParams p = params(c);
+  const int64_t hw = p.h * p.w;
+  auto x = uniform(p.c_in * hw, 800);
+  auto w = uniform(p.c_out * p.c_in, 801);
+  const auto bias = uniform(p.c_out, 802);
+  const int64_t pixel = 64, channel = 25;  // in a strip's tail; in the last panel
+  x[static_cast<size_t>(3 * hw + pixel)] = std::nanf("");
+  w[static_cast<size_t>(channel * p.c_in + 7)] = std::nanf("");
+  for (const Conv1x1Kernel& k : conv1x1_kernels()) {
+    for (const Activation& act : kActs) {
+      std::vector<float> y(static_cast<size_t>(p.c_out * hw));
+      k.fn(p, x.data(), w.data(), bias.data(), y.data(), act);
+      for (int64_t o = 0; o < p.c_out; ++o) {
+        for (int64_t j = 0; j < hw; ++j) {
+          const bool nan = std::isnan(y[static_cast<size_t>(o * hw + j)]);
+          EXPECT_EQ(nan, j == pixel || o == channel)
+              << k.name << " act " << static_cast<int>(act.kind) << " channel " << o << " pixel "
+              << j;
+        }
+      }
     }
-    expect_same(two, one, label(c) + " at 2 threads against 1");
   }
 }
 

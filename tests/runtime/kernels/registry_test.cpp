@@ -42,7 +42,7 @@ TEST(KernelRegistry, ReferenceTableNamesItsKernels) {
             "conv_pack=f32_conv_pack_ref conv_packed=f32_conv_ref attention=f32_attention_ref "
             "rope=f32_rope_ref "
             "conv_winograd=f32_conv_winograd_f43_ref qb_conv=qb_f32_conv_ref "
-            "q8q8_conv1x1=q8_q8_conv1x1_ref conv1x1=f32_conv_ref");
+            "q8q8_conv1x1=q8_q8_conv1x1_ref conv1x1_pack=f32_conv_pack_ref conv1x1=f32_conv_ref");
 }
 
 TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
@@ -55,18 +55,20 @@ TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
   EXPECT_TRUE(f.avx2 && f.fma);
   const KernelTable& t = kernel_table(Isa::avx2);
   EXPECT_EQ(t.isa, Isa::avx2);
-  EXPECT_EQ(describe(t),
-            "avx2: gemm=f32_gemm_openblas gemv=f32_gemv_avx2 conv_gemm=f32_conv_gemm_6x16_avx2 "
-            "conv_dw=f32_conv_dw_2x32_avx2 bias_act=f32_bias_act_avx2 exp=f32_exp_avx2 "
-            "batch_norm=f32_batchnorm_avx2 softmax=f32_softmax_avx2 "
-            "max_pool=f32_maxpool_avx2 resize=f32_resize_avx2 "
-            "conv_pack=f32_conv_pack_6x16_avx2 conv_packed=f32_conv_gemm_packed_6x16_avx2 "
-            "attention=f32_attention_avx2 rope=f32_rope_avx2 "
-            "conv_winograd=f32_conv_winograd_f43_avx2 "
-            "qb_conv=qb_f32_conv_6x16_avx2 q8q8_conv1x1=" +
-                std::string(f.avx512vnni && f.avx512vl ? "q8_q8_conv1x1_8x16_avx512vnni"
-                                                       : "q8_q8_conv1x1_8x16_avx2") +
-                " conv1x1=f32_conv1x1_6x16_avx2");
+  EXPECT_EQ(
+      describe(t),
+      "avx2: gemm=f32_gemm_openblas gemv=f32_gemv_avx2 conv_gemm=f32_conv_gemm_6x16_avx2 "
+      "conv_dw=f32_conv_dw_2x32_avx2 bias_act=f32_bias_act_avx2 exp=f32_exp_avx2 "
+      "batch_norm=f32_batchnorm_avx2 softmax=f32_softmax_avx2 "
+      "max_pool=f32_maxpool_avx2 resize=f32_resize_avx2 "
+      "conv_pack=f32_conv_pack_6x16_avx2 conv_packed=f32_conv_gemm_packed_6x16_avx2 "
+      "attention=f32_attention_avx2 rope=f32_rope_avx2 "
+      "conv_winograd=f32_conv_winograd_f43_avx2 "
+      "qb_conv=qb_f32_conv_6x16_avx2 q8q8_conv1x1=" +
+          std::string(f.avx512vnni && f.avx512vl ? "q8_q8_conv1x1_8x16_avx512vnni"
+                                                 : "q8_q8_conv1x1_8x16_avx2") +
+          (f.avx512f ? " conv1x1_pack=f32_conv1x1_pack_12x32 conv1x1=f32_conv1x1_12x32_avx512"
+                     : " conv1x1_pack=f32_conv_pack_6x16_avx2 conv1x1=f32_conv1x1_6x16_avx2"));
 }
 
 TEST(KernelRegistry, ActiveTableIsTheForcedOrTheFastest) {

@@ -56,18 +56,22 @@ void validate(const Conv2dParams& p);
 int64_t conv2d_scratch_size(const Conv2dParams& p);
 
 /// Conv weights packed once, at load, for the conv GEMM path of
-/// active_kernels() (registry.h: conv_pack), with the weight shape they were
-/// packed for. `data` is empty when that path does not serve p: depthwise
-/// convs and 1×1 stride-1 unpadded ones read w as it is.
+/// active_kernels() (registry.h: conv_pack), or for a 1×1 stride-1 unpadded
+/// conv its conv1x1 kernel's (conv1x1_pack), with the weight shape they were
+/// packed for. `data` is empty for depthwise convs (w read as it is).
 struct PackedConvWeights {
   std::vector<float> data;
+  /// Packed by conv1x1_pack for a 1×1 stride-1 unpadded conv (its gemm path
+  /// still reads w).
+  bool pointwise = false;
   /// f32_conv_winograd_f43_pack's weights too (4× the 3×3 weights), for
   /// 3×3 stride-1 one-group convs (any dilation) with c_in, c_out ≥ 8 and
   /// c_in·c_out ≤ 2²⁰; else empty.
   std::vector<float> winograd;
   int64_t c_out = 0, c_in = 0, kh = 0, kw = 0, groups = 0;
-  /// Whether `data` holds p's weights (same c_out, c_in, kh, kw, groups) for
-  /// the packed path, so conv2d can use it for p.
+  /// Whether `data` holds p's weights (same c_out, c_in, kh, kw, groups, and
+  /// p pointwise exactly when they were packed as such) for the packed or
+  /// conv1x1 path, so conv2d can use it for p.
   bool serves(const Conv2dParams& p) const;
 };
 
@@ -79,9 +83,11 @@ PackedConvWeights pack_conv2d_weights(const Conv2dParams& p, const float* w);
 
 /// Convolution y = act(conv(x, w) + bias) (bias may be null), by the kernels
 /// of active_kernels() (registry.h): groups == c_in == c_out runs conv_dw
-/// (f32_conv_dw_2x32_avx2); 1×1, stride 1, no pads runs the gemm kernel on x
-/// directly (f32_gemm_openblas) then bias_act, in fixed blocks of
-/// column_block (default ≤ 512) output pixels shared by the OpenMP threads;
+/// (f32_conv_dw_2x32_avx2); 1×1, stride 1, no pads runs the conv1x1 kernel
+/// (on `packed` when it serves p, else on w packed for the call) where
+/// conv.cpp's rule says it pays, else the gemm kernel on x directly
+/// (f32_gemm_openblas) then bias_act, in fixed blocks of column_block
+/// (default ≤ 512) output pixels shared by the OpenMP threads, reading w;
 /// everything else conv_gemm (f32_conv_gemm_6x16_avx2, the implicit-im2col
 /// GEMM), or conv_packed on `packed` when it serves p (then w is not read
 /// and may be null), or conv_winograd (f32_conv_winograd_f43_avx2) when

@@ -221,14 +221,29 @@ void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const
 /// contract and bound.
 void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
                                 const float* bias, float* y, const Activation& act);
-/// 1×1 stride-1 unpadded conv (any groups) on w [c_out, c_in/groups] and x
-/// read in place: 6 output channels × 16 pixels per register tile (the
-/// strided 6×16 micro-kernel), bias and activation on the tile in L1, the
-/// last < 16 pixels through a zero-padded copy; work items (image, group,
-/// block_columns pixels) over OpenMP threads. Sums in ascending k (FMA, in
-/// chunks of 256). conv2d runs it where it beats the gemm path (conv.cpp).
-void f32_conv1x1_6x16_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
-                           float* y, const Activation& act);
+/// 1×1 stride-1 unpadded conv (any groups) on f32_conv_pack_6x16_avx2's
+/// weights (packed once, at load) and x read in place: 6 output channels ×
+/// 16 pixels per register tile (the strided 6×16 micro-kernel), bias and
+/// activation on the tile in L1, a strip's last < 16 pixels through a
+/// zero-padded copy; work items (image, group, block_columns pixels) over
+/// OpenMP threads. Sums in ascending k (FMA, in chunks of 256). conv2d runs
+/// it where it beats the gemm path (conv.cpp).
+void f32_conv1x1_6x16_avx2(const Conv2dParams& p, const float* x, const float* packed,
+                           const float* bias, float* y, const Activation& act);
+/// Per group, panels of 12 output channels k-major (ap[g][panel][k][r],
+/// rows past c_out/groups zero): groups·⌈(c_out/groups)/12⌉·12·(c_in/groups)
+/// floats (returned; written when `packed` is not null). Only the 1×1
+/// weight shape of p matters; f32_conv1x1_12x32_avx512 reads it.
+int64_t f32_conv1x1_pack_12x32(const Conv2dParams& p, const float* w, float* packed);
+/// f32_conv1x1_6x16_avx2's operation with AVX-512F (function target
+/// attributes; the registry picks it where cpu_features() has AVX-512F) on
+/// f32_conv1x1_pack_12x32's weights: 12 output channels × 32 pixels per
+/// register tile, each panel's column one contiguous 48-byte read per k, a
+/// strip's last < 32 pixels by masked loads in place. Each output is one FMA
+/// chain over ascending k from +0, as in the AVX2 kernel, and the epilogue is
+/// f32_bias_act_avx2 on the tile: the two kernels give the same bits.
+void f32_conv1x1_12x32_avx512(const Conv2dParams& p, const float* x, const float* packed,
+                              const float* bias, float* y, const Activation& act);
 /// Direct depthwise conv (groups == c_in == c_out): 2 output rows × 32
 /// columns in registers, from a zero-padded, stride-phase-split plane copy.
 void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
@@ -304,13 +319,19 @@ struct KernelTable {
   Q8Q8Conv1x1PackFn q8q8_conv1x1_pack;
   Q8Q8Conv1x1Fn q8q8_conv1x1;
   /// 1×1 stride-1 unpadded Conv where conv2d's rule picks it over gemm +
-  /// bias_act (conv.cpp)
-  F32ConvFn conv1x1;
+  /// bias_act (conv.cpp), on the weights of conv1x1_pack (packed once, at
+  /// load, by pack_conv2d_weights; per call for weights that are not constant)
+  F32ConvPackFn conv1x1_pack;
+  F32ConvPackedFn conv1x1;
+  /// The largest plane (H·W) conv2d gives conv1x1; larger ones take the gemm
+  /// path (where each kernel stops paying, kernels_bench BM_Conv1x1Path)
+  int64_t conv1x1_max_pixels;
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
 /// AVX2 and FMA for Isa::avx2). The avx2 table's q8q8_conv1x1 is the
-/// AVX512-VNNI kernel where the CPU has AVX512-VNNI and AVX512-VL.
+/// AVX512-VNNI kernel where the CPU has AVX512-VNNI and AVX512-VL, and its
+/// conv1x1 (with conv1x1_pack) f32_conv1x1_12x32_avx512 where it has AVX-512F.
 bool isa_available(Isa isa);
 /// The table of `isa`; throws tailor::Error when it is not available.
 const KernelTable& kernel_table(Isa isa);
