@@ -151,12 +151,15 @@ std::vector<EncodedLayer> run_guard(
       if (std::regex_match(cand.label, quantizer) &&
           std::find(labels.begin(), labels.end(), cand.label) == labels.end())
         labels.push_back(cand.label);
-  std::vector<EncodedLayer> best = encode(r.plan);
+  // guard_pick keeps the plan or the best uniform within the budget, and as
+  // points arrive it can go from the plan to a uniform and back (the plan
+  // fails against a worse uniform, then passes against a better one): so the
+  // plan's layers and the best uniform's are both kept until the end.
+  std::vector<EncodedLayer> plan_layers = encode(r.plan), rival_layers;
   GuardPoint mine{"plan (" + r.plan.solver + ")", r.plan.total_bytes};
-  mine.damage = meter.measure(best, &mine.per_input);
+  mine.damage = meter.measure(plan_layers, &mine.per_input);
   r.guard = {std::move(mine)};
   std::vector<plan::Plan> plans{r.plan};
-  size_t best_at = 0;  // the guard point whose encoded layers `best` holds
   for (const std::string& label : labels) {
     plan::Plan u = uniform_plan(r.profile, label, objective, o.seed, o.model);
     std::vector<EncodedLayer> layers = encode(u);
@@ -164,20 +167,13 @@ std::vector<EncodedLayer> run_guard(
     point.damage = meter.measure(layers, &point.per_input);
     r.guard.push_back(std::move(point));
     plans.push_back(std::move(u));
-    if (guard_pick(r.guard, budget) == r.guard.size() - 1) {
-      best = std::move(layers);
-      best_at = r.guard.size() - 1;
-    }
+    if (best_uniform(r.guard, budget) == r.guard.size() - 1) rival_layers = std::move(layers);
   }
   r.guard_kept = guard_pick(r.guard, budget);
-  // The pick can return to an earlier point (the plan fails against a worse
-  // uniform, then passes against a better one): encode the kept plan again
-  // so the written model is the one the guard kept.
-  if (r.guard_kept != best_at) best = encode(plans[r.guard_kept]);
   r.plan = std::move(plans[r.guard_kept]);
   r.plan.budget_bytes = budget;  // a kept uniform plan: the user's budget, not its own bytes
   r.guard_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  return best;
+  return r.guard_kept == 0 ? std::move(plan_layers) : std::move(rival_layers);
 }
 }  // namespace
 

@@ -170,6 +170,30 @@ TEST(UniformGuard, RanksByTheMeanDamageNotTheGeometricMean) {
   EXPECT_EQ(guard_pick({{"p", 100, nan, {0.1, nan, 0.1}}, u2}, 100), 1u);
 }
 
+// The pick is not monotone in the points measured so far: the plan fails
+// against a worse uniform and then passes against a better one, so compress
+// must write the layers of the final pick, not of the last point that led
+// (before, model.onnx could hold uniform u1's layers in this case).
+// Per input: plan {0, 0.4, 0, 0.4} (mean 0.2), u1 {0.5, 0, 0.5, 0} (mean
+// 0.25), u2 {0.02, 0.43, 0.02, 0.43} (mean 0.225, lower than u1's).
+// plan − u1 = {−0.5, 0.4, −0.5, 0.4}: mean −0.05, s = √(4·0.45²/3) = 0.5196,
+// bound −0.05 + 2.353·0.5196/2 = +0.561 ≥ 0, so u1 is kept.
+// plan − u2 = {−0.02, −0.03, −0.02, −0.03}: mean −0.025, s = √(4·0.005²/3)
+// = 0.005774, bound −0.025 + 2.353·0.005774/2 = −0.0182 < 0: the plan.
+TEST(UniformGuard, ThePickReturnsToThePlanWhenABetterUniformArrives) {
+  using compress::best_uniform;
+  using compress::difference_bound;
+  using compress::guard_pick;
+  const compress::GuardPoint plan{"plan", 100, 0.2, {0, 0.4, 0, 0.4}};
+  const compress::GuardPoint u1{"u1", 90, 0.25, {0.5, 0, 0.5, 0}};
+  const compress::GuardPoint u2{"u2", 90, 0.225, {0.02, 0.43, 0.02, 0.43}};
+  EXPECT_NEAR(difference_bound(plan, u1), 0.5613, 1e-3);
+  EXPECT_NEAR(difference_bound(plan, u2), -0.0182, 1e-3);
+  EXPECT_EQ(guard_pick({plan, u1}, 100), 1u);
+  EXPECT_EQ(best_uniform({plan, u1, u2}, 100), 2u);
+  EXPECT_EQ(guard_pick({plan, u1, u2}, 100), 0u);
+}
+
 TEST(UniformGuard, StudentTQuantilesFromTablesAndExpansion) {
   using compress::student_t95;
   EXPECT_EQ(student_t95(1), 6.314);
