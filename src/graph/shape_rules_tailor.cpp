@@ -2,7 +2,7 @@
 // tailor/graph/fused_ops.h and src/runtime/ops_compressed.cpp):
 // - FusedConv, FusedGemm, FusedMatMul: as Conv, Gemm, MatMul (the epilogue
 //   keeps the shape);
-// - LayerNormalization, Softmax, RMSNormalization: the input's type (and
+// - LayerNormalization, Softmax, SqueezeExcite, RMSNormalization: the input's type (and
 //   RMSNormalization's sum X + skip, its output 1, too);
 // - Attention: Q's type (Y [b, h, r, d] as Q [b, h, r, d]);
 // - GroupQueryAttention: Y as Q; the presents as the pasts, positions unknown;
@@ -115,6 +115,7 @@ const RuleEntry kTailorRules[] = {
     {"ai.tailor", "FusedMatMul", fused_matmul},
     {"ai.tailor", "LayerNormalization", same_as_input},
     {"ai.tailor", "Softmax", same_as_input},
+    {"ai.tailor", "SqueezeExcite", same_as_input},
     {"ai.tailor", "Attention", same_as_input},
     {"ai.tailor", "GroupQueryAttention", group_query_attention},
     {"ai.tailor", "RMSNormalization", rms_normalization},

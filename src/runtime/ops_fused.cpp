@@ -1,9 +1,9 @@
 // Fused ops of the "ai.tailor" domain that the graph fusion pass emits
 // (src/graph/passes/fuse_*.h; contracts in tailor/graph/fused_ops.h): FusedMatMul (kernels with
 // a bias + activation epilogue; FusedConv and FusedGemm are registered in ops_nn.cpp),
-// LayerNormalization, Softmax (one axis) and FusedElementwise (a small program of elementwise steps
-// run in one pass over the output). Each computes what the unfused ONNX nodes compute, with the
-// same float operations in the same order where the kernels allow.
+// LayerNormalization, Softmax (one axis), SqueezeExcite and FusedElementwise (a small program of
+// elementwise steps run in one pass over the output). Each computes what the unfused ONNX nodes
+// compute, with the same float operations in the same order where the kernels allow.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -122,6 +122,74 @@ void softmax_op(OpContext& ctx, int64_t axis_attr) {
   if (x.numel() > 0) k::softmax(f32_ptr(ctx, x, "input"), y.mutable_data<float>(), outer, n, inner);
   ctx.outputs[0] = std::move(y);
 }
+
+/// SqueezeExcite (tailor/graph/fused_ops.h): the GlobalAveragePool, the two
+/// 1×1 convs (k::conv2d, as FusedConv runs them) and the channel-scale Mul of
+/// the unfused block, without their four dispatches, three intermediate
+/// tensors and the Mul's general broadcasting.
+class SqueezeExciteKernel final : public Kernel {
+ public:
+  explicit SqueezeExciteKernel(const KernelInit& init)
+      : act_(activation_from_node(init.node)),
+        gate_(activation_from_node(init.node, "gate_alpha", "gate_beta", "gate")) {
+    if (init.node.inputs.size() != 5)
+      init.fail("needs 5 inputs (X, W1, B1, W2, B2; B may be empty)");
+    if (act_.has_affine() || gate_.has_affine()) init.fail("takes no pre_/post_ affine maps");
+  }
+  void run(OpContext& ctx) override {
+    const Tensor x = ctx.in(0).contiguous();
+    const Tensor w1 = ctx.in(1).contiguous();
+    const Tensor w2 = ctx.in(3).contiguous();
+    const Tensor b1 = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
+    const Tensor b2 = ctx.has(4) ? ctx.in(4).contiguous() : Tensor();
+    if (x.rank() != 4) ctx.fail("X must be [n, C, h, w], got " + shape_to_string(x.shape()));
+    const int64_t n = x.dim(0), c = x.dim(1), spatial = x.dim(2) * x.dim(3);
+    if (w1.rank() != 4 || w1.dim(1) != c || w1.dim(2) != 1 || w1.dim(3) != 1 || w2.rank() != 4 ||
+        w2.dim(0) != c || w2.dim(1) != w1.dim(0) || w2.dim(2) != 1 || w2.dim(3) != 1)
+      ctx.fail("W1 must be [m, C, 1, 1] and W2 [C, m, 1, 1] for X " + shape_to_string(x.shape()) +
+               ", got " + shape_to_string(w1.shape()) + " and " + shape_to_string(w2.shape()));
+    const int64_t m = w1.dim(0);
+    if (b1.defined() && b1.numel() != m) ctx.fail("B1 must have " + std::to_string(m) + " values");
+    if (b2.defined() && b2.numel() != c) ctx.fail("B2 must have " + std::to_string(c) + " values");
+    const float* px = f32_ptr(ctx, x, "X");
+    Tensor y = ctx.alloc(DType::f32, x.shape());
+    if (x.numel() == 0) {
+      ctx.outputs[0] = std::move(y);
+      return;
+    }
+    // pooled [n, C], hidden [n, m], scale [n, C] in one buffer.
+    Tensor t = ctx.alloc(DType::f32, {n * (2 * c + m)});
+    float* pooled = t.mutable_data<float>();
+    float* hidden = pooled + n * c;
+    float* scale = hidden + n * m;
+    k::global_average_pool(n * c, spatial, px, pooled);
+    k::Conv2dParams p;  // 1×1 on 1×1 planes
+    p.n = n, p.h = 1, p.w = 1, p.c_in = c, p.c_out = m;
+    k::conv2d(p, pooled, f32_ptr(ctx, w1, "W1"), b1.defined() ? f32_ptr(ctx, b1, "B1") : nullptr,
+              hidden, act_, nullptr);
+    p.c_in = m, p.c_out = c;
+    k::conv2d(p, hidden, f32_ptr(ctx, w2, "W2"), b2.defined() ? f32_ptr(ctx, b2, "B2") : nullptr,
+              scale, gate_, nullptr);
+    float* py = y.mutable_data<float>();
+    const int64_t planes = n * c;
+    const auto plane = [&](int64_t pl) {
+      const float s = scale[pl];
+      const float* xp = px + pl * spatial;
+      float* yp = py + pl * spatial;
+      for (int64_t i = 0; i < spatial; ++i) yp[i] = xp[i] * s;
+    };
+    if (!k::detail::worth_threads_elements(x.numel())) {  // no OpenMP region (it costs a team)
+      for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
+    } else {
+#pragma omp parallel for schedule(static)
+      for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
+    }
+    ctx.outputs[0] = std::move(y);
+  }
+
+ private:
+  k::Activation act_, gate_;
+};
 
 // ---- FusedElementwise ----
 
@@ -443,10 +511,10 @@ k::ActivationKind kernel_activation(graph::FusedActivation a) {
 }  // namespace
 
 kernels::Activation activation_from_node(const graph::Node& node, const char* alpha,
-                                         const char* beta) {
+                                         const char* beta, const char* name_attribute) {
   // The contract of tailor/graph/fused_ops.h: `activation` names a row of
   // graph::kFusedActivations, `alpha` and `beta` (or FusedGemm's names) its parameters.
-  const std::string name = node.attr_string("activation", "none");
+  const std::string name = node.attr_string(name_attribute, "none");
   const graph::FusedActivationInfo* info = graph::fused_activation_named(name);
   if (!info) throw Error(node.label(), "activation '" + name + "' is unknown");
   k::Activation a{kernel_activation(info->kind), node.attr_float(alpha, 0.f),
@@ -473,6 +541,8 @@ void register_fused_ops() {
     const int64_t axis = init.node.attr_int("axis", -1);
     return make_kernel([axis](OpContext& ctx) { softmax_op(ctx, axis); });
   });
+  register_op("ai.tailor", "SqueezeExcite",
+              [](const KernelInit& init) { return std::make_unique<SqueezeExciteKernel>(init); });
   register_op("ai.tailor", "FusedElementwise", [](const KernelInit& init) {
     return std::make_unique<FusedElementwiseKernel>(init);
   });

@@ -96,6 +96,28 @@ class ConvKernel final : public Kernel {
     const bool packed_weight = packed_source_ != nullptr && ctx.in(1).raw() == packed_source_;
     const Tensor w = ctx.in(1).contiguous();
     const Tensor b = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
+    if (x.shape() != params_x_ || w.shape() != params_w_) resolve(ctx, x, w);
+    const k::Conv2dParams& p = params_;
+    const float* bias = b.defined() ? f32_ptr(ctx, b, "bias") : nullptr;
+    if (b.defined() && b.numel() != w.dim(0)) ctx.fail("bias has the wrong size");
+    Shape out_shape =
+        x.rank() == 3 ? Shape{p.n, p.c_out, p.out_w()} : Shape{p.n, p.c_out, p.out_h(), p.out_w()};
+    Tensor y = ctx.alloc(DType::f32, out_shape);
+    const int64_t scratch_n = k::conv2d_scratch_size(p);
+    Tensor scratch = scratch_n > 0 ? ctx.alloc(DType::f32, {scratch_n}) : Tensor();
+    std::optional<linalg::ThreadLimit> serial;
+    if (threads_ == 1) serial.emplace(1);
+    k::conv2d(p, algorithm_, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"), bias,
+              y.mutable_data<float>(), act_,
+              scratch_n > 0 ? scratch.mutable_data<float>() : nullptr,
+              packed_weight ? &packed_ : nullptr);
+    ctx.outputs[0] = std::move(y);
+  }
+
+ private:
+  // The kernel parameters for input x and weight w (checked), kept with
+  // their shapes: the window is resolved once per input shape, not every run.
+  void resolve(const OpContext& ctx, const Tensor& x, const Tensor& w) {
     if (x.rank() != 3 && x.rank() != 4)
       ctx.fail("input must be rank 3 or 4, got " + shape_to_string(x.shape()));
     if (w.rank() != x.rank()) ctx.fail("weight rank differs from the input rank");
@@ -109,8 +131,6 @@ class ConvKernel final : public Kernel {
                std::to_string(w.dim(1)) + " x group " + std::to_string(group_));
     std::vector<int64_t> st, dil, pb, pe;
     win_.resolve(ctx, in, ks, st, dil, pb, pe);
-    const float* bias = b.defined() ? f32_ptr(ctx, b, "bias") : nullptr;
-    if (b.defined() && b.numel() != w.dim(0)) ctx.fail("bias has the wrong size");
     k::Conv2dParams p;
     p.n = x.dim(0);
     p.c_in = x.dim(1);
@@ -126,21 +146,11 @@ class ConvKernel final : public Kernel {
       p.pad_top = pb[0], p.pad_left = pb[1], p.pad_bottom = pe[0], p.pad_right = pe[1];
     }
     k::validate(p);
-    Shape out_shape =
-        sd == 1 ? Shape{p.n, p.c_out, p.out_w()} : Shape{p.n, p.c_out, p.out_h(), p.out_w()};
-    Tensor y = ctx.alloc(DType::f32, out_shape);
-    const int64_t scratch_n = k::conv2d_scratch_size(p);
-    Tensor scratch = scratch_n > 0 ? ctx.alloc(DType::f32, {scratch_n}) : Tensor();
-    std::optional<linalg::ThreadLimit> serial;
-    if (threads_ == 1) serial.emplace(1);
-    k::conv2d(p, algorithm_, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"), bias,
-              y.mutable_data<float>(), act_,
-              scratch_n > 0 ? scratch.mutable_data<float>() : nullptr,
-              packed_weight ? &packed_ : nullptr);
-    ctx.outputs[0] = std::move(y);
+    params_ = p;
+    params_x_ = x.shape();
+    params_w_ = w.shape();
   }
 
- private:
   // A constant f32 weight (an initializer) is packed for the conv kernel
   // here, once; conv2d uses it when it serves the run's parameters.
   void pack_constant_weight(const KernelInit& init) {
@@ -180,6 +190,9 @@ class ConvKernel final : public Kernel {
   k::ConvAlgorithm algorithm_ = k::ConvAlgorithm::automatic;
   k::PackedConvWeights packed_;
   const std::byte* packed_source_ = nullptr;  // the constant packed_ was packed from
+  // resolve()'s result and the shapes it holds for (empty: none yet).
+  k::Conv2dParams params_;
+  Shape params_x_, params_w_;
 };
 
 class ConvTransposeKernel final : public Kernel {

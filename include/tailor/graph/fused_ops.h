@@ -17,6 +17,13 @@
 // - LayerNormalization(X, [scale], [bias]): `axis` (-1 only), `epsilon`;
 //   d = X − mean(X), Y = d / sqrt(mean(d²) + ε) · scale + bias over the last axis.
 // - Softmax(X): `axis`; softmax over that one axis (ONNX opset-13 semantics).
+// - SqueezeExcite(X, W1, [B1], W2, [B2]) (src/graph/passes/fuse_squeeze_excite.h):
+//   X [n, C, h, w], W1 [m, C, 1, 1], B1 [m], W2 [C, m, 1, 1], B2 [C]; the
+//   activation (`activation`, `alpha`, `beta`, as FusedConv's, no affine
+//   maps) and the gate's (`gate`, `gate_alpha`, `gate_beta`, the same table).
+//   s = gate(W2·act(W1·mean_hw(X) + B1) + B2) [n, C], Y = X · s broadcast over
+//   each channel's plane: GlobalAveragePool, two 1×1 FusedConvs and the Mul,
+//   computed by the same kernels in the same order (the same bits).
 // - FusedElementwise(X0..Xn−1, n ≤ 4): `program` (ints, one (op, dst, a, b)
 //   quadruple per step; op an ElementwiseOp; registers 0..n−1 hold the inputs
 //   broadcast to the output, step s writes register n+s; an operand r < 0

@@ -145,7 +145,7 @@ Model hoist_invariants(Model model, const PassOptions& options);
 struct FusionCandidate {
   std::string id;
   /// "conv_epilogue", "gemm_epilogue", "matmul_epilogue", "elementwise",
-  /// "layer_norm", "softmax".
+  /// "layer_norm", "softmax", "squeeze_excite".
   std::string kind;
   /// Labels of the nodes the fusion replaces, in graph order.
   std::vector<std::string> nodes;

@@ -8,6 +8,7 @@
 #include "fuse_layer_norm.h"
 #include "fuse_matmul_bias_activation.h"
 #include "fuse_softmax.h"
+#include "fuse_squeeze_excite.h"
 #include "fusion_scope.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/shape_inference.h"
@@ -26,8 +27,9 @@ struct Sweep {
 };
 
 /// The sweeps, in the order they claim nodes:
-/// 1. layer_norm and softmax: their patterns hold Sub, Mul, Add, Div and Exp
-///    nodes the epilogue and elementwise rules would otherwise take piecemeal;
+/// 1. layer_norm, softmax and squeeze_excite: their patterns hold Sub, Mul,
+///    Add, Div and Exp nodes (squeeze_excite two Convs and their activations)
+///    the epilogue and elementwise rules would otherwise take piecemeal;
 /// 2. the kernel epilogues (roots Conv, Gemm, MatMul): a bias and activation
 ///    folded into the kernel's output loop cost no pass over the output, so
 ///    they go before the elementwise groups that could take the same nodes;
@@ -35,7 +37,7 @@ struct Sweep {
 ///    ends at the latest node it can.
 const std::vector<Sweep>& sweeps() {
   static const std::vector<Sweep> s = {
-      {false, {&match_layer_norm, &match_softmax}},
+      {false, {&match_layer_norm, &match_softmax, &match_squeeze_excite}},
       {false, {&match_conv_bias_activation, &match_gemm_activation, &match_matmul_bias_activation}},
       {true, {&match_elementwise}},
   };

@@ -126,16 +126,17 @@ Conv2dParams Conv1dParams::as_2d() const {
 }
 
 void validate(const Conv2dParams& p) {
-  check(p.n >= 1 && p.c_in >= 1 && p.h >= 1 && p.w >= 1 && p.c_out >= 1 && p.kh >= 1 && p.kw >= 1,
-        "", "Conv sizes must be positive: " + dims(p));
-  check(p.stride_h >= 1 && p.stride_w >= 1 && p.dil_h >= 1 && p.dil_w >= 1, "",
-        "Conv strides and dilations must be positive");
-  check(p.pad_top >= 0 && p.pad_left >= 0 && p.pad_bottom >= 0 && p.pad_right >= 0, "",
-        "Conv pads must be non-negative");
-  check(p.groups >= 1 && p.c_in % p.groups == 0 && p.c_out % p.groups == 0, "",
-        "Conv channels must be divisible by groups: " + dims(p));
-  check(p.out_h() >= 1 && p.out_w() >= 1, "",
-        "Conv output would be empty (kernel larger than the padded input): " + dims(p));
+  // Messages are built only on failure: validate runs on every conv call.
+  if (!(p.n >= 1 && p.c_in >= 1 && p.h >= 1 && p.w >= 1 && p.c_out >= 1 && p.kh >= 1 && p.kw >= 1))
+    throw Error("", "Conv sizes must be positive: " + dims(p));
+  if (!(p.stride_h >= 1 && p.stride_w >= 1 && p.dil_h >= 1 && p.dil_w >= 1))
+    throw Error("", "Conv strides and dilations must be positive");
+  if (!(p.pad_top >= 0 && p.pad_left >= 0 && p.pad_bottom >= 0 && p.pad_right >= 0))
+    throw Error("", "Conv pads must be non-negative");
+  if (!(p.groups >= 1 && p.c_in % p.groups == 0 && p.c_out % p.groups == 0))
+    throw Error("", "Conv channels must be divisible by groups: " + dims(p));
+  if (!(p.out_h() >= 1 && p.out_w() >= 1))
+    throw Error("", "Conv output would be empty (kernel larger than the padded input): " + dims(p));
 }
 
 int64_t conv2d_scratch_size(const Conv2dParams& p) {
@@ -179,16 +180,16 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
             const float* bias, float* y, const Activation& act, float* /*scratch*/,
             const PackedConvWeights* packed) {
   validate(p);
-  check(p.column_block >= 0, "", "Conv column_block must be >= 0");
+  if (p.column_block < 0) throw Error("", "Conv column_block must be >= 0");
   const KernelTable& kt = active_kernels();
   const bool has_winograd =
       packed != nullptr && packed->serves(p) && !packed->winograd.empty() && is_winograd_shape(p);
-  check(algorithm != ConvAlgorithm::winograd || has_winograd ||
-            (winograd_weights_pay(p) && w != nullptr),
-        "",
-        "Conv conv_algorithm=winograd needs a 3x3 stride-1 one-group conv with c_in, "
-        "c_out >= 8 and c_in*c_out <= 2^20: " +
-            dims(p));
+  if (!(algorithm != ConvAlgorithm::winograd || has_winograd ||
+        (winograd_weights_pay(p) && w != nullptr)))
+    throw Error("",
+                "Conv conv_algorithm=winograd needs a 3x3 stride-1 one-group conv with c_in, "
+                "c_out >= 8 and c_in*c_out <= 2^20: " +
+                    dims(p));
   if (is_depthwise(p)) {
     kt.conv_dw(p, x, w, bias, y, act);
     return;

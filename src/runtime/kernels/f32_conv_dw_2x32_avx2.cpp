@@ -6,8 +6,10 @@
 // j mod stride_w at index j / stride_w), so every tap of every stride reads
 // contiguous, in-bounds columns: tap (ky, kx) of output (oy, ox) is
 // phase (kx·dil_w) mod s, row oy·stride_h + ky·dil_h, index ox + (kx·dil_w) / s.
-// Outputs are accumulated in registers 32 columns at a time, taps in row-major
-// order starting from the bias; the scalar tail uses the same fma order.
+// Outputs are accumulated in registers 32 columns at a time, two rows at a
+// time (three for the first rows of a plane of an odd number of rows), taps
+// in row-major order starting from the bias; the scalar tail uses the same
+// fma order, so every output is the same sequence of FMAs whatever its path.
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
@@ -50,9 +52,10 @@ void split_row_s2(const float* src, int64_t w, float* even_dst, float* odd_dst) 
 
 // The zero-padded plane split into stride_w phases: column col of padded row
 // r goes to buf[((col mod s)·hp + r)·pw + col / s]. No division per element:
-// each phase takes every s-th input element from its first one on.
+// each phase takes every s-th input element from its first one on. Writes
+// the same positions for every plane and leaves the rest (the padding) as it
+// is: buf is zeroed once per call, before its first plane.
 void fill_phases(const Conv2dParams& p, const Geometry& g, const float* x, float* buf) {
-  std::fill(buf, buf + g.s * g.hp * g.pw, 0.f);
   for (int64_t iy = 0; iy < p.h; ++iy) {
     const float* src = x + iy * p.w;
     const int64_t r = iy + p.pad_top;
@@ -156,6 +159,66 @@ void dw_row_pair(const float* base, int64_t step, const int64_t* off, int64_t ta
   }
 }
 
+// Three output rows at once (12 accumulators over 32 columns): a plane of
+// an odd number of rows starts with it, so no row is left to dw_row's four
+// accumulators, which wait on the FMA latency (the classifier's 3-row planes).
+// Each element's sum has the same order as in dw_row.
+void dw_row_triple(const float* base, int64_t step, const int64_t* off, int64_t taps,
+                   const float* wc, float b0, float* yr, int64_t ow) {
+  int64_t ox = 0;
+  for (; ox + 32 <= ow; ox += 32) {
+    __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
+    __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+    __m256 e0 = a0, e1 = a0, e2 = a0, e3 = a0;
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m256 wv = _mm256_broadcast_ss(wc + t);
+      const float* src = base + off[t] + ox;
+      const float* src2 = src + step;
+      const float* src3 = src2 + step;
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
+      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(src2), wv, c0);
+      c1 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 8), wv, c1);
+      c2 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 16), wv, c2);
+      c3 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 24), wv, c3);
+      e0 = _mm256_fmadd_ps(_mm256_loadu_ps(src3), wv, e0);
+      e1 = _mm256_fmadd_ps(_mm256_loadu_ps(src3 + 8), wv, e1);
+      e2 = _mm256_fmadd_ps(_mm256_loadu_ps(src3 + 16), wv, e2);
+      e3 = _mm256_fmadd_ps(_mm256_loadu_ps(src3 + 24), wv, e3);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+    _mm256_storeu_ps(yr + ox + 8, a1);
+    _mm256_storeu_ps(yr + ox + 16, a2);
+    _mm256_storeu_ps(yr + ox + 24, a3);
+    _mm256_storeu_ps(yr + ow + ox, c0);
+    _mm256_storeu_ps(yr + ow + ox + 8, c1);
+    _mm256_storeu_ps(yr + ow + ox + 16, c2);
+    _mm256_storeu_ps(yr + ow + ox + 24, c3);
+    _mm256_storeu_ps(yr + 2 * ow + ox, e0);
+    _mm256_storeu_ps(yr + 2 * ow + ox + 8, e1);
+    _mm256_storeu_ps(yr + 2 * ow + ox + 16, e2);
+    _mm256_storeu_ps(yr + 2 * ow + ox + 24, e3);
+  }
+  for (; ox + 8 <= ow; ox += 8) {
+    __m256 a0 = _mm256_set1_ps(b0), c0 = a0, e0 = a0;
+    for (int64_t t = 0; t < taps; ++t) {
+      const __m256 wv = _mm256_broadcast_ss(wc + t);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + off[t] + ox), wv, a0);
+      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + step + off[t] + ox), wv, c0);
+      e0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + 2 * step + off[t] + ox), wv, e0);
+    }
+    _mm256_storeu_ps(yr + ox, a0);
+    _mm256_storeu_ps(yr + ow + ox, c0);
+    _mm256_storeu_ps(yr + 2 * ow + ox, e0);
+  }
+  if (ox < ow) {
+    for (int64_t r = 0; r < 3; ++r)
+      dw_row(base + r * step + ox, off, taps, wc, b0, yr + r * ow + ox, ow - ox);
+  }
+}
+
 }  // namespace
 
 void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
@@ -176,27 +239,47 @@ void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w
     }
   }
   const int64_t planes = p.n * p.c_in;
-#pragma omp parallel if (planes > 1 && detail::worth_threads(planes * oh * ow * taps))
-  {
-    std::vector<float> buf(static_cast<size_t>(g.s * g.hp * g.pw));
-#pragma omp for schedule(static)
-    for (int64_t plane = 0; plane < planes; ++plane) {
-      const int64_t c = plane % p.c_in;
-      const float* wc = w + c * taps;
-      const float b0 = bias ? bias[c] : 0.f;
-      fill_phases(p, g, x + plane * p.h * p.w, buf.data());
-      float* yp = y + plane * oh * ow;
-      const int64_t row_step = p.stride_h * g.pw;  // buffer offset between output rows
-      int64_t oy = 0;
-      for (; oy + 2 <= oh; oy += 2) {
-        dw_row_pair(buf.data() + oy * row_step, row_step, tap_offset.data(), taps, wc, b0,
-                    yp + oy * ow, ow);
-      }
-      if (oy < oh) {
-        dw_row(buf.data() + oy * row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
-      }
-      if (act.kind != ActivationKind::none) f32_bias_act_avx2(act, 0.f, yp, yp, oh * ow);
+  const size_t buf_n = static_cast<size_t>(g.s * g.hp * g.pw);
+  // One phase buffer per thread, kept across calls (no allocation per call),
+  // zeroed once per call: fill_phases rewrites only the interior.
+  const auto phase_buffer = [buf_n] {
+    thread_local std::vector<float> phase_buf;
+    if (phase_buf.size() < buf_n) phase_buf.resize(buf_n);
+    std::fill(phase_buf.begin(), phase_buf.begin() + static_cast<std::ptrdiff_t>(buf_n), 0.f);
+    return phase_buf.data();
+  };
+  const auto one_plane = [&](int64_t plane, float* buf) {
+    const int64_t c = plane % p.c_in;
+    const float* wc = w + c * taps;
+    const float b0 = bias ? bias[c] : 0.f;
+    fill_phases(p, g, x + plane * p.h * p.w, buf);
+    float* yp = y + plane * oh * ow;
+    const int64_t row_step = p.stride_h * g.pw;  // buffer offset between output rows
+    int64_t oy = 0;
+    if (oh % 2 == 1 && oh >= 3) {
+      dw_row_triple(buf, row_step, tap_offset.data(), taps, wc, b0, yp, ow);
+      oy = 3;
     }
+    for (; oy + 2 <= oh; oy += 2) {
+      dw_row_pair(buf + oy * row_step, row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
+    }
+    if (oy < oh) {
+      dw_row(buf + oy * row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
+    }
+    if (act.kind != ActivationKind::none) f32_bias_act_avx2(act, 0.f, yp, yp, oh * ow);
+  };
+  // Below the threads rule the planes run here, with no OpenMP region at all
+  // (a region of one thread still costs its setup on every call).
+  if (planes <= 1 || !detail::worth_threads(planes * oh * ow * taps)) {
+    float* const buf = phase_buffer();
+    for (int64_t plane = 0; plane < planes; ++plane) one_plane(plane, buf);
+    return;
+  }
+#pragma omp parallel
+  {
+    float* const buf = phase_buffer();
+#pragma omp for schedule(static)
+    for (int64_t plane = 0; plane < planes; ++plane) one_plane(plane, buf);
   }
 }
 

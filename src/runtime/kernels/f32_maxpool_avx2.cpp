@@ -57,9 +57,7 @@ void f32_maxpool_avx2(const Pool2dParams& p, const float* x, float* y) {
   const int64_t oh = p.out_h(), ow = p.out_w(), planes = p.n * p.c;
   const bool k2s2 = p.kh == 2 && p.kw == 2 && p.stride_h == 2 && p.stride_w == 2 &&
                     p.pad_top == 0 && p.pad_left == 0 && p.dil_h == 1 && p.dil_w == 1;
-#pragma omp parallel for schedule( \
-    static) if (detail::worth_threads_elements(planes * oh * ow, p.kh * p.kw))
-  for (int64_t pl = 0; pl < planes; ++pl) {
+  const auto plane = [&](int64_t pl) {
     const float* xp = x + pl * p.h * p.w;
     float* yp = y + pl * oh * ow;
     for (int64_t oy = 0; oy < oh; ++oy) {
@@ -72,7 +70,15 @@ void f32_maxpool_avx2(const Pool2dParams& p, const float* x, float* y) {
       }
       for (; ox < ow; ++ox) yp[oy * ow + ox] = window_max_avx2(p, xp, oy, ox);
     }
+  };
+  // Serial work runs outside any OpenMP region (a region of one thread still
+  // costs libgomp a team on every call).
+  if (!detail::worth_threads_elements(planes * oh * ow, p.kh * p.kw)) {
+    for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
 }
 
 }  // namespace tailor::runtime::kernels

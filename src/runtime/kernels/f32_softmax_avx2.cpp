@@ -61,8 +61,12 @@ void softmax_row(const float* xs, float* ys, int64_t axis) {
 void f32_softmax_avx2(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner) {
   // Max, exp-and-sum, scale: three passes (detail::worth_threads_elements).
   const bool threads = detail::worth_threads_elements(outer * axis * inner, 3);
+  if (inner == 1 && !threads) {  // no OpenMP region for serial work (it costs a team)
+    for (int64_t o = 0; o < outer; ++o) softmax_row(x + o * axis, y + o * axis, axis);
+    return;
+  }
   if (inner == 1) {
-#pragma omp parallel for schedule(static) if (threads)
+#pragma omp parallel for schedule(static)
     for (int64_t o = 0; o < outer; ++o) softmax_row(x + o * axis, y + o * axis, axis);
     return;
   }

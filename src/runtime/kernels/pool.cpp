@@ -103,9 +103,9 @@ void average_pool2d(const Pool2dParams& p, const float* x, float* y) {
 }
 
 void global_average_pool(int64_t planes, int64_t spatial, const float* x, float* y) {
-  check(planes >= 0 && spatial >= 1, "", "GlobalAveragePool needs a non-empty spatial extent");
-#pragma omp parallel for schedule(static) if (detail::worth_threads_elements(planes * spatial))
-  for (int64_t pl = 0; pl < planes; ++pl) {
+  if (planes < 0 || spatial < 1)
+    throw Error("", "GlobalAveragePool needs a non-empty spatial extent");
+  const auto plane = [&](int64_t pl) {
     const float* xp = x + pl * spatial;
     // Eight interleaved partial sums (fixed order), then combined: vectorisable.
     float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -117,7 +117,15 @@ void global_average_pool(int64_t planes, int64_t spatial, const float* x, float*
         ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
     for (; i < spatial; ++i) sum += xp[i];
     y[pl] = sum / static_cast<float>(spatial);
+  };
+  // Serial work runs outside any OpenMP region (a region of one thread still
+  // costs libgomp a team on every call).
+  if (!detail::worth_threads_elements(planes * spatial)) {
+    for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
 }
 
 }  // namespace tailor::runtime::kernels

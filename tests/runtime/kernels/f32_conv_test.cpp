@@ -201,6 +201,50 @@ TEST_F(F32Conv, Depthwise2x32MatchesReference) {
   }
 }
 
+// Every output of the depthwise kernel is one FMA chain, the bias then the
+// taps in row-major order (the padding read as zeros), whichever path
+// computes it (three rows, two rows, one row; 32 columns, 8, the scalar
+// tail): bit for bit against that chain written out here.
+TEST_F(F32Conv, Depthwise2x32IsOneFmaChainPerOutput) {
+  const ConvCase cases[] = {
+      // n, c_in, h, w, c_out, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, column_block
+      {1, 3, 6, 96, 3, 5, 5, 2, 1, 2, 2, 2, 2, 1, 1, 3, 0},   // 3 rows of 96 (the classifier's)
+      {2, 2, 5, 45, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0},   // 5 rows: 3 + 2; 45 = 32 + 8 + 5
+      {1, 2, 4, 41, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0},   // 4 rows: pairs
+      {1, 2, 1, 70, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0},   // 1 row
+      {1, 2, 9, 37, 2, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, 2, 0},   // 9 rows, stride-2 columns
+      {1, 2, 11, 30, 2, 3, 3, 2, 1, 0, 1, 0, 1, 2, 1, 2, 0},  // dilated rows
+  };
+  uint64_t seed = 900;
+  for (const ConvCase& c : cases) {
+    const Conv2dParams p = params(c);
+    validate(p);
+    const int64_t oh = p.out_h(), ow = p.out_w(), taps = p.kh * p.kw;
+    const auto x = uniform(p.n * p.c_in * p.h * p.w, seed += 3);
+    const auto w = uniform(p.c_out * taps, seed + 1);
+    const auto bias = uniform(p.c_out, seed + 2);
+    std::vector<float> got(static_cast<size_t>(p.n * p.c_out * oh * ow), -99.f), want(got.size());
+    opt().conv_dw(p, x.data(), w.data(), bias.data(), got.data(), Activation::none());
+    for (int64_t plane = 0; plane < p.n * p.c_in; ++plane) {
+      const int64_t ch = plane % p.c_in;
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          float a = bias[static_cast<size_t>(ch)];
+          for (int64_t ky = 0; ky < p.kh; ++ky)
+            for (int64_t kx = 0; kx < p.kw; ++kx) {
+              const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
+              const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dil_w;
+              const bool inside = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w;
+              const float v = inside ? x[static_cast<size_t>((plane * p.h + iy) * p.w + ix)] : 0.f;
+              a = std::fma(v, w[static_cast<size_t>(ch * taps + ky * p.kw + kx)], a);
+            }
+          want[static_cast<size_t>((plane * oh + oy) * ow + ox)] = a;
+        }
+    }
+    EXPECT_EQ(got, want) << label(c);
+  }
+}
+
 // 1×1 stride-1 unpadded shapes for the conv1x1 kernels (f32_conv1x1_6x16_avx2,
 // f32_conv1x1_12x32_avx512): pixels under 16, not a multiple of 16, 32 or of
 // the copied 64 / 128, planes past the in-place limit (8192 pixels, copied),
