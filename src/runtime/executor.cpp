@@ -3,8 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <new>
+#include <optional>
 #include <set>
+#include <tuple>
+
+#include <sys/mman.h>
 
 #include "runtime/kv_cache.h"
 #include "tailor/core/error.h"
@@ -12,24 +18,6 @@
 
 namespace tailor::runtime {
 namespace {
-
-/// An arena buffer: 64-byte aligned, not zeroed (kernels write every element
-/// of what they allocate, OpContext::alloc).
-class ArenaStorage final : public Storage {
- public:
-  explicit ArenaStorage(size_t bytes) : size_(bytes) {
-    data_ = static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64 * !bytes));
-    if (!data_) throw std::bad_alloc();
-  }
-  ~ArenaStorage() override { std::free(data_); }
-  const std::byte* data() const override { return data_; }
-  std::byte* mutable_data() override { return data_; }
-  size_t size() const override { return size_; }
-
- private:
-  std::byte* data_;
-  size_t size_;
-};
 
 /// The value of `slot` in `f`: its own when defined, else the plan's constant
 /// (read in place: constants are not copied into a frame).
@@ -40,46 +28,135 @@ const Tensor* value_of(const Frame& f, int slot) {
 
 }  // namespace
 
+/// The arena's heap (executor.h, Arena): chunks of address space, each
+/// carved first fit at the lowest free address. Blocks come back from any
+/// thread (a tensor may die anywhere), so the lists are under a mutex.
+class ArenaHeap {
+ public:
+  ArenaHeap() = default;
+  ArenaHeap(const ArenaHeap&) = delete;
+  ArenaHeap& operator=(const ArenaHeap&) = delete;
+  ~ArenaHeap() {
+    for (const Chunk& c : chunks_) munmap(c.base, c.size);
+  }
+
+  /// A block of `bytes` (a multiple of 64, > 0): its chunk and offset.
+  std::pair<size_t, size_t> take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_ += bytes;
+    for (size_t ci = 0; ci < chunks_.size(); ++ci)
+      if (auto off = carve(chunks_[ci], bytes)) return {ci, *off};
+    // A new chunk: at least kChunk of address space, no memory until written.
+    const size_t size = std::max(kChunk, (bytes + kChunk - 1) / kChunk * kChunk);
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      live_ -= bytes;
+      throw std::bad_alloc();
+    }
+    chunks_.push_back(Chunk{static_cast<std::byte*>(p), size, {{0, size}}, 0});
+    return {chunks_.size() - 1, *carve(chunks_.back(), bytes)};
+  }
+
+  /// Returns the block [off, off + bytes) of chunk `ci`, merged with free neighbours.
+  void give(size_t ci, size_t off, size_t bytes) noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_ -= bytes;
+    auto& free = chunks_[ci].free;
+    auto next = free.lower_bound(off);
+    if (next != free.end() && off + bytes == next->first) {
+      bytes += next->second;
+      next = free.erase(next);
+    }
+    if (next != free.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == off) {
+        prev->second += bytes;
+        return;
+      }
+    }
+    free.emplace_hint(next, off, bytes);
+  }
+
+  std::byte* base(size_t ci) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return chunks_[ci].base;
+  }
+  /// Bytes of the blocks given out and not yet returned.
+  size_t live() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_;
+  }
+  /// The highest end of a block in each chunk, summed.
+  size_t extent() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t sum = 0;
+    for (const Chunk& c : chunks_) sum += c.top;
+    return sum;
+  }
+
+ private:
+  static constexpr size_t kChunk = size_t{1} << 30;
+  struct Chunk {
+    std::byte* base;
+    size_t size;
+    std::map<size_t, size_t> free;  // offset → bytes, neighbours never adjacent
+    size_t top;                     // the highest end of a block given out
+  };
+  static std::optional<size_t> carve(Chunk& c, size_t bytes) {
+    for (auto it = c.free.begin(); it != c.free.end(); ++it) {
+      if (it->second < bytes) continue;
+      const size_t off = it->first, rest = it->second - bytes;
+      c.free.erase(it);
+      if (rest) c.free.emplace(off + bytes, rest);
+      c.top = std::max(c.top, off + bytes);
+      return off;
+    }
+    return std::nullopt;
+  }
+
+  mutable std::mutex mu_;
+  std::vector<Chunk> chunks_;
+  size_t live_ = 0;
+};
+
+namespace {
+
+/// A block of the arena's heap, given back when the last tensor viewing it dies.
+class ArenaStorage final : public Storage {
+ public:
+  ArenaStorage(std::shared_ptr<ArenaHeap> heap, size_t bytes, size_t size)
+      : heap_(std::move(heap)), bytes_(bytes), size_(size) {
+    std::tie(chunk_, off_) = heap_->take(bytes_);
+    data_ = heap_->base(chunk_) + off_;
+  }
+  ~ArenaStorage() override { heap_->give(chunk_, off_, bytes_); }
+  const std::byte* data() const override { return data_; }
+  std::byte* mutable_data() override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  std::shared_ptr<ArenaHeap> heap_;
+  size_t bytes_, size_;  // the block's bytes (64-byte multiple), the tensor's
+  size_t chunk_ = 0, off_ = 0;
+  std::byte* data_ = nullptr;
+};
+
+}  // namespace
+
+Arena::Arena() : heap_(std::make_shared<ArenaHeap>()) {}
+Arena::~Arena() = default;
+
+size_t Arena::pooled_bytes() const {
+  return heap_->extent();
+}
+
 Tensor Arena::alloc(DType dtype, Shape shape) {
   const size_t bytes = shape_bytes(shape, dtype);
   if (bytes == 0) return Tensor::zeros(dtype, std::move(shape));
-  Buffer* best = nullptr;
-  Buffer* small = nullptr;  // the largest free buffer too small
-  size_t live = 0;
-  for (Buffer& b : buffers_) {
-    if (b.storage.use_count() > 1) {
-      live += b.bytes;
-      continue;
-    }
-    if (b.bytes >= bytes) {
-      if (!best || b.bytes < best->bytes) best = &b;
-    } else if (!small || b.bytes > small->bytes) {
-      small = &b;
-    }
-  }
-  if (!best) {
-    // A free buffer too small is replaced by the new one, so the pool holds
-    // at most as many buffers as were ever in use at once, even when tensors
-    // kept across runs (a decoder's KV cache) grow every run. A replacement
-    // takes at least twice the room of the buffer it replaces, so a value
-    // growing by a little each run (the cache) finds room again for many
-    // runs instead of a new allocation every run.
-    size_t room = (bytes + 63) / 64 * 64;
-    if (small) room = std::max(room, 2 * small->bytes);
-    Buffer fresh{std::make_shared<ArenaStorage>(room), room};
-    pooled_ += fresh.bytes;
-    if (small) {
-      pooled_ -= small->bytes;
-      *small = std::move(fresh);
-      best = small;
-    } else {
-      buffers_.push_back(std::move(fresh));
-      best = &buffers_.back();
-    }
-  }
-  live += best->bytes;
-  peak_live_ = std::max(peak_live_, live);
-  return Tensor::view(best->storage, 0, dtype, std::move(shape));
+  auto storage = std::make_shared<ArenaStorage>(heap_, (bytes + 63) / 64 * 64, bytes);
+  peak_live_ = std::max(peak_live_, heap_->live());
+  return Tensor::view(std::move(storage), 0, dtype, std::move(shape));
 }
 
 const Tensor* Frame::lookup(const std::string& name) const {

@@ -18,11 +18,14 @@
 //     the q8q8_conv1x1 kernel on the image in place (a row is a pixel's
 //     column of channels), its codes packed once at load. Packed codes of a
 //     3×3 stride-1 conv where the dense Conv would take Winograd F(4×4, 3×3)
-//     (kernels::conv_default_algorithm) run that kernel instead: Ŵ decoded
-//     once at load, only into the Winograd-domain weights the dense Conv
-//     keeps too (36·⌈out/6⌉·6·C floats; the decoded Ŵ is dropped), since the
+//     (kernels::conv_default_algorithm) run that kernel instead, since the
 //     direct product on the codes does 4× its multiplies (the detector's
-//     96→24 3×3 heads: 3× slower than the dense model's Winograd).
+//     96→24 3×3 heads: 3× slower than the dense model's Winograd): per call,
+//     Ŵ decoded and transformed into the Winograd-domain weights (36·⌈out/6⌉
+//     ·6·C floats, 4× the dense weight) in one scratch block of the run's
+//     arena, dropped after the call; the op holds only the codes. (Held from
+//     load, the detector's five heads kept 1.66 MB; made per call, their
+//     times, 1.3–4.8 ms each at 1 thread, measured within noise of that.)
 // Attribute `weight` (kind encoded) holds the factors; CompressedConv also
 // takes kernel_shape (required), strides, pads, dilations, and the fused
 // activation attributes of FusedConv (`activation`, `alpha`, `beta`; the
@@ -150,15 +153,8 @@ class CompressedConv final : public Kernel {
         std::all_of(pads_.begin(), pads_.end(), [](int64_t v) { return v == 0; });
     if (packed_) {
       const kernels::Conv2dParams cp = conv_params(1, w_->in() / (kernel_[0] * kernel_[1]), 1, 1);
-      if (kernels::conv_winograd_eligible(cp)) {
-        // Ŵ [out, C·3·3] is the [out, C, 3, 3] kernel the Winograd packing reads.
-        std::vector<float> dense(static_cast<size_t>(w_->out() * w_->in()));
-        schemes::kernels::best_gemm_kernels().decode(packed_->bits)(packed_->args, 0, w_->out(),
-                                                                    dense.data());
-        winograd_.resize(
-            static_cast<size_t>(kernels::f32_conv_winograd_f43_pack(cp, dense.data(), nullptr)));
-        kernels::f32_conv_winograd_f43_pack(cp, dense.data(), winograd_.data());
-      }
+      if (kernels::conv_winograd_eligible(cp))
+        winograd_floats_ = kernels::f32_conv_winograd_f43_pack(cp, nullptr, nullptr);
     }
     if (const auto a8 = schemes::w8a8_view(*w_); a8 && pointwise) {
       if (w_->in() > kernels::kQ8Q8Conv1x1MaxIn)
@@ -204,10 +200,17 @@ class CompressedConv final : public Kernel {
       p.bits = packed_->bits;
       p.conv = conv_params(n, c, h, w);
       const float* pb = b.defined() ? b.data<float>() : nullptr;
-      if (!winograd_.empty() &&
-          kernels::conv_default_algorithm(p.conv) == kernels::ConvAlgorithm::winograd)
-        kernels::active_kernels().conv_winograd(p.conv, px, winograd_.data(), pb, d, act_);
-      else
+      if (winograd_floats_ > 0 &&
+          kernels::conv_default_algorithm(p.conv) == kernels::ConvAlgorithm::winograd) {
+        // Scratch: the Winograd weights, then Ŵ [out, C·3·3] (the [out, C, 3,
+        // 3] kernel the packing reads), each written whole before it is read.
+        Tensor scratch = ctx.alloc(DType::f32, {winograd_floats_ + out * w_->in()});
+        float* u = scratch.mutable_data<float>();
+        float* dense = u + winograd_floats_;
+        schemes::kernels::best_gemm_kernels().decode(packed_->bits)(packed_->args, 0, out, dense);
+        kernels::f32_conv_winograd_f43_pack(p.conv, dense, u);
+        kernels::active_kernels().conv_winograd(p.conv, px, u, pb, d, act_);
+      } else
         kernels::active_kernels().qb_conv(p, px, pb, d, act_);
       ctx.outputs[0] = std::move(y);
       return;
@@ -267,7 +270,9 @@ class CompressedConv final : public Kernel {
   kernels::Activation act_;                    // the fused activation (none by default)
   std::optional<schemes::PackedView> packed_;  // the codes, for the qb_conv kernel
   std::vector<uint8_t> a8_packed_;             // int8-a8 1×1: the codes as q8q8_conv1x1 reads them
-  std::vector<float> winograd_;  // packed 3×3 codes: Ŵ as f32_conv_winograd_f43_pack lays it out
+  // Packed 3×3 codes that may run Winograd: f32_conv_winograd_f43_pack's
+  // floats for Ŵ (made per call), else 0.
+  int64_t winograd_floats_ = 0;
 };
 
 }  // namespace

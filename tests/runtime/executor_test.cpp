@@ -1,4 +1,5 @@
-// The executor: load-time errors, input checks, buffer reuse by liveness.
+// The executor: load-time errors, input checks, buffer reuse by liveness, the
+// arena's first-fit heap (merged neighbours, the same memory every run).
 #include <gtest/gtest.h>
 
 #include "op_test_util.h"
@@ -107,6 +108,63 @@ TEST(Executor, BuffersAreReusedAfterTheLastConsumer) {
   out.clear();
   ex.run({{"x", f32({n}, v)}});
   EXPECT_EQ(ex.pooled_activation_bytes(), 2u * static_cast<size_t>(n) * 4);
+}
+
+// x → a = Relu(x), b = Neg(x) (n floats each), c = Concat(a, b) (2n), y =
+// Relu(c) (2n). First fit at the lowest free address: a at [0, n), b at
+// [n, 2n), c at [2n, 4n); a and b die after c and merge into [0, 2n), which
+// takes y: 4n floats written, 4n live at the peak (c and y, or a, b and c).
+// Without the merge y would go to [4n, 6n) (a pool of whole buffers: 5n).
+graph::Model concat_model() {
+  graph::Model m;
+  m.opset = 13;
+  m.graph.inputs = {"x"};
+  graph::Node cat = node("Concat", "cat", {"a", "b"}, {"c"});
+  cat.set("axis", graph::Attribute::of_int(0));
+  m.graph.nodes = {node("Relu", "r", {"x"}, {"a"}), node("Neg", "g", {"x"}, {"b"}), cat,
+                   node("Relu", "r2", {"c"}, {"y"})};
+  m.graph.outputs = {"y"};
+  return m;
+}
+
+TEST(Executor, FreedNeighboursMergeAndTheMemoryIsTheSameEveryRun) {
+  runtime::Executor ex(concat_model());
+  const int64_t n = 1 << 16;  // 256 KiB of f32, a multiple of the 64-byte alignment
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i % 7) - 3.0f;
+  for (int run = 0; run < 3; ++run) {
+    const auto out = ex.run({{"x", f32({n}, v)}});
+    const std::vector<float> y = out.at("y").to_f32_vector();
+    ASSERT_EQ(y.size(), static_cast<size_t>(2 * n));
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = v[static_cast<size_t>(i)];
+      ASSERT_EQ(y[static_cast<size_t>(i)], x > 0 ? x : 0.0f) << i;
+      ASSERT_EQ(y[static_cast<size_t>(n + i)], -x > 0 ? -x : 0.0f) << i;
+    }
+    EXPECT_EQ(ex.pooled_activation_bytes(), 4u * static_cast<size_t>(n) * 4) << "run " << run;
+    EXPECT_EQ(ex.peak_activation_bytes(), 4u * static_cast<size_t>(n) * 4) << "run " << run;
+  }
+}
+
+TEST(Executor, OutputsHeldAcrossRunsKeepTheirValues) {
+  // Run 1's output stays alive through run 2 (its block is not reused while a
+  // tensor views it), then dies; run 3 reuses the memory.
+  runtime::Executor ex(concat_model());
+  const int64_t n = 1000;  // not a multiple of 16 floats: blocks rounded to 64 bytes
+  auto out1 = ex.run({{"x", f32({n}, std::vector<float>(n, 2.0f))}});
+  auto out2 = ex.run({{"x", f32({n}, std::vector<float>(n, -5.0f))}});
+  const std::vector<float> y1 = out1.at("y").to_f32_vector(), y2 = out2.at("y").to_f32_vector();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(y1[static_cast<size_t>(i)], 2.0f);
+    ASSERT_EQ(y1[static_cast<size_t>(n + i)], 0.0f);
+    ASSERT_EQ(y2[static_cast<size_t>(i)], 0.0f);
+    ASSERT_EQ(y2[static_cast<size_t>(n + i)], 5.0f);
+  }
+  const size_t after2 = ex.pooled_activation_bytes();
+  out1.clear();
+  out2.clear();
+  ex.run({{"x", f32({n}, std::vector<float>(n, 1.0f))}});
+  EXPECT_EQ(ex.pooled_activation_bytes(), after2);
 }
 
 TEST(Executor, OutOfOrderGraphIsRefused) {

@@ -104,9 +104,11 @@ TEST(OpsCompressed, PointwiseConvWithFusedActivationEqualsConvThenActivation) {
 }
 
 // Packed codes of a 3×3 stride-1 conv whose output plane is ≥ 16×16 run
-// Winograd F(4×4, 3×3) on Ŵ transformed at load: the Winograd kernel's bits on
-// the decoded weight, within its bound of the direct conv (f32_conv_ref), at
-// 1 and 2 threads alike. An 8×8 output keeps the codes' direct kernel.
+// Winograd F(4×4, 3×3) on Ŵ transformed per call: the Winograd kernel's bits
+// on the decoded weight, within its bound of the direct conv (f32_conv_ref),
+// at 1 and 2 threads alike; the transformed and decoded weights are a scratch
+// block of the run's arena, live beside the output (the op holds only the
+// codes). An 8×8 output keeps the codes' direct kernel (the output alone).
 TEST(OpsCompressed, Conv3x3OnPackedCodesRunsWinogradOnTheDecodedWeight) {
   namespace k = runtime::kernels;
   const int64_t c_in = 12, c_out = 10;
@@ -130,6 +132,11 @@ TEST(OpsCompressed, Conv3x3OnPackedCodesRunsWinogradOnTheDecodedWeight) {
       const Tensor y2 = op.run1();
       linalg::set_threads(before);
       EXPECT_EQ(y1.to_f32_vector(), y2.to_f32_vector()) << what;
+      runtime::Executor ex(op.model());
+      ex.run({{"x0", x}, {"x1", bias}});
+      const auto block = [](int64_t floats) {
+        return static_cast<size_t>((floats * 4 + 63) / 64 * 64);
+      };
 
       k::Conv2dParams p;
       p.n = 2, p.c_in = c_in, p.h = side, p.w = side + 3, p.c_out = c_out, p.kh = p.kw = 3;
@@ -139,13 +146,19 @@ TEST(OpsCompressed, Conv3x3OnPackedCodesRunsWinogradOnTheDecodedWeight) {
       std::vector<float> direct(static_cast<size_t>(2 * c_out * p.out_h() * p.out_w()));
       k::f32_conv_ref(p, xv.data(), wd.data(), bv.data(), direct.data(), {});
       expect_close_rel(y1, Tensor::from_f32(y1.shape(), direct), 1e-4, what);
-      if (side < 16) continue;
+      if (side < 16) {
+        EXPECT_EQ(ex.peak_activation_bytes(), block(y1.numel())) << what;
+        continue;
+      }
       std::vector<float> u(
           static_cast<size_t>(k::f32_conv_winograd_f43_pack(p, wd.data(), nullptr)));
       k::f32_conv_winograd_f43_pack(p, wd.data(), u.data());
       std::vector<float> wino(direct.size());
       k::active_kernels().conv_winograd(p, xv.data(), u.data(), bv.data(), wino.data(), {});
       EXPECT_EQ(y1.to_f32_vector(), wino) << what;
+      EXPECT_EQ(ex.peak_activation_bytes(),
+                block(y1.numel()) + block(static_cast<int64_t>(u.size()) + c_out * c_in * 9))
+          << what;
     }
 }
 

@@ -13,16 +13,28 @@
 
 namespace tailor::runtime {
 
-/// Pool of activation buffers. A buffer is free again when no tensor views it
-/// any more (its Storage is held by the pool alone); alloc takes the smallest
-/// free buffer that fits, else allocates a new one (64-byte aligned).
+class ArenaHeap;
+
+/// Activation memory. Each tensor gets its own block of a heap carved from
+/// address space reserved from the system (runtime/executor.cpp, ArenaHeap:
+/// chunks of ≥ 1 GiB mapped MAP_NORESERVE, so a page costs memory only once
+/// written): first fit at the lowest free address, 64-byte aligned; a block
+/// returns to the heap when the last tensor viewing it dies, merged with its
+/// free neighbours. Runs of a graph of fixed shapes whose outputs are dropped
+/// before the next run place their tensors the same way every run, so the
+/// memory touched (pooled_bytes) stops growing after the first (a pool of
+/// whole buffers matched to new tensors by size, before, kept growing: the
+/// detector's 47 MiB after one run, 68 MiB after seven).
 class Arena {
  public:
-  /// A contiguous tensor of `dtype` and `shape` over a pooled buffer.
+  Arena();
+  ~Arena();
+  /// A contiguous tensor of `dtype` and `shape` over a block of the heap.
   Tensor alloc(DType dtype, Shape shape);
-  /// Bytes of all pooled buffers (what the arena holds from the system).
-  size_t pooled_bytes() const { return pooled_; }
-  /// The most bytes of buffers in use at once (viewed by live tensors),
+  /// Bytes of the heap ever used: the highest end of a block in each chunk,
+  /// summed (what the arena has written of the memory it reserved).
+  size_t pooled_bytes() const;
+  /// The most bytes of blocks in use at once (viewed by live tensors),
   /// measured at each allocation since construction or reset_peak().
   size_t peak_live_bytes() const { return peak_live_; }
   void reset_peak() { peak_live_ = 0; }
@@ -33,14 +45,7 @@ class Arena {
   std::map<std::string, std::pair<double, int64_t>>* node_profile = nullptr;
 
  private:
-  /// A pooled buffer and its size in bytes (read without a virtual call:
-  /// every alloc scans the pool).
-  struct Buffer {
-    std::shared_ptr<Storage> storage;
-    size_t bytes = 0;
-  };
-  std::vector<Buffer> buffers_;
-  size_t pooled_ = 0;
+  std::shared_ptr<ArenaHeap> heap_;  // shared with every block it gave out
   size_t peak_live_ = 0;
 };
 
