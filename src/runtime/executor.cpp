@@ -47,9 +47,15 @@ class ArenaHeap {
     for (size_t ci = 0; ci < chunks_.size(); ++ci)
       if (auto off = carve(chunks_[ci], bytes)) return {ci, *off};
     // A new chunk: at least kChunk of address space, no memory until written.
-    const size_t size = std::max(kChunk, (bytes + kChunk - 1) / kChunk * kChunk);
+    // Where address space is capped (ulimit -v) or overcommit is strict, a
+    // 1 GiB reservation can fail: then a chunk of just the block's size.
+    size_t size = std::max(kChunk, (bytes + kChunk - 1) / kChunk * kChunk);
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      size = (bytes + kSmallChunk - 1) / kSmallChunk * kSmallChunk;
+      p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    }
     if (p == MAP_FAILED) {
       live_ -= bytes;
       throw std::bad_alloc();
@@ -97,6 +103,7 @@ class ArenaHeap {
 
  private:
   static constexpr size_t kChunk = size_t{1} << 30;
+  static constexpr size_t kSmallChunk = size_t{1} << 21;
   struct Chunk {
     std::byte* base;
     size_t size;
