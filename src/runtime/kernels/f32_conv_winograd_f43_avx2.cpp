@@ -16,6 +16,12 @@
 // micro-kernel, each 6-channel weight panel reused by every block of the
 // group, K ascending in chunks of 256, so results depend neither on the
 // thread count nor on the grouping.
+// f32_conv_winograd_f43_avx512 is the same convolution with the products on
+// AVX-512F (function target attributes, built in the x86-64-v3 build; the
+// registry picks it where cpu_features() has AVX-512F): a work item's blocks
+// go in pairs, 6 output channels × 32 tiles (two zmm) per register tile,
+// each output the AVX2 micro-kernel's FMA chain, so the two give the same
+// bits; the transforms are the AVX2 ones.
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
@@ -27,6 +33,12 @@
 #include "runtime/kernels/f32_winograd_f43.h"
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/runtime/kernels/registry.h"
+
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as a merge operand,
+// which -Wmaybe-uninitialized reports at every use (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace tailor::runtime::kernels {
 
@@ -224,10 +236,103 @@ void output_transform_listed(const Conv2dParams& p, const float* m, int64_t poin
   }
 }
 
-}  // namespace
+// The 36 products' micro-kernel over a work item's blocks: for each block
+// g < nblk, the 16-column tile m + g·m_step (+)= u·(v + g·v_step) for a
+// panel of `rows` (1–6) output channels, k values of v, per output one FMA
+// chain in ascending k (from +0, or from m with accumulate).
+using WinogradPanelsFn = void (*)(int64_t rows, bool accumulate, int64_t k, const float* u,
+                                  const float* v, int64_t v_step, float* m, int64_t m_step,
+                                  int64_t nblk);
 
-void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
-                                const float* bias, float* y, const Activation& act) {
+// The AVX2 form: the 6×16 micro-kernel on each block.
+void panels_6x16_avx2(int64_t rows, bool accumulate, int64_t k, const float* u, const float* v,
+                      int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
+  for (int64_t g = 0; g < nblk; ++g)
+    detail::kernel_panel(rows, accumulate, k, u, v + g * v_step, m + g * m_step);
+}
+
+// The AVX-512F form (function target attributes; the registry picks it where
+// cpu_features() has AVX-512F): blocks in pairs, R rows × 32 columns (two
+// blocks of 16, one zmm each: 2R accumulators; per k two loads of v and R
+// broadcasts of u feed 2R FMAs), a last odd block R × 16. Each output is the
+// AVX2 kernel's FMA chain (same products, same order), so the two give the
+// same bits.
+template <int R, bool kAccumulate, int kBlocks>
+__attribute__((target("avx512f"), always_inline)) inline void tile_rx32_avx512(
+    int64_t k, const float* u, const float* v0, const float* v1, float* m0, float* m1) {
+  __m512 acc[R][kBlocks];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    acc[r][0] = kAccumulate ? _mm512_loadu_ps(m0 + r * kNr) : _mm512_setzero_ps();
+    if constexpr (kBlocks == 2)
+      acc[r][1] = kAccumulate ? _mm512_loadu_ps(m1 + r * kNr) : _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    const __m512 b0 = _mm512_loadu_ps(v0 + i * kNr);
+    __m512 b1;
+    if constexpr (kBlocks == 2) b1 = _mm512_loadu_ps(v1 + i * kNr);
+    const float* ui = u + i * kMr;
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(ui[r]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      if constexpr (kBlocks == 2) acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(m0 + r * kNr, acc[r][0]);
+    if constexpr (kBlocks == 2) _mm512_storeu_ps(m1 + r * kNr, acc[r][1]);
+  }
+}
+
+template <int R>
+__attribute__((target("avx512f"))) void panels_rx32_avx512(bool accumulate, int64_t k,
+                                                           const float* u, const float* v,
+                                                           int64_t v_step, float* m, int64_t m_step,
+                                                           int64_t nblk) {
+  int64_t g = 0;
+  for (; g + 2 <= nblk; g += 2) {
+    const float* v0 = v + g * v_step;
+    float* m0 = m + g * m_step;
+    if (accumulate) {
+      tile_rx32_avx512<R, true, 2>(k, u, v0, v0 + v_step, m0, m0 + m_step);
+    } else {
+      tile_rx32_avx512<R, false, 2>(k, u, v0, v0 + v_step, m0, m0 + m_step);
+    }
+  }
+  if (g < nblk) {
+    if (accumulate) {
+      tile_rx32_avx512<R, true, 1>(k, u, v + g * v_step, nullptr, m + g * m_step, nullptr);
+    } else {
+      tile_rx32_avx512<R, false, 1>(k, u, v + g * v_step, nullptr, m + g * m_step, nullptr);
+    }
+  }
+}
+
+void panels_6x32_avx512(int64_t rows, bool accumulate, int64_t k, const float* u, const float* v,
+                        int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
+  switch (rows) {
+    case 1:
+      return panels_rx32_avx512<1>(accumulate, k, u, v, v_step, m, m_step, nblk);
+    case 2:
+      return panels_rx32_avx512<2>(accumulate, k, u, v, v_step, m, m_step, nblk);
+    case 3:
+      return panels_rx32_avx512<3>(accumulate, k, u, v, v_step, m, m_step, nblk);
+    case 4:
+      return panels_rx32_avx512<4>(accumulate, k, u, v, v_step, m, m_step, nblk);
+    case 5:
+      return panels_rx32_avx512<5>(accumulate, k, u, v, v_step, m, m_step, nblk);
+    default:
+      return panels_rx32_avx512<6>(accumulate, k, u, v, v_step, m, m_step, nblk);
+  }
+}
+
+// The convolution, the 36 products by `panels`; with pair_blocks a work
+// item holds an even number of blocks where it can (the AVX-512 kernel's
+// pairs).
+void winograd_f43(const Conv2dParams& p, const float* x, const float* packed, const float* bias,
+                  float* y, const Activation& act, WinogradPanelsFn panels_fn, bool pair_blocks) {
   const int64_t oh = p.out_h(), ow = p.out_w();
   const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
   const int64_t runs_per_row = (tw + kRun - 1) / kRun;
@@ -245,8 +350,9 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
   // Blocks per item: a 6-channel weight panel is loaded once for `group`
   // blocks, which pays where the weights (36·c_in·c_out floats) outgrow the
   // caches; at least two items per image where there are two blocks.
-  const int64_t group = std::min(std::clamp<int64_t>(p.c_in * p.c_out / 16384, 1, 4),
-                                 std::max<int64_t>(1, blocks / 2));
+  int64_t group = std::min(std::clamp<int64_t>(p.c_in * p.c_out / 16384, 1, 4),
+                           std::max<int64_t>(1, blocks / 2));
+  if (pair_blocks) group = std::min<int64_t>(4, (std::max<int64_t>(group, 2) + 1) / 2 * 2);
   const int64_t items_per_image = (blocks + group - 1) / group, items = p.n * items_per_image;
   const int64_t panels = (p.c_out + kMr - 1) / kMr, cop = panels * kMr;
   const int64_t v_block = kWinogradPoints * p.c_in * kNr, m_block = kWinogradPoints * cop * kNr;
@@ -295,11 +401,9 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
           const int64_t kc = std::min(kKc, p.c_in - k0);
           for (int64_t pn = 0; pn < panels; ++pn) {
             const float* u = packed + ((xi * panels + pn) * p.c_in + k0) * kMr;
-            for (int64_t g = 0; g < nblk; ++g) {
-              detail::kernel_panel(std::min(kMr, p.c_out - pn * kMr), k0 > 0, kc, u,
-                                   v.data() + g * v_block + (xi * p.c_in + k0) * kNr,
-                                   m.data() + g * m_block + (xi * cop + pn * kMr) * kNr);
-            }
+            panels_fn(std::min(kMr, p.c_out - pn * kMr), k0 > 0, kc, u,
+                      v.data() + (xi * p.c_in + k0) * kNr, v_block,
+                      m.data() + (xi * cop + pn * kMr) * kNr, m_block, nblk);
           }
         }
       }
@@ -323,6 +427,20 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
   }
 }
 
+}  // namespace
+
+void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
+                                const float* bias, float* y, const Activation& act) {
+  winograd_f43(p, x, packed, bias, y, act, panels_6x16_avx2, false);
+}
+
+void f32_conv_winograd_f43_avx512(const Conv2dParams& p, const float* x, const float* packed,
+                                  const float* bias, float* y, const Activation& act) {
+  winograd_f43(p, x, packed, bias, y, act, panels_6x32_avx512, true);
+}
+
 }  // namespace tailor::runtime::kernels
+
+#pragma GCC diagnostic pop
 
 #endif  // __AVX2__ && __FMA__
