@@ -70,9 +70,10 @@ struct Run {
   const detail::WinogradTile* tiles = nullptr;
 };
 
-// V[ξ][ci][lane0 + l] for the run's 8 tiles and every input channel of image xb.
+// V[ξ][ci][lane0 + l] (at v[(ξ·vstride + ci)·16 + lane0 + l]) for the run's
+// 8 tiles and every input channel of image xb.
 void input_transform(const Conv2dParams& p, const float* xb, const Run& run, int64_t lane0,
-                     float* v) {
+                     int64_t vstride, float* v) {
   alignas(32) float vt[6][kRowFloats];
   const int64_t iy0 = 4 * run.ty - p.pad_top, ix0 = 4 * run.tx0 - p.pad_left;
   const bool cols_inside = ix0 >= 0 && ix0 + kRowFloats <= p.w;
@@ -136,7 +137,7 @@ void input_transform(const Conv2dParams& p, const float* xb, const Run& run, int
       __m256 o[6];
       detail::winograd_f43_input(d, o);
       for (int c = 0; c < 6; ++c)
-        _mm256_storeu_ps(v + ((r * 6 + c) * p.c_in + ci) * kNr + lane0, o[c]);
+        _mm256_storeu_ps(v + ((r * 6 + c) * vstride + ci) * kNr + lane0, o[c]);
     }
   }
 }
@@ -145,7 +146,7 @@ void input_transform(const Conv2dParams& p, const float* xb, const Run& run, int
 // the dilation (zero in the padding) into lane l, then transformed down the
 // columns and along the rows on whole vectors.
 void input_transform_listed(const Conv2dParams& p, const float* xb, const Run& run, int64_t lane0,
-                            float* v) {
+                            int64_t vstride, float* v) {
   int64_t off[6][6][kRun];  // offset in a channel plane, −1 in the padding
   for (int64_t l = 0; l < kRun; ++l) {
     for (int r = 0; r < 6; ++r) {
@@ -175,7 +176,7 @@ void input_transform_listed(const Conv2dParams& p, const float* xb, const Run& r
       for (int c = 0; c < 6; ++c) row[c] = _mm256_load_ps(vt[r][c]);
       detail::winograd_f43_input(row, o);
       for (int c = 0; c < 6; ++c)
-        _mm256_storeu_ps(v + ((r * 6 + c) * p.c_in + ci) * kNr + lane0, o[c]);
+        _mm256_storeu_ps(v + ((r * 6 + c) * vstride + ci) * kNr + lane0, o[c]);
     }
   }
 }
@@ -355,7 +356,12 @@ void winograd_f43(const Conv2dParams& p, const float* x, const float* packed, co
   if (pair_blocks) group = std::min<int64_t>(4, (std::max<int64_t>(group, 2) + 1) / 2 * 2);
   const int64_t items_per_image = (blocks + group - 1) / group, items = p.n * items_per_image;
   const int64_t panels = (p.c_out + kMr - 1) / kMr, cop = panels * kMr;
-  const int64_t v_block = kWinogradPoints * p.c_in * kNr, m_block = kWinogradPoints * cop * kNr;
+  // V's points lie vstride = c_in + 1 rows of 16 apart: at c_in rows (a
+  // multiple of 4 KiB for c_in a multiple of 64) the 36 stores of a channel's
+  // transform all fell in one L1 set and evicted each other (perf on ISNet's
+  // 64-channel 3×3 convs: a third of the time in the input transform).
+  const int64_t vstride = p.c_in + 1;
+  const int64_t v_block = kWinogradPoints * vstride * kNr, m_block = kWinogradPoints * cop * kNr;
   const auto run_of = [&](int64_t r) {
     Run run;
     if (r >= runs) return run;
@@ -371,7 +377,7 @@ void winograd_f43(const Conv2dParams& p, const float* x, const float* packed, co
   const bool parallel = items > 1 && detail::worth_threads(p.n * p.c_out * oh * ow * p.c_in * 4);
 #pragma omp parallel if (parallel)
   {
-    // Per block of the group: V [36][c_in][16] and M [36][c_out rounded up
+    // Per block of the group: V [36][vstride][16] and M [36][c_out rounded up
     // to 6][16], per thread, kept from call to call (every element used is
     // written first: a fresh allocation per call cost a page fault per 4 KiB).
     thread_local std::vector<float> v, m;
@@ -387,12 +393,13 @@ void winograd_f43(const Conv2dParams& p, const float* x, const float* packed, co
         float* vg = v.data() + g * v_block;
         for (int q = 0; q < 2; ++q) {
           if (pair[q].len > 0 && listed) {
-            input_transform_listed(p, xb, pair[q], q * kRun, vg);
+            input_transform_listed(p, xb, pair[q], q * kRun, vstride, vg);
           } else if (pair[q].len > 0) {
-            input_transform(p, xb, pair[q], q * kRun, vg);
+            input_transform(p, xb, pair[q], q * kRun, vstride, vg);
           } else {
-            for (int64_t i = 0; i < kWinogradPoints * p.c_in; ++i)
-              std::fill_n(vg + i * kNr + q * kRun, kRun, 0.f);
+            for (int64_t xi = 0; xi < kWinogradPoints; ++xi)
+              for (int64_t ci = 0; ci < p.c_in; ++ci)
+                std::fill_n(vg + (xi * vstride + ci) * kNr + q * kRun, kRun, 0.f);
           }
         }
       }
@@ -402,7 +409,7 @@ void winograd_f43(const Conv2dParams& p, const float* x, const float* packed, co
           for (int64_t pn = 0; pn < panels; ++pn) {
             const float* u = packed + ((xi * panels + pn) * p.c_in + k0) * kMr;
             panels_fn(std::min(kMr, p.c_out - pn * kMr), k0 > 0, kc, u,
-                      v.data() + (xi * p.c_in + k0) * kNr, v_block,
+                      v.data() + (xi * vstride + k0) * kNr, v_block,
                       m.data() + (xi * cop + pn * kMr) * kNr, m_block, nblk);
           }
         }
