@@ -239,31 +239,36 @@ void output_transform_listed(const Conv2dParams& p, const float* m, int64_t poin
 }
 
 // The 36 products' micro-kernel over a work item's blocks: for each block
-// g < nblk, the 16-column tile m + g·m_step (+)= u·(v + g·v_step) for a
-// panel of `rows` (1–6) output channels, k values of v, per output one FMA
-// chain in ascending k (from +0, or from m with accumulate).
+// g < nblk, the tile m + g·m_step (+)= u·(v + g·v_step) of `rows` (1–12)
+// output channels × 16 columns, k values of v, per output one FMA chain in
+// ascending k (from +0, or from m with accumulate). Rows past 6 are a second
+// weight panel, at u + u_panel; the tile's rows lie 16 floats apart.
 using WinogradPanelsFn = void (*)(int64_t rows, bool accumulate, int64_t k, const float* u,
-                                  const float* v, int64_t v_step, float* m, int64_t m_step,
-                                  int64_t nblk);
+                                  int64_t u_panel, const float* v, int64_t v_step, float* m,
+                                  int64_t m_step, int64_t nblk);
 
-// The AVX2 form: the 6×16 micro-kernel on each block.
-void panels_6x16_avx2(int64_t rows, bool accumulate, int64_t k, const float* u, const float* v,
-                      int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
-  for (int64_t g = 0; g < nblk; ++g)
-    detail::kernel_panel(rows, accumulate, k, u, v + g * v_step, m + g * m_step);
+// The AVX2 form: the 6×16 micro-kernel on each panel and block.
+void panels_6x16_avx2(int64_t rows, bool accumulate, int64_t k, const float* u, int64_t u_panel,
+                      const float* v, int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
+  for (int64_t h = 0; h * kMr < rows; ++h)
+    for (int64_t g = 0; g < nblk; ++g)
+      detail::kernel_panel(std::min(kMr, rows - h * kMr), accumulate, k, u + h * u_panel,
+                           v + g * v_step, m + h * kMr * kNr + g * m_step);
 }
 
 // The AVX-512F form (function target attributes; the registry picks it where
 // cpu_features() has AVX-512F): blocks in pairs, R rows × 32 columns (two
 // blocks of 16, one zmm each: 2R accumulators; per k two loads of v and R
-// broadcasts of u feed 2R FMAs), a last odd block R × 16. Each output is the
-// AVX2 kernel's FMA chain (same products, same order), so the two give the
-// same bits.
+// broadcasts of u feed 2R FMAs), a last odd block R × 16; two full weight
+// panels at once (R = 12: 24 accumulators, half the loads of v per FMA of
+// R = 6). Each output is the AVX2 kernel's FMA chain (same products, same
+// order), so the two give the same bits.
 template <int R, bool kAccumulate, int kBlocks>
 __attribute__((target("avx512f"), always_inline)) inline void tile_rx32_avx512(
-    int64_t k, const float* u, const float* v0, const float* v1, float* m0, float* m1) {
+    int64_t k, const float* u, int64_t u_panel, const float* v0, const float* v1, float* m0,
+    float* m1) {
   __m512 acc[R][kBlocks];
-#pragma GCC unroll 6
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     acc[r][0] = kAccumulate ? _mm512_loadu_ps(m0 + r * kNr) : _mm512_setzero_ps();
     if constexpr (kBlocks == 2)
@@ -274,14 +279,14 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_rx32_avx512(
     __m512 b1;
     if constexpr (kBlocks == 2) b1 = _mm512_loadu_ps(v1 + i * kNr);
     const float* ui = u + i * kMr;
-#pragma GCC unroll 6
+#pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
-      const __m512 a = _mm512_set1_ps(ui[r]);
+      const __m512 a = _mm512_set1_ps(r < kMr ? ui[r] : ui[u_panel + r - kMr]);
       acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
       if constexpr (kBlocks == 2) acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
     }
   }
-#pragma GCC unroll 6
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     _mm512_storeu_ps(m0 + r * kNr, acc[r][0]);
     if constexpr (kBlocks == 2) _mm512_storeu_ps(m1 + r * kNr, acc[r][1]);
@@ -290,43 +295,51 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_rx32_avx512(
 
 template <int R>
 __attribute__((target("avx512f"))) void panels_rx32_avx512(bool accumulate, int64_t k,
-                                                           const float* u, const float* v,
-                                                           int64_t v_step, float* m, int64_t m_step,
-                                                           int64_t nblk) {
+                                                           const float* u, int64_t u_panel,
+                                                           const float* v, int64_t v_step, float* m,
+                                                           int64_t m_step, int64_t nblk) {
   int64_t g = 0;
   for (; g + 2 <= nblk; g += 2) {
     const float* v0 = v + g * v_step;
     float* m0 = m + g * m_step;
     if (accumulate) {
-      tile_rx32_avx512<R, true, 2>(k, u, v0, v0 + v_step, m0, m0 + m_step);
+      tile_rx32_avx512<R, true, 2>(k, u, u_panel, v0, v0 + v_step, m0, m0 + m_step);
     } else {
-      tile_rx32_avx512<R, false, 2>(k, u, v0, v0 + v_step, m0, m0 + m_step);
+      tile_rx32_avx512<R, false, 2>(k, u, u_panel, v0, v0 + v_step, m0, m0 + m_step);
     }
   }
   if (g < nblk) {
     if (accumulate) {
-      tile_rx32_avx512<R, true, 1>(k, u, v + g * v_step, nullptr, m + g * m_step, nullptr);
+      tile_rx32_avx512<R, true, 1>(k, u, u_panel, v + g * v_step, nullptr, m + g * m_step, nullptr);
     } else {
-      tile_rx32_avx512<R, false, 1>(k, u, v + g * v_step, nullptr, m + g * m_step, nullptr);
+      tile_rx32_avx512<R, false, 1>(k, u, u_panel, v + g * v_step, nullptr, m + g * m_step,
+                                    nullptr);
     }
   }
 }
 
-void panels_6x32_avx512(int64_t rows, bool accumulate, int64_t k, const float* u, const float* v,
-                        int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
+void panels_6x32_avx512(int64_t rows, bool accumulate, int64_t k, const float* u, int64_t u_panel,
+                        const float* v, int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
+  if (rows == 2 * kMr)
+    return panels_rx32_avx512<2 * kMr>(accumulate, k, u, u_panel, v, v_step, m, m_step, nblk);
+  if (rows > kMr) {  // a full panel, then a partial one
+    panels_6x32_avx512(kMr, accumulate, k, u, 0, v, v_step, m, m_step, nblk);
+    return panels_6x32_avx512(rows - kMr, accumulate, k, u + u_panel, 0, v, v_step, m + kMr * kNr,
+                              m_step, nblk);
+  }
   switch (rows) {
     case 1:
-      return panels_rx32_avx512<1>(accumulate, k, u, v, v_step, m, m_step, nblk);
+      return panels_rx32_avx512<1>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
     case 2:
-      return panels_rx32_avx512<2>(accumulate, k, u, v, v_step, m, m_step, nblk);
+      return panels_rx32_avx512<2>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
     case 3:
-      return panels_rx32_avx512<3>(accumulate, k, u, v, v_step, m, m_step, nblk);
+      return panels_rx32_avx512<3>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
     case 4:
-      return panels_rx32_avx512<4>(accumulate, k, u, v, v_step, m, m_step, nblk);
+      return panels_rx32_avx512<4>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
     case 5:
-      return panels_rx32_avx512<5>(accumulate, k, u, v, v_step, m, m_step, nblk);
+      return panels_rx32_avx512<5>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
     default:
-      return panels_rx32_avx512<6>(accumulate, k, u, v, v_step, m, m_step, nblk);
+      return panels_rx32_avx512<6>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
   }
 }
 
@@ -412,9 +425,9 @@ void winograd_f43(const Conv2dParams& p, const float* x, const float* packed, co
       for (int64_t xi = 0; xi < kWinogradPoints; ++xi) {
         for (int64_t k0 = 0; k0 < p.c_in; k0 += kKc) {
           const int64_t kc = std::min(kKc, p.c_in - k0);
-          for (int64_t pn = 0; pn < panels; ++pn) {
+          for (int64_t pn = 0; pn < panels; pn += 2) {  // two panels a call
             const float* u = packed + ((xi * panels + pn) * p.c_in + k0) * kMr;
-            panels_fn(std::min(kMr, p.c_out - pn * kMr), k0 > 0, kc, u,
+            panels_fn(std::min(2 * kMr, p.c_out - pn * kMr), k0 > 0, kc, u, p.c_in * kMr,
                       v.data() + (xi * vstride + k0) * kNr, v_block,
                       m.data() + (xi * cop + pn * kMr) * kNr, m_block, nblk);
           }
