@@ -18,10 +18,11 @@
 // thread count nor on the grouping.
 // f32_conv_winograd_f43_avx512 is the same convolution with the products on
 // AVX-512F (function target attributes, built in the x86-64-v3 build; the
-// registry picks it where cpu_features() has AVX-512F): a work item's blocks
-// go in pairs, 6 output channels × 32 tiles (two zmm) per register tile,
-// each output the AVX2 micro-kernel's FMA chain, so the two give the same
-// bits; the transforms are the AVX2 ones.
+// registry picks it where cpu_features() has AVX-512F): 4 blocks a work item
+// (at least 2, at least one item per thread), taken in pairs, 12 output
+// channels (two weight panels) × 32 tiles (two zmm) per register tile, 6 or
+// fewer × 32 on a last partial panel; each output the AVX2 micro-kernel's
+// FMA chain, so the two give the same bits; the transforms are the AVX2 ones.
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
@@ -318,14 +319,14 @@ __attribute__((target("avx512f"))) void panels_rx32_avx512(bool accumulate, int6
   }
 }
 
-void panels_6x32_avx512(int64_t rows, bool accumulate, int64_t k, const float* u, int64_t u_panel,
-                        const float* v, int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
+void panels_12x32_avx512(int64_t rows, bool accumulate, int64_t k, const float* u, int64_t u_panel,
+                         const float* v, int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
   if (rows == 2 * kMr)
     return panels_rx32_avx512<2 * kMr>(accumulate, k, u, u_panel, v, v_step, m, m_step, nblk);
   if (rows > kMr) {  // a full panel, then a partial one
-    panels_6x32_avx512(kMr, accumulate, k, u, 0, v, v_step, m, m_step, nblk);
-    return panels_6x32_avx512(rows - kMr, accumulate, k, u + u_panel, 0, v, v_step, m + kMr * kNr,
-                              m_step, nblk);
+    panels_12x32_avx512(kMr, accumulate, k, u, 0, v, v_step, m, m_step, nblk);
+    return panels_12x32_avx512(rows - kMr, accumulate, k, u + u_panel, 0, v, v_step, m + kMr * kNr,
+                               m_step, nblk);
   }
   switch (rows) {
     case 1:
@@ -462,7 +463,7 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
 
 void f32_conv_winograd_f43_avx512(const Conv2dParams& p, const float* x, const float* packed,
                                   const float* bias, float* y, const Activation& act) {
-  winograd_f43(p, x, packed, bias, y, act, panels_6x32_avx512, true);
+  winograd_f43(p, x, packed, bias, y, act, panels_12x32_avx512, true);
 }
 
 }  // namespace tailor::runtime::kernels

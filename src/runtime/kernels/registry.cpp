@@ -123,7 +123,7 @@ namespace {
 
 // The avx2 table with the W8A8 conv on VPDPBUSD where this CPU has AVX512-VNNI
 // on ymm (the same packed weights), and the f32 1×1 conv on 12×32 AVX-512F
-// tiles (its own packed weights) and the Winograd conv's products on 6×32
+// tiles (its own packed weights) and the Winograd conv's products on 12×32
 // AVX-512F tiles (the same packed weights) where it has AVX-512F.
 const KernelTable& avx2_table() {
   static const KernelTable table = [] {

@@ -223,10 +223,11 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
                                 const float* bias, float* y, const Activation& act);
 /// f32_conv_winograd_f43_avx2's convolution with the 36 per-point products
 /// on AVX-512F (function target attributes; the registry picks it where
-/// cpu_features() has AVX-512F): a work item's blocks in pairs, 6 output
-/// channels × 32 tiles per register tile. Each output is the AVX2 kernel's
-/// FMA chain (same products in the same order) and the transforms are the
-/// AVX2 ones: the two give the same bits. Same contract and bound.
+/// cpu_features() has AVX-512F): a work item's blocks in pairs, 12 output
+/// channels (two weight panels) × 32 tiles per register tile. Each output is
+/// the AVX2 kernel's FMA chain (same products in the same order) and the
+/// transforms are the AVX2 ones: the two give the same bits. Same contract
+/// and bound.
 void f32_conv_winograd_f43_avx512(const Conv2dParams& p, const float* x, const float* packed,
                                   const float* bias, float* y, const Activation& act);
 /// 1×1 stride-1 unpadded conv (any groups) on f32_conv_pack_6x16_avx2's
