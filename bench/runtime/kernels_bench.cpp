@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "tailor/core/cpu.h"
 #include "tailor/linalg/blas.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/kernels/conv.h"
@@ -206,6 +207,48 @@ void BM_Conv3x3Dilated(benchmark::State& state) {
 BENCHMARK(BM_Conv3x3Dilated)
     ->ArgsProduct({{32, 128, 256}, {16, 32}, {2, 4, 8}, {0, 1}})
     ->ArgNames({"c", "plane", "dil", "path"})
+    ->UseRealTime();
+
+// ISNet's large 3×3 stride-1 convs (channels as in the model, planes a
+// quarter or less of the model's so that an iteration stays short), pad 1,
+// 1 thread, on Winograd F(4×4, 3×3) with the products on AVX2 (isa 0,
+// f32_conv_winograd_f43_avx2) or AVX-512F (isa 1, f32_conv_winograd_f43_avx512;
+// skipped without AVX-512F). FLOPS counts the direct convolution's 2·MACs.
+// Args: {c_in, c_out, plane, isa}.
+void BM_Conv3x3Isnet(benchmark::State& state) {
+  if (state.range(3) == 1 && !tailor::cpu_features().avx512f) {
+    state.SkipWithError("CPU lacks AVX-512F");
+    return;
+  }
+  tailor::linalg::set_threads(1);
+  Conv2dParams p;
+  p.c_in = state.range(0), p.c_out = state.range(1), p.h = p.w = state.range(2);
+  p.kh = p.kw = 3;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+  const auto x = random_values(p.c_in * p.h * p.w, 1);
+  const auto w = random_values(p.c_out * p.c_in * 9, 2);
+  const auto bias = random_values(p.c_out, 3);
+  std::vector<float> y(static_cast<size_t>(p.c_out * p.out_h() * p.out_w()));
+  std::vector<float> packed(static_cast<size_t>(f32_conv_winograd_f43_pack(p, w.data(), nullptr)));
+  f32_conv_winograd_f43_pack(p, w.data(), packed.data());
+  const F32ConvPackedFn fn =
+      state.range(3) == 1 ? f32_conv_winograd_f43_avx512 : f32_conv_winograd_f43_avx2;
+  const double t0 = process_cpu_seconds();
+  for (auto _ : state) {
+    fn(p, x.data(), packed.data(), bias.data(), y.data(), Activation::relu());
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flop_counters(state, 2.0 * p.c_out * p.out_h() * p.out_w() * p.c_in * 9,
+                    process_cpu_seconds() - t0);
+}
+BENCHMARK(BM_Conv3x3Isnet)
+    ->ArgsProduct({{64}, {64}, {256}, {0, 1}})
+    ->ArgsProduct({{128}, {64}, {256}, {0, 1}})
+    ->ArgsProduct({{256}, {128}, {128}, {0, 1}})
+    ->ArgsProduct({{512}, {256}, {64}, {0, 1}})
+    ->ArgsProduct({{1024}, {256}, {64}, {0, 1}})
+    ->ArgsProduct({{512}, {512}, {32}, {0, 1}})
+    ->ArgNames({"cin", "cout", "plane", "isa"})
     ->UseRealTime();
 
 // The candidate paths of a 1×1 stride-1 conv, 1 thread: path 0 what conv2d

@@ -40,6 +40,170 @@ int64_t block_panels(int64_t k) {
   return std::clamp<int64_t>(3072 / k, 1, 4);  // block ≤ 192 KiB: L2-resident
 }
 
+// A group of few output channels (c_out ≤ 3) with strided columns (stride-1
+// ones take the direct path below): the 6×16 micro-kernel would hold 2R accumulators, one FMA chain
+// each, and wait on the FMA latency. Here R rows × NP panels of 16 columns
+// (2·R·NP accumulators, NP ≤ few_rows_panels(R)): c[q·6·16 + r·16 + t] (+)= Σ_i ap[i·6 + r]·
+// bp[q·b_panel + i·16 + t]. Each output is the same FMA chain as in the
+// 6×16 kernel (ascending i, from +0 or from c), so the bits do not change.
+template <int R, int NP, bool kAccumulate>
+void kernel_rx16np(int64_t k, const float* ap, const float* bp, int64_t b_panel, float* c) {
+  __m256 acc[R][NP][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)
+        acc[r][q][h] = kAccumulate ? _mm256_loadu_ps(c + q * kMr * kNr + r * kNr + 8 * h)
+                                   : _mm256_setzero_ps();
+  for (int64_t i = 0; i < k; ++i) {
+    __m256 a[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) a[r] = _mm256_broadcast_ss(ap + i * kMr + r);
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q) {
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m256 b = _mm256_loadu_ps(bp + q * b_panel + i * kNr + 8 * h);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r][q][h] = _mm256_fmadd_ps(a[r], b, acc[r][q][h]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)
+        _mm256_storeu_ps(c + q * kMr * kNr + r * kNr + 8 * h, acc[r][q][h]);
+}
+
+template <int R>
+void kernel_rx16np_dispatch(int64_t np, bool accumulate, int64_t k, const float* ap,
+                            const float* bp, int64_t b_panel, float* c) {
+  auto run = [&]<int NP>() {
+    if (accumulate) {
+      kernel_rx16np<R, NP, true>(k, ap, bp, b_panel, c);
+    } else {
+      kernel_rx16np<R, NP, false>(k, ap, bp, b_panel, c);
+    }
+  };
+  switch (np) {
+    case 1:
+      return run.template operator()<1>();
+    case 2:
+      return run.template operator()<2>();
+    case 3:
+      return run.template operator()<3>();
+    default:
+      return run.template operator()<4>();
+  }
+}
+
+// The panels at once per rows: 8 (1 row × 4 panels) or 12 accumulators, of
+// the 16 ymm registers.
+int64_t few_rows_panels(int64_t rows) {
+  return rows == 1 ? 4 : rows == 2 ? 3 : 2;
+}
+
+// kernel_rx16np for rows 1–3 and 1–few_rows_panels(rows) panels.
+void kernel_few_rows(int64_t rows, int64_t np, bool accumulate, int64_t k, const float* ap,
+                     const float* bp, int64_t b_panel, float* c) {
+  switch (rows) {
+    case 1:
+      return kernel_rx16np_dispatch<1>(np, accumulate, k, ap, bp, b_panel, c);
+    case 2:
+      return kernel_rx16np_dispatch<2>(std::min<int64_t>(np, 3), accumulate, k, ap, bp, b_panel, c);
+    default:
+      return kernel_rx16np_dispatch<3>(std::min<int64_t>(np, 2), accumulate, k, ap, bp, b_panel, c);
+  }
+}
+
+// Few output channels (a group's c_out ≤ 3) and stride-1 columns: direct
+// convolution, no gather. R channels × 32 consecutive outputs of one row
+// (4R accumulators); per tap (ci, ky, kx) ascending, the 32 inputs the tap
+// reads are loaded from the row in place (zero in the padding: masked
+// loads at the edges, a zero vector for rows outside) and multiplied by the
+// tap's weight from the packed panel. Each output is the implicit GEMM's FMA
+// chain (k = (ci, ky, kx) ascending from +0, padding taps as products with
+// 0), so the bits are those of the gathering path. out[r·32 + t] gets
+// channel r's outputs (oy, ox0 + t).
+constexpr int64_t kDirectCols = 32;
+
+template <int R>
+void direct_segment(const Conv2dParams& p, const float* xg, int64_t cig, const float* ap,
+                    int64_t oy, int64_t ox0, float* out) {
+  __m256 acc[R][4];
+#pragma GCC unroll 3
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_setzero_ps();
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i width = _mm256_set1_epi32(static_cast<int>(p.w)), minus1 = _mm256_set1_epi32(-1);
+  for (int64_t ci = 0; ci < cig; ++ci) {
+    const float* xc = xg + ci * p.h * p.w;
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
+      const bool row_in = iy >= 0 && iy < p.h;
+      const float* xr = xc + iy * p.w;
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        const int64_t ix0 = ox0 - p.pad_left + kx * p.dil_w;
+        __m256 v[4];
+        if (!row_in) {
+#pragma GCC unroll 4
+          for (int q = 0; q < 4; ++q) v[q] = _mm256_setzero_ps();
+        } else if (ix0 >= 0 && ix0 + kDirectCols <= p.w) {
+#pragma GCC unroll 4
+          for (int q = 0; q < 4; ++q) v[q] = _mm256_loadu_ps(xr + ix0 + 8 * q);
+        } else {
+#pragma GCC unroll 4
+          for (int q = 0; q < 4; ++q) {
+            const __m256i idx =
+                _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(ix0 + 8 * q)), lane);
+            const __m256i in =
+                _mm256_and_si256(_mm256_cmpgt_epi32(idx, minus1), _mm256_cmpgt_epi32(width, idx));
+            v[q] = _mm256_maskload_ps(xr + ix0 + 8 * q, in);
+          }
+        }
+        const float* a = ap + ((ci * p.kh + ky) * p.kw + kx) * kMr;
+#pragma GCC unroll 3
+        for (int r = 0; r < R; ++r) {
+          const __m256 w = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 4
+          for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_fmadd_ps(w, v[q], acc[r][q]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 3
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) _mm256_storeu_ps(out + r * kDirectCols + 8 * q, acc[r][q]);
+}
+
+// Output row oy of one image and group (cog ≤ 3 channels), bias and
+// activation per 32-output segment.
+void direct_row(const Conv2dParams& p, const float* xg, int64_t cig, int64_t cog, const float* ag,
+                const float* bias, const Activation& act, int64_t oy, float* yg) {
+  const int64_t ow = p.out_w(), ohw = p.out_h() * ow;
+  alignas(32) float out[3 * kDirectCols];
+  for (int64_t ox0 = 0; ox0 < ow; ox0 += kDirectCols) {
+    if (cog == 1) {
+      direct_segment<1>(p, xg, cig, ag, oy, ox0, out);
+    } else if (cog == 2) {
+      direct_segment<2>(p, xg, cig, ag, oy, ox0, out);
+    } else {
+      direct_segment<3>(p, xg, cig, ag, oy, ox0, out);
+    }
+    const int64_t cols = std::min(kDirectCols, ow - ox0);
+    for (int64_t o = 0; o < cog; ++o)
+      f32_bias_act_avx2(act, bias ? bias[o] : 0.f, out + o * kDirectCols,
+                        yg + o * ohw + oy * ow + ox0, cols);
+  }
+}
+
 // Output pixels [j0, j0 + nb) of all of one group's cog channels of one
 // image: yg[o, j] = act(Σ_k W[o, k]·im2col(xg)[k, j] + bias[o]), k ascending
 // (in chunks of 256). `ag` is that group's packed weights, `bias` that
@@ -54,10 +218,28 @@ void conv_block(const Conv2dParams& p, const float* xg, const float* ag, const f
   // rows lie ohw floats apart, often a multiple of 4 KiB, and accumulating
   // there would thrash L1 sets.
   thread_local std::vector<float> acc;
-  acc.resize(static_cast<size_t>(panels * kMr * kNr));
+  acc.resize(static_cast<size_t>(std::max<int64_t>(panels, 4) * kMr * kNr));
   for (int64_t jb = j0; jb < j0 + nb; jb += width) {
     const int64_t bcols = std::min(width, j0 + nb - jb);
     pack_block(p, xg, cig, jb, bcols, bp);
+    const int64_t np = (bcols + kNr - 1) / kNr;  // the block's column panels
+    if (cog <= 3 && np >= 2) {                   // few channels: all the block's panels at once
+      const int64_t step = few_rows_panels(cog);
+      for (int64_t q0 = 0; q0 < np; q0 += step) {
+        for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+          const int64_t kc = std::min(kKc, k - k0);
+          kernel_few_rows(cog, std::min(step, np - q0), k0 > 0, kc, ag + k0 * kMr,
+                          bp + (q0 * k + k0) * kNr, k * kNr, acc.data() + q0 * kMr * kNr);
+        }
+      }
+      for (int64_t q = 0; q < np; ++q) {
+        const int64_t j = jb + q * kNr, cols = std::min(kNr, jb + bcols - j);
+        for (int64_t o = 0; o < cog; ++o)
+          f32_bias_act_avx2(act, bias ? bias[o] : 0.f, acc.data() + q * kMr * kNr + o * kNr,
+                            yg + o * ohw + j, cols);
+      }
+      continue;
+    }
     for (int64_t j = jb; j < jb + bcols; j += kNr) {
       const int64_t cols = std::min(kNr, jb + bcols - j);
       const float* bq = bp + (j - jb) / kNr * k * kNr;
@@ -92,6 +274,17 @@ void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const
   const int64_t blocks = (ohw + bn - 1) / bn;
   const int64_t items = p.n * p.groups * blocks;
   const int64_t packed_group = (cog + kMr - 1) / kMr * kMr * k;
+  if (cog <= 3 && p.stride_w == 1) {  // few channels: direct, items (image, group, row)
+    const int64_t oh = p.out_h(), rows = p.n * p.groups * oh;
+    const bool par = rows > 1 && detail::worth_threads(p.n * p.c_out * ohw * k);
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t item = 0; item < rows; ++item) {
+      const int64_t oy = item % oh, g = (item / oh) % p.groups, b = item / (oh * p.groups);
+      direct_row(p, x + (b * p.c_in + g * cig) * p.h * p.w, cig, cog, packed + g * packed_group,
+                 bias ? bias + g * cog : nullptr, act, oy, y + (b * p.c_out + g * cog) * ohw);
+    }
+    return;
+  }
   const bool parallel = items > 1 && detail::worth_threads(p.n * p.c_out * ohw * k);
 #pragma omp parallel if (parallel)
   {

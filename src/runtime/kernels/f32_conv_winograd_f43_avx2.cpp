@@ -16,6 +16,13 @@
 // micro-kernel, each 6-channel weight panel reused by every block of the
 // group, K ascending in chunks of 256, so results depend neither on the
 // thread count nor on the grouping.
+// f32_conv_winograd_f43_avx512 is the same convolution with the products on
+// AVX-512F (function target attributes, built in the x86-64-v3 build; the
+// registry picks it where cpu_features() has AVX-512F): 4 blocks a work item
+// (at least 2, at least one item per thread), taken in pairs, 12 output
+// channels (two weight panels) × 32 tiles (two zmm) per register tile, 6 or
+// fewer × 32 on a last partial panel; each output the AVX2 micro-kernel's
+// FMA chain, so the two give the same bits; the transforms are the AVX2 ones.
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
@@ -26,7 +33,14 @@
 #include "runtime/kernels/f32_gemm_6x16_avx2.h"
 #include "runtime/kernels/f32_winograd_f43.h"
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/kernels/registry.h"
+
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as a merge operand,
+// which -Wmaybe-uninitialized reports at every use (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace tailor::runtime::kernels {
 
@@ -58,9 +72,10 @@ struct Run {
   const detail::WinogradTile* tiles = nullptr;
 };
 
-// V[ξ][ci][lane0 + l] for the run's 8 tiles and every input channel of image xb.
+// V[ξ][ci][lane0 + l] (at v[(ξ·vstride + ci)·16 + lane0 + l]) for the run's
+// 8 tiles and every input channel of image xb.
 void input_transform(const Conv2dParams& p, const float* xb, const Run& run, int64_t lane0,
-                     float* v) {
+                     int64_t vstride, float* v) {
   alignas(32) float vt[6][kRowFloats];
   const int64_t iy0 = 4 * run.ty - p.pad_top, ix0 = 4 * run.tx0 - p.pad_left;
   const bool cols_inside = ix0 >= 0 && ix0 + kRowFloats <= p.w;
@@ -124,7 +139,7 @@ void input_transform(const Conv2dParams& p, const float* xb, const Run& run, int
       __m256 o[6];
       detail::winograd_f43_input(d, o);
       for (int c = 0; c < 6; ++c)
-        _mm256_storeu_ps(v + ((r * 6 + c) * p.c_in + ci) * kNr + lane0, o[c]);
+        _mm256_storeu_ps(v + ((r * 6 + c) * vstride + ci) * kNr + lane0, o[c]);
     }
   }
 }
@@ -133,7 +148,7 @@ void input_transform(const Conv2dParams& p, const float* xb, const Run& run, int
 // the dilation (zero in the padding) into lane l, then transformed down the
 // columns and along the rows on whole vectors.
 void input_transform_listed(const Conv2dParams& p, const float* xb, const Run& run, int64_t lane0,
-                            float* v) {
+                            int64_t vstride, float* v) {
   int64_t off[6][6][kRun];  // offset in a channel plane, −1 in the padding
   for (int64_t l = 0; l < kRun; ++l) {
     for (int r = 0; r < 6; ++r) {
@@ -163,7 +178,7 @@ void input_transform_listed(const Conv2dParams& p, const float* xb, const Run& r
       for (int c = 0; c < 6; ++c) row[c] = _mm256_load_ps(vt[r][c]);
       detail::winograd_f43_input(row, o);
       for (int c = 0; c < 6; ++c)
-        _mm256_storeu_ps(v + ((r * 6 + c) * p.c_in + ci) * kNr + lane0, o[c]);
+        _mm256_storeu_ps(v + ((r * 6 + c) * vstride + ci) * kNr + lane0, o[c]);
     }
   }
 }
@@ -224,10 +239,116 @@ void output_transform_listed(const Conv2dParams& p, const float* m, int64_t poin
   }
 }
 
-}  // namespace
+// The 36 products' micro-kernel over a work item's blocks: for each block
+// g < nblk, the tile m + g·m_step (+)= u·(v + g·v_step) of `rows` (1–12)
+// output channels × 16 columns, k values of v, per output one FMA chain in
+// ascending k (from +0, or from m with accumulate). Rows past 6 are a second
+// weight panel, at u + u_panel; the tile's rows lie 16 floats apart.
+using WinogradPanelsFn = void (*)(int64_t rows, bool accumulate, int64_t k, const float* u,
+                                  int64_t u_panel, const float* v, int64_t v_step, float* m,
+                                  int64_t m_step, int64_t nblk);
 
-void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
-                                const float* bias, float* y, const Activation& act) {
+// The AVX2 form: the 6×16 micro-kernel on each panel and block.
+void panels_6x16_avx2(int64_t rows, bool accumulate, int64_t k, const float* u, int64_t u_panel,
+                      const float* v, int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
+  for (int64_t h = 0; h * kMr < rows; ++h)
+    for (int64_t g = 0; g < nblk; ++g)
+      detail::kernel_panel(std::min(kMr, rows - h * kMr), accumulate, k, u + h * u_panel,
+                           v + g * v_step, m + h * kMr * kNr + g * m_step);
+}
+
+// The AVX-512F form (function target attributes; the registry picks it where
+// cpu_features() has AVX-512F): blocks in pairs, R rows × 32 columns (two
+// blocks of 16, one zmm each: 2R accumulators; per k two loads of v and R
+// broadcasts of u feed 2R FMAs), a last odd block R × 16; two full weight
+// panels at once (R = 12: 24 accumulators, half the loads of v per FMA of
+// R = 6). Each output is the AVX2 kernel's FMA chain (same products, same
+// order), so the two give the same bits.
+template <int R, bool kAccumulate, int kBlocks>
+__attribute__((target("avx512f"), always_inline)) inline void tile_rx32_avx512(
+    int64_t k, const float* u, int64_t u_panel, const float* v0, const float* v1, float* m0,
+    float* m1) {
+  __m512 acc[R][kBlocks];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    acc[r][0] = kAccumulate ? _mm512_loadu_ps(m0 + r * kNr) : _mm512_setzero_ps();
+    if constexpr (kBlocks == 2)
+      acc[r][1] = kAccumulate ? _mm512_loadu_ps(m1 + r * kNr) : _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    const __m512 b0 = _mm512_loadu_ps(v0 + i * kNr);
+    __m512 b1;
+    if constexpr (kBlocks == 2) b1 = _mm512_loadu_ps(v1 + i * kNr);
+    const float* ui = u + i * kMr;
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(r < kMr ? ui[r] : ui[u_panel + r - kMr]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      if constexpr (kBlocks == 2) acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(m0 + r * kNr, acc[r][0]);
+    if constexpr (kBlocks == 2) _mm512_storeu_ps(m1 + r * kNr, acc[r][1]);
+  }
+}
+
+template <int R>
+__attribute__((target("avx512f"))) void panels_rx32_avx512(bool accumulate, int64_t k,
+                                                           const float* u, int64_t u_panel,
+                                                           const float* v, int64_t v_step, float* m,
+                                                           int64_t m_step, int64_t nblk) {
+  int64_t g = 0;
+  for (; g + 2 <= nblk; g += 2) {
+    const float* v0 = v + g * v_step;
+    float* m0 = m + g * m_step;
+    if (accumulate) {
+      tile_rx32_avx512<R, true, 2>(k, u, u_panel, v0, v0 + v_step, m0, m0 + m_step);
+    } else {
+      tile_rx32_avx512<R, false, 2>(k, u, u_panel, v0, v0 + v_step, m0, m0 + m_step);
+    }
+  }
+  if (g < nblk) {
+    if (accumulate) {
+      tile_rx32_avx512<R, true, 1>(k, u, u_panel, v + g * v_step, nullptr, m + g * m_step, nullptr);
+    } else {
+      tile_rx32_avx512<R, false, 1>(k, u, u_panel, v + g * v_step, nullptr, m + g * m_step,
+                                    nullptr);
+    }
+  }
+}
+
+void panels_12x32_avx512(int64_t rows, bool accumulate, int64_t k, const float* u, int64_t u_panel,
+                         const float* v, int64_t v_step, float* m, int64_t m_step, int64_t nblk) {
+  if (rows == 2 * kMr)
+    return panels_rx32_avx512<2 * kMr>(accumulate, k, u, u_panel, v, v_step, m, m_step, nblk);
+  if (rows > kMr) {  // a full panel, then a partial one
+    panels_12x32_avx512(kMr, accumulate, k, u, 0, v, v_step, m, m_step, nblk);
+    return panels_12x32_avx512(rows - kMr, accumulate, k, u + u_panel, 0, v, v_step, m + kMr * kNr,
+                               m_step, nblk);
+  }
+  switch (rows) {
+    case 1:
+      return panels_rx32_avx512<1>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
+    case 2:
+      return panels_rx32_avx512<2>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
+    case 3:
+      return panels_rx32_avx512<3>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
+    case 4:
+      return panels_rx32_avx512<4>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
+    case 5:
+      return panels_rx32_avx512<5>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
+    default:
+      return panels_rx32_avx512<6>(accumulate, k, u, 0, v, v_step, m, m_step, nblk);
+  }
+}
+
+// The convolution, the 36 products by `panels`; with pair_blocks a work
+// item holds an even number of blocks where it can (the AVX-512 kernel's
+// pairs).
+void winograd_f43(const Conv2dParams& p, const float* x, const float* packed, const float* bias,
+                  float* y, const Activation& act, WinogradPanelsFn panels_fn, bool pair_blocks) {
   const int64_t oh = p.out_h(), ow = p.out_w();
   const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
   const int64_t runs_per_row = (tw + kRun - 1) / kRun;
@@ -244,12 +365,23 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
   const int64_t blocks = (runs + 1) / 2;
   // Blocks per item: a 6-channel weight panel is loaded once for `group`
   // blocks, which pays where the weights (36·c_in·c_out floats) outgrow the
-  // caches; at least two items per image where there are two blocks.
-  const int64_t group = std::min(std::clamp<int64_t>(p.c_in * p.c_out / 16384, 1, 4),
-                                 std::max<int64_t>(1, blocks / 2));
+  // caches; at least two items per image where there are two blocks. With
+  // pair_blocks (the AVX-512 products) 4 blocks, at least 2, and at least
+  // one item per thread of the team: one thread streamed all of U per 2
+  // blocks before (kernels_bench BM_Conv3x3Isnet, Zen 5, 1 thread: 512→512
+  // on 32×32 389 → 562 GFLOP/s). The grouping changes no result.
+  int64_t group = std::min(std::clamp<int64_t>(p.c_in * p.c_out / 16384, 1, 4),
+                           std::max<int64_t>(1, blocks / 2));
+  if (pair_blocks)
+    group = std::min<int64_t>(4, std::max<int64_t>(2, blocks / std::max(1, linalg::threads())));
   const int64_t items_per_image = (blocks + group - 1) / group, items = p.n * items_per_image;
   const int64_t panels = (p.c_out + kMr - 1) / kMr, cop = panels * kMr;
-  const int64_t v_block = kWinogradPoints * p.c_in * kNr, m_block = kWinogradPoints * cop * kNr;
+  // V's points lie vstride = c_in + 1 rows of 16 apart: at c_in rows (a
+  // multiple of 4 KiB for c_in a multiple of 64) the 36 stores of a channel's
+  // transform all fell in one L1 set and evicted each other (perf on ISNet's
+  // 64-channel 3×3 convs: a third of the time in the input transform).
+  const int64_t vstride = p.c_in + 1;
+  const int64_t v_block = kWinogradPoints * vstride * kNr, m_block = kWinogradPoints * cop * kNr;
   const auto run_of = [&](int64_t r) {
     Run run;
     if (r >= runs) return run;
@@ -265,7 +397,7 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
   const bool parallel = items > 1 && detail::worth_threads(p.n * p.c_out * oh * ow * p.c_in * 4);
 #pragma omp parallel if (parallel)
   {
-    // Per block of the group: V [36][c_in][16] and M [36][c_out rounded up
+    // Per block of the group: V [36][vstride][16] and M [36][c_out rounded up
     // to 6][16], per thread, kept from call to call (every element used is
     // written first: a fresh allocation per call cost a page fault per 4 KiB).
     thread_local std::vector<float> v, m;
@@ -281,25 +413,24 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
         float* vg = v.data() + g * v_block;
         for (int q = 0; q < 2; ++q) {
           if (pair[q].len > 0 && listed) {
-            input_transform_listed(p, xb, pair[q], q * kRun, vg);
+            input_transform_listed(p, xb, pair[q], q * kRun, vstride, vg);
           } else if (pair[q].len > 0) {
-            input_transform(p, xb, pair[q], q * kRun, vg);
+            input_transform(p, xb, pair[q], q * kRun, vstride, vg);
           } else {
-            for (int64_t i = 0; i < kWinogradPoints * p.c_in; ++i)
-              std::fill_n(vg + i * kNr + q * kRun, kRun, 0.f);
+            for (int64_t xi = 0; xi < kWinogradPoints; ++xi)
+              for (int64_t ci = 0; ci < p.c_in; ++ci)
+                std::fill_n(vg + (xi * vstride + ci) * kNr + q * kRun, kRun, 0.f);
           }
         }
       }
       for (int64_t xi = 0; xi < kWinogradPoints; ++xi) {
         for (int64_t k0 = 0; k0 < p.c_in; k0 += kKc) {
           const int64_t kc = std::min(kKc, p.c_in - k0);
-          for (int64_t pn = 0; pn < panels; ++pn) {
+          for (int64_t pn = 0; pn < panels; pn += 2) {  // two panels a call
             const float* u = packed + ((xi * panels + pn) * p.c_in + k0) * kMr;
-            for (int64_t g = 0; g < nblk; ++g) {
-              detail::kernel_panel(std::min(kMr, p.c_out - pn * kMr), k0 > 0, kc, u,
-                                   v.data() + g * v_block + (xi * p.c_in + k0) * kNr,
-                                   m.data() + g * m_block + (xi * cop + pn * kMr) * kNr);
-            }
+            panels_fn(std::min(2 * kMr, p.c_out - pn * kMr), k0 > 0, kc, u, p.c_in * kMr,
+                      v.data() + (xi * vstride + k0) * kNr, v_block,
+                      m.data() + (xi * cop + pn * kMr) * kNr, m_block, nblk);
           }
         }
       }
@@ -323,6 +454,20 @@ void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const flo
   }
 }
 
+}  // namespace
+
+void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
+                                const float* bias, float* y, const Activation& act) {
+  winograd_f43(p, x, packed, bias, y, act, panels_6x16_avx2, false);
+}
+
+void f32_conv_winograd_f43_avx512(const Conv2dParams& p, const float* x, const float* packed,
+                                  const float* bias, float* y, const Activation& act) {
+  winograd_f43(p, x, packed, bias, y, act, panels_12x32_avx512, true);
+}
+
 }  // namespace tailor::runtime::kernels
+
+#pragma GCC diagnostic pop
 
 #endif  // __AVX2__ && __FMA__

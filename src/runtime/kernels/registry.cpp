@@ -88,6 +88,7 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&f32_attention_avx2), "f32_attention_avx2"},
     {reinterpret_cast<const void*>(&f32_rope_avx2), "f32_rope_avx2"},
     {reinterpret_cast<const void*>(&f32_conv_winograd_f43_avx2), "f32_conv_winograd_f43_avx2"},
+    {reinterpret_cast<const void*>(&f32_conv_winograd_f43_avx512), "f32_conv_winograd_f43_avx512"},
 #if defined(__F16C__)
     {reinterpret_cast<const void*>(&qb_f32_conv_6x16_avx2), "qb_f32_conv_6x16_avx2"},
     {reinterpret_cast<const void*>(&q8_q8_conv1x1_pack_8x16), "q8_q8_conv1x1_pack_8x16"},
@@ -122,7 +123,8 @@ namespace {
 
 // The avx2 table with the W8A8 conv on VPDPBUSD where this CPU has AVX512-VNNI
 // on ymm (the same packed weights), and the f32 1×1 conv on 12×32 AVX-512F
-// tiles (its own packed weights) where it has AVX-512F.
+// tiles (its own packed weights) and the Winograd conv's products on 12×32
+// AVX-512F tiles (the same packed weights) where it has AVX-512F.
 const KernelTable& avx2_table() {
   static const KernelTable table = [] {
     KernelTable t = kAvx2;
@@ -131,6 +133,7 @@ const KernelTable& avx2_table() {
       t.conv1x1_pack = f32_conv1x1_pack_12x32;
       t.conv1x1 = f32_conv1x1_12x32_avx512;
       t.conv1x1_max_pixels = std::numeric_limits<int64_t>::max();
+      t.conv_winograd = f32_conv_winograd_f43_avx512;
     }
 #endif
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)

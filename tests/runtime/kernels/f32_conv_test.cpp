@@ -13,6 +13,7 @@
 // tol = 1.5·(K + 1)·ε·Σ|terms| + 8ε·|y| + ε·Σ|terms|·max(1, Σ|terms|) + 2⁻¹²⁶.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "runtime/kernels/kernel_compare.h"
 #include "tailor/core/error.h"
@@ -143,6 +144,91 @@ TEST_F(F32Conv, Gemm6x16MatchesReference) {
     for (const Activation& act : kActs) check(c, opt().conv_gemm, act, true, seed += 3);
     check(c, opt().conv_gemm, Activation::none(), false, seed += 3);
   }
+}
+
+// Groups of ≤ 3 output channels: the implicit GEMM runs all of a block's
+// 16-pixel panels at once (kernel_rx16np). One channel (ISNet's side
+// outputs), two and three; groups of 2 and 3 channels; planes of 1–4 panels
+// a block and a last partial panel; K past one 256-chunk; dilation; stride.
+const ConvCase kFewChannelCases[] = {
+    // n, c_in, h, w, c_out, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, column_block
+    {1, 64, 37, 41, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},    // 4 panels a block, tails
+    {2, 9, 19, 23, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},     // two images, 2 rows
+    {1, 40, 21, 35, 3, 3, 3, 1, 1, 0, 2, 2, 0, 1, 1, 1, 0},    // 3 rows, asymmetric pads
+    {1, 300, 11, 13, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},   // K = 2700: one panel a block
+    {1, 120, 13, 17, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 0},   // K = 1080: 2 panels, dilated
+    {1, 12, 25, 31, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0},    // groups of 2 channels
+    {1, 9, 30, 29, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3, 0},     // groups of 3, stride 2
+    {1, 16, 20, 20, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 100},  // column block 100
+};
+
+TEST_F(F32Conv, FewChannelsMatchReference) {
+  uint64_t seed = 1300;
+  for (const ConvCase& c : kFewChannelCases) {
+    check(c, opt().conv_gemm, Activation::none(), true, seed += 3);
+    check(c, opt().conv_gemm, Activation::sigmoid(), false, seed += 3);
+    check(c, nullptr, Activation::relu(), true, seed += 3, true);
+  }
+}
+
+TEST_F(F32Conv, FewChannelsAreOneFmaChainPerOutput) {
+  // Each output is one FMA chain over k = (ci, ky, kx) ascending from +0,
+  // padding taps included as products with 0 (no bias, no activation):
+  // computed here with std::fma, the kernel's bits exactly.
+  uint64_t seed = 1400;
+  for (const ConvCase& c : kFewChannelCases) {
+    const Conv2dParams p = params(c);
+    const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
+    const auto x = uniform(p.n * p.c_in * p.h * p.w, seed += 3);
+    const auto w = uniform(p.c_out * cig * p.kh * p.kw, seed + 1);
+    const int64_t oh = p.out_h(), ow = p.out_w();
+    std::vector<float> want(static_cast<size_t>(p.n * p.c_out * oh * ow)), got(want.size(), -9.f);
+    for (int64_t b = 0; b < p.n; ++b)
+      for (int64_t o = 0; o < p.c_out; ++o)
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            float acc = 0.f;
+            const int64_t g = o / cog;
+            for (int64_t ci = 0; ci < cig; ++ci)
+              for (int64_t ky = 0; ky < p.kh; ++ky)
+                for (int64_t kx = 0; kx < p.kw; ++kx) {
+                  const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
+                  const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dil_w;
+                  const bool in = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w;
+                  const float xv =
+                      in ? x[((b * p.c_in + g * cig + ci) * p.h + iy) * p.w + ix] : 0.f;
+                  acc = std::fma(w[((o * cig + ci) * p.kh + ky) * p.kw + kx], xv, acc);
+                }
+            want[((b * p.c_out + o) * oh + oy) * ow + ox] = acc + 0.f;
+          }
+    opt().conv_gemm(p, x.data(), w.data(), nullptr, got.data(), Activation::none());
+    expect_same(got, want, label(c));
+  }
+}
+
+TEST_F(F32Conv, FewChannelsGiveTheSameBitsAtOneAndTwoThreadsAndKeepNaN) {
+  const Conv2dParams p = params({1, 64, 70, 90, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0});
+  auto x = uniform(p.c_in * p.h * p.w, 1500);
+  const auto w = uniform(p.c_out * p.c_in * 9, 1501);
+  const auto bias = uniform(p.c_out, 1502);
+  x[(5 * p.h + 33) * p.w + 47] = std::numeric_limits<float>::quiet_NaN();
+  const size_t ny = static_cast<size_t>(p.c_out * p.out_h() * p.out_w());
+  std::vector<float> one(ny), two(ny, -99.f);
+  {
+    linalg::ThreadLimit limit(1);
+    opt().conv_gemm(p, x.data(), w.data(), bias.data(), one.data(), Activation::relu());
+  }
+  {
+    linalg::ThreadLimit limit(2);
+    opt().conv_gemm(p, x.data(), w.data(), bias.data(), two.data(), Activation::relu());
+  }
+  expect_same(two, one, "one channel at 2 threads against 1");
+  // The NaN at (33, 47) reaches the outputs (32–34, 46–48), and only those.
+  for (int64_t oy = 0; oy < p.out_h(); ++oy)
+    for (int64_t ox = 0; ox < p.out_w(); ++ox) {
+      const bool near = std::abs(oy - 33) <= 1 && std::abs(ox - 47) <= 1;
+      EXPECT_EQ(std::isnan(one[oy * p.out_w() + ox]), near) << oy << "," << ox;
+    }
 }
 
 TEST_F(F32Conv, PackedWeightsMatchReference) {

@@ -62,9 +62,9 @@ TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
       "batch_norm=f32_batchnorm_avx2 softmax=f32_softmax_avx2 "
       "max_pool=f32_maxpool_avx2 resize=f32_resize_avx2 "
       "conv_pack=f32_conv_pack_6x16_avx2 conv_packed=f32_conv_gemm_packed_6x16_avx2 "
-      "attention=f32_attention_avx2 rope=f32_rope_avx2 "
-      "conv_winograd=f32_conv_winograd_f43_avx2 "
-      "qb_conv=qb_f32_conv_6x16_avx2 q8q8_conv1x1=" +
+      "attention=f32_attention_avx2 rope=f32_rope_avx2 conv_winograd=" +
+          std::string(f.avx512f ? "f32_conv_winograd_f43_avx512" : "f32_conv_winograd_f43_avx2") +
+          " qb_conv=qb_f32_conv_6x16_avx2 q8q8_conv1x1=" +
           std::string(f.avx512vnni && f.avx512vl ? "q8_q8_conv1x1_8x16_avx512vnni"
                                                  : "q8_q8_conv1x1_8x16_avx2") +
           (f.avx512f ? " conv1x1_pack=f32_conv1x1_pack_12x32 conv1x1=f32_conv1x1_12x32_avx512"

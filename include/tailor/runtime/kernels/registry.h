@@ -221,6 +221,15 @@ void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const
 /// contract and bound.
 void f32_conv_winograd_f43_avx2(const Conv2dParams& p, const float* x, const float* packed,
                                 const float* bias, float* y, const Activation& act);
+/// f32_conv_winograd_f43_avx2's convolution with the 36 per-point products
+/// on AVX-512F (function target attributes; the registry picks it where
+/// cpu_features() has AVX-512F): a work item's blocks in pairs, 12 output
+/// channels (two weight panels) × 32 tiles per register tile. Each output is
+/// the AVX2 kernel's FMA chain (same products in the same order) and the
+/// transforms are the AVX2 ones: the two give the same bits. Same contract
+/// and bound.
+void f32_conv_winograd_f43_avx512(const Conv2dParams& p, const float* x, const float* packed,
+                                  const float* bias, float* y, const Activation& act);
 /// 1×1 stride-1 unpadded conv (any groups) on f32_conv_pack_6x16_avx2's
 /// weights (packed once, at load) and x read in place: 6 output channels ×
 /// 16 pixels per register tile (the strided 6×16 micro-kernel), bias and
@@ -331,7 +340,8 @@ struct KernelTable {
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
 /// AVX2 and FMA for Isa::avx2). The avx2 table's q8q8_conv1x1 is the
 /// AVX512-VNNI kernel where the CPU has AVX512-VNNI and AVX512-VL, and its
-/// conv1x1 (with conv1x1_pack) f32_conv1x1_12x32_avx512 where it has AVX-512F.
+/// conv1x1 (with conv1x1_pack) f32_conv1x1_12x32_avx512 and its conv_winograd
+/// f32_conv_winograd_f43_avx512 where it has AVX-512F.
 bool isa_available(Isa isa);
 /// The table of `isa`; throws tailor::Error when it is not available.
 const KernelTable& kernel_table(Isa isa);
