@@ -19,6 +19,7 @@
 #include "runtime/kernels/f32_conv_panels.h"
 #include "runtime/kernels/f32_gemm_6x16_avx2.h"
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -93,19 +94,16 @@ void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const
   const int64_t items = p.n * p.groups * blocks;
   const int64_t packed_group = (cog + kMr - 1) / kMr * kMr * k;
   const bool parallel = items > 1 && detail::worth_threads(p.n * p.c_out * ohw * k);
-#pragma omp parallel if (parallel)
-  {
-    std::vector<float> panel(static_cast<size_t>(kNr * k * block_panels(k)));
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
-      const int64_t b = item / (blocks * p.groups);
-      const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
-      conv_block(p, x + (b * p.c_in + g * cig) * p.h * p.w, packed + g * packed_group,
-                 bias ? bias + g * cog : nullptr, act, j0, nb, y + (b * p.c_out + g * cog) * ohw,
-                 panel.data());
-    }
-  }
+  linalg::parallel_for(items, parallel, [&](int64_t item) {
+    thread_local std::vector<float> panel;
+    panel.resize(static_cast<size_t>(kNr * k * block_panels(k)));
+    const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
+    const int64_t b = item / (blocks * p.groups);
+    const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
+    conv_block(p, x + (b * p.c_in + g * cig) * p.h * p.w, packed + g * packed_group,
+               bias ? bias + g * cog : nullptr, act, j0, nb, y + (b * p.c_out + g * cog) * ohw,
+               panel.data());
+  });
 }
 
 void f32_conv_gemm_6x16_avx2(const Conv2dParams& p, const float* x, const float* w,
