@@ -21,9 +21,8 @@ inline int64_t block_columns(int64_t n) {
 /// The one rule of the runtime for whether an operator's loop is shared with
 /// linalg::parallel_for's workers or runs on the calling thread alone (every
 /// kernel and op asks worth_threads or worth_threads_elements; none keeps a
-/// threshold of its own). The f32 kernels and ops share their loops through
-/// parallel_for; the Winograd and compressed-weight kernels (q8/qb conv,
-/// ops_compressed, src/schemes) still open OpenMP regions.
+/// threshold of its own). Every loop of src/runtime goes through
+/// parallel_for; the scheme kernels of src/schemes still open OpenMP regions.
 ///
 /// Multiply-adds below which an operator runs on the calling thread. The
 /// pool's workers poll between loops, so handing a loop to them costs
