@@ -41,17 +41,16 @@ bool in_parallel_for();
 template <class Body>
 void parallel_for(int64_t items, bool threads, const Body& body) {
   if (items <= 0) return;
+  // One instance of the loop over body serves both paths (half the code).
+  constexpr detail::RangeFn range = [](const void* ctx, int64_t begin, int64_t end) {
+    const Body& b = *static_cast<const Body*>(ctx);
+    for (int64_t i = begin; i < end; ++i) b(i);
+  };
   if (!threads || items == 1) {
-    for (int64_t i = 0; i < items; ++i) body(i);
+    range(&body, 0, items);
     return;
   }
-  detail::parallel_run(
-      items,
-      [](const void* ctx, int64_t begin, int64_t end) {
-        const Body& b = *static_cast<const Body*>(ctx);
-        for (int64_t i = begin; i < end; ++i) b(i);
-      },
-      &body);
+  detail::parallel_run(items, range, &body);
 }
 
 }  // namespace tailor::linalg

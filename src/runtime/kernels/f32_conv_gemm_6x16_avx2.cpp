@@ -45,8 +45,13 @@ int64_t block_panels(int64_t k) {
 // image: yg[o, j] = act(Σ_k W[o, k]·im2col(xg)[k, j] + bias[o]), k ascending
 // (in chunks of 256). `ag` is that group's packed weights, `bias` that
 // group's bias or null, `bp` a per-thread buffer of 16·K·block_panels(K) floats.
-void conv_block(const Conv2dParams& p, const float* xg, const float* ag, const float* bias,
-                const Activation& act, int64_t j0, int64_t nb, float* yg, float* bp) {
+// Always inlined into its work item: called out of line (from parallel_for's
+// item function) the recogniser's 1×3 conv (960 → 60 channels, 40 pixels)
+// took 0.29 ms instead of 0.16.
+[[gnu::always_inline]] inline void conv_block(const Conv2dParams& p, const float* xg,
+                                              const float* ag, const float* bias,
+                                              const Activation& act, int64_t j0, int64_t nb,
+                                              float* yg, float* bp) {
   const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
   const int64_t k = cig * p.kh * p.kw, ohw = p.out_h() * p.out_w();
   const int64_t panels = (cog + kMr - 1) / kMr;
