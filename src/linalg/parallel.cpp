@@ -30,20 +30,30 @@ thread_local bool t_in_loop = false;
 /// the counter is touched only a few times per thread.
 constexpr int64_t kChunksPerThread = 4;
 
+/// The claim word's item index while a loop's fields are being written: past
+/// any loop's items (parallel_run takes fewer than 2^31).
+constexpr uint64_t kClosed = 0xffffffffu;
+
 class Pool {
  public:
   /// Runs the loop over `threads` threads (the caller and threads − 1 workers).
   void run(int threads, int64_t items, RangeFn fn, const void* ctx) {
     grow(threads - 1);
     const int64_t chunk = std::max<int64_t>(1, items / (threads * kChunksPerThread));
-    done_.store(0, std::memory_order_relaxed);
-    fn_.store(fn, std::memory_order_relaxed);
-    ctx_.store(ctx, std::memory_order_relaxed);
-    items_.store(items, std::memory_order_relaxed);
-    chunk_.store(chunk, std::memory_order_relaxed);
-    workers_.store(threads - 1, std::memory_order_relaxed);
     const uint64_t gen = ++generation_;
-    claim_.store(gen << 32, std::memory_order_release);
+    // Close every earlier loop before its fields change: a worker that read
+    // the last loop's claim word (all claimed) and then this loop's larger
+    // item count must fail its claim, not run this loop's items under the
+    // old generation. Sequentially consistent with run_chunks' loads and
+    // claim, so a claim that succeeds saw only fields stored before it.
+    claim_.store((gen << 32) | kClosed, std::memory_order_seq_cst);
+    done_.store(0, std::memory_order_seq_cst);
+    fn_.store(fn, std::memory_order_seq_cst);
+    ctx_.store(ctx, std::memory_order_seq_cst);
+    items_.store(items, std::memory_order_seq_cst);
+    chunk_.store(chunk, std::memory_order_seq_cst);
+    workers_.store(threads - 1, std::memory_order_seq_cst);
+    claim_.store(gen << 32, std::memory_order_seq_cst);
     epoch_.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) epoch_.notify_all();
     run_chunks(gen);
@@ -70,19 +80,20 @@ class Pool {
   /// loop has replaced it).
   void run_chunks(uint64_t gen) {
     for (;;) {
-      uint64_t v = claim_.load(std::memory_order_acquire);
+      uint64_t v = claim_.load(std::memory_order_seq_cst);
       if ((v >> 32) != gen) return;
       const int64_t begin = static_cast<int64_t>(v & 0xffffffffu);
-      // Read before the claim: if the claim succeeds, loop `gen` had
-      // unclaimed items all along, so these were its fields.
-      const int64_t items = items_.load(std::memory_order_acquire);
-      const int64_t chunk = chunk_.load(std::memory_order_acquire);
-      const RangeFn fn = fn_.load(std::memory_order_acquire);
-      const void* ctx = ctx_.load(std::memory_order_acquire);
+      // Read before the claim: if the claim succeeds, the claim word was
+      // still v, so no later loop had been opened (run closes the word
+      // first) and these are loop `gen`'s fields.
+      const int64_t items = items_.load(std::memory_order_seq_cst);
+      const int64_t chunk = chunk_.load(std::memory_order_seq_cst);
+      const RangeFn fn = fn_.load(std::memory_order_seq_cst);
+      const void* ctx = ctx_.load(std::memory_order_seq_cst);
       if (begin >= items) return;
       const int64_t end = std::min(items, begin + chunk);
       if (!claim_.compare_exchange_weak(v, (gen << 32) | static_cast<uint64_t>(end),
-                                        std::memory_order_acq_rel))
+                                        std::memory_order_seq_cst))
         continue;
       t_in_loop = true;
       try {
