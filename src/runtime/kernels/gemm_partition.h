@@ -39,10 +39,13 @@ inline bool worth_threads(int64_t macs) {
   return macs >= kParallelMinMacs;
 }
 /// What one element of a memory-bound pass (a load, one vector operation, a
-/// store: ~0.1–0.2 ns of one AVX2 core in cache) costs in the multiply-adds
-/// of worth_threads (~0.03 ns each in the blocked gemm): a plain elementwise
-/// op goes parallel from 64 K elements (~10 µs).
-constexpr int64_t kElementMacs = 4;
+/// store) counts for in the multiply-adds of worth_threads: one, so a plain
+/// elementwise op goes parallel from 256 K elements. Sharing such a pass
+/// costs more than its time suggests: the other core's half of the input
+/// sits in this core's cache and the next op reads that half of the output
+/// back (the recogniser's SqueezeExcite scaling pass over 115 K elements,
+/// 0.048 ms at 1 thread, took 0.063 ms at 2 with this counted as 4).
+constexpr int64_t kElementMacs = 1;
 /// Whether a pass over `elements` values doing about `ops` vector operations
 /// per value (a FusedElementwise program's steps, a normalisation's passes)
 /// is worth sharing over threads: worth_threads(elements·ops·kElementMacs).

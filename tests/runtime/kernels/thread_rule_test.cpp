@@ -23,18 +23,18 @@ using detail::worth_threads;
 using detail::worth_threads_elements;
 
 TEST(ThreadRule, ThresholdsFollowTheirDefinition) {
-  // 2^18 multiply-adds; an element costs 4 of them, so 2^16 elements.
+  // 2^18 multiply-adds; an element counts for one, so 2^18 elements.
   EXPECT_EQ(kParallelMinMacs, 262144);
-  EXPECT_EQ(kElementMacs, 4);
+  EXPECT_EQ(kElementMacs, 1);
   EXPECT_FALSE(worth_threads(262143));
   EXPECT_TRUE(worth_threads(262144));
-  EXPECT_FALSE(worth_threads_elements(65535));
-  EXPECT_TRUE(worth_threads_elements(65536));
-  // Three operations per element: ⌈2^18 / 12⌉ = 21846 elements.
-  EXPECT_FALSE(worth_threads_elements(21845, 3));
-  EXPECT_TRUE(worth_threads_elements(21846, 3));
+  EXPECT_FALSE(worth_threads_elements(262143));
+  EXPECT_TRUE(worth_threads_elements(262144));
+  // Three operations per element: ⌈2^18 / 3⌉ = 87382 elements.
+  EXPECT_FALSE(worth_threads_elements(87381, 3));
+  EXPECT_TRUE(worth_threads_elements(87382, 3));
   // Fewer than one operation counts as one.
-  EXPECT_EQ(worth_threads_elements(65536, 0), worth_threads_elements(65536, 1));
+  EXPECT_EQ(worth_threads_elements(262144, 0), worth_threads_elements(262144, 1));
   EXPECT_FALSE(worth_threads_elements(0));
 }
 
@@ -55,7 +55,7 @@ std::vector<float> at_threads(int threads, F f) {
 TEST(ThreadRule, SameValuesAtOneAndTwoThreadsOnBothSidesOfTheThreshold) {
   Activation act = Activation::hard_swish();
   act.pre_scale = 1.38f, act.pre_shift = 0.586f, act.post_scale = 0.168f, act.post_shift = -0.2f;
-  for (const int64_t n : {int64_t{16384}, int64_t{65535}, int64_t{65536 + 4097}}) {
+  for (const int64_t n : {int64_t{65536}, int64_t{262143}, int64_t{262144 + 4097}}) {
     SCOPED_TRACE("n " + std::to_string(n));
     const std::vector<float> x = values(n, 3 + static_cast<uint64_t>(n));
     auto activation = [&] {
