@@ -119,6 +119,7 @@ class Pool {
 
   void work(int index, uint32_t seen) {
     omp_set_num_threads(1);  // an OpenMP region inside an item stays on this thread
+    bool poll = true;        // false after a loop of a smaller team: sleep at once
     for (;;) {
       auto idle_since = std::chrono::steady_clock::now();
       for (int spins = 1; epoch_.load(std::memory_order_acquire) == seen; ++spins) {
@@ -130,15 +131,15 @@ class Pool {
         // yield, 8.1-8.9 without, 7.9-8.2 with passive OpenMP).
         std::this_thread::yield();
         const auto now = std::chrono::steady_clock::now();
-        if (now - idle_since < std::chrono::microseconds(kPoolSpinMicros)) continue;
+        if (poll && now - idle_since < std::chrono::microseconds(kPoolSpinMicros)) continue;
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
         epoch_.wait(seen, std::memory_order_seq_cst);
         sleepers_.fetch_sub(1, std::memory_order_seq_cst);
         idle_since = std::chrono::steady_clock::now();
       }
       seen = epoch_.load(std::memory_order_acquire);
-      if (index < workers_.load(std::memory_order_acquire))
-        run_chunks(claim_.load(std::memory_order_acquire) >> 32);
+      poll = index < workers_.load(std::memory_order_acquire);
+      if (poll) run_chunks(claim_.load(std::memory_order_acquire) >> 32);
     }
   }
 
