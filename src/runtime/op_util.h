@@ -11,6 +11,7 @@
 
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/op.h"
 
 namespace tailor::runtime {
@@ -73,7 +74,7 @@ std::vector<int64_t> int_values(const OpContext& ctx, const Tensor& t, const cha
 /// broadcast to it. Dimensions are coalesced where every operand allows, then
 /// `inner(out_offset, in_offsets, in_strides, length)` is called for each run
 /// along the last coalesced dimension (in_strides are 0 or 1). Parallel over
-/// runs with OpenMP when the tensor is large.
+/// runs (linalg::parallel_for) when the tensor is large.
 template <size_t N, class F>
 void broadcast_runs(const std::array<const Tensor*, N>& ins, const Shape& out_shape, F&& inner);
 
@@ -160,21 +161,19 @@ void broadcast_runs(const std::array<const Tensor*, N>& ins, const Shape& out_sh
     // One run (same shapes, or one operand a scalar): split it for the threads.
     constexpr int64_t kPiece = 1 << 14;
     const int64_t pieces = (len + kPiece - 1) / kPiece;
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < pieces; ++p) {
+    linalg::parallel_for(pieces, true, [&](int64_t p) {
       std::array<int64_t, N> off;
       offsets(0, off);
       const int64_t begin = p * kPiece;
       for (size_t k = 0; k < N; ++k) off[k] += begin * inner_stride[k];
       inner(begin, off, inner_stride, std::min(kPiece, len - begin));
-    }
+    });
   } else if (threads && runs > 1) {
-#pragma omp parallel for schedule(static)
-    for (int64_t run = 0; run < runs; ++run) {
+    linalg::parallel_for(runs, true, [&](int64_t run) {
       std::array<int64_t, N> off;
       offsets(run, off);
       inner(run * len, off, inner_stride, len);
-    }
+    });
   } else {
     for (int64_t run = 0; run < runs; ++run) {
       std::array<int64_t, N> off;

@@ -36,6 +36,7 @@
 #include <optional>
 
 #include "op_util.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/fused.h"
 #include "tailor/runtime/kernels/conv_algorithm.h"
 #include "tailor/runtime/kernels/registry.h"
@@ -226,8 +227,7 @@ class CompressedConv final : public Kernel {
     float* s = pr + cap * k;
     for (int64_t r0 = 0; r0 < total; r0 += block) {
       const int64_t nr = std::min(block, total - r0);
-#pragma omp parallel for schedule(static) if (nr * k >= (1 << 16))
-      for (int64_t i = 0; i < nr; ++i) {
+      linalg::parallel_for(nr, nr * k >= (1 << 16), [&](int64_t i) {
         const int64_t r = r0 + i;
         const int64_t b = r / pix, oy = (r % pix) / ow, ox = r % ow;
         float* dst = pr + i * k;
@@ -241,7 +241,7 @@ class CompressedConv final : public Kernel {
                            : 0.0f;
             }
           }
-      }
+      });
       schemes::matmul_into(*w_, pr, nr, s);  // [nr, out]
       for (int64_t i = 0; i < nr; ++i) {
         const int64_t r = r0 + i, b = r / pix, p = r % pix;

@@ -7,6 +7,7 @@
 
 #include "op_util.h"
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
 
@@ -277,15 +278,14 @@ void unary_f32(OpContext& ctx, F f) {
   float* po = out.mutable_data<float>();
   const int64_t n = x.numel();
   if (kernels::detail::worth_threads_elements(n)) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
+    linalg::parallel_for(n, true, [&](int64_t i) { po[i] = f(px[i]); });
   } else {
     for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
   }
   ctx.outputs[0] = std::move(out);
 }
 
-/// A float unary op computed by a vectorised kernel (AVX2, OpenMP over
+/// A float unary op computed by a vectorised kernel (AVX2, parallel_for over
 /// chunks): kernels::apply_activation or kernels::exp/sigmoid/tanh.
 template <class F>
 void unary_f32_kernel(OpContext& ctx, F kernel) {

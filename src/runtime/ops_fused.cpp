@@ -11,6 +11,7 @@
 
 #include "op_util.h"
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/fused.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
@@ -48,8 +49,7 @@ class FusedMatMulKernel final : public Kernel {
     };
     const bool any = bias != nullptr || act_.kind != k::ActivationKind::none;
     if (any && rows > 1 && k::detail::worth_threads_elements(y.numel())) {
-#pragma omp parallel for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) epilogue(r);
+      linalg::parallel_for(rows, true, [&](int64_t r) { epilogue(r); });
     } else if (any) {
       for (int64_t r = 0; r < rows; ++r) epilogue(r);
     }
@@ -79,8 +79,7 @@ void layer_norm_op(OpContext& ctx, float eps) {
   const float* px = f32_ptr(ctx, x, "input");
   float* py = y.mutable_data<float>();
   // Three passes over each row.
-#pragma omp parallel for schedule(static) if (k::detail::worth_threads_elements(x.numel(), 3))
-  for (int64_t r = 0; r < rows; ++r) {
+  linalg::parallel_for(rows, k::detail::worth_threads_elements(x.numel(), 3), [&](int64_t r) {
     const float* xr = px + r * n;
     float* yr = py + r * n;
     float s = 0;
@@ -100,7 +99,7 @@ void layer_norm_op(OpContext& ctx, float eps) {
       if (bias) t = t + bias[j];
       yr[j] = t;
     }
-  }
+  });
   ctx.outputs[0] = std::move(y);
 }
 
@@ -178,12 +177,7 @@ class SqueezeExciteKernel final : public Kernel {
       float* yp = py + pl * spatial;
       for (int64_t i = 0; i < spatial; ++i) yp[i] = xp[i] * s;
     };
-    if (!k::detail::worth_threads_elements(x.numel())) {  // no OpenMP region (it costs a team)
-      for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
-    } else {
-#pragma omp parallel for schedule(static)
-      for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
-    }
+    linalg::parallel_for(planes, k::detail::worth_threads_elements(x.numel()), plane);
     ctx.outputs[0] = std::move(y);
   }
 
@@ -313,16 +307,10 @@ class FusedElementwiseKernel final : public Kernel {
         }
         run_span(base, off, st, po + blk * kBlock, std::min(kBlock, total - blk * kBlock));
       };
-      // A small output runs on this thread without entering a parallel
-      // region (libgomp builds a team for one even when `if` is false);
-      // each step is about one vector operation per element.
-      if (blocks <= 1 ||
-          !k::detail::worth_threads_elements(total, static_cast<int64_t>(steps_.size()))) {
-        for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
-      } else {
-#pragma omp parallel for schedule(static)
-        for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
-      }
+      // Each step is about one vector operation per element.
+      linalg::parallel_for(
+          blocks, k::detail::worth_threads_elements(total, static_cast<int64_t>(steps_.size())),
+          block);
       ctx.outputs[0] = std::move(out);
       return;
     }

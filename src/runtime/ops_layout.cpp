@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "op_util.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/fused.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
@@ -85,25 +86,25 @@ class ConvNhwcKernel final : public Kernel {
   /// Rows of [kh, kw, c_in] patches, one per output pixel (zeros in the padding).
   static void im2col_nhwc(const k::Conv2dParams& p, const float* x, float* cols) {
     const int64_t oh = p.out_h(), ow = p.out_w(), kk = p.kh * p.kw * p.c_in;
-#pragma omp parallel for schedule(static) if (k::detail::worth_threads_elements(p.n * oh * ow * kk))
-    for (int64_t r = 0; r < p.n * oh; ++r) {
-      const int64_t b = r / oh, oy = r % oh;
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        float* row = cols + (r * ow + ox) * kk;
-        for (int64_t ky = 0; ky < p.kh; ++ky) {
-          const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
-          for (int64_t kx = 0; kx < p.kw; ++kx) {
-            const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dil_w;
-            float* dst = row + (ky * p.kw + kx) * p.c_in;
-            if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w)
-              std::fill(dst, dst + p.c_in, 0.f);
-            else
-              std::memcpy(dst, x + ((b * p.h + iy) * p.w + ix) * p.c_in,
-                          static_cast<size_t>(p.c_in) * 4);
-          }
-        }
-      }
-    }
+    linalg::parallel_for(p.n * oh, k::detail::worth_threads_elements(p.n * oh * ow * kk),
+                         [&](int64_t r) {
+                           const int64_t b = r / oh, oy = r % oh;
+                           for (int64_t ox = 0; ox < ow; ++ox) {
+                             float* row = cols + (r * ow + ox) * kk;
+                             for (int64_t ky = 0; ky < p.kh; ++ky) {
+                               const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
+                               for (int64_t kx = 0; kx < p.kw; ++kx) {
+                                 const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dil_w;
+                                 float* dst = row + (ky * p.kw + kx) * p.c_in;
+                                 if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w)
+                                   std::fill(dst, dst + p.c_in, 0.f);
+                                 else
+                                   std::memcpy(dst, x + ((b * p.h + iy) * p.w + ix) * p.c_in,
+                                               static_cast<size_t>(p.c_in) * 4);
+                               }
+                             }
+                           }
+                         });
   }
 
   /// Depthwise: W [c, kh, kw, 1] regrouped as [kh, kw, c] so the inner loop
@@ -116,37 +117,35 @@ class ConvNhwcKernel final : public Kernel {
       for (int64_t t = 0; t < p.kh * p.kw; ++t)
         wt[static_cast<size_t>(t * c + ch)] = w[ch * p.kh * p.kw + t];
     (void)bias;
-#pragma omp parallel for schedule( \
-    static) if (k::detail::worth_threads(p.n * oh * ow * c * p.kh * p.kw))
-    for (int64_t r = 0; r < p.n * oh; ++r) {
-      const int64_t b = r / oh, oy = r % oh;
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        float* out = y + (r * ow + ox) * c;
-        std::fill(out, out + c, 0.f);
-        for (int64_t ky = 0; ky < p.kh; ++ky) {
-          const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
-          if (iy < 0 || iy >= p.h) continue;
-          for (int64_t kx = 0; kx < p.kw; ++kx) {
-            const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dil_w;
-            if (ix < 0 || ix >= p.w) continue;
-            const float* in = x + ((b * p.h + iy) * p.w + ix) * c;
-            const float* wk = wt.data() + (ky * p.kw + kx) * c;
-            for (int64_t ch = 0; ch < c; ++ch) out[ch] += in[ch] * wk[ch];
-          }
-        }
-      }
-    }
+    linalg::parallel_for(p.n * oh, k::detail::worth_threads(p.n * oh * ow * c * p.kh * p.kw),
+                         [&](int64_t r) {
+                           const int64_t b = r / oh, oy = r % oh;
+                           for (int64_t ox = 0; ox < ow; ++ox) {
+                             float* out = y + (r * ow + ox) * c;
+                             std::fill(out, out + c, 0.f);
+                             for (int64_t ky = 0; ky < p.kh; ++ky) {
+                               const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
+                               if (iy < 0 || iy >= p.h) continue;
+                               for (int64_t kx = 0; kx < p.kw; ++kx) {
+                                 const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dil_w;
+                                 if (ix < 0 || ix >= p.w) continue;
+                                 const float* in = x + ((b * p.h + iy) * p.w + ix) * c;
+                                 const float* wk = wt.data() + (ky * p.kw + kx) * c;
+                                 for (int64_t ch = 0; ch < c; ++ch) out[ch] += in[ch] * wk[ch];
+                               }
+                             }
+                           }
+                         });
   }
 
   /// y[pixel, c] = act(y[pixel, c] + bias[c]).
   void epilogue(const float* bias, int64_t c_out, int64_t pixels, float* y) const {
-#pragma omp parallel for schedule(static) if (k::detail::worth_threads_elements(pixels * c_out))
-    for (int64_t r = 0; r < pixels; ++r) {
+    linalg::parallel_for(pixels, k::detail::worth_threads_elements(pixels * c_out), [&](int64_t r) {
       float* row = y + r * c_out;
       if (bias)
         for (int64_t c = 0; c < c_out; ++c) row[c] += bias[c];
       if (act_.kind != k::ActivationKind::none) k::apply_activation(act_, row, row, c_out);
-    }
+    });
   }
 
   k::Activation act_;

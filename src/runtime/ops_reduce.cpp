@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "op_util.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels.h"
 #include "tailor/runtime/op.h"
 
@@ -57,51 +58,50 @@ void reduce(OpContext& ctx, Red op, std::vector<int64_t> axes, bool keepdims, bo
       if (roff[j] != roff[j - 1] + 1) return false;
     return true;
   }();
-#pragma omp parallel for schedule( \
-    static) if (kernels::detail::worth_threads_elements(n_out * n_red))
-  for (int64_t i = 0; i < n_out; ++i) {
-    int64_t rem = i, base = 0;
-    for (size_t d = kept_shape.size(); d-- > 0;) {
-      base += (rem % kept_shape[d]) * kept_st[d];
-      rem /= kept_shape[d];
-    }
-    double acc = op == Red::max    ? -std::numeric_limits<double>::infinity()
-                 : op == Red::min  ? std::numeric_limits<double>::infinity()
-                 : op == Red::prod ? 1.0
-                                   : 0.0;
-    if (contiguous_tail && (op == Red::sum || op == Red::mean)) {
-      float s = 0;
-      const float* p = px + base;
-      for (int64_t j = 0; j < n_red; ++j) s += p[j];
-      acc = s;
-    } else {
-      for (int64_t j = 0; j < n_red; ++j) {
-        const double v = px[base + roff[static_cast<size_t>(j)]];
-        switch (op) {
-          case Red::mean:
-          case Red::sum:
-            acc += v;
-            break;
-          case Red::max:
-            acc = std::max(acc, v);
-            break;
-          case Red::min:
-            acc = std::min(acc, v);
-            break;
-          case Red::prod:
-            acc *= v;
-            break;
-          case Red::sum_square:
-          case Red::l2:
-            acc += v * v;
-            break;
-        }
-      }
-    }
-    if (op == Red::mean) acc /= static_cast<double>(n_red);
-    if (op == Red::l2) acc = std::sqrt(acc);
-    po[i] = static_cast<float>(acc);
-  }
+  linalg::parallel_for(n_out, kernels::detail::worth_threads_elements(n_out * n_red),
+                       [&](int64_t i) {
+                         int64_t rem = i, base = 0;
+                         for (size_t d = kept_shape.size(); d-- > 0;) {
+                           base += (rem % kept_shape[d]) * kept_st[d];
+                           rem /= kept_shape[d];
+                         }
+                         double acc = op == Red::max    ? -std::numeric_limits<double>::infinity()
+                                      : op == Red::min  ? std::numeric_limits<double>::infinity()
+                                      : op == Red::prod ? 1.0
+                                                        : 0.0;
+                         if (contiguous_tail && (op == Red::sum || op == Red::mean)) {
+                           float s = 0;
+                           const float* p = px + base;
+                           for (int64_t j = 0; j < n_red; ++j) s += p[j];
+                           acc = s;
+                         } else {
+                           for (int64_t j = 0; j < n_red; ++j) {
+                             const double v = px[base + roff[static_cast<size_t>(j)]];
+                             switch (op) {
+                               case Red::mean:
+                               case Red::sum:
+                                 acc += v;
+                                 break;
+                               case Red::max:
+                                 acc = std::max(acc, v);
+                                 break;
+                               case Red::min:
+                                 acc = std::min(acc, v);
+                                 break;
+                               case Red::prod:
+                                 acc *= v;
+                                 break;
+                               case Red::sum_square:
+                               case Red::l2:
+                                 acc += v * v;
+                                 break;
+                             }
+                           }
+                         }
+                         if (op == Red::mean) acc /= static_cast<double>(n_red);
+                         if (op == Red::l2) acc = std::sqrt(acc);
+                         po[i] = static_cast<float>(acc);
+                       });
   ctx.outputs[0] = std::move(out);
 }
 
@@ -145,28 +145,28 @@ void softmax(OpContext& ctx, int64_t axis_attr, bool coerce_2d, bool log) {
     ctx.outputs[0] = std::move(out);
     return;
   }
-#pragma omp parallel for schedule(static) if (kernels::detail::worth_threads_elements(x.numel(), 3))
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* p = px + o * n * inner + i;
-      float* q = po + o * n * inner + i;
-      float m = -INFINITY;
-      for (int64_t k = 0; k < n; ++k) m = std::max(m, p[k * inner]);
-      double sum = 0;
-      for (int64_t k = 0; k < n; ++k) {
-        const float e = std::exp(p[k * inner] - m);
-        q[k * inner] = e;
-        sum += e;
-      }
-      if (log) {
-        const float ls = static_cast<float>(std::log(sum));
-        for (int64_t k = 0; k < n; ++k) q[k * inner] = p[k * inner] - m - ls;
-      } else {
-        const float inv = static_cast<float>(1.0 / sum);
-        for (int64_t k = 0; k < n; ++k) q[k * inner] *= inv;
-      }
-    }
-  }
+  linalg::parallel_for(outer, kernels::detail::worth_threads_elements(x.numel(), 3),
+                       [&](int64_t o) {
+                         for (int64_t i = 0; i < inner; ++i) {
+                           const float* p = px + o * n * inner + i;
+                           float* q = po + o * n * inner + i;
+                           float m = -INFINITY;
+                           for (int64_t k = 0; k < n; ++k) m = std::max(m, p[k * inner]);
+                           double sum = 0;
+                           for (int64_t k = 0; k < n; ++k) {
+                             const float e = std::exp(p[k * inner] - m);
+                             q[k * inner] = e;
+                             sum += e;
+                           }
+                           if (log) {
+                             const float ls = static_cast<float>(std::log(sum));
+                             for (int64_t k = 0; k < n; ++k) q[k * inner] = p[k * inner] - m - ls;
+                           } else {
+                             const float inv = static_cast<float>(1.0 / sum);
+                             for (int64_t k = 0; k < n; ++k) q[k * inner] *= inv;
+                           }
+                         }
+                       });
   ctx.outputs[0] = std::move(out);
 }
 

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "op_util.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/op.h"
 
 namespace tailor::runtime {
@@ -58,8 +59,7 @@ void strided_copy(const std::byte* src, std::byte* dst, const Shape& shape,
     }
   };
   if (runs > 1 && kernels::detail::worth_threads_elements(total)) {
-#pragma omp parallel for schedule(static)
-    for (int64_t run = 0; run < runs; ++run) body(run);
+    linalg::parallel_for(runs, true, [&](int64_t run) { body(run); });
   } else {
     for (int64_t run = 0; run < runs; ++run) body(run);
   }

@@ -10,6 +10,7 @@
 #include "runtime/kernels/f32_winograd_f43.h"
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/conv.h"
 #include "tailor/runtime/kernels/conv_algorithm.h"
 #include "tailor/runtime/kernels/registry.h"
@@ -238,8 +239,7 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
   // Concurrent gemm calls need a serial OpenBLAS (see gemm_partition.h).
   const bool parallel =
       detail::blas_is_serial() && items > 1 && detail::worth_threads(p.n * p.c_out * ohw * cig);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t item = 0; item < items; ++item) {
+  linalg::parallel_for(items, parallel, [&](int64_t item) {
     const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
     const int64_t b = item / (blocks * p.groups);
     const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
@@ -251,7 +251,7 @@ void conv2d(const Conv2dParams& p, ConvAlgorithm algorithm, const float* x, cons
       float* yr = yg + o * ohw + j0;
       kt.bias_act(act, bias ? bias[g * cog + o] : 0.f, yr, yr, nb);
     }
-  }
+  });
 }
 
 void conv1d(const Conv1dParams& p, const float* x, const float* w, const float* bias, float* y,

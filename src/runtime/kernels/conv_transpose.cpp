@@ -9,6 +9,7 @@
 
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/conv.h"
 #include "tailor/runtime/kernels/registry.h"
 
@@ -71,23 +72,22 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
         // Each output pixel takes one column entry: row iy·kh + ky of channel
         // co interleaves the kw entries (co, ky, ·) of input row iy. Work
         // items (channel, input row), every output written once.
-#pragma omp parallel for schedule(static) if (detail::worth_threads_elements(cog * ohw))
-        for (int64_t item = 0; item < cog * p.h; ++item) {
-          const int64_t co = item / p.h, iy = item % p.h;
-          const float bo = bias ? bias[g * cog + co] : 0.f;
-          for (int64_t ky = 0; ky < p.kh; ++ky) {
-            float* yr = yg + co * ohw + (iy * p.kh + ky) * ow;
-            for (int64_t kx = 0; kx < p.kw; ++kx) {
-              const float* col = scratch + ((co * p.kh + ky) * p.kw + kx) * hw + iy * p.w;
-              for (int64_t ix = 0; ix < p.w; ++ix) yr[ix * p.kw + kx] = bo + col[ix];
-            }
-            kt.bias_act(act, 0.f, yr, yr, ow);
-          }
-        }
+        linalg::parallel_for(
+            cog * p.h, detail::worth_threads_elements(cog * ohw), [&](int64_t item) {
+              const int64_t co = item / p.h, iy = item % p.h;
+              const float bo = bias ? bias[g * cog + co] : 0.f;
+              for (int64_t ky = 0; ky < p.kh; ++ky) {
+                float* yr = yg + co * ohw + (iy * p.kh + ky) * ow;
+                for (int64_t kx = 0; kx < p.kw; ++kx) {
+                  const float* col = scratch + ((co * p.kh + ky) * p.kw + kx) * hw + iy * p.w;
+                  for (int64_t ix = 0; ix < p.w; ++ix) yr[ix * p.kw + kx] = bo + col[ix];
+                }
+                kt.bias_act(act, 0.f, yr, yr, ow);
+              }
+            });
         continue;
       }
-#pragma omp parallel for schedule(static) if (detail::worth_threads_elements(cog * ohw))
-      for (int64_t co = 0; co < cog; ++co) {
+      linalg::parallel_for(cog, detail::worth_threads_elements(cog * ohw), [&](int64_t co) {
         float* yc = yg + co * ohw;
         std::fill(yc, yc + ohw, bias ? bias[g * cog + co] : 0.f);
         for (int64_t ky = 0; ky < p.kh; ++ky) {
@@ -104,7 +104,7 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
           }
         }
         kt.bias_act(act, 0.f, yc, yc, ohw);
-      }
+      });
     }
   }
 }

@@ -8,17 +8,17 @@
 
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
 
 namespace {
-constexpr int64_t kChunk = 16384;  // elements per OpenMP task in flat loops
+constexpr int64_t kChunk = 16384;  // elements per parallel_for item in flat loops
 
-// y[i] = f(x[i]) by a span kernel, in fixed chunks over the OpenMP threads
-// when detail::worth_threads_elements(n). Else the chunks run in order on the
-// calling thread without entering a parallel region (which costs libgomp a
-// team even when `if` keeps it to one thread); the same values either way.
+// y[i] = f(x[i]) by a span kernel, in fixed chunks over parallel_for's
+// threads when detail::worth_threads_elements(n), else in one call on the
+// calling thread; the same values either way.
 template <class F>
 void chunked(int64_t n, F f) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
@@ -26,11 +26,10 @@ void chunked(int64_t n, F f) {
     if (n > 0) f(0, n);
     return;
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  linalg::parallel_for(chunks, true, [&](int64_t c) {
     const int64_t begin = c * kChunk;
     f(begin, std::min(kChunk, n - begin));
-  }
+  });
 }
 }  // namespace
 
@@ -47,12 +46,7 @@ void bias_activation(const Activation& act, const float* bias, int64_t channels,
   auto channel = [&](int64_t c) {
     fn(act, bias ? bias[c] : 0.f, x + c * spatial, y + c * spatial, spatial);
   };
-  if (channels <= 1 || !detail::worth_threads_elements(channels * spatial)) {
-    for (int64_t c = 0; c < channels; ++c) channel(c);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < channels; ++c) channel(c);
+  linalg::parallel_for(channels, detail::worth_threads_elements(channels * spatial), channel);
 }
 
 void exp(const float* x, float* y, int64_t n) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/conv.h"
 
 namespace tailor::runtime::kernels::detail {
@@ -32,7 +33,7 @@ constexpr int64_t kConv1x1InPlacePixels = 8192;
 /// Calls strip(xs, xs_k, b, g, j, cols) for every strip of cols ≤ kStrip
 /// pixels [j, j + cols) of image b, group g: xs points at x_g's column j (row
 /// stride xs_k floats; in a copy, the columns past cols hold zeros). The
-/// items run over the OpenMP team when worth_threads says the product pays.
+/// items run over parallel_for's threads when worth_threads says the product pays.
 template <int64_t kTile, int64_t kStrip, bool kCopyTails, class Strip>
 void conv1x1_strips(const Conv2dParams& p, const float* x, const Strip& strip) {
   static_assert(kStrip % kTile == 0);
@@ -43,32 +44,28 @@ void conv1x1_strips(const Conv2dParams& p, const float* x, const Strip& strip) {
   const int64_t items = p.n * p.groups * blocks;
   const bool parallel = items > 1 && worth_threads(p.n * p.c_out * ohw * cig);
   const bool copy_x = ohw > kConv1x1InPlacePixels;
-#pragma omp parallel if (parallel)
-  {
-    std::vector<float> strip_x;  // [cig, kStrip] copy of x's next pixels, zero-padded
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
-      const int64_t b = item / (blocks * p.groups);
-      const int64_t j0 = blk * bn, j1 = std::min(ohw, j0 + bn);
-      const float* xg = x + (b * p.c_in + g * cig) * ohw;
-      for (int64_t j = j0; j < j1; j += kStrip) {
-        const int64_t cols = std::min(kStrip, j1 - j);
-        const float* src = xg + j;
-        int64_t src_k = ohw;
-        if (copy_x || (kCopyTails && cols % kTile != 0)) {
-          strip_x.resize(static_cast<size_t>(cig * kStrip));
-          for (int64_t i = 0; i < cig; ++i) {
-            float* dst = strip_x.data() + i * kStrip;
-            std::copy(xg + i * ohw + j, xg + i * ohw + j + cols, dst);
-            std::fill(dst + cols, dst + kStrip, 0.f);
-          }
-          src = strip_x.data(), src_k = kStrip;
+  linalg::parallel_for(items, parallel, [&](int64_t item) {
+    thread_local std::vector<float> strip_x;  // [cig, kStrip] copy of x's next pixels, zero-padded
+    const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
+    const int64_t b = item / (blocks * p.groups);
+    const int64_t j0 = blk * bn, j1 = std::min(ohw, j0 + bn);
+    const float* xg = x + (b * p.c_in + g * cig) * ohw;
+    for (int64_t j = j0; j < j1; j += kStrip) {
+      const int64_t cols = std::min(kStrip, j1 - j);
+      const float* src = xg + j;
+      int64_t src_k = ohw;
+      if (copy_x || (kCopyTails && cols % kTile != 0)) {
+        strip_x.resize(static_cast<size_t>(cig * kStrip));
+        for (int64_t i = 0; i < cig; ++i) {
+          float* dst = strip_x.data() + i * kStrip;
+          std::copy(xg + i * ohw + j, xg + i * ohw + j + cols, dst);
+          std::fill(dst + cols, dst + kStrip, 0.f);
         }
-        strip(src, src_k, b, g, j, cols);
+        src = strip_x.data(), src_k = kStrip;
       }
+      strip(src, src_k, b, g, j, cols);
     }
-  }
+  });
 }
 
 }  // namespace tailor::runtime::kernels::detail

@@ -15,10 +15,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -241,11 +243,18 @@ void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w
   const int64_t planes = p.n * p.c_in;
   const size_t buf_n = static_cast<size_t>(g.s * g.hp * g.pw);
   // One phase buffer per thread, kept across calls (no allocation per call),
-  // zeroed once per call: fill_phases rewrites only the interior.
-  const auto phase_buffer = [buf_n] {
+  // zeroed once per call on each thread that runs planes of it (the call's
+  // number tells): fill_phases rewrites only the interior.
+  static std::atomic<uint64_t> calls{0};
+  const uint64_t call = calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  const auto phase_buffer = [buf_n, call] {
     thread_local std::vector<float> phase_buf;
-    if (phase_buf.size() < buf_n) phase_buf.resize(buf_n);
-    std::fill(phase_buf.begin(), phase_buf.begin() + static_cast<std::ptrdiff_t>(buf_n), 0.f);
+    thread_local uint64_t zeroed_for = 0;
+    if (zeroed_for != call) {
+      if (phase_buf.size() < buf_n) phase_buf.resize(buf_n);
+      std::fill(phase_buf.begin(), phase_buf.begin() + static_cast<std::ptrdiff_t>(buf_n), 0.f);
+      zeroed_for = call;
+    }
     return phase_buf.data();
   };
   const auto one_plane = [&](int64_t plane, float* buf) {
@@ -268,19 +277,9 @@ void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w
     }
     if (act.kind != ActivationKind::none) f32_bias_act_avx2(act, 0.f, yp, yp, oh * ow);
   };
-  // Below the threads rule the planes run here, with no OpenMP region at all
-  // (a region of one thread still costs its setup on every call).
-  if (planes <= 1 || !detail::worth_threads(planes * oh * ow * taps)) {
-    float* const buf = phase_buffer();
-    for (int64_t plane = 0; plane < planes; ++plane) one_plane(plane, buf);
-    return;
-  }
-#pragma omp parallel
-  {
-    float* const buf = phase_buffer();
-#pragma omp for schedule(static)
-    for (int64_t plane = 0; plane < planes; ++plane) one_plane(plane, buf);
-  }
+  // Below the threads rule the planes run here, with no synchronisation at all.
+  linalg::parallel_for(planes, planes > 1 && detail::worth_threads(planes * oh * ow * taps),
+                       [&](int64_t plane) { one_plane(plane, phase_buffer()); });
 }
 
 }  // namespace tailor::runtime::kernels

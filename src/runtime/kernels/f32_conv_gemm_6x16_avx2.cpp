@@ -19,6 +19,7 @@
 #include "runtime/kernels/f32_conv_panels.h"
 #include "runtime/kernels/f32_gemm_6x16_avx2.h"
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -208,8 +209,13 @@ void direct_row(const Conv2dParams& p, const float* xg, int64_t cig, int64_t cog
 // image: yg[o, j] = act(Σ_k W[o, k]·im2col(xg)[k, j] + bias[o]), k ascending
 // (in chunks of 256). `ag` is that group's packed weights, `bias` that
 // group's bias or null, `bp` a per-thread buffer of 16·K·block_panels(K) floats.
-void conv_block(const Conv2dParams& p, const float* xg, const float* ag, const float* bias,
-                const Activation& act, int64_t j0, int64_t nb, float* yg, float* bp) {
+// Always inlined into its work item: called out of line (from parallel_for's
+// item function) the recogniser's 1×3 conv (960 → 60 channels, 40 pixels)
+// took 0.29 ms instead of 0.16.
+[[gnu::always_inline]] inline void conv_block(const Conv2dParams& p, const float* xg,
+                                              const float* ag, const float* bias,
+                                              const Activation& act, int64_t j0, int64_t nb,
+                                              float* yg, float* bp) {
   const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
   const int64_t k = cig * p.kh * p.kw, ohw = p.out_h() * p.out_w();
   const int64_t panels = (cog + kMr - 1) / kMr;
@@ -277,28 +283,24 @@ void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const
   if (cog <= 3 && p.stride_w == 1) {  // few channels: direct, items (image, group, row)
     const int64_t oh = p.out_h(), rows = p.n * p.groups * oh;
     const bool par = rows > 1 && detail::worth_threads(p.n * p.c_out * ohw * k);
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t item = 0; item < rows; ++item) {
+    linalg::parallel_for(rows, par, [&](int64_t item) {
       const int64_t oy = item % oh, g = (item / oh) % p.groups, b = item / (oh * p.groups);
       direct_row(p, x + (b * p.c_in + g * cig) * p.h * p.w, cig, cog, packed + g * packed_group,
                  bias ? bias + g * cog : nullptr, act, oy, y + (b * p.c_out + g * cog) * ohw);
-    }
+    });
     return;
   }
   const bool parallel = items > 1 && detail::worth_threads(p.n * p.c_out * ohw * k);
-#pragma omp parallel if (parallel)
-  {
-    std::vector<float> panel(static_cast<size_t>(kNr * k * block_panels(k)));
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
-      const int64_t b = item / (blocks * p.groups);
-      const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
-      conv_block(p, x + (b * p.c_in + g * cig) * p.h * p.w, packed + g * packed_group,
-                 bias ? bias + g * cog : nullptr, act, j0, nb, y + (b * p.c_out + g * cog) * ohw,
-                 panel.data());
-    }
-  }
+  linalg::parallel_for(items, parallel, [&](int64_t item) {
+    thread_local std::vector<float> panel;
+    panel.resize(static_cast<size_t>(kNr * k * block_panels(k)));
+    const int64_t blk = item % blocks, g = (item / blocks) % p.groups;
+    const int64_t b = item / (blocks * p.groups);
+    const int64_t j0 = blk * bn, nb = std::min(bn, ohw - j0);
+    conv_block(p, x + (b * p.c_in + g * cig) * p.h * p.w, packed + g * packed_group,
+               bias ? bias + g * cog : nullptr, act, j0, nb, y + (b * p.c_out + g * cog) * ohw,
+               panel.data());
+  });
 }
 
 void f32_conv_gemm_6x16_avx2(const Conv2dParams& p, const float* x, const float* w,

@@ -33,6 +33,7 @@
 #include "runtime/kernels/f32_gemm_6x16_avx2.h"
 #include "runtime/kernels/f32_winograd_f43.h"
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/kernels/registry.h"
 
@@ -395,63 +396,59 @@ void winograd_f43(const Conv2dParams& p, const float* x, const float* packed, co
     return run;
   };
   const bool parallel = items > 1 && detail::worth_threads(p.n * p.c_out * oh * ow * p.c_in * 4);
-#pragma omp parallel if (parallel)
-  {
+  linalg::parallel_for(items, parallel, [&](int64_t item) {
     // Per block of the group: V [36][vstride][16] and M [36][c_out rounded up
     // to 6][16], per thread, kept from call to call (every element used is
     // written first: a fresh allocation per call cost a page fault per 4 KiB).
     thread_local std::vector<float> v, m;
     v.resize(std::max(v.size(), static_cast<size_t>(group * v_block)));
     m.resize(std::max(m.size(), static_cast<size_t>(group * m_block)));
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t b = item / items_per_image, blk0 = item % items_per_image * group;
-      const int64_t nblk = std::min(group, blocks - blk0);
-      const float* xb = x + b * p.c_in * p.h * p.w;
-      for (int64_t g = 0; g < nblk; ++g) {
-        const Run pair[2] = {run_of(2 * (blk0 + g)), run_of(2 * (blk0 + g) + 1)};
-        float* vg = v.data() + g * v_block;
-        for (int q = 0; q < 2; ++q) {
-          if (pair[q].len > 0 && listed) {
-            input_transform_listed(p, xb, pair[q], q * kRun, vstride, vg);
-          } else if (pair[q].len > 0) {
-            input_transform(p, xb, pair[q], q * kRun, vstride, vg);
+    const int64_t b = item / items_per_image, blk0 = item % items_per_image * group;
+    const int64_t nblk = std::min(group, blocks - blk0);
+    const float* xb = x + b * p.c_in * p.h * p.w;
+    for (int64_t g = 0; g < nblk; ++g) {
+      const Run pair[2] = {run_of(2 * (blk0 + g)), run_of(2 * (blk0 + g) + 1)};
+      float* vg = v.data() + g * v_block;
+      for (int q = 0; q < 2; ++q) {
+        if (pair[q].len > 0 && listed) {
+          input_transform_listed(p, xb, pair[q], q * kRun, vstride, vg);
+        } else if (pair[q].len > 0) {
+          input_transform(p, xb, pair[q], q * kRun, vstride, vg);
+        } else {
+          for (int64_t xi = 0; xi < kWinogradPoints; ++xi)
+            for (int64_t ci = 0; ci < p.c_in; ++ci)
+              std::fill_n(vg + (xi * vstride + ci) * kNr + q * kRun, kRun, 0.f);
+        }
+      }
+    }
+    for (int64_t xi = 0; xi < kWinogradPoints; ++xi) {
+      for (int64_t k0 = 0; k0 < p.c_in; k0 += kKc) {
+        const int64_t kc = std::min(kKc, p.c_in - k0);
+        for (int64_t pn = 0; pn < panels; pn += 2) {  // two panels a call
+          const float* u = packed + ((xi * panels + pn) * p.c_in + k0) * kMr;
+          panels_fn(std::min(2 * kMr, p.c_out - pn * kMr), k0 > 0, kc, u, p.c_in * kMr,
+                    v.data() + (xi * vstride + k0) * kNr, v_block,
+                    m.data() + (xi * cop + pn * kMr) * kNr, m_block, nblk);
+        }
+      }
+    }
+    float* yb = y + b * p.c_out * oh * ow;
+    for (int64_t g = 0; g < nblk; ++g) {
+      const float* mg = m.data() + g * m_block;
+      for (int q = 0; q < 2; ++q) {
+        const Run run = run_of(2 * (blk0 + g) + q);
+        if (run.len == 0) continue;
+        for (int64_t o = 0; o < p.c_out; ++o) {
+          const float bo = bias ? bias[o] : 0.f;
+          if (listed) {
+            output_transform_listed(p, mg + o * kNr + q * kRun, cop * kNr, run, o, bo, act, yb);
           } else {
-            for (int64_t xi = 0; xi < kWinogradPoints; ++xi)
-              for (int64_t ci = 0; ci < p.c_in; ++ci)
-                std::fill_n(vg + (xi * vstride + ci) * kNr + q * kRun, kRun, 0.f);
-          }
-        }
-      }
-      for (int64_t xi = 0; xi < kWinogradPoints; ++xi) {
-        for (int64_t k0 = 0; k0 < p.c_in; k0 += kKc) {
-          const int64_t kc = std::min(kKc, p.c_in - k0);
-          for (int64_t pn = 0; pn < panels; pn += 2) {  // two panels a call
-            const float* u = packed + ((xi * panels + pn) * p.c_in + k0) * kMr;
-            panels_fn(std::min(2 * kMr, p.c_out - pn * kMr), k0 > 0, kc, u, p.c_in * kMr,
-                      v.data() + (xi * vstride + k0) * kNr, v_block,
-                      m.data() + (xi * cop + pn * kMr) * kNr, m_block, nblk);
-          }
-        }
-      }
-      float* yb = y + b * p.c_out * oh * ow;
-      for (int64_t g = 0; g < nblk; ++g) {
-        const float* mg = m.data() + g * m_block;
-        for (int q = 0; q < 2; ++q) {
-          const Run run = run_of(2 * (blk0 + g) + q);
-          if (run.len == 0) continue;
-          for (int64_t o = 0; o < p.c_out; ++o) {
-            const float bo = bias ? bias[o] : 0.f;
-            if (listed) {
-              output_transform_listed(p, mg + o * kNr + q * kRun, cop * kNr, run, o, bo, act, yb);
-            } else {
-              output_transform(p, mg + o * kNr + q * kRun, cop * kNr, run, o, bo, act, yb);
-            }
+            output_transform(p, mg + o * kNr + q * kRun, cop * kNr, run, o, bo, act, yb);
           }
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -71,14 +72,8 @@ void f32_maxpool_avx2(const Pool2dParams& p, const float* x, float* y) {
       for (; ox < ow; ++ox) yp[oy * ow + ox] = window_max_avx2(p, xp, oy, ox);
     }
   };
-  // Serial work runs outside any OpenMP region (a region of one thread still
-  // costs libgomp a team on every call).
-  if (!detail::worth_threads_elements(planes * oh * ow, p.kh * p.kw)) {
-    for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
+  linalg::parallel_for(planes, detail::worth_threads_elements(planes * oh * ow, p.kh * p.kw),
+                       plane);
 }
 
 }  // namespace tailor::runtime::kernels

@@ -15,6 +15,7 @@
 
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -99,8 +100,7 @@ void f32_resize_avx2(const ResizeParams& p, const float* x, float* y) {
       ix[o] = nearest_index(p.nearest, original_coordinate(p.transform, o, sw, p.in_w, p.out_w),
                             p.in_w);
     }
-#pragma omp parallel for schedule(static) if (detail::worth_threads_elements(planes * out_hw))
-    for (int64_t pl = 0; pl < planes; ++pl) {
+    linalg::parallel_for(planes, detail::worth_threads_elements(planes * out_hw), [&](int64_t pl) {
       const float* xp = x + pl * in_hw;
       float* yp = y + pl * out_hw;
       for (int64_t oy = 0; oy < p.out_h; ++oy) {
@@ -113,7 +113,7 @@ void f32_resize_avx2(const ResizeParams& p, const float* x, float* y) {
         const float* xr = xp + iy[oy] * p.in_w;
         for (int64_t ox = 0; ox < p.out_w; ++ox) yr[ox] = xr[ix[ox]];
       }
-    }
+    });
     return;
   }
   // Separable: each source row needed is interpolated along x once (AVX2
@@ -140,46 +140,44 @@ void f32_resize_avx2(const ResizeParams& p, const float* x, float* y) {
     }
     for (; o < ow; ++o) out[o] = std::fma(w0[o], row[i0[o]], w1[o] * row[i1[o]]);
   };
-#pragma omp parallel if (detail::worth_threads_elements(planes * out_hw, 2))
-  {
-    std::vector<float> buf_a(static_cast<size_t>(ow)), buf_b(static_cast<size_t>(ow));
-#pragma omp for schedule(static)
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      const float* xp = x + pl * in_hw;
-      float* yp = y + pl * out_hw;
-      float* h0 = buf_a.data();
-      float* h1 = buf_b.data();
-      int64_t row0 = -1, row1 = -1;  // source rows held in h0, h1
-      for (int64_t oy = 0; oy < p.out_h; ++oy) {
-        const LinearTap& a = ty[oy];
-        if (row0 != a.i0) {
-          if (row1 == a.i0) {
-            std::swap(h0, h1);
-            std::swap(row0, row1);
-          } else {
-            interpolate_row(xp + a.i0 * p.in_w, h0);
-            row0 = a.i0;
-          }
+  linalg::parallel_for(planes, detail::worth_threads_elements(planes * out_hw, 2), [&](int64_t pl) {
+    thread_local std::vector<float> buf_a, buf_b;  // written before read
+    buf_a.resize(static_cast<size_t>(ow));
+    buf_b.resize(static_cast<size_t>(ow));
+    const float* xp = x + pl * in_hw;
+    float* yp = y + pl * out_hw;
+    float* h0 = buf_a.data();
+    float* h1 = buf_b.data();
+    int64_t row0 = -1, row1 = -1;  // source rows held in h0, h1
+    for (int64_t oy = 0; oy < p.out_h; ++oy) {
+      const LinearTap& a = ty[oy];
+      if (row0 != a.i0) {
+        if (row1 == a.i0) {
+          std::swap(h0, h1);
+          std::swap(row0, row1);
+        } else {
+          interpolate_row(xp + a.i0 * p.in_w, h0);
+          row0 = a.i0;
         }
-        if (row1 != a.i1) {
-          if (a.i1 == row0) {
-            std::copy(h0, h0 + ow, h1);
-          } else {
-            interpolate_row(xp + a.i1 * p.in_w, h1);
-          }
-          row1 = a.i1;
-        }
-        float* yr = yp + oy * ow;
-        const __m256 wa = _mm256_set1_ps(a.w0), wb = _mm256_set1_ps(a.w1);
-        int64_t o = 0;
-        for (; o + 8 <= ow; o += 8) {
-          _mm256_storeu_ps(yr + o, _mm256_fmadd_ps(wa, _mm256_loadu_ps(h0 + o),
-                                                   _mm256_mul_ps(wb, _mm256_loadu_ps(h1 + o))));
-        }
-        for (; o < ow; ++o) yr[o] = std::fma(a.w0, h0[o], a.w1 * h1[o]);
       }
+      if (row1 != a.i1) {
+        if (a.i1 == row0) {
+          std::copy(h0, h0 + ow, h1);
+        } else {
+          interpolate_row(xp + a.i1 * p.in_w, h1);
+        }
+        row1 = a.i1;
+      }
+      float* yr = yp + oy * ow;
+      const __m256 wa = _mm256_set1_ps(a.w0), wb = _mm256_set1_ps(a.w1);
+      int64_t o = 0;
+      for (; o + 8 <= ow; o += 8) {
+        _mm256_storeu_ps(yr + o, _mm256_fmadd_ps(wa, _mm256_loadu_ps(h0 + o),
+                                                 _mm256_mul_ps(wb, _mm256_loadu_ps(h1 + o))));
+      }
+      for (; o < ow; ++o) yr[o] = std::fma(a.w0, h0[o], a.w1 * h1[o]);
     }
-  }
+  });
 }
 
 }  // namespace tailor::runtime::kernels

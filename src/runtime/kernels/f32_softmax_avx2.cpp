@@ -10,6 +10,7 @@
 
 #include "runtime/kernels/f32_math_avx2.h"
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -61,17 +62,12 @@ void softmax_row(const float* xs, float* ys, int64_t axis) {
 void f32_softmax_avx2(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner) {
   // Max, exp-and-sum, scale: three passes (detail::worth_threads_elements).
   const bool threads = detail::worth_threads_elements(outer * axis * inner, 3);
-  if (inner == 1 && !threads) {  // no OpenMP region for serial work (it costs a team)
-    for (int64_t o = 0; o < outer; ++o) softmax_row(x + o * axis, y + o * axis, axis);
-    return;
-  }
   if (inner == 1) {
-#pragma omp parallel for schedule(static)
-    for (int64_t o = 0; o < outer; ++o) softmax_row(x + o * axis, y + o * axis, axis);
+    linalg::parallel_for(outer, threads,
+                         [&](int64_t o) { softmax_row(x + o * axis, y + o * axis, axis); });
     return;
   }
-#pragma omp parallel for schedule(static) if (threads)
-  for (int64_t o = 0; o < outer; ++o) {
+  linalg::parallel_for(outer, threads, [&](int64_t o) {
     const float* xs = x + o * axis * inner;
     float* ys = y + o * axis * inner;
     for (int64_t i = 0; i < inner; ++i) {
@@ -86,7 +82,7 @@ void f32_softmax_avx2(const float* x, float* y, int64_t outer, int64_t axis, int
       const float inv = static_cast<float>(1.0 / sum);
       for (int64_t a = 0; a < axis; ++a) ys[a * inner + i] *= inv;
     }
-  }
+  });
 }
 
 }  // namespace tailor::runtime::kernels

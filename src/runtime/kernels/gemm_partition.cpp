@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "tailor/linalg/parallel.h"
+
 namespace tailor::runtime::kernels::detail {
 
 bool blas_is_serial() {
@@ -16,7 +18,7 @@ void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t
                   float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                   float* c, int64_t ldc) {
   // The partition depends only on the shape, never on the thread count. A
-  // product too small to be worth waking the team (worth_threads) runs the
+  // product too small to be worth sharing (worth_threads) runs the
   // same blocks in order on the calling thread, so its result is the same.
   const bool parallel = blas_is_serial() && !omp_in_parallel();
   const bool threads = worth_threads(m * n * k);
@@ -28,12 +30,7 @@ void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t
       gemm(trans_a, trans_b, m, nb, k, alpha, a, lda, trans_b ? b + j0 * ldb : b + j0, ldb, beta,
            c + j0, ldc);
     };
-    if (!threads) {
-      for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
-      return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
+    linalg::parallel_for(blocks, threads, block);
     return;
   }
   if (parallel && m >= 2 * kBlockM) {
@@ -43,12 +40,7 @@ void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t
       gemm(trans_a, trans_b, mb, n, k, alpha, trans_a ? a + i0 : a + i0 * lda, lda, b, ldb, beta,
            c + i0 * ldc, ldc);
     };
-    if (!threads) {
-      for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
-      return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t blk = 0; blk < blocks; ++blk) block(blk);
+    linalg::parallel_for(blocks, threads, block);
     return;
   }
   // Small products (or a multi-threaded OpenBLAS) run as one call.
@@ -63,12 +55,11 @@ void gemv_blocked(F32GemvFn gemv, bool trans_b, int64_t n, int64_t k, float alph
     return;
   }
   const int64_t blocks = (n + bn - 1) / bn;
-#pragma omp parallel for schedule(static)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
+  linalg::parallel_for(blocks, true, [&](int64_t blk) {
     const int64_t j0 = blk * bn;
     gemv(trans_b, std::min(bn, n - j0), k, alpha, x, trans_b ? b + j0 * ldb : b + j0, ldb, beta,
          y + j0);
-  }
+  });
 }
 
 }  // namespace tailor::runtime::kernels::detail

@@ -9,6 +9,7 @@
 
 #include "runtime/kernels/gemm_partition.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -69,37 +70,37 @@ void average_pool2d(const Pool2dParams& p, const float* x, float* y) {
     xs[o] = std::max<int64_t>(x0, 0), xe[o] = std::min(x1, p.w);
     wc[o] = p.count_include_pad ? x1 - x0 : xe[o] - xs[o];
   }
-  // Threads only past ~1 M additions (gemm_partition.h): the recogniser's
-  // 115 k-addition pool runs in ~80 µs, less than waking the team costs.
-#pragma omp parallel if (detail::worth_threads(planes * oh * ow * p.kh * p.kw))
-  {
-    // The window rows summed per input column (rows in ascending order, one
-    // vectorisable pass per row), then each window's columns in ascending order.
-    std::vector<float> col(static_cast<size_t>(p.w));
-#pragma omp for schedule(static)
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      const float* xp = x + pl * p.h * p.w;
-      float* yp = y + pl * oh * ow;
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        const int64_t y0 = oy * p.stride_h - p.pad_top;
-        const int64_t y1 = std::min(y0 + p.kh, p.h + p.pad_bottom);
-        const int64_t ys = std::max<int64_t>(y0, 0), ye = std::min(y1, p.h);
-        const int64_t hc = p.count_include_pad ? y1 - y0 : ye - ys;
-        std::fill(col.begin(), col.end(), 0.f);
-        for (int64_t iy = ys; iy < ye; ++iy) {
-          const float* row = xp + iy * p.w;
-          for (int64_t ix = 0; ix < p.w; ++ix) col[static_cast<size_t>(ix)] += row[ix];
-        }
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          const size_t o = static_cast<size_t>(ox);
-          float sum = 0.f;
-          for (int64_t ix = xs[o]; ix < xe[o]; ++ix) sum += col[static_cast<size_t>(ix)];
-          const int64_t count = hc * wc[o];
-          yp[oy * ow + ox] = count > 0 ? sum / static_cast<float>(count) : 0.f;
-        }
-      }
-    }
-  }
+  // Threads by the runtime's rule (gemm_partition.h: worth_threads).
+  linalg::parallel_for(planes, detail::worth_threads(planes * oh * ow * p.kh * p.kw),
+                       [&](int64_t pl) {
+                         // The window rows summed per input column (rows in ascending order, one
+                         // vectorisable pass per row), then each window's columns in ascending
+                         // order.
+                         thread_local std::vector<float> col;
+                         col.resize(static_cast<size_t>(p.w));
+                         const float* xp = x + pl * p.h * p.w;
+                         float* yp = y + pl * oh * ow;
+                         for (int64_t oy = 0; oy < oh; ++oy) {
+                           const int64_t y0 = oy * p.stride_h - p.pad_top;
+                           const int64_t y1 = std::min(y0 + p.kh, p.h + p.pad_bottom);
+                           const int64_t ys = std::max<int64_t>(y0, 0), ye = std::min(y1, p.h);
+                           const int64_t hc = p.count_include_pad ? y1 - y0 : ye - ys;
+                           std::fill(col.begin(), col.end(), 0.f);
+                           for (int64_t iy = ys; iy < ye; ++iy) {
+                             const float* row = xp + iy * p.w;
+                             for (int64_t ix = 0; ix < p.w; ++ix)
+                               col[static_cast<size_t>(ix)] += row[ix];
+                           }
+                           for (int64_t ox = 0; ox < ow; ++ox) {
+                             const size_t o = static_cast<size_t>(ox);
+                             float sum = 0.f;
+                             for (int64_t ix = xs[o]; ix < xe[o]; ++ix)
+                               sum += col[static_cast<size_t>(ix)];
+                             const int64_t count = hc * wc[o];
+                             yp[oy * ow + ox] = count > 0 ? sum / static_cast<float>(count) : 0.f;
+                           }
+                         }
+                       });
 }
 
 void global_average_pool(int64_t planes, int64_t spatial, const float* x, float* y) {
@@ -118,14 +119,7 @@ void global_average_pool(int64_t planes, int64_t spatial, const float* x, float*
     for (; i < spatial; ++i) sum += xp[i];
     y[pl] = sum / static_cast<float>(spatial);
   };
-  // Serial work runs outside any OpenMP region (a region of one thread still
-  // costs libgomp a team on every call).
-  if (!detail::worth_threads_elements(planes * spatial)) {
-    for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t pl = 0; pl < planes; ++pl) plane(pl);
+  linalg::parallel_for(planes, detail::worth_threads_elements(planes * spatial), plane);
 }
 
 }  // namespace tailor::runtime::kernels

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -162,8 +163,7 @@ inline void run(const Q8Q8Conv1x1Params& p, const float* x, const float* bias, f
   const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
   const bool parallel = items > 1 && detail::worth_threads(p.n * out * pix * p.c_in);
   const bool epilogue = bias != nullptr || act.kind != ActivationKind::none;
-#pragma omp parallel if (parallel)
-  {
+  linalg::parallel_for(items, parallel, [&](int64_t item) {
     thread_local std::vector<uint8_t> xq;
     thread_local std::vector<float> xs, ys;
     xq.resize(static_cast<size_t>(l.quads * kPixels * 4));
@@ -171,31 +171,28 @@ inline void run(const Q8Q8Conv1x1Params& p, const float* x, const float* bias, f
     ys.resize(static_cast<size_t>(l.panels * kRows * kItem));
     alignas(32) float s[kPixels];
     alignas(32) int32_t zero[kRows] = {};
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t b = item / per_image, i0 = (item % per_image) * kItem;
-      const int64_t ni = std::min(kItem, pix - i0);
-      const float* xb = x + b * p.c_in * pix;
-      float* yb = y + b * out * pix;
-      for (int64_t j0 = i0; j0 < i0 + ni; j0 += kPixels) {
-        const int64_t nv = std::min(kPixels, pix - j0);
-        quantize_block(xb, p.c_in, pix, j0, nv, l.quads, xs.data(), xq.data(), s);
-        for (int64_t pn = 0; pn < l.panels; ++pn) {
-          __m256i acc[kRows][2];
-          tile(xq.data(), codes + pn * l.quads * kRows * 4, l.quads, acc);
-          store_tile(acc, std::min(kRows, out - pn * kRows), kShifted ? corr + pn * kRows : zero,
-                     scale + pn * kRows, s, nv, ys.data() + pn * kRows * kItem + (j0 - i0), kItem);
-        }
-      }
-      for (int64_t o = 0; o < out; ++o) {
-        const float* src = ys.data() + o * kItem;
-        if (epilogue)
-          f32_bias_act_avx2(act, bias ? bias[o] : 0.0f, src, yb + o * pix + i0, ni);
-        else
-          std::copy_n(src, ni, yb + o * pix + i0);
+    const int64_t b = item / per_image, i0 = (item % per_image) * kItem;
+    const int64_t ni = std::min(kItem, pix - i0);
+    const float* xb = x + b * p.c_in * pix;
+    float* yb = y + b * out * pix;
+    for (int64_t j0 = i0; j0 < i0 + ni; j0 += kPixels) {
+      const int64_t nv = std::min(kPixels, pix - j0);
+      quantize_block(xb, p.c_in, pix, j0, nv, l.quads, xs.data(), xq.data(), s);
+      for (int64_t pn = 0; pn < l.panels; ++pn) {
+        __m256i acc[kRows][2];
+        tile(xq.data(), codes + pn * l.quads * kRows * 4, l.quads, acc);
+        store_tile(acc, std::min(kRows, out - pn * kRows), kShifted ? corr + pn * kRows : zero,
+                   scale + pn * kRows, s, nv, ys.data() + pn * kRows * kItem + (j0 - i0), kItem);
       }
     }
-  }
+    for (int64_t o = 0; o < out; ++o) {
+      const float* src = ys.data() + o * kItem;
+      if (epilogue)
+        f32_bias_act_avx2(act, bias ? bias[o] : 0.0f, src, yb + o * pix + i0, ni);
+      else
+        std::copy_n(src, ni, yb + o * pix + i0);
+    }
+  });
 }
 
 }  // namespace q8conv

@@ -22,6 +22,7 @@
 #include "runtime/kernels/f32_conv_im2col_avx2.h"
 #include "runtime/kernels/f32_gemm_6x16_avx2.h"
 #include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
@@ -70,8 +71,7 @@ void qb_f32_conv_6x16_avx2(const QbConvParams& p, const float* x, const float* b
                         c.pad_top == 0 && c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0;
   const int64_t bn = block_pixels(k, ohw), blocks = (ohw + bn - 1) / bn, items = c.n * blocks;
   const bool parallel = items > 1 && detail::worth_threads(c.n * out * ohw * k);
-#pragma omp parallel if (parallel)
-  {
+  linalg::parallel_for(items, parallel, [&](int64_t item) {
     // Per-thread buffers kept between calls (they only grow, to under 1 MiB
     // for these shapes): no heap allocation per call.
     thread_local std::vector<float> a, bp, acc;
@@ -79,56 +79,53 @@ void qb_f32_conv_6x16_avx2(const QbConvParams& p, const float* x, const float* b
     // In place: the zero-padded last panel; else the block's im2col panels.
     bp.resize(static_cast<size_t>(in_place ? k * kNr : k * bn));
     acc.resize(static_cast<size_t>(kGroupRows * bn));
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t b = item / blocks, j0 = (item % blocks) * bn, nb = std::min(bn, ohw - j0);
-      const int64_t whole = nb / kNr, rest = nb % kNr;  // full 16-pixel panels, last panel
-      const int64_t panels = whole + (rest != 0);
-      const float* xb = x + b * chw;
-      float* yb = y + b * out * ohw;
-      if (!in_place) {
-        detail::pack_block(c, xb, c.c_in, j0, nb, bp.data());
-      } else if (rest != 0) {
-        const float* src = xb + j0 + whole * kNr;
-        for (int64_t i = 0; i < k; ++i) {
-          std::copy_n(src + i * ohw, rest, bp.data() + i * kNr);
-          std::fill(bp.data() + i * kNr + rest, bp.data() + (i + 1) * kNr, 0.f);
-        }
-      }
-      for (int64_t g0 = 0; g0 < out; g0 += kGroupRows) {
-        const int64_t grows = std::min(kGroupRows, out - g0), gp = (grows + kMr - 1) / kMr;
-        decode(w, g0, grows, a.data());
-        for (int64_t q = 0; q < panels; ++q) {
-          for (int64_t k0 = 0; k0 < k; k0 += kKc) {
-            const int64_t kc = std::min(kKc, k - k0);
-            const float* bq;
-            int64_t ldb = kNr;
-            if (!in_place) {
-              bq = bp.data() + (q * k + k0) * kNr;
-            } else if (q < whole) {
-              bq = xb + k0 * ohw + j0 + q * kNr;
-              ldb = ohw;
-            } else {
-              bq = bp.data() + k0 * kNr;
-            }
-            // The chunk of 16 pixels (kc rows, L1) serves every panel of the group.
-            for (int64_t pi = 0; pi < gp; ++pi)
-              detail::kernel_panel_strided(std::min(kMr, grows - pi * kMr), k0 > 0, kc,
-                                           a.data() + pi * kMr * k + k0, k, 1, bq, ldb,
-                                           acc.data() + (q * kGroupPanels + pi) * kMr * kNr);
-          }
-        }
-        for (int64_t i = 0; i < grows; ++i) {
-          const int64_t pi = i / kMr, r = i % kMr;
-          const float bo = bias ? bias[g0 + i] : 0.f;
-          float* yo = yb + (g0 + i) * ohw + j0;
-          for (int64_t q = 0; q < panels; ++q)
-            f32_bias_act_avx2(act, bo, acc.data() + ((q * kGroupPanels + pi) * kMr + r) * kNr,
-                              yo + q * kNr, q < whole ? kNr : rest);
-        }
+    const int64_t b = item / blocks, j0 = (item % blocks) * bn, nb = std::min(bn, ohw - j0);
+    const int64_t whole = nb / kNr, rest = nb % kNr;  // full 16-pixel panels, last panel
+    const int64_t panels = whole + (rest != 0);
+    const float* xb = x + b * chw;
+    float* yb = y + b * out * ohw;
+    if (!in_place) {
+      detail::pack_block(c, xb, c.c_in, j0, nb, bp.data());
+    } else if (rest != 0) {
+      const float* src = xb + j0 + whole * kNr;
+      for (int64_t i = 0; i < k; ++i) {
+        std::copy_n(src + i * ohw, rest, bp.data() + i * kNr);
+        std::fill(bp.data() + i * kNr + rest, bp.data() + (i + 1) * kNr, 0.f);
       }
     }
-  }
+    for (int64_t g0 = 0; g0 < out; g0 += kGroupRows) {
+      const int64_t grows = std::min(kGroupRows, out - g0), gp = (grows + kMr - 1) / kMr;
+      decode(w, g0, grows, a.data());
+      for (int64_t q = 0; q < panels; ++q) {
+        for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+          const int64_t kc = std::min(kKc, k - k0);
+          const float* bq;
+          int64_t ldb = kNr;
+          if (!in_place) {
+            bq = bp.data() + (q * k + k0) * kNr;
+          } else if (q < whole) {
+            bq = xb + k0 * ohw + j0 + q * kNr;
+            ldb = ohw;
+          } else {
+            bq = bp.data() + k0 * kNr;
+          }
+          // The chunk of 16 pixels (kc rows, L1) serves every panel of the group.
+          for (int64_t pi = 0; pi < gp; ++pi)
+            detail::kernel_panel_strided(std::min(kMr, grows - pi * kMr), k0 > 0, kc,
+                                         a.data() + pi * kMr * k + k0, k, 1, bq, ldb,
+                                         acc.data() + (q * kGroupPanels + pi) * kMr * kNr);
+        }
+      }
+      for (int64_t i = 0; i < grows; ++i) {
+        const int64_t pi = i / kMr, r = i % kMr;
+        const float bo = bias ? bias[g0 + i] : 0.f;
+        float* yo = yb + (g0 + i) * ohw + j0;
+        for (int64_t q = 0; q < panels; ++q)
+          f32_bias_act_avx2(act, bo, acc.data() + ((q * kGroupPanels + pi) * kMr + r) * kNr,
+                            yo + q * kNr, q < whole ? kNr : rest);
+      }
+    }
+  });
 }
 
 }  // namespace tailor::runtime::kernels

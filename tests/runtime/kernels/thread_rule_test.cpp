@@ -1,4 +1,4 @@
-// The runtime's one rule for running an operator's loop over the OpenMP team
+// The runtime's one rule for sharing an operator's loop over parallel_for's threads
 // (runtime/kernels/gemm_partition.h: worth_threads, worth_threads_elements):
 // its thresholds by their definition, and the same values at 1 and 2 threads
 // for ops on both sides of the threshold (the partitions do not depend on it).
@@ -23,22 +23,19 @@ using detail::worth_threads;
 using detail::worth_threads_elements;
 
 TEST(ThreadRule, ThresholdsFollowTheirDefinition) {
-  // 2^20 multiply-adds; an element costs 4 of them, so 2^18 elements.
-  EXPECT_EQ(kParallelMinMacs, 1048576);
-  EXPECT_EQ(kElementMacs, 4);
-  EXPECT_FALSE(worth_threads(1048575));
-  EXPECT_TRUE(worth_threads(1048576));
+  // 2^18 multiply-adds; an element counts for one, so 2^18 elements.
+  EXPECT_EQ(kParallelMinMacs, 262144);
+  EXPECT_EQ(kElementMacs, 1);
+  EXPECT_FALSE(worth_threads(262143));
+  EXPECT_TRUE(worth_threads(262144));
   EXPECT_FALSE(worth_threads_elements(262143));
   EXPECT_TRUE(worth_threads_elements(262144));
-  // Three operations per element: ⌈2^20 / 12⌉ = 87382 elements.
+  // Three operations per element: ⌈2^18 / 3⌉ = 87382 elements.
   EXPECT_FALSE(worth_threads_elements(87381, 3));
   EXPECT_TRUE(worth_threads_elements(87382, 3));
   // Fewer than one operation counts as one.
   EXPECT_EQ(worth_threads_elements(262144, 0), worth_threads_elements(262144, 1));
   EXPECT_FALSE(worth_threads_elements(0));
-  // The former elementwise thresholds (16 K, 64 K elements) no longer wake the team.
-  EXPECT_FALSE(worth_threads_elements(16385));
-  EXPECT_FALSE(worth_threads_elements(65536));
 }
 
 std::vector<float> values(int64_t n, uint64_t seed) {
