@@ -114,109 +114,51 @@ void dw_row(const float* base, const int64_t* off, int64_t taps, const float* wc
   }
 }
 
-// Two output rows at once (8 independent accumulators over 32 columns, enough
-// to hide the FMA latency); the second row's taps start `step` floats later.
+// R output rows at once (R = 2: 8 independent accumulators over 32 columns,
+// enough to hide the FMA latency; R = 3: 12, so a plane of an odd number of
+// rows starts with three and no row is left to dw_row's four accumulators,
+// which wait on the FMA latency: the classifier's 3-row planes). Row r's
+// taps start r·`step` floats later and it is written r·ow floats later.
 // Each element's sum has the same order as in dw_row.
-void dw_row_pair(const float* base, int64_t step, const int64_t* off, int64_t taps, const float* wc,
-                 float b0, float* yr, int64_t ow) {
+template <int R>
+void dw_rows(const float* base, int64_t step, const int64_t* off, int64_t taps, const float* wc,
+             float b0, float* yr, int64_t ow) {
   int64_t ox = 0;
   for (; ox + 32 <= ow; ox += 32) {
-    __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
-    __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+    __m256 acc[R][4];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_set1_ps(b0);
     for (int64_t t = 0; t < taps; ++t) {
       const __m256 wv = _mm256_broadcast_ss(wc + t);
       const float* src = base + off[t] + ox;
-      const float* src2 = src + step;
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
-      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(src2), wv, c0);
-      c1 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 8), wv, c1);
-      c2 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 16), wv, c2);
-      c3 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 24), wv, c3);
+#pragma GCC unroll 3
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q)
+          acc[r][q] = _mm256_fmadd_ps(_mm256_loadu_ps(src + r * step + 8 * q), wv, acc[r][q]);
     }
-    _mm256_storeu_ps(yr + ox, a0);
-    _mm256_storeu_ps(yr + ox + 8, a1);
-    _mm256_storeu_ps(yr + ox + 16, a2);
-    _mm256_storeu_ps(yr + ox + 24, a3);
-    _mm256_storeu_ps(yr + ow + ox, c0);
-    _mm256_storeu_ps(yr + ow + ox + 8, c1);
-    _mm256_storeu_ps(yr + ow + ox + 16, c2);
-    _mm256_storeu_ps(yr + ow + ox + 24, c3);
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) _mm256_storeu_ps(yr + r * ow + ox + 8 * q, acc[r][q]);
   }
   for (; ox + 8 <= ow; ox += 8) {
-    __m256 a0 = _mm256_set1_ps(b0), c0 = a0;
+    __m256 acc[R];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_set1_ps(b0);
     for (int64_t t = 0; t < taps; ++t) {
       const __m256 wv = _mm256_broadcast_ss(wc + t);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + off[t] + ox), wv, a0);
-      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + step + off[t] + ox), wv, c0);
+#pragma GCC unroll 3
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(base + r * step + off[t] + ox), wv, acc[r]);
     }
-    _mm256_storeu_ps(yr + ox, a0);
-    _mm256_storeu_ps(yr + ow + ox, c0);
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(yr + r * ow + ox, acc[r]);
   }
   if (ox < ow) {
-    dw_row(base + ox, off, taps, wc, b0, yr + ox, ow - ox);
-    dw_row(base + step + ox, off, taps, wc, b0, yr + ow + ox, ow - ox);
-  }
-}
-
-// Three output rows at once (12 accumulators over 32 columns): a plane of
-// an odd number of rows starts with it, so no row is left to dw_row's four
-// accumulators, which wait on the FMA latency (the classifier's 3-row planes).
-// Each element's sum has the same order as in dw_row.
-void dw_row_triple(const float* base, int64_t step, const int64_t* off, int64_t taps,
-                   const float* wc, float b0, float* yr, int64_t ow) {
-  int64_t ox = 0;
-  for (; ox + 32 <= ow; ox += 32) {
-    __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
-    __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
-    __m256 e0 = a0, e1 = a0, e2 = a0, e3 = a0;
-    for (int64_t t = 0; t < taps; ++t) {
-      const __m256 wv = _mm256_broadcast_ss(wc + t);
-      const float* src = base + off[t] + ox;
-      const float* src2 = src + step;
-      const float* src3 = src2 + step;
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
-      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(src2), wv, c0);
-      c1 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 8), wv, c1);
-      c2 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 16), wv, c2);
-      c3 = _mm256_fmadd_ps(_mm256_loadu_ps(src2 + 24), wv, c3);
-      e0 = _mm256_fmadd_ps(_mm256_loadu_ps(src3), wv, e0);
-      e1 = _mm256_fmadd_ps(_mm256_loadu_ps(src3 + 8), wv, e1);
-      e2 = _mm256_fmadd_ps(_mm256_loadu_ps(src3 + 16), wv, e2);
-      e3 = _mm256_fmadd_ps(_mm256_loadu_ps(src3 + 24), wv, e3);
-    }
-    _mm256_storeu_ps(yr + ox, a0);
-    _mm256_storeu_ps(yr + ox + 8, a1);
-    _mm256_storeu_ps(yr + ox + 16, a2);
-    _mm256_storeu_ps(yr + ox + 24, a3);
-    _mm256_storeu_ps(yr + ow + ox, c0);
-    _mm256_storeu_ps(yr + ow + ox + 8, c1);
-    _mm256_storeu_ps(yr + ow + ox + 16, c2);
-    _mm256_storeu_ps(yr + ow + ox + 24, c3);
-    _mm256_storeu_ps(yr + 2 * ow + ox, e0);
-    _mm256_storeu_ps(yr + 2 * ow + ox + 8, e1);
-    _mm256_storeu_ps(yr + 2 * ow + ox + 16, e2);
-    _mm256_storeu_ps(yr + 2 * ow + ox + 24, e3);
-  }
-  for (; ox + 8 <= ow; ox += 8) {
-    __m256 a0 = _mm256_set1_ps(b0), c0 = a0, e0 = a0;
-    for (int64_t t = 0; t < taps; ++t) {
-      const __m256 wv = _mm256_broadcast_ss(wc + t);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + off[t] + ox), wv, a0);
-      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + step + off[t] + ox), wv, c0);
-      e0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + 2 * step + off[t] + ox), wv, e0);
-    }
-    _mm256_storeu_ps(yr + ox, a0);
-    _mm256_storeu_ps(yr + ow + ox, c0);
-    _mm256_storeu_ps(yr + 2 * ow + ox, e0);
-  }
-  if (ox < ow) {
-    for (int64_t r = 0; r < 3; ++r)
+    for (int64_t r = 0; r < R; ++r)
       dw_row(base + r * step + ox, off, taps, wc, b0, yr + r * ow + ox, ow - ox);
   }
 }
@@ -266,11 +208,11 @@ void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w
     const int64_t row_step = p.stride_h * g.pw;  // buffer offset between output rows
     int64_t oy = 0;
     if (oh % 2 == 1 && oh >= 3) {
-      dw_row_triple(buf, row_step, tap_offset.data(), taps, wc, b0, yp, ow);
+      dw_rows<3>(buf, row_step, tap_offset.data(), taps, wc, b0, yp, ow);
       oy = 3;
     }
     for (; oy + 2 <= oh; oy += 2) {
-      dw_row_pair(buf + oy * row_step, row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
+      dw_rows<2>(buf + oy * row_step, row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
     }
     if (oy < oh) {
       dw_row(buf + oy * row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
