@@ -19,12 +19,12 @@ namespace {
 constexpr int64_t kConv1x1Avx2MaxPixels = 8192;
 
 constexpr KernelTable kRef{
-    Isa::ref,        f32_gemm_ref,           f32_gemv_ref,      f32_conv_ref,
-    f32_conv_ref,    f32_bias_act_ref,       f32_exp_ref,       f32_batchnorm_ref,
-    f32_softmax_ref, f32_maxpool_ref,        f32_resize_ref,    f32_conv_pack_ref,
-    f32_conv_ref,    f32_attention_ref,      f32_rope_ref,      f32_conv_winograd_f43_ref,
-    qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref, f32_conv_pack_ref,
-    f32_conv_ref,    kConv1x1Avx2MaxPixels};
+    Isa::ref,        f32_gemm_ref,           f32_gemv_ref,        f32_conv_ref,
+    f32_conv_ref,    f32_bias_act_ref,       f32_exp_ref,         f32_batchnorm_ref,
+    f32_softmax_ref, f32_maxpool_ref,        f32_resize_ref,      f32_conv_pack_ref,
+    f32_conv_ref,    f32_attention_ref,      f32_rope_ref,        f32_conv_winograd_f43_ref,
+    qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref,   f32_conv_pack_ref,
+    f32_conv_ref,    kConv1x1Avx2MaxPixels,  q8_q8_conv_pack_ref, q8_q8_conv_ref};
 
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr KernelTable kAvx2 {
@@ -37,7 +37,8 @@ constexpr KernelTable kAvx2 {
 #else
       qb_f32_conv_ref, q8_q8_conv1x1_pack_ref, q8_q8_conv1x1_ref,
 #endif
-      f32_conv_pack_6x16_avx2, f32_conv1x1_6x16_avx2, kConv1x1Avx2MaxPixels
+      f32_conv_pack_6x16_avx2, f32_conv1x1_6x16_avx2, kConv1x1Avx2MaxPixels, q8_q8_conv_pack_ref,
+      q8_q8_conv_ref
 };
 constexpr bool kAvx2Built = true;
 #else
@@ -69,6 +70,8 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&qb_f32_conv_ref), "qb_f32_conv_ref"},
     {reinterpret_cast<const void*>(&q8_q8_conv1x1_pack_ref), "q8_q8_conv1x1_pack_ref"},
     {reinterpret_cast<const void*>(&q8_q8_conv1x1_ref), "q8_q8_conv1x1_ref"},
+    {reinterpret_cast<const void*>(&q8_q8_conv_pack_ref), "q8_q8_conv_pack_ref"},
+    {reinterpret_cast<const void*>(&q8_q8_conv_ref), "q8_q8_conv_ref"},
 #if defined(__AVX2__) && defined(__FMA__)
     {reinterpret_cast<const void*>(&f32_gemv_avx2), "f32_gemv_avx2"},
     {reinterpret_cast<const void*>(&f32_conv_gemm_6x16_avx2), "f32_conv_gemm_6x16_avx2"},
@@ -199,6 +202,8 @@ std::string describe(const KernelTable& t) {
   s += name_of(t.qb_conv);
   s += " q8q8_conv1x1=";
   s += name_of(t.q8q8_conv1x1);
+  s += " q8q8_conv=";
+  s += name_of(t.q8q8_conv);
   s += " conv1x1_pack=";
   s += name_of(t.conv1x1_pack);
   s += " conv1x1=";

@@ -94,6 +94,33 @@ using Q8Q8Conv1x1PackFn = int64_t (*)(const schemes::kernels::PackedGemmArgs& w,
 /// y [n, c_out, pixels] from x [n, c_in, pixels] (NCHW, contiguous); bias [c_out] or null.
 using Q8Q8Conv1x1Fn = void (*)(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
                                float* y, const Activation& act);
+/// W8A8 k×k convolution (groups 1; any kernel, strides, pads, dilations): the
+/// scheme int8-a8 on a conv kernel larger than 1×1. Each input pixel's channel
+/// vector is quantized as Q8Q8Conv1x1's columns are: s[b, iy, ix] =
+/// max_c |x[b, c, iy, ix]|/127 (f32), qx = clamp(round_half_away(x/s), −127,
+/// 127) (0 when s = 0); a padding pixel has qx = 0 and s = 0. Per output
+/// (b, o, oy, ox), from acc = +0 (f32), for each tap (ky, kx) in row-major
+/// order, iy = oy·stride_h − pad_top + ky·dil_h, ix likewise:
+///   acc = fma(f32(Σ_c qx[b, c, iy, ix]·q[o, c, ky, kx]), s[b, iy, ix], acc)
+/// (the integer sum exact, one rounding per tap), then y[b, o, oy, ox] =
+/// act(acc·f16(scale[o]) + bias[o]) as F32BiasActFn. The rounding of each
+/// pixel's channel vector is a standard form in the file (each pixel rounded,
+/// then a Conv on the rounded values); tailor's sums are exact where the
+/// file's f32 Conv rounds. A pixel holding NaN or ±Inf gives NaN in every
+/// output whose window holds it. Needs c_in ≤ kQ8Q8Conv1x1MaxIn.
+/// x [n, c_in, h, w], y [n, c_out, out_h, out_w], NCHW contiguous; bias [c_out] or null.
+struct Q8Q8ConvParams {
+  Conv2dParams conv;                ///< shapes, strides, pads, dilations; groups 1
+  const uint8_t* packed = nullptr;  ///< the same table's Q8Q8ConvPackFn output
+};
+/// Packs int8 codes w (per-channel f16 scales; w.out = c_out, w.in =
+/// c_in·kh·kw in (c, ky, kx) order) into the layout the same table's
+/// Q8Q8ConvFn reads; returns its size in bytes and writes it when `packed` is
+/// not null. Runs once, at load.
+using Q8Q8ConvPackFn = int64_t (*)(const schemes::kernels::PackedGemmArgs& w, int64_t kh,
+                                   int64_t kw, uint8_t* packed);
+using Q8Q8ConvFn = void (*)(const Q8Q8ConvParams& p, const float* x, const float* bias, float* y,
+                            const Activation& act);
 /// y[i] = act(x[i] + bias) for i < n, on the calling thread; in place allowed.
 using F32BiasActFn = void (*)(const Activation& act, float bias, const float* x, float* y,
                               int64_t n);
@@ -174,6 +201,12 @@ int64_t q8_q8_conv1x1_pack_ref(const schemes::kernels::PackedGemmArgs& w, uint8_
 /// Loops after the definition above, int64 sums, f32_bias_act_ref.
 void q8_q8_conv1x1_ref(const Q8Q8Conv1x1Params& p, const float* x, const float* bias, float* y,
                        const Activation& act);
+/// Codes and f32 scales copied as they are ([c_out, c_in·kh·kw] int8, then c_out floats).
+int64_t q8_q8_conv_pack_ref(const schemes::kernels::PackedGemmArgs& w, int64_t kh, int64_t kw,
+                            uint8_t* packed);
+/// Loops after the definition above (Q8Q8ConvParams): int64 sums, std::fma, f32_bias_act_ref.
+void q8_q8_conv_ref(const Q8Q8ConvParams& p, const float* x, const float* bias, float* y,
+                    const Activation& act);
 void f32_exp_ref(const float* x, float* y, int64_t n);
 void f32_batchnorm_ref(int64_t n, int64_t channels, int64_t spatial, const float* x,
                        const float* scale, const float* bias, const float* mean, const float* var,
@@ -335,6 +368,9 @@ struct KernelTable {
   /// The largest plane (H·W) conv2d gives conv1x1; larger ones take the gemm
   /// path (where each kernel stops paying, kernels_bench BM_Conv1x1Path)
   int64_t conv1x1_max_pixels;
+  /// int8-a8 CompressedConv with a kernel larger than 1×1 (groups 1), and its weight packing
+  Q8Q8ConvPackFn q8q8_conv_pack;
+  Q8Q8ConvFn q8q8_conv;
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
