@@ -381,7 +381,48 @@ std::pair<std::string, std::string> emit_row_rounding(Emit& e, const std::string
   return {e.op("Where", {negative, e.op("Neg", {r}), r}), s};
 }
 
+/// Whether Conv `reader` of kernel shape `k` is 1×1 of stride 1, unpadded.
+bool w8a8_pointwise(const Node& reader, const Shape& k) {
+  const auto all = [&](const char* a, size_t n, int64_t v) {
+    return reader.attr_ints(a, std::vector<int64_t>(n, v)) == std::vector<int64_t>(n, v);
+  };
+  return k.size() == 4 && k[2] == 1 && k[3] == 1 && all("strides", 2, 1) && all("pads", 4, 0);
+}
+
+/// emit_w8a8's form for a Conv that is not 1×1 stride 1 unpadded (see there).
+void emit_w8a8_kxk(FormSink& sink, const Node& reader, const StoredWeight& w,
+                   const schemes::Encoded& enc, int64_t& bytes) {
+  const int64_t out = enc.out();
+  Emit e{sink, w.name};
+  const auto [q, s] = emit_row_rounding(e, reader.inputs.at(0), 1);
+  const Tensor& codes = enc.factor("q");
+  const Tensor& scale = enc.factor("scale");
+  bytes = bytes_of(codes) + bytes_of(scale);
+  finish(e, e.cast_f32(e.constant("q", codes.reshape({out, enc.in()}))), w);
+  Node r = reader;
+  r.inputs = {e.op("Mul", {q, s}), w.name};
+  r.outputs = {e.ed.fresh(w.name + ".acc")};
+  const std::string acc = r.outputs[0];
+  sink.emit(std::move(r));
+  const std::string sw =
+      e.reshape(e.cast_f32(e.constant("scale", scale.reshape({out, 1}))), {out, 1, 1});
+  const bool biased = reader.inputs.size() > 2 && !reader.inputs[2].empty();
+  const std::string& y = reader.outputs.at(0);
+  const std::string scaled = e.op("Mul", {acc, sw}, {}, biased ? "" : y);
+  if (biased) e.op("Add", {scaled, e.reshape(reader.inputs[2], {out, 1, 1})}, {}, y);
+}
+
 }  // namespace
+
+bool w8a8_reader(const Node& reader) {
+  if (!reader.domain.empty()) return false;
+  if (reader.op_type == "MatMul") return true;
+  if (reader.op_type == "Gemm")
+    return reader.attr_int("transA", 0) == 0 && reader.attr_float("alpha", 1.0f) == 1.0f &&
+           reader.attr_float("beta", 1.0f) == 1.0f;
+  return reader.op_type == "Conv" && reader.attr_int("group", 1) == 1 &&
+         reader.attr_string("auto_pad", "NOTSET") == "NOTSET";
+}
 
 void emit_w8a8(FormSink& sink, const Node& reader, const StoredWeight& w,
                const schemes::Encoded& enc, int64_t& bytes) {
@@ -392,24 +433,16 @@ void emit_w8a8(FormSink& sink, const Node& reader, const StoredWeight& w,
   if (w.dtype != DType::f32)
     throw Error(w.name, "int8-a8 form: the weight must be stored as f32, not " +
                             std::string(dtype_name(w.dtype)));
-  if (conv) {
-    const auto ones = [&](const char* a, size_t k, int64_t v) {
-      const std::vector<int64_t> got = reader.attr_ints(a, std::vector<int64_t>(k, v));
-      return got == std::vector<int64_t>(k, v);
-    };
-    if (w.shape.size() != 4 || w.shape[2] != 1 || w.shape[3] != 1 ||
-        reader.attr_int("group", 1) != 1 || !ones("strides", 2, 1) || !ones("pads", 4, 0) ||
-        reader.attr_string("auto_pad", "NOTSET") != "NOTSET")
-      throw Error(w.name, "int8-a8 form: reader '" + reader.name +
-                              "' is not a 1×1 Conv of stride 1, unpadded, groups 1");
-  } else if (reader.op_type == "Gemm") {
-    if (reader.attr_int("transA", 0) != 0 || reader.attr_float("alpha", 1.0f) != 1.0f ||
-        reader.attr_float("beta", 1.0f) != 1.0f)
-      throw Error(w.name, "int8-a8 form: Gemm '" + reader.name +
-                              "' has transA, or alpha or beta other than 1");
-  } else if (reader.op_type != "MatMul") {
+  if (!w8a8_reader(reader))
     throw Error(w.name, "int8-a8 form: reader '" + reader.name + "' (" + reader.op_type +
-                            ") is not a 1×1 Conv, MatMul or Gemm");
+                            ") is not a Conv of groups 1 with explicit pads, a MatMul, or a Gemm "
+                            "without transA and with alpha = beta = 1");
+  if (conv && w.shape.size() != 4)
+    throw Error(w.name, "int8-a8 form: a Conv kernel of rank " + std::to_string(w.shape.size()) +
+                            " (2-D convolutions only)");
+  if (conv && !w8a8_pointwise(reader, w.shape)) {
+    emit_w8a8_kxk(sink, reader, w, enc, bytes);
+    return;
   }
   Emit e{sink, w.name};
   const auto [q, s] = emit_row_rounding(e, reader.inputs.at(0), conv ? 1 : -1);

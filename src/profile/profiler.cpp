@@ -24,6 +24,7 @@
 #include "tailor/core/finite.h"
 #include "tailor/core/rng.h"
 #include "tailor/core/warning.h"
+#include "tailor/graph/weight_forms.h"
 #include "tailor/io/safetensors.h"
 #include "tailor/linalg/randqb.h"
 #include "tailor/linalg/svd.h"
@@ -426,6 +427,26 @@ double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<cons
   return den > 0 ? std::sqrt(num / den) : 0.0;
 }
 
+/// int8-a8 rounds its reader's input, so it is a candidate only where every
+/// node reading the weight reads it as its weight and graph::emit_w8a8 takes
+/// that node (a Conv of groups 1, a MatMul, a Gemm): its candidates are
+/// dropped from the other layers (a depthwise or transposed conv, say).
+void drop_w8a8_without_reader(const graph::Graph& g, ModelProfile& profile) {
+  std::map<std::string, bool> ok;
+  for (const graph::Node& n : g.nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      auto [it, fresh] = ok.emplace(n.inputs[i], true);
+      it->second = it->second && i == 1 && graph::w8a8_reader(n);
+    }
+  for (LayerProfile& l : profile.layers) {
+    const auto it = ok.find(l.name);
+    if (it != ok.end() && it->second) continue;
+    std::erase_if(l.candidates, [](const Candidate& c) { return c.label == "int8-a8"; });
+    if (l.candidates.empty())
+      l.candidates = {dense_candidate(l.shape_out_in[0], l.shape_out_in[1])};
+  }
+}
+
 LayerProfile profile_layer(const graph::WeightView& weight, const ProfileOptions& options,
                            uint64_t index, std::span<const float> importance) {
   if (weight.layout == WeightLayout::none)
@@ -611,6 +632,7 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   work();
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);
+  drop_w8a8_without_reader(model.graph, profile);
   return profile;
 }
 

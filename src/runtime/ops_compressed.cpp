@@ -16,7 +16,10 @@
 //     int8-a8 weight (W8A8: each row of the im2row matrix quantized to int8,
 //     schemes::kernels::q8_q8_gemm_ref) of a 1×1 stride-1 unpadded conv runs
 //     the q8q8_conv1x1 kernel on the image in place (a row is a pixel's
-//     column of channels), its codes packed once at load. Packed codes of a
+//     column of channels), its codes packed once at load; of any other conv
+//     (k×k, strided, padded) it runs the q8q8_conv kernel, each input
+//     pixel's channels rounded with the pixel's own scale (kernels::
+//     Q8Q8ConvParams, the file's form graph::emit_w8a8). Packed codes of a
 //     3×3 stride-1 conv where the dense Conv would take Winograd F(4×4, 3×3)
 //     (kernels::conv_default_algorithm) run that kernel instead, since the
 //     direct product on the codes does 4× its multiplies (the detector's
@@ -157,14 +160,22 @@ class CompressedConv final : public Kernel {
       if (kernels::conv_winograd_eligible(cp))
         winograd_floats_ = kernels::f32_conv_winograd_f43_pack(cp, nullptr, nullptr);
     }
-    if (const auto a8 = schemes::w8a8_view(*w_); a8 && pointwise) {
-      if (w_->in() > kernels::kQ8Q8Conv1x1MaxIn)
-        init.fail("int8-a8 weight of " + std::to_string(w_->in()) + " input channels: the W8A8 " +
-                  "kernel sums in int32 and takes at most " +
+    if (const auto a8 = schemes::w8a8_view(*w_)) {
+      const int64_t c_in = w_->in() / (kernel_[0] * kernel_[1]);
+      if (c_in > kernels::kQ8Q8Conv1x1MaxIn)
+        init.fail("int8-a8 weight of " + std::to_string(c_in) + " input channels: the W8A8 " +
+                  "kernels sum in int32 and take at most " +
                   std::to_string(kernels::kQ8Q8Conv1x1MaxIn));
       const kernels::KernelTable& t = kernels::active_kernels();
-      a8_packed_.resize(static_cast<size_t>(t.q8q8_conv1x1_pack(a8->args, nullptr)));
-      t.q8q8_conv1x1_pack(a8->args, a8_packed_.data());
+      a8_pointwise_ = pointwise;
+      if (pointwise) {
+        a8_packed_.resize(static_cast<size_t>(t.q8q8_conv1x1_pack(a8->args, nullptr)));
+        t.q8q8_conv1x1_pack(a8->args, a8_packed_.data());
+      } else {
+        a8_packed_.resize(
+            static_cast<size_t>(t.q8q8_conv_pack(a8->args, kernel_[0], kernel_[1], nullptr)));
+        t.q8q8_conv_pack(a8->args, kernel_[0], kernel_[1], a8_packed_.data());
+      }
     }
   }
   void run(OpContext& ctx) override {
@@ -187,6 +198,15 @@ class CompressedConv final : public Kernel {
         b = ctx.in(1).contiguous();
         if (b.dtype() != DType::f32 || b.numel() != out)
           ctx.fail("bias must be f32 [" + std::to_string(out) + "]");
+      }
+      if (!a8_packed_.empty() && !a8_pointwise_) {
+        kernels::Q8Q8ConvParams p;
+        p.conv = conv_params(n, c, h, w);
+        p.packed = a8_packed_.data();
+        kernels::active_kernels().q8q8_conv(p, px, b.defined() ? b.data<float>() : nullptr, d,
+                                            act_);
+        ctx.outputs[0] = std::move(y);
+        return;
       }
       if (!a8_packed_.empty()) {
         kernels::Q8Q8Conv1x1Params p;
@@ -269,7 +289,9 @@ class CompressedConv final : public Kernel {
   std::vector<int64_t> kernel_, strides_, dil_, pads_;
   kernels::Activation act_;                    // the fused activation (none by default)
   std::optional<schemes::PackedView> packed_;  // the codes, for the qb_conv kernel
-  std::vector<uint8_t> a8_packed_;             // int8-a8 1×1: the codes as q8q8_conv1x1 reads them
+  // int8-a8: the codes as q8q8_conv1x1 (1×1 stride 1 unpadded) or q8q8_conv reads them
+  std::vector<uint8_t> a8_packed_;
+  bool a8_pointwise_ = false;
   // Packed 3×3 codes that may run Winograd: f32_conv_winograd_f43_pack's
   // floats for Ŵ (made per call), else 0.
   int64_t winograd_floats_ = 0;

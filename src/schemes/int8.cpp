@@ -29,11 +29,10 @@ const SchemeTraits kInt8A8Traits{
         "(W8A8, LLM.int8()/SmoothQuant-style dynamic per-token quantization without outliers)",
     .label = [](const SchemeParams&) { return std::string("int8-a8"); },
     // Rows of X are pixels for a 1×1 conv kernel [out, in, 1, 1]; a k×k
-    // kernel's im2row rows mix pixels, which no standard form of the file rounds.
-    .applicable =
-        [](const Shape& s, const SchemeParams&) {
-          return is_weight_shape(s) && (s.size() != 4 || (s[2] == 1 && s[3] == 1));
-        },
+    // kernel rounds each input pixel's channels with the pixel's own scale
+    // (runtime::kernels::Q8Q8ConvParams). The profile drops it where a
+    // weight's reader cannot round its input (graph::w8a8_reader).
+    .applicable = [](const Shape& s, const SchemeParams&) { return is_weight_shape(s); },
     .bytes = [](const Shape& s, const SchemeParams&) { return quantized_bytes(s, 8, 0); },
     .encode = [](const Tensor& w,
                  const SchemeParams&) { return quantize_symmetric(w, "int8-a8", 8, 0, true); },

@@ -74,6 +74,11 @@ int64_t emit_weight_form(FormSink& sink, const StoredWeight& w, const schemes::E
 /// integer codes' products is below 127²·1040 < 2^24, hence exact.
 constexpr int64_t kW8A8ChunkIn = 1040;
 
+/// Whether emit_w8a8 takes `reader` (its weight as input 1): a Conv of groups
+/// 1 without auto_pad, a MatMul, or a Gemm with transA 0 and alpha = beta = 1.
+/// Where a weight has another reader, int8-a8 is no candidate for it.
+bool w8a8_reader(const Node& reader);
+
 /// int8-a8 (W8A8) in standard operators, opset 9 on, computing exactly what
 /// schemes::kernels::q8_q8_gemm_ref (and the runtime's q8_q8_conv1x1
 /// kernels) compute, for `reader` (a 1×1 Conv of stride 1, unpadded, groups
@@ -94,6 +99,13 @@ constexpr int64_t kW8A8ChunkIn = 1040;
 ///   Y = A·(s·Cast(scale)) (scale [out, 1] reshaped to [out, 1, 1] for the
 ///   Conv, [out] otherwise), then + bias (the Conv's reshaped to [out, 1, 1])
 ///   when the reader has one, defining reader.outputs[0].
+/// Any other Conv of groups 1 (a k×k kernel, strides, pads, dilations: the
+/// runtime's q8_q8_conv kernels, runtime/kernels/registry.h Q8Q8ConvParams)
+/// takes each pixel's rounding, then a Conv on the rounded values:
+///   qx and s as above along axis 1; A = reader(qx·s, W) without its bias;
+///   Y = A·Cast(scale) ([out, 1, 1]), then + bias.
+/// That Conv sums f32 products in its own order where the kernel sums
+/// integers exactly per tap, so the two agree to f32 rounding, not bit for bit.
 /// The initializers are "<w.name>.q" and "<w.name>.scale" (the int8 form's);
 /// `bytes` is set to their size. Throws tailor::Error naming w.name for
 /// another reader, label or stored dtype. The one emitter

@@ -35,14 +35,16 @@ TEST(KernelRegistry, ReferenceTableNamesItsKernels) {
   EXPECT_EQ(t.gemm, &f32_gemm_ref);
   EXPECT_EQ(t.gemv, &f32_gemv_ref);
   EXPECT_EQ(t.max_pool, &f32_maxpool_ref);
-  EXPECT_EQ(describe(t),
-            "ref: gemm=f32_gemm_ref gemv=f32_gemv_ref conv_gemm=f32_conv_ref conv_dw=f32_conv_ref "
-            "bias_act=f32_bias_act_ref exp=f32_exp_ref batch_norm=f32_batchnorm_ref "
-            "softmax=f32_softmax_ref max_pool=f32_maxpool_ref resize=f32_resize_ref "
-            "conv_pack=f32_conv_pack_ref conv_packed=f32_conv_ref attention=f32_attention_ref "
-            "rope=f32_rope_ref "
-            "conv_winograd=f32_conv_winograd_f43_ref qb_conv=qb_f32_conv_ref "
-            "q8q8_conv1x1=q8_q8_conv1x1_ref conv1x1_pack=f32_conv_pack_ref conv1x1=f32_conv_ref");
+  EXPECT_EQ(
+      describe(t),
+      "ref: gemm=f32_gemm_ref gemv=f32_gemv_ref conv_gemm=f32_conv_ref conv_dw=f32_conv_ref "
+      "bias_act=f32_bias_act_ref exp=f32_exp_ref batch_norm=f32_batchnorm_ref "
+      "softmax=f32_softmax_ref max_pool=f32_maxpool_ref resize=f32_resize_ref "
+      "conv_pack=f32_conv_pack_ref conv_packed=f32_conv_ref attention=f32_attention_ref "
+      "rope=f32_rope_ref "
+      "conv_winograd=f32_conv_winograd_f43_ref qb_conv=qb_f32_conv_ref "
+      "q8q8_conv1x1=q8_q8_conv1x1_ref q8q8_conv=q8_q8_conv_ref conv1x1_pack=f32_conv_pack_ref "
+      "conv1x1=f32_conv_ref");
 }
 
 TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
@@ -67,6 +69,7 @@ TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
           " qb_conv=qb_f32_conv_6x16_avx2 q8q8_conv1x1=" +
           std::string(f.avx512vnni && f.avx512vl ? "q8_q8_conv1x1_8x16_avx512vnni"
                                                  : "q8_q8_conv1x1_8x16_avx2") +
+          " q8q8_conv=q8_q8_conv_ref" +
           (f.avx512f ? " conv1x1_pack=f32_conv1x1_pack_12x32 conv1x1=f32_conv1x1_12x32_avx512"
                      : " conv1x1_pack=f32_conv_pack_6x16_avx2 conv1x1=f32_conv1x1_6x16_avx2"));
 }
