@@ -431,7 +431,9 @@ double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<cons
 /// node reading the weight reads it as its weight and graph::emit_w8a8 takes
 /// that node (a Conv of groups 1, a MatMul, a Gemm): its candidates are
 /// dropped from the other layers (a depthwise or transposed conv, say).
+/// A model without nodes (a bare weight file) has no readers to judge: kept.
 void drop_w8a8_without_reader(const graph::Graph& g, ModelProfile& profile) {
+  if (g.nodes.empty()) return;
   std::map<std::string, bool> ok;
   for (const graph::Node& n : g.nodes)
     for (size_t i = 0; i < n.inputs.size(); ++i) {

@@ -380,6 +380,51 @@ TEST(ProfileModel, FixedAndDenseBytesCountEveryWeightAsF32) {
   }
 }
 
+// int8-a8 rounds its reader's input: offered on a group-1 k×k Conv and a
+// MatMul, not on a depthwise Conv nor a ConvTranspose (whose kernels have
+// the same rank and look alike by shape), nor on a weight read twice where
+// one reader is not a weight input.
+TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
+  graph::Model m;
+  m.opset = 13;
+  m.source = "test";
+  m.graph.inputs = {"X"};
+  m.graph.outputs = {"Y", "Z"};
+  m.graph.add_initializer("conv", gaussian({8, 8, 3, 3}, 1));
+  m.graph.add_initializer("dw", gaussian({8, 1, 3, 3}, 2));
+  m.graph.add_initializer("up", gaussian({8, 8, 2, 2}, 3));
+  m.graph.add_initializer("mm", gaussian({8, 16}, 4));
+  m.graph.add_initializer("twice", gaussian({16, 16}, 5));
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out,
+                  std::vector<std::pair<std::string, graph::Attribute>> attrs = {}) {
+    graph::Node n;
+    n.name = out;
+    n.op_type = op;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    n.attributes = std::move(attrs);
+    m.graph.nodes.push_back(std::move(n));
+  };
+  const auto k3 = graph::Attribute::of_ints({3, 3});
+  node("Conv", {"X", "conv"}, "a", {{"kernel_shape", k3}});
+  node("Conv", {"a", "dw"}, "b", {{"kernel_shape", k3}, {"group", graph::Attribute::of_int(8)}});
+  node("ConvTranspose", {"b", "up"}, "c",
+       {{"kernel_shape", graph::Attribute::of_ints({2, 2})},
+        {"strides", graph::Attribute::of_ints({2, 2})}});
+  node("MatMul", {"c", "mm"}, "Y");
+  node("MatMul", {"Y", "twice"}, "d");
+  node("Add", {"d", "twice"}, "Z");
+  ProfileOptions o;
+  o.schemes = {"int8", "int8-a8"};
+  o.min_params = 0;
+  const ModelProfile p = profile_model(m, o);
+  std::map<std::string, bool> a8;
+  for (const LayerProfile& l : p.layers) a8[l.name] = find(l, "int8-a8") != nullptr;
+  EXPECT_EQ(a8, (std::map<std::string, bool>{
+                    {"conv", true}, {"dw", false}, {"up", false}, {"mm", true}, {"twice", false}}));
+  for (const LayerProfile& l : p.layers) EXPECT_NE(find(l, "int8"), nullptr) << l.name;
+}
+
 TEST(ProfileModel, MinParamsAndRegexFilter) {
   TempDir dir;
   const graph::Model m = read_safetensors(small_model(dir));
