@@ -11,6 +11,7 @@
 #include "tailor/core/warning.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/sha256.h"
+#include "tailor/runtime/kernels/registry.h"
 
 namespace tailor {
 namespace {
@@ -78,8 +79,9 @@ OJson settings_json(const ProfileOptions& options) {
   // "measurement": the revision of the measuring code, raised when a fix
   // changes the numbers a cache entry holds (2: conv layers' output damage
   // ran on the weights packed at load, and Tucker's mode-0 factor comes from
-  // the exact SVD), so no entry from before is read back.
-  OJson j = {{"measurement", 2},
+  // the exact SVD; 3: int8-a8 offered on k×k convs, where it runs its own
+  // W8A8 kernel), so no entry from before is read back.
+  OJson j = {{"measurement", 3},
              {"schemes", schemes},
              {"min_params", options.min_params},
              {"layers", options.layer_regex},
@@ -97,7 +99,12 @@ OJson settings_json(const ProfileOptions& options) {
                  {"power_iterations", s.svd.power_iterations},
                  {"seed", s.svd.seed},
                  {"exact_max_dim", s.svd.exact_max_dim}}}}}};
-  if (!options.latency_key.empty()) j["latency"] = options.latency_key;
+  // Latencies belong to the kernels that ran them: the table this CPU and
+  // binary pick (a new kernel under a new name gives a new key).
+  if (!options.latency_key.empty()) {
+    j["latency"] = options.latency_key;
+    j["kernels"] = runtime::kernels::describe(runtime::kernels::active_kernels());
+  }
   return j;
 }
 
