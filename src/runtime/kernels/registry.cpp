@@ -98,6 +98,8 @@ const Named kNames[] = {
     {reinterpret_cast<const void*>(&q8_q8_conv1x1_8x16_avx2), "q8_q8_conv1x1_8x16_avx2"},
     {reinterpret_cast<const void*>(&q8_q8_conv1x1_8x16_avx512vnni),
      "q8_q8_conv1x1_8x16_avx512vnni"},
+    {reinterpret_cast<const void*>(&q8_q8_conv_pack_6x32), "q8_q8_conv_pack_6x32"},
+    {reinterpret_cast<const void*>(&q8_q8_conv_6x32_avx512vnni), "q8_q8_conv_6x32_avx512vnni"},
 #endif
 #endif
 };
@@ -124,8 +126,10 @@ bool isa_available(Isa isa) {
 
 namespace {
 
-// The avx2 table with the W8A8 conv on VPDPBUSD where this CPU has AVX512-VNNI
-// on ymm (the same packed weights), and the f32 1×1 conv on 12×32 AVX-512F
+// The avx2 table with the W8A8 1×1 conv on VPDPBUSD where this CPU has
+// AVX512-VNNI on ymm (the same packed weights), the W8A8 k×k conv on
+// VPDPBUSD zmm tiles (its own packed weights) where it has AVX512-F, BW, VL
+// and VNNI, and the f32 1×1 conv on 12×32 AVX-512F
 // tiles (its own packed weights) and the Winograd conv's products on 12×32
 // AVX-512F tiles (the same packed weights) where it has AVX-512F.
 const KernelTable& avx2_table() {
@@ -142,6 +146,11 @@ const KernelTable& avx2_table() {
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
     if (cpu_features().avx512vnni && cpu_features().avx512vl)
       t.q8q8_conv1x1 = q8_q8_conv1x1_8x16_avx512vnni;
+    if (cpu_features().avx512f && cpu_features().avx512bw && cpu_features().avx512vl &&
+        cpu_features().avx512vnni) {
+      t.q8q8_conv_pack = q8_q8_conv_pack_6x32;
+      t.q8q8_conv = q8_q8_conv_6x32_avx512vnni;
+    }
 #endif
     return t;
   }();

@@ -314,6 +314,24 @@ void q8_q8_conv1x1_8x16_avx2(const Q8Q8Conv1x1Params& p, const float* x, const f
                              float* y, const Activation& act);
 void q8_q8_conv1x1_8x16_avx512vnni(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
                                    float* y, const Activation& act);
+/// Panels of 6 output channels, taps row-major, inputs in quads:
+/// codes[panel][ky][kx][c/4][6][4] (rows past c_out and inputs past c_in
+/// zero), then −128·Σ_c q[o, c, ky, kx] as int32 [panel][tap][6], then
+/// f16(scale[o]) as f32 per padded row. q8_q8_conv_6x32_avx512vnni reads it.
+int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t kh, int64_t kw,
+                             uint8_t* packed);
+/// The W8A8 k×k conv (Q8Q8ConvParams) on VPDPBUSD (AVX512-F/BW/VL/VNNI):
+/// each image's padded input quantized once (the reference's f32 operations,
+/// vectorised, so the same codes) into u8 qx + 128 laid out
+/// [c/4][padded row][column phase mod stride_w][column / stride_w][4] with its
+/// pixel scales (padding: qx = 0, s = 0); tiles of 6 channels × 32 pixels of
+/// one output row, per tap 12 int32 sums (started at −128·Σq) then one
+/// vfmadd per lane into 12 f32 accumulators, the reference's order; then
+/// ·scale[o] and f32_bias_act_avx2 per channel row. Work items (image,
+/// output row) over parallel_for. Same bits as q8_q8_conv_ref; shapes with
+/// c_in > kQ8Q8Conv1x1MaxIn or planes past int32 indexing go to it.
+void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const float* bias,
+                                float* y, const Activation& act);
 /// Bias + activation 8 lanes at a time (Cephes exp/tanh polynomials, ~2 ulp).
 void f32_bias_act_avx2(const Activation& act, float bias, const float* x, float* y, int64_t n);
 void f32_exp_avx2(const float* x, float* y, int64_t n);
@@ -375,7 +393,9 @@ struct KernelTable {
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
 /// AVX2 and FMA for Isa::avx2). The avx2 table's q8q8_conv1x1 is the
-/// AVX512-VNNI kernel where the CPU has AVX512-VNNI and AVX512-VL, and its
+/// AVX512-VNNI kernel where the CPU has AVX512-VNNI and AVX512-VL, its
+/// q8q8_conv (with q8q8_conv_pack) q8_q8_conv_6x32_avx512vnni where it has
+/// AVX512-F, BW, VL and VNNI, and its
 /// conv1x1 (with conv1x1_pack) f32_conv1x1_12x32_avx512 and its conv_winograd
 /// f32_conv_winograd_f43_avx512 where it has AVX-512F.
 bool isa_available(Isa isa);

@@ -1,0 +1,380 @@
+// q8_q8_conv_6x32_avx512vnni: the W8A8 k×k convolution (registry.h,
+// Q8Q8ConvParams) on VPDPBUSD, AVX512-F/BW/VL/VNNI through function target
+// attributes in the x86-64-v3 build (the registry picks it where
+// cpu_features() has them), on weights packed once at load by
+// q8_q8_conv_pack_6x32.
+//
+// Work items are bands of kBand output rows of one image (a partition fixed
+// by the shape). A band first quantizes the padded input rows its windows
+// read into a thread-local buffer (L2-resident): per padded row, the codes
+// qx + 128 as u8 laid out [c/4][column phase][column index][4] (phase =
+// padded column mod stride_w, index = padded column / stride_w) and the f32
+// pixel scales [phase][index]. The quantization is the reference's f32
+// operations vectorised across 16 pixels (max |x|, a division by 127, a
+// division of each value, floor(|t| + 0.5), min 127, the sign), so the codes
+// and scales are the reference's. Padding and the slack columns past the
+// right edge hold code 128 (qx = 0) and scale 0, so a tile reads whole
+// vectors anywhere. For output column ox and tap column kx the padded column
+// is ox·stride_w + kx·dil_w: phase (kx·dil_w) mod stride_w, index
+// ox + (kx·dil_w) / stride_w, so the 32 pixels of a tile are 32 consecutive
+// dwords for any stride.
+//
+// A register tile is 6 output channels × 32 consecutive output columns of one
+// row: per tap, 12 int32 sums (two zmm per channel) start at the packed
+// −128·Σ_c q[o, c, tap] (the shift of the unsigned codes) and take one
+// VPDPBUSD per channel quad (u8 codes × the s8 weights broadcast, four
+// products per lane, wrapping: the final sum is exact, |Σ| ≤ c_in·127·128);
+// then acc = fma(f32(sum), s_pixel, acc) into 12 f32 accumulators, the taps
+// in row-major order from +0 — the reference's operations in its order. Then
+// y = acc·f16(scale[o]) stored (masked past the right edge), and bias and
+// activation per channel over the band's rows by f32_bias_act_avx2 in place
+// (its tails use the one-lane forms of its polynomials, so a value's result
+// does not depend on where a span starts). Same bits as q8_q8_conv_ref at any
+// thread count.
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "runtime/kernels/gemm_partition.h"
+#include "tailor/linalg/parallel.h"
+#include "tailor/runtime/kernels/registry.h"
+
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as a merge operand,
+// which -Wmaybe-uninitialized reports at every use (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define TAILOR_Q8K_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+namespace tailor::runtime::kernels {
+namespace q8convk {
+
+constexpr int64_t kRows = 6;   // output channels per panel and tile
+constexpr int64_t kCols = 32;  // output columns per tile (two zmm)
+constexpr int64_t kBand = 8;   // output rows per work item
+constexpr int64_t kLanes = 16;
+
+struct Layout {
+  int64_t panels, quads, taps, corr, scales, bytes;  // counts, then byte offsets and size
+};
+
+inline Layout layout(int64_t out, int64_t c_in, int64_t taps) {
+  Layout l;
+  l.panels = (out + kRows - 1) / kRows;
+  l.quads = (c_in + 3) / 4;
+  l.taps = taps;
+  const int64_t codes = l.panels * taps * l.quads * kRows * 4;
+  l.corr = (codes + 63) / 64 * 64;
+  l.scales = l.corr + l.panels * taps * kRows * 4;
+  l.bytes = l.scales + l.panels * kRows * 4;
+  return l;
+}
+
+// The band buffer's geometry: a padded row holds quads·sw·nidx dwords of
+// codes and sw·nidx scales.
+struct Geometry {
+  int64_t quads, sw, nidx, wtot, row_dwords, row_scales;
+};
+
+inline Geometry geometry(const Conv2dParams& c) {
+  Geometry g;
+  g.quads = (c.c_in + 3) / 4;
+  g.sw = c.stride_w;
+  const int64_t ow = c.out_w();
+  g.nidx = (ow + kCols - 1) / kCols * kCols + (c.kw - 1) * c.dil_w / c.stride_w;
+  g.wtot = g.sw * g.nidx;
+  g.row_dwords = g.quads * g.wtot;
+  g.row_scales = g.wtot;
+  return g;
+}
+
+// qx + 128 of input k (row k of xs, 16 lanes) as int32, the reference's
+// f32 operations: t = x/div, floor(|t| + 0.5), min 127, t's sign; 128 past c_in.
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code(const float* xs, int64_t k,
+                                                                     int64_t c_in, __m512 div) {
+  const __m512i shift = _mm512_set1_epi32(128);
+  if (k >= c_in) return shift;
+  const __m512i v = _mm512_castps_si512(_mm512_div_ps(_mm512_load_ps(xs + k * kLanes), div));
+  __m512 r = _mm512_add_ps(_mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x7FFFFFFF))),
+                           _mm512_set1_ps(0.5f));
+  r = _mm512_min_ps(_mm512_roundscale_ps(r, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
+                    _mm512_set1_ps(127.0f));
+  r = _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_castps_si512(r),
+                      _mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
+  return _mm512_add_epi32(_mm512_cvttps_epi32(r), shift);
+}
+
+// Padded row of an image: xr points at input row iy (c_in planes `plane`
+// floats apart, w pixels). Writes codes [quad][wtot] (dwords: four u8
+// qx + 128) and s [wtot], input pixel ix at padded column pad_left + ix for
+// the pixels that land in [0, wtot); every other column code 128, scale 0.
+// xs: c_in·16 floats of scratch.
+TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in, int64_t w,
+                                    int64_t pad_left, const Geometry& g, float* xs, uint32_t* codes,
+                                    float* s) {
+  const int64_t ix_lo = std::max<int64_t>(0, -pad_left);
+  const int64_t ix_hi = std::min(w, g.wtot - pad_left);
+  const int64_t col_lo = ix_lo < ix_hi ? pad_left + ix_lo : g.wtot;  // real columns [lo, hi)
+  const int64_t col_hi = ix_lo < ix_hi ? pad_left + ix_hi : g.wtot;
+  for (int64_t qd = 0; qd < g.quads; ++qd) {
+    std::fill(codes + qd * g.wtot, codes + qd * g.wtot + col_lo, 0x80808080u);
+    std::fill(codes + qd * g.wtot + col_hi, codes + (qd + 1) * g.wtot, 0x80808080u);
+  }
+  std::fill(s, s + col_lo, 0.0f);
+  std::fill(s + col_hi, s + g.wtot, 0.0f);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i exp_mask = _mm512_set1_epi32(0x7F800000);
+  const __m512 top = _mm512_set1_ps(127.0f), one = _mm512_set1_ps(1.0f);
+  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  for (int64_t ix0 = ix_lo; ix0 < ix_hi; ix0 += kLanes) {
+    const int64_t nv = std::min(kLanes, ix_hi - ix0);
+    const __mmask16 m = static_cast<__mmask16>((1u << nv) - 1);
+    const float* xc = xr + ix0;
+    // Lanes past nv load as 0: a zero column's maxima and codes.
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    for (int64_t k = 0; k < c_in; ++k) {
+      const float* r = xc + k * plane;
+      _mm_prefetch(reinterpret_cast<const char*>(r + 4 * kLanes), _MM_HINT_T0);
+      const __m512 v = _mm512_maskz_loadu_ps(m, r);
+      _mm512_store_ps(xs + k * kLanes, v);
+      const __m512i vi = _mm512_castps_si512(v);
+      vmax = _mm512_max_ps(vmax, _mm512_castsi512_ps(_mm512_and_si512(vi, abs_mask)));
+      bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(vi, exp_mask), exp_mask);
+    }
+    const __m512 sv = _mm512_div_ps(vmax, top);
+    const int64_t col = pad_left + ix0;
+    _mm512_mask_storeu_ps(s + col, m, _mm512_mask_blend_ps(bad, sv, nan));
+    // A zero column divides by 1 (its codes are 0 either way).
+    const __m512 div =
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask(sv, _mm512_setzero_ps(), _CMP_EQ_OQ), sv, one);
+    for (int64_t qd = 0; qd < g.quads; ++qd) {
+      const int64_t k = 4 * qd;
+      __m512i word = code(xs, k, c_in, div);
+      word = _mm512_or_si512(word, _mm512_slli_epi32(code(xs, k + 1, c_in, div), 8));
+      word = _mm512_or_si512(word, _mm512_slli_epi32(code(xs, k + 2, c_in, div), 16));
+      word = _mm512_or_si512(word, _mm512_slli_epi32(code(xs, k + 3, c_in, div), 24));
+      _mm512_mask_storeu_epi32(codes + qd * g.wtot + col, m, word);
+    }
+  }
+}
+
+// acc += VPDPBUSD(u, w) in place. Through inline asm: GCC 12 copies each
+// accumulator of _mm512_dpbusd_epi32 to a new register and back every
+// iteration (24 moves per 12 products in this tile).
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void dpbusd(__m512i& acc, __m512i u,
+                                                                    __m512i w) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(w));
+}
+
+// One 6 × 32 tile: output row oy (its first padded row rr0 in the band
+// buffer), columns [ox0, ox0 + nv), channels o0 … o0 + rows − 1 (panel wp,
+// corrections corr [tap][6], scales scale [6]); y0 points at (o0, oy, ox0)
+// of the output, channels `plane` floats apart.
+TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint32_t* codes,
+                            const float* s, int64_t rr0, int64_t ox0, int64_t nv, const int8_t* wp,
+                            const int32_t* corr, const float* scale, int64_t rows, float* y0,
+                            int64_t plane) {
+  // fR0/fR1: the f32 sums of channel R, columns 0–15/16–31 (named, as the
+  // int32 sums aR0/aR1: GCC 12 kept arrays of them on the stack).
+  __m512 f00 = _mm512_setzero_ps(), f01 = f00, f10 = f00, f11 = f00, f20 = f00, f21 = f00,
+         f30 = f00, f31 = f00, f40 = f00, f41 = f00, f50 = f00, f51 = f00;
+  const int64_t qstride = g.wtot;  // dwords from one quad to the next
+  int64_t tap = 0;
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const int64_t rr = rr0 + ky * c.dil_h;
+    const uint32_t* row = codes + rr * g.row_dwords;
+    const float* srow = s + rr * g.row_scales;
+    for (int64_t kx = 0; kx < c.kw; ++kx, ++tap) {
+      const int64_t off = kx * c.dil_w;
+      const int64_t at = off % g.sw * g.nidx + ox0 + off / g.sw;
+      const uint32_t* xp = row + at;
+      const int32_t* ct = corr + tap * kRows;
+      __m512i a00 = _mm512_set1_epi32(ct[0]), a01 = a00, a10 = _mm512_set1_epi32(ct[1]), a11 = a10,
+              a20 = _mm512_set1_epi32(ct[2]), a21 = a20, a30 = _mm512_set1_epi32(ct[3]), a31 = a30,
+              a40 = _mm512_set1_epi32(ct[4]), a41 = a40, a50 = _mm512_set1_epi32(ct[5]), a51 = a50;
+      const int8_t* wq = wp + tap * g.quads * kRows * 4;
+      for (int64_t qd = 0; qd < g.quads; ++qd) {
+        const __m512i x0 = _mm512_loadu_si512(xp + qd * qstride);
+        const __m512i x1 = _mm512_loadu_si512(xp + qd * qstride + kLanes);
+        const auto* wd = reinterpret_cast<const int*>(wq + qd * kRows * 4);
+        __m512i w = _mm512_set1_epi32(wd[0]);
+        dpbusd(a00, x0, w);
+        dpbusd(a01, x1, w);
+        w = _mm512_set1_epi32(wd[1]);
+        dpbusd(a10, x0, w);
+        dpbusd(a11, x1, w);
+        w = _mm512_set1_epi32(wd[2]);
+        dpbusd(a20, x0, w);
+        dpbusd(a21, x1, w);
+        w = _mm512_set1_epi32(wd[3]);
+        dpbusd(a30, x0, w);
+        dpbusd(a31, x1, w);
+        w = _mm512_set1_epi32(wd[4]);
+        dpbusd(a40, x0, w);
+        dpbusd(a41, x1, w);
+        w = _mm512_set1_epi32(wd[5]);
+        dpbusd(a50, x0, w);
+        dpbusd(a51, x1, w);
+      }
+      const __m512 s0 = _mm512_loadu_ps(srow + at), s1 = _mm512_loadu_ps(srow + at + kLanes);
+      f00 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a00), s0, f00);
+      f01 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a01), s1, f01);
+      f10 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a10), s0, f10);
+      f11 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a11), s1, f11);
+      f20 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a20), s0, f20);
+      f21 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a21), s1, f21);
+      f30 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a30), s0, f30);
+      f31 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a31), s1, f31);
+      f40 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a40), s0, f40);
+      f41 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a41), s1, f41);
+      f50 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a50), s0, f50);
+      f51 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a51), s1, f51);
+    }
+  }
+  const __m512 f[kRows][2] = {{f00, f01}, {f10, f11}, {f20, f21},
+                              {f30, f31}, {f40, f41}, {f50, f51}};
+  const __mmask16 m0 = nv >= kLanes ? 0xFFFF : static_cast<__mmask16>((1u << nv) - 1);
+  const __mmask16 m1 = nv >= kCols    ? 0xFFFF
+                       : nv <= kLanes ? 0
+                                      : static_cast<__mmask16>((1u << (nv - kLanes)) - 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m512 w = _mm512_set1_ps(scale[r]);
+    float* yr = y0 + r * plane;
+    _mm512_mask_storeu_ps(yr, m0, _mm512_mul_ps(f[r][0], w));
+    _mm512_mask_storeu_ps(yr + kLanes, m1, _mm512_mul_ps(f[r][1], w));
+  }
+}
+
+// The band of output rows [oy0, oy0 + nb) of image b.
+void band(const Q8Q8ConvParams& p, const Layout& l, const Geometry& g, const float* x,
+          const float* bias, float* y, const Activation& act, int64_t b, int64_t oy0, int64_t nb) {
+  const Conv2dParams& c = p.conv;
+  const int64_t oh = c.out_h(), ow = c.out_w(), plane_in = c.h * c.w, plane_out = oh * ow;
+  const int64_t r_lo = oy0 * c.stride_h;  // the band's first padded row
+  const int64_t span = (nb - 1) * c.stride_h + (c.kh - 1) * c.dil_h + 1;
+  thread_local std::vector<uint32_t> codes, prow;
+  thread_local std::vector<float> s, srow, xs;
+  codes.resize(static_cast<size_t>(span * g.row_dwords));
+  s.resize(static_cast<size_t>(span * g.row_scales));
+  xs.resize(static_cast<size_t>(c.c_in * kLanes + kLanes));
+  if (g.sw > 1) {
+    prow.resize(static_cast<size_t>(g.row_dwords));
+    srow.resize(static_cast<size_t>(g.row_scales));
+  }
+  // 64-byte aligned scratch for the aligned stores of quantize_row.
+  float* xsa =
+      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xs.data()) + 63) & ~uintptr_t{63});
+  const float* xb = x + b * c.c_in * plane_in;
+  for (int64_t rr = 0; rr < span; ++rr) {
+    bool used = false;  // whether some window of the band reads padded row rr
+    for (int64_t ky = 0; ky < c.kh && !used; ++ky) {
+      const int64_t d = rr - ky * c.dil_h;
+      used = d >= 0 && d % c.stride_h == 0 && d / c.stride_h < nb;
+    }
+    if (!used) continue;
+    uint32_t* dst = codes.data() + rr * g.row_dwords;
+    float* sdst = s.data() + rr * g.row_scales;
+    const int64_t iy = r_lo + rr - c.pad_top;
+    if (iy < 0 || iy >= c.h) {
+      std::fill(dst, dst + g.row_dwords, 0x80808080u);
+      std::fill(sdst, sdst + g.row_scales, 0.0f);
+      continue;
+    }
+    if (g.sw == 1) {
+      quantize_row(xb + iy * c.w, plane_in, c.c_in, c.w, c.pad_left, g, xsa, dst, sdst);
+      continue;
+    }
+    quantize_row(xb + iy * c.w, plane_in, c.c_in, c.w, c.pad_left, g, xsa, prow.data(),
+                 srow.data());
+    for (int64_t qd = 0; qd < g.quads; ++qd)
+      for (int64_t ph = 0; ph < g.sw; ++ph)
+        for (int64_t i = 0; i < g.nidx; ++i)
+          dst[(qd * g.sw + ph) * g.nidx + i] =
+              prow[static_cast<size_t>(qd * g.wtot + i * g.sw + ph)];
+    for (int64_t ph = 0; ph < g.sw; ++ph)
+      for (int64_t i = 0; i < g.nidx; ++i)
+        sdst[ph * g.nidx + i] = srow[static_cast<size_t>(i * g.sw + ph)];
+  }
+  const auto* wcodes = reinterpret_cast<const int8_t*>(p.packed);
+  const auto* corr = reinterpret_cast<const int32_t*>(p.packed + l.corr);
+  const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
+  float* yb = y + b * c.c_out * plane_out;
+  for (int64_t oy = oy0; oy < oy0 + nb; ++oy)
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += kCols)
+      for (int64_t pn = 0; pn < l.panels; ++pn) {
+        const int64_t o0 = pn * kRows;
+        tile(c, g, codes.data(), s.data(), (oy - oy0) * c.stride_h, ox0, std::min(kCols, ow - ox0),
+             wcodes + pn * l.taps * l.quads * kRows * 4, corr + pn * l.taps * kRows, scale + o0,
+             std::min(kRows, c.c_out - o0), yb + (o0 * oh + oy) * ow + ox0, plane_out);
+      }
+  // Always (as the reference): x + 0 turns a −0 into +0.
+  for (int64_t o = 0; o < c.c_out; ++o) {
+    float* yo = yb + (o * oh + oy0) * ow;
+    f32_bias_act_avx2(act, bias ? bias[o] : 0.0f, yo, yo, nb * ow);
+  }
+}
+
+}  // namespace q8convk
+
+int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t kh, int64_t kw,
+                             uint8_t* packed) {
+  using namespace q8convk;
+  const int64_t taps = kh * kw, c_in = w.in / taps;
+  if (c_in > kQ8Q8Conv1x1MaxIn) return q8_q8_conv_pack_ref(w, kh, kw, packed);
+  const Layout l = layout(w.out, c_in, taps);
+  if (!packed) return l.bytes;
+  std::memset(packed, 0, static_cast<size_t>(l.bytes));
+  const auto* q = reinterpret_cast<const int8_t*>(w.codes);
+  auto* corr = reinterpret_cast<int32_t*>(packed + l.corr);
+  auto* scale = reinterpret_cast<float*>(packed + l.scales);
+  for (int64_t o = 0; o < w.out; ++o) {
+    const int64_t pn = o / kRows, r = o % kRows;
+    for (int64_t tap = 0; tap < taps; ++tap) {
+      int32_t sum = 0;
+      for (int64_t ci = 0; ci < c_in; ++ci) {
+        const int8_t v = q[o * w.in + ci * taps + tap];
+        packed[(((pn * taps + tap) * l.quads + ci / 4) * kRows + r) * 4 + ci % 4] =
+            static_cast<uint8_t>(v);
+        sum += v;
+      }
+      corr[(pn * taps + tap) * kRows + r] = -128 * sum;
+    }
+    scale[o] = _cvtsh_ss(w.scales[o]);
+  }
+  return l.bytes;
+}
+
+void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const float* bias,
+                                float* y, const Activation& act) {
+  using namespace q8convk;
+  const Conv2dParams& c = p.conv;
+  if (c.c_in > kQ8Q8Conv1x1MaxIn) {  // packed in the reference's layout (q8_q8_conv_pack_6x32)
+    q8_q8_conv_ref(p, x, bias, y, act);
+    return;
+  }
+  const int64_t oh = c.out_h(), ow = c.out_w();
+  if (c.n <= 0 || c.c_out <= 0 || oh <= 0 || ow <= 0) return;
+  const Layout l = layout(c.c_out, c.c_in, c.kh * c.kw);
+  const Geometry g = geometry(c);
+  const int64_t bands = (oh + kBand - 1) / kBand, items = c.n * bands;
+  const bool parallel =
+      items > 1 && detail::worth_threads(c.n * c.c_out * oh * ow * c.c_in * c.kh * c.kw);
+  linalg::parallel_for(items, parallel, [&](int64_t item) {
+    const int64_t b = item / bands, oy0 = item % bands * kBand;
+    band(p, l, g, x, bias, y, act, b, oy0, std::min(kBand, oh - oy0));
+  });
+}
+
+}  // namespace tailor::runtime::kernels
+
+#pragma GCC diagnostic pop
+
+#endif  // __AVX2__ && __FMA__ && __F16C__
