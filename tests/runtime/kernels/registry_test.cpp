@@ -69,7 +69,10 @@ TEST(KernelRegistry, Avx2TableFollowsTheCpu) {
           " qb_conv=qb_f32_conv_6x16_avx2 q8q8_conv1x1=" +
           std::string(f.avx512vnni && f.avx512vl ? "q8_q8_conv1x1_8x16_avx512vnni"
                                                  : "q8_q8_conv1x1_8x16_avx2") +
-          " q8q8_conv=q8_q8_conv_ref" +
+          " q8q8_conv=" +
+          std::string(f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni
+                          ? "q8_q8_conv_6x32_avx512vnni"
+                          : "q8_q8_conv_ref") +
           (f.avx512f ? " conv1x1_pack=f32_conv1x1_pack_12x32 conv1x1=f32_conv1x1_12x32_avx512"
                      : " conv1x1_pack=f32_conv_pack_6x16_avx2 conv1x1=f32_conv1x1_6x16_avx2"));
 }
