@@ -356,13 +356,14 @@ namespace {
 /// int8-a8's activation rounding (schemes::kernels::q8_q8_gemm_ref's f32
 /// operations) of each row of `x` along `axis`: the codes q (integer-valued
 /// f32) and the rows' scales s (keepdims).
-std::pair<std::string, std::string> emit_row_rounding(Emit& e, const std::string& x, int64_t axis) {
+std::pair<std::string, std::string> emit_row_rounding(Emit& e, const std::string& x,
+                                                      const std::vector<int64_t>& axes) {
   const std::string a = e.op("Abs", {x});
   const std::string m =
       e.ed.opset() >= 18
-          ? e.op("ReduceMax", {a, e.ints({axis})}, {{"keepdims", Attribute::of_int(1)}})
+          ? e.op("ReduceMax", {a, e.ints(axes)}, {{"keepdims", Attribute::of_int(1)}})
           : e.op("ReduceMax", {a},
-                 {{"axes", Attribute::of_ints({axis})}, {"keepdims", Attribute::of_int(1)}});
+                 {{"axes", Attribute::of_ints(axes)}, {"keepdims", Attribute::of_int(1)}});
   const std::string s = e.op("Div", {m, e.floats({1}, {127.0f})});
   // A zero row divides by 1: its codes are 0 either way.
   const std::string nonzero = e.op("Greater", {s, e.floats({1}, {0.0f})});
@@ -387,29 +388,6 @@ bool w8a8_pointwise(const Node& reader, const Shape& k) {
     return reader.attr_ints(a, std::vector<int64_t>(n, v)) == std::vector<int64_t>(n, v);
   };
   return k.size() == 4 && k[2] == 1 && k[3] == 1 && all("strides", 2, 1) && all("pads", 4, 0);
-}
-
-/// emit_w8a8's form for a Conv that is not 1×1 stride 1 unpadded (see there).
-void emit_w8a8_kxk(FormSink& sink, const Node& reader, const StoredWeight& w,
-                   const schemes::Encoded& enc, int64_t& bytes) {
-  const int64_t out = enc.out();
-  Emit e{sink, w.name};
-  const auto [q, s] = emit_row_rounding(e, reader.inputs.at(0), 1);
-  const Tensor& codes = enc.factor("q");
-  const Tensor& scale = enc.factor("scale");
-  bytes = bytes_of(codes) + bytes_of(scale);
-  finish(e, e.cast_f32(e.constant("q", codes.reshape({out, enc.in()}))), w);
-  Node r = reader;
-  r.inputs = {e.op("Mul", {q, s}), w.name};
-  r.outputs = {e.ed.fresh(w.name + ".acc")};
-  const std::string acc = r.outputs[0];
-  sink.emit(std::move(r));
-  const std::string sw =
-      e.reshape(e.cast_f32(e.constant("scale", scale.reshape({out, 1}))), {out, 1, 1});
-  const bool biased = reader.inputs.size() > 2 && !reader.inputs[2].empty();
-  const std::string& y = reader.outputs.at(0);
-  const std::string scaled = e.op("Mul", {acc, sw}, {}, biased ? "" : y);
-  if (biased) e.op("Add", {scaled, e.reshape(reader.inputs[2], {out, 1, 1})}, {}, y);
 }
 
 }  // namespace
@@ -440,18 +418,25 @@ void emit_w8a8(FormSink& sink, const Node& reader, const StoredWeight& w,
   if (conv && w.shape.size() != 4)
     throw Error(w.name, "int8-a8 form: a Conv kernel of rank " + std::to_string(w.shape.size()) +
                             " (2-D convolutions only)");
-  if (conv && !w8a8_pointwise(reader, w.shape)) {
-    emit_w8a8_kxk(sink, reader, w, enc, bytes);
-    return;
-  }
+  // A 1×1 stride-1 unpadded Conv rounds each pixel's channels; any other
+  // Conv (its sums mix pixels) rounds each image with one scale.
+  const bool per_image = conv && !w8a8_pointwise(reader, w.shape);
+  const int64_t taps = conv ? w.shape[2] * w.shape[3] : 1;
+  if (taps > kW8A8ChunkIn)
+    throw Error(w.name, "int8-a8 form: a kernel of " + std::to_string(taps) + " taps (at most " +
+                            std::to_string(kW8A8ChunkIn) +
+                            ", whose integer sums stay exact in f32)");
   Emit e{sink, w.name};
-  const auto [q, s] = emit_row_rounding(e, reader.inputs.at(0), conv ? 1 : -1);
+  const auto [q, s] = emit_row_rounding(
+      e, reader.inputs.at(0),
+      per_image ? std::vector<int64_t>{1, 2, 3} : std::vector<int64_t>{conv ? 1 : -1});
   const Tensor& codes = enc.factor("q");
   const Tensor& scale = enc.factor("scale");
   bytes = bytes_of(codes) + bytes_of(scale);
   finish(e, e.cast_f32(e.constant("q", codes.reshape({out, in}))), w);
   // The reader's integer sums: one, or (in > kW8A8ChunkIn) one per chunk of
-  // inputs, the other inputs' codes masked to 0, added in int32.
+  // input channels (kW8A8ChunkIn / taps of them, a conv's sums running over
+  // its taps too), the other channels' codes masked to 0, added in int32.
   int readers = 0;
   auto sum = [&](const std::string& codes_x) {
     Node r = reader;
@@ -468,11 +453,12 @@ void emit_w8a8(FormSink& sink, const Node& reader, const StoredWeight& w,
   if (in <= kW8A8ChunkIn) {
     acc = sum(q);
   } else {
+    const int64_t channels = in / taps, step = std::max<int64_t>(1, kW8A8ChunkIn / taps);
     std::string total;
-    for (int64_t a = 0; a < in; a += kW8A8ChunkIn) {
-      std::vector<float> mask(static_cast<size_t>(in), 0.0f);
-      std::fill(mask.begin() + a, mask.begin() + std::min(in, a + kW8A8ChunkIn), 1.0f);
-      const Shape along = conv ? Shape{in, 1, 1} : Shape{in};
+    for (int64_t a = 0; a < channels; a += step) {
+      std::vector<float> mask(static_cast<size_t>(channels), 0.0f);
+      std::fill(mask.begin() + a, mask.begin() + std::min(channels, a + step), 1.0f);
+      const Shape along = conv ? Shape{channels, 1, 1} : Shape{channels};
       const std::string part =
           e.cast(sum(e.op("Mul", {q, e.floats(along, std::move(mask))})), DType::i32);
       total = total.empty() ? part : e.op("Add", {total, part});

@@ -17,9 +17,9 @@
 //     schemes::kernels::q8_q8_gemm_ref) of a 1×1 stride-1 unpadded conv runs
 //     the q8q8_conv1x1 kernel on the image in place (a row is a pixel's
 //     column of channels), its codes packed once at load; of any other conv
-//     (k×k, strided, padded) it runs the q8q8_conv kernel, each input
-//     pixel's channels rounded with the pixel's own scale (kernels::
-//     Q8Q8ConvParams, the file's form graph::emit_w8a8). Packed codes of a
+//     (k×k, strided, padded) it runs the q8q8_conv kernel, each image
+//     rounded with one scale (kernels::Q8Q8ConvParams, the file's form
+//     graph::emit_w8a8). Packed codes of a
 //     3×3 stride-1 conv where the dense Conv would take Winograd F(4×4, 3×3)
 //     (kernels::conv_default_algorithm) run that kernel instead, since the
 //     direct product on the codes does 4× its multiplies (the detector's
@@ -161,10 +161,9 @@ class CompressedConv final : public Kernel {
         winograd_floats_ = kernels::f32_conv_winograd_f43_pack(cp, nullptr, nullptr);
     }
     if (const auto a8 = schemes::w8a8_view(*w_)) {
-      const int64_t c_in = w_->in() / (kernel_[0] * kernel_[1]);
-      if (c_in > kernels::kQ8Q8Conv1x1MaxIn)
-        init.fail("int8-a8 weight of " + std::to_string(c_in) + " input channels: the W8A8 " +
-                  "kernels sum in int32 and take at most " +
+      if (w_->in() > kernels::kQ8Q8Conv1x1MaxIn)
+        init.fail("int8-a8 weight of " + std::to_string(w_->in()) + " inputs (channels × " +
+                  "taps): the W8A8 kernels sum in int32 and take at most " +
                   std::to_string(kernels::kQ8Q8Conv1x1MaxIn));
       const kernels::KernelTable& t = kernels::active_kernels();
       a8_pointwise_ = pointwise;

@@ -101,11 +101,11 @@ bool w8a8_reader(const Node& reader);
 ///   when the reader has one, defining reader.outputs[0].
 /// Any other Conv of groups 1 (a k×k kernel, strides, pads, dilations: the
 /// runtime's q8_q8_conv kernels, runtime/kernels/registry.h Q8Q8ConvParams)
-/// takes each pixel's rounding, then a Conv on the rounded values:
-///   qx and s as above along axis 1; A = reader(qx·s, W) without its bias;
-///   Y = A·Cast(scale) ([out, 1, 1]), then + bias.
-/// That Conv sums f32 products in its own order where the kernel sums
-/// integers exactly per tap, so the two agree to f32 rounding, not bit for bit.
+/// rounds each image with one scale (ReduceMax over axes 1, 2, 3: an
+/// im2row row mixes pixels, so per-pixel scales would not factor out of its
+/// sums), and its chunks are kW8A8ChunkIn / (kh·kw) input channels (mask
+/// [C, 1, 1]), each chunk's sums running over the taps; kernels of more than
+/// kW8A8ChunkIn taps are refused.
 /// The initializers are "<w.name>.q" and "<w.name>.scale" (the int8 form's);
 /// `bytes` is set to their size. Throws tailor::Error naming w.name for
 /// another reader, label or stored dtype. The one emitter
