@@ -4,20 +4,22 @@
 // cpu_features() has them), on weights packed once at load by
 // q8_q8_conv_pack_6x32.
 //
-// Work items are bands of kBand output rows of one image (a partition fixed
-// by the shape). A band first quantizes the padded input rows its windows
-// read into a thread-local buffer (L2-resident): per padded row, the codes
+// Two loops over parallel_for, each a partition fixed by the shape. First
+// every padded input row some window reads is quantized once (one item per
+// row of each image) into a buffer of the call: per padded row, the codes
 // qx + 128 as u8 laid out [c/4][column phase][column index][4] (phase =
 // padded column mod stride_w, index = padded column / stride_w) and the f32
-// pixel scales [phase][index]. The quantization is the reference's f32
-// operations vectorised across 16 pixels (max |x|, a division by 127, a
-// division of each value, floor(|t| + 0.5), min 127, the sign), so the codes
-// and scales are the reference's. Padding and the slack columns past the
-// right edge hold code 128 (qx = 0) and scale 0, so a tile reads whole
-// vectors anywhere. For output column ox and tap column kx the padded column
-// is ox·stride_w + kx·dil_w: phase (kx·dil_w) mod stride_w, index
+// pixel scales [phase][index]. The scales are the reference's (max |x| / 127
+// per pixel) and so are the codes: t = x·fl(1/s) rounded to nearest where
+// that provably equals the reference's floor(|x/s| + 0.5) with its sign
+// (t more than 2^−13 from a half-integer), else the reference's f32
+// operations on x/s (code_fast, code_exact). Padding and the slack columns
+// past the right edge hold code 128 (qx = 0) and scale 0, so a tile reads
+// whole vectors anywhere. For output column ox and tap column kx the padded
+// column is ox·stride_w + kx·dil_w: phase (kx·dil_w) mod stride_w, index
 // ox + (kx·dil_w) / stride_w, so the 32 pixels of a tile are 32 consecutive
-// dwords for any stride.
+// dwords for any stride. Then the work items are bands of kBand output rows
+// of one image.
 //
 // A register tile is 6 output channels × 32 consecutive output columns of one
 // row: per tap, 12 int32 sums (two zmm per channel) start at the packed
@@ -94,21 +96,61 @@ inline Geometry geometry(const Conv2dParams& c) {
   return g;
 }
 
-// qx + 128 of input k (row k of xs, 16 lanes) as int32, the reference's
-// f32 operations: t = x/div, floor(|t| + 0.5), min 127, t's sign; 128 past c_in.
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code(const float* xs, int64_t k,
-                                                                     int64_t c_in, __m512 div) {
-  const __m512i shift = _mm512_set1_epi32(128);
-  if (k >= c_in) return shift;
-  const __m512i v = _mm512_castps_si512(_mm512_div_ps(_mm512_load_ps(xs + k * kLanes), div));
-  __m512 r = _mm512_add_ps(_mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x7FFFFFFF))),
+// qx from t = x/s (16 lanes, int32), the reference's f32 operations:
+// floor(|t| + 0.5), min 127, t's sign.
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_of(__m512 t) {
+  const __m512i ti = _mm512_castps_si512(t);
+  __m512 r = _mm512_add_ps(_mm512_castsi512_ps(_mm512_and_si512(ti, _mm512_set1_epi32(0x7FFFFFFF))),
                            _mm512_set1_ps(0.5f));
   r = _mm512_min_ps(_mm512_roundscale_ps(r, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
                     _mm512_set1_ps(127.0f));
   r = _mm512_castsi512_ps(
       _mm512_or_si512(_mm512_castps_si512(r),
-                      _mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
-  return _mm512_add_epi32(_mm512_cvttps_epi32(r), shift);
+                      _mm512_and_si512(ti, _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
+  return _mm512_cvttps_epi32(r);
+}
+
+// The codes of input k (row k of xs) by the reference's operations, t = x/s
+// (a division per value; `div` is s, or 1 where s = 0); 0 past c_in.
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_exact(const float* xs,
+                                                                           int64_t k, int64_t c_in,
+                                                                           __m512 div) {
+  if (k >= c_in) return _mm512_setzero_si512();
+  return code_of(_mm512_div_ps(_mm512_load_ps(xs + k * kLanes), div));
+}
+
+// The same codes without the division where that is provably safe: t' =
+// x·fl(1/s) is within three rounding errors of t = fl(x/s), |t' − t| ≤
+// 128·3·2^−24 < 2^−15 (|t| ≤ 127·(1 + 2^−23)), and the reference's
+// floor(fl(|t| + 0.5)) is the integer nearest t wherever t is more than
+// 2^−17 (half an ulp below 256) from a half-integer. So where t' lies more
+// than 2^−13 from every half-integer, t' rounded to nearest is the
+// reference's code (|t'| < 127.5: no clamp needed). Lanes closer than that,
+// or not finite (1/s overflowing), are flagged in `near`, and the caller
+// redoes the quad with code_exact (~2.4·10^−4 of values).
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_fast(const float* xs,
+                                                                          int64_t k, int64_t c_in,
+                                                                          __m512 rcp,
+                                                                          __mmask16& near) {
+  if (k >= c_in) return _mm512_setzero_si512();
+  const __m512 t = _mm512_mul_ps(_mm512_load_ps(xs + k * kLanes), rcp);
+  const __m512 e =
+      _mm512_sub_ps(t, _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __m512 ae =
+      _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(e), _mm512_set1_epi32(0x7FFFFFFF)));
+  near |= _mm512_cmp_ps_mask(ae, _mm512_set1_ps(0.5f - 0x1p-13f), _CMP_NLT_UQ);
+  return _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// Four channels' codes (int32 in [−127, 127], 16 pixels each) → 16 dwords,
+// pixel j's holding qx + 128 of the four channels in its bytes 0–3.
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i pack_quad(__m512i q0, __m512i q1,
+                                                                          __m512i q2, __m512i q3) {
+  // Per 128-bit lane (pixels 4L … 4L + 3): bytes q0[0..3] q1[0..3] q2[0..3]
+  // q3[0..3], then a 4×4 byte transpose.
+  const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(q0, q1), _mm512_packs_epi32(q2, q3));
+  const __m512i t = _mm512_set4_epi32(0x0f0b0703, 0x0e0a0602, 0x0d090501, 0x0c080400);
+  return _mm512_xor_si512(_mm512_shuffle_epi8(b, t), _mm512_set1_epi8(static_cast<char>(0x80)));
 }
 
 // Padded row of an image: xr points at input row iy (c_in planes `plane`
@@ -155,12 +197,20 @@ TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in
     // A zero column divides by 1 (its codes are 0 either way).
     const __m512 div =
         _mm512_mask_blend_ps(_mm512_cmp_ps_mask(sv, _mm512_setzero_ps(), _CMP_EQ_OQ), sv, one);
+    const __m512 rcp = _mm512_div_ps(one, div);
     for (int64_t qd = 0; qd < g.quads; ++qd) {
       const int64_t k = 4 * qd;
-      __m512i word = code(xs, k, c_in, div);
-      word = _mm512_or_si512(word, _mm512_slli_epi32(code(xs, k + 1, c_in, div), 8));
-      word = _mm512_or_si512(word, _mm512_slli_epi32(code(xs, k + 2, c_in, div), 16));
-      word = _mm512_or_si512(word, _mm512_slli_epi32(code(xs, k + 3, c_in, div), 24));
+      __mmask16 near = 0;
+      const __m512i q0 = code_fast(xs, k, c_in, rcp, near);
+      const __m512i q1 = code_fast(xs, k + 1, c_in, rcp, near);
+      const __m512i q2 = code_fast(xs, k + 2, c_in, rcp, near);
+      const __m512i q3 = code_fast(xs, k + 3, c_in, rcp, near);
+      // A pixel holding NaN or ±∞ has NaN outputs whatever its codes.
+      const __m512i word =
+          (near & ~bad) == 0
+              ? pack_quad(q0, q1, q2, q3)
+              : pack_quad(code_exact(xs, k, c_in, div), code_exact(xs, k + 1, c_in, div),
+                          code_exact(xs, k + 2, c_in, div), code_exact(xs, k + 3, c_in, div));
       _mm512_mask_storeu_epi32(codes + qd * g.wtot + col, m, word);
     }
   }
@@ -253,65 +303,60 @@ TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint
   }
 }
 
-// The band of output rows [oy0, oy0 + nb) of image b.
-void band(const Q8Q8ConvParams& p, const Layout& l, const Geometry& g, const float* x,
-          const float* bias, float* y, const Activation& act, int64_t b, int64_t oy0, int64_t nb) {
-  const Conv2dParams& c = p.conv;
-  const int64_t oh = c.out_h(), ow = c.out_w(), plane_in = c.h * c.w, plane_out = oh * ow;
-  const int64_t r_lo = oy0 * c.stride_h;  // the band's first padded row
-  const int64_t span = (nb - 1) * c.stride_h + (c.kh - 1) * c.dil_h + 1;
-  thread_local std::vector<uint32_t> codes, prow;
-  thread_local std::vector<float> s, srow, xs;
-  codes.resize(static_cast<size_t>(span * g.row_dwords));
-  s.resize(static_cast<size_t>(span * g.row_scales));
-  xs.resize(static_cast<size_t>(c.c_in * kLanes + kLanes));
-  if (g.sw > 1) {
-    prow.resize(static_cast<size_t>(g.row_dwords));
-    srow.resize(static_cast<size_t>(g.row_scales));
+// Padded row r of image xb (input row r − pad_top) into codes and s, each
+// at its row of the quantized image; only rows some window reads.
+void quantize_padded_row(const Conv2dParams& c, const Geometry& g, const float* xb, int64_t r,
+                         uint32_t* dst, float* sdst) {
+  bool used = false;  // whether some window reads padded row r
+  for (int64_t ky = 0; ky < c.kh && !used; ++ky) {
+    const int64_t d = r - ky * c.dil_h;
+    used = d >= 0 && d % c.stride_h == 0 && d / c.stride_h < c.out_h();
   }
+  if (!used) return;
+  const int64_t iy = r - c.pad_top;
+  if (iy < 0 || iy >= c.h) {
+    std::fill(dst, dst + g.row_dwords, 0x80808080u);
+    std::fill(sdst, sdst + g.row_scales, 0.0f);
+    return;
+  }
+  thread_local std::vector<uint32_t> prow;
+  thread_local std::vector<float> srow, xs;
+  xs.resize(static_cast<size_t>(c.c_in * kLanes + kLanes));
   // 64-byte aligned scratch for the aligned stores of quantize_row.
   float* xsa =
       reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xs.data()) + 63) & ~uintptr_t{63});
-  const float* xb = x + b * c.c_in * plane_in;
-  for (int64_t rr = 0; rr < span; ++rr) {
-    bool used = false;  // whether some window of the band reads padded row rr
-    for (int64_t ky = 0; ky < c.kh && !used; ++ky) {
-      const int64_t d = rr - ky * c.dil_h;
-      used = d >= 0 && d % c.stride_h == 0 && d / c.stride_h < nb;
-    }
-    if (!used) continue;
-    uint32_t* dst = codes.data() + rr * g.row_dwords;
-    float* sdst = s.data() + rr * g.row_scales;
-    const int64_t iy = r_lo + rr - c.pad_top;
-    if (iy < 0 || iy >= c.h) {
-      std::fill(dst, dst + g.row_dwords, 0x80808080u);
-      std::fill(sdst, sdst + g.row_scales, 0.0f);
-      continue;
-    }
-    if (g.sw == 1) {
-      quantize_row(xb + iy * c.w, plane_in, c.c_in, c.w, c.pad_left, g, xsa, dst, sdst);
-      continue;
-    }
-    quantize_row(xb + iy * c.w, plane_in, c.c_in, c.w, c.pad_left, g, xsa, prow.data(),
-                 srow.data());
-    for (int64_t qd = 0; qd < g.quads; ++qd)
-      for (int64_t ph = 0; ph < g.sw; ++ph)
-        for (int64_t i = 0; i < g.nidx; ++i)
-          dst[(qd * g.sw + ph) * g.nidx + i] =
-              prow[static_cast<size_t>(qd * g.wtot + i * g.sw + ph)];
+  const int64_t plane = c.h * c.w;
+  if (g.sw == 1) {
+    quantize_row(xb + iy * c.w, plane, c.c_in, c.w, c.pad_left, g, xsa, dst, sdst);
+    return;
+  }
+  prow.resize(static_cast<size_t>(g.row_dwords));
+  srow.resize(static_cast<size_t>(g.row_scales));
+  quantize_row(xb + iy * c.w, plane, c.c_in, c.w, c.pad_left, g, xsa, prow.data(), srow.data());
+  for (int64_t qd = 0; qd < g.quads; ++qd)
     for (int64_t ph = 0; ph < g.sw; ++ph)
       for (int64_t i = 0; i < g.nidx; ++i)
-        sdst[ph * g.nidx + i] = srow[static_cast<size_t>(i * g.sw + ph)];
-  }
+        dst[(qd * g.sw + ph) * g.nidx + i] = prow[static_cast<size_t>(qd * g.wtot + i * g.sw + ph)];
+  for (int64_t ph = 0; ph < g.sw; ++ph)
+    for (int64_t i = 0; i < g.nidx; ++i)
+      sdst[ph * g.nidx + i] = srow[static_cast<size_t>(i * g.sw + ph)];
+}
+
+// The band of output rows [oy0, oy0 + nb) of one image from its quantized
+// rows (codes, s), then bias and activation over the band's rows.
+void band(const Q8Q8ConvParams& p, const Layout& l, const Geometry& g, const uint32_t* codes,
+          const float* s, const float* bias, float* yb, const Activation& act, int64_t oy0,
+          int64_t nb) {
+  const Conv2dParams& c = p.conv;
+  const int64_t oh = c.out_h(), ow = c.out_w(), plane_out = oh * ow;
   const auto* wcodes = reinterpret_cast<const int8_t*>(p.packed);
   const auto* corr = reinterpret_cast<const int32_t*>(p.packed + l.corr);
   const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
-  float* yb = y + b * c.c_out * plane_out;
   for (int64_t oy = oy0; oy < oy0 + nb; ++oy)
     for (int64_t ox0 = 0; ox0 < ow; ox0 += kCols)
       for (int64_t pn = 0; pn < l.panels; ++pn) {
         const int64_t o0 = pn * kRows;
-        tile(c, g, codes.data(), s.data(), (oy - oy0) * c.stride_h, ox0, std::min(kCols, ow - ox0),
+        tile(c, g, codes, s, oy * c.stride_h, ox0, std::min(kCols, ow - ox0),
              wcodes + pn * l.taps * l.quads * kRows * 4, corr + pn * l.taps * kRows, scale + o0,
              std::min(kRows, c.c_out - o0), yb + (o0 * oh + oy) * ow + ox0, plane_out);
       }
@@ -364,12 +409,27 @@ void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const f
   if (c.n <= 0 || c.c_out <= 0 || oh <= 0 || ow <= 0) return;
   const Layout l = layout(c.c_out, c.c_in, c.kh * c.kw);
   const Geometry g = geometry(c);
-  const int64_t bands = (oh + kBand - 1) / kBand, items = c.n * bands;
-  const bool parallel =
-      items > 1 && detail::worth_threads(c.n * c.c_out * oh * ow * c.c_in * c.kh * c.kw);
-  linalg::parallel_for(items, parallel, [&](int64_t item) {
+  // The padded rows of every image, quantized once (each by one item), then
+  // the bands of output rows from them.
+  const int64_t rows = (oh - 1) * c.stride_h + (c.kh - 1) * c.dil_h + 1;
+  thread_local std::vector<uint32_t> codes;
+  thread_local std::vector<float> s;
+  codes.resize(static_cast<size_t>(c.n * rows * g.row_dwords));
+  s.resize(static_cast<size_t>(c.n * rows * g.row_scales));
+  uint32_t* const qc = codes.data();
+  float* const qs = s.data();
+  const bool parallel = detail::worth_threads(c.n * c.c_out * oh * ow * c.c_in * c.kh * c.kw);
+  const int64_t plane_in = c.h * c.w, plane_out = oh * ow;
+  linalg::parallel_for(c.n * rows, parallel && c.n * rows > 1, [&](int64_t item) {
+    const int64_t b = item / rows, r = item % rows;
+    quantize_padded_row(c, g, x + b * c.c_in * plane_in, r, qc + item * g.row_dwords,
+                        qs + item * g.row_scales);
+  });
+  const int64_t bands = (oh + kBand - 1) / kBand;
+  linalg::parallel_for(c.n * bands, parallel && c.n * bands > 1, [&](int64_t item) {
     const int64_t b = item / bands, oy0 = item % bands * kBand;
-    band(p, l, g, x, bias, y, act, b, oy0, std::min(kBand, oh - oy0));
+    band(p, l, g, qc + b * rows * g.row_dwords, qs + b * rows * g.row_scales, bias,
+         y + b * c.c_out * plane_out, act, oy0, std::min(kBand, oh - oy0));
   });
 }
 

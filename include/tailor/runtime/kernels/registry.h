@@ -321,15 +321,16 @@ void q8_q8_conv1x1_8x16_avx512vnni(const Q8Q8Conv1x1Params& p, const float* x, c
 int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t kh, int64_t kw,
                              uint8_t* packed);
 /// The W8A8 k×k conv (Q8Q8ConvParams) on VPDPBUSD (AVX512-F/BW/VL/VNNI):
-/// each image's padded input quantized once (the reference's f32 operations,
-/// vectorised, so the same codes) into u8 qx + 128 laid out
-/// [c/4][padded row][column phase mod stride_w][column / stride_w][4] with its
-/// pixel scales (padding: qx = 0, s = 0); tiles of 6 channels × 32 pixels of
-/// one output row, per tap 12 int32 sums (started at −128·Σq) then one
-/// vfmadd per lane into 12 f32 accumulators, the reference's order; then
-/// ·scale[o] and f32_bias_act_avx2 per channel row. Work items (image,
-/// output row) over parallel_for. Same bits as q8_q8_conv_ref; shapes with
-/// c_in > kQ8Q8Conv1x1MaxIn or planes past int32 indexing go to it.
+/// every padded input row a window reads quantized once per call (the
+/// reference's codes and scales, vectorised; division-free where provably
+/// equal) into u8 qx + 128 laid out [row][c/4][column phase mod
+/// stride_w][column / stride_w][4] with the pixel scales (padding: qx = 0,
+/// s = 0); tiles of 6 channels × 32 columns of one output row, per tap 12
+/// int32 sums (started at −128·Σq) then one FMA per lane by the pixel scales
+/// into 12 f32 accumulators, the reference's order; then ·scale[o] and
+/// f32_bias_act_avx2 per channel over bands of 8 output rows, the work items
+/// of parallel_for. Same bits as q8_q8_conv_ref at any thread count; c_in >
+/// kQ8Q8Conv1x1MaxIn goes to it (q8_q8_conv_pack_6x32 then packs its layout).
 void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const float* bias,
                                 float* y, const Activation& act);
 /// Bias + activation 8 lanes at a time (Cephes exp/tanh polynomials, ~2 ulp).
