@@ -226,6 +226,37 @@ TEST_F(Q8Q8Conv, OptimisedKernelGivesTheReferenceBits) {
   }
 }
 
+// Values on and next to the rounding boundaries: every pixel's largest
+// magnitude is ±127 (scale exactly 1) or ±63.5 (scale 0.5), the others
+// multiples of 0.25 (x/s on half-integers, rounded away from zero) or one
+// ulp beside them, and tiny or subnormal pixels (scale 0 or subnormal).
+// The VNNI kernel's division-free codes must fall back to the reference's
+// operations there.
+TEST_F(Q8Q8Conv, CodesOnRoundingBoundariesAreTheReferences) {
+  const Case c{1, 9, 7, 6, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const Weights w = weights(c.c_out, c.c_in * 9, 41);
+  const int64_t plane = c.h * c.w;
+  Rng rng(42);
+  std::vector<float> x(static_cast<size_t>(c.c_in * plane));
+  for (int64_t j = 0; j < plane; ++j) {
+    const float top = j % 2 ? 127.0f : 63.5f;
+    for (int64_t ci = 0; ci < c.c_in; ++ci) {
+      float v = static_cast<float>(std::floor(rng.uniform(-4 * top, 4 * top + 1))) / 4;
+      if (rng.uniform(0, 1) < 0.3) v = std::nextafter(v, rng.uniform(0, 1) < 0.5 ? -1e9f : 1e9f);
+      x[ci * plane + j] = v;
+    }
+    x[(j % c.c_in) * plane + j] = j % 3 ? top : -top;
+  }
+  for (int64_t ci = 0; ci < c.c_in; ++ci) {
+    x[ci * plane + 5] = ci % 2 ? 1e-44f : -3e-39f;  // subnormal: scale subnormal or 0
+    x[ci * plane + 9] = ci % 2 ? 2e-38f : 0.0f;
+  }
+  const std::vector<float> bias = uniform(c.c_out, 43);
+  const std::vector<float> want = run(reference(), c, w, x, bias.data(), Activation::none());
+  for (const Kernel& k : kernels_here())
+    expect_same(run(k, c, w, x, bias.data(), Activation::none()), want, k.name);
+}
+
 TEST_F(Q8Q8Conv, NonFinitePixelGivesNaNInTheWindowsHoldingIt) {
   for (const Case& c : {Case{1, 5, 7, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
                         Case{2, 6, 8, 9, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}}) {
