@@ -224,18 +224,27 @@ TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void dpbusd(__m512i& acc
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(w));
 }
 
-// One 6 × 32 tile: output row oy (its first padded row rr0 in the band
-// buffer), columns [ox0, ox0 + nv), channels o0 … o0 + rows − 1 (panel wp,
-// corrections corr [tap][6], scales scale [6]); y0 points at (o0, oy, ox0)
-// of the output, channels `plane` floats apart.
+// One tile of R output channels (R/6 consecutive 6-channel panels) × 16·C
+// columns: output row oy (its first padded row rr0 in the buffer), columns
+// [ox0, ox0 + nv), channels o0 … o0 + rows − 1 (wp, corr, scale: panel o0/6's
+// weights, corrections [tap][6] and scales; the next panel's weights lie
+// `wstep` bytes and its corrections `cstep` int32 further); y0 points at
+// (o0, oy, ox0) of the output, channels `plane` floats apart. 6 × 32 for the
+// whole 32-column blocks of a row, 12 × 16 (and 6 × 16 on an odd last
+// panel) for a last block of ≤ 16 columns; all 12 or fewer int32 sums and
+// as many f32 sums stay in registers (GCC 12 scalarizes the unrolled arrays
+// once the products go through dpbusd's inline asm).
+template <int R, int C>
 TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint32_t* codes,
                             const float* s, int64_t rr0, int64_t ox0, int64_t nv, const int8_t* wp,
-                            const int32_t* corr, const float* scale, int64_t rows, float* y0,
-                            int64_t plane) {
-  // fR0/fR1: the f32 sums of channel R, columns 0–15/16–31 (named, as the
-  // int32 sums aR0/aR1: GCC 12 kept arrays of them on the stack).
-  __m512 f00 = _mm512_setzero_ps(), f01 = f00, f10 = f00, f11 = f00, f20 = f00, f21 = f00,
-         f30 = f00, f31 = f00, f40 = f00, f41 = f00, f50 = f00, f51 = f00;
+                            int64_t wstep, const int32_t* corr, int64_t cstep, const float* scale,
+                            int64_t rows, float* y0, int64_t plane) {
+  static_assert(R % kRows == 0 && R * C <= 12);
+  __m512 f[R][C];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int h = 0; h < C; ++h) f[r][h] = _mm512_setzero_ps();
   const int64_t qstride = g.wtot;  // dwords from one quad to the next
   int64_t tap = 0;
   for (int64_t ky = 0; ky < c.kh; ++ky) {
@@ -247,59 +256,49 @@ TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint
       const int64_t at = off % g.sw * g.nidx + ox0 + off / g.sw;
       const uint32_t* xp = row + at;
       const int32_t* ct = corr + tap * kRows;
-      __m512i a00 = _mm512_set1_epi32(ct[0]), a01 = a00, a10 = _mm512_set1_epi32(ct[1]), a11 = a10,
-              a20 = _mm512_set1_epi32(ct[2]), a21 = a20, a30 = _mm512_set1_epi32(ct[3]), a31 = a30,
-              a40 = _mm512_set1_epi32(ct[4]), a41 = a40, a50 = _mm512_set1_epi32(ct[5]), a51 = a50;
+      __m512i a[R][C];
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+        for (int h = 0; h < C; ++h) a[r][h] = _mm512_set1_epi32(ct[r / kRows * cstep + r % kRows]);
       const int8_t* wq = wp + tap * g.quads * kRows * 4;
       for (int64_t qd = 0; qd < g.quads; ++qd) {
-        const __m512i x0 = _mm512_loadu_si512(xp + qd * qstride);
-        const __m512i x1 = _mm512_loadu_si512(xp + qd * qstride + kLanes);
-        const auto* wd = reinterpret_cast<const int*>(wq + qd * kRows * 4);
-        __m512i w = _mm512_set1_epi32(wd[0]);
-        dpbusd(a00, x0, w);
-        dpbusd(a01, x1, w);
-        w = _mm512_set1_epi32(wd[1]);
-        dpbusd(a10, x0, w);
-        dpbusd(a11, x1, w);
-        w = _mm512_set1_epi32(wd[2]);
-        dpbusd(a20, x0, w);
-        dpbusd(a21, x1, w);
-        w = _mm512_set1_epi32(wd[3]);
-        dpbusd(a30, x0, w);
-        dpbusd(a31, x1, w);
-        w = _mm512_set1_epi32(wd[4]);
-        dpbusd(a40, x0, w);
-        dpbusd(a41, x1, w);
-        w = _mm512_set1_epi32(wd[5]);
-        dpbusd(a50, x0, w);
-        dpbusd(a51, x1, w);
+        __m512i x[C];
+#pragma GCC unroll 2
+        for (int h = 0; h < C; ++h) x[h] = _mm512_loadu_si512(xp + qd * qstride + h * kLanes);
+        const int8_t* wd = wq + qd * kRows * 4;
+#pragma GCC unroll 12
+        for (int r = 0; r < R; ++r) {
+          int word;
+          std::memcpy(&word, wd + r / kRows * wstep + r % kRows * 4, 4);
+          const __m512i w = _mm512_set1_epi32(word);
+#pragma GCC unroll 2
+          for (int h = 0; h < C; ++h) dpbusd(a[r][h], x[h], w);
+        }
       }
-      const __m512 s0 = _mm512_loadu_ps(srow + at), s1 = _mm512_loadu_ps(srow + at + kLanes);
-      f00 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a00), s0, f00);
-      f01 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a01), s1, f01);
-      f10 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a10), s0, f10);
-      f11 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a11), s1, f11);
-      f20 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a20), s0, f20);
-      f21 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a21), s1, f21);
-      f30 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a30), s0, f30);
-      f31 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a31), s1, f31);
-      f40 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a40), s0, f40);
-      f41 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a41), s1, f41);
-      f50 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a50), s0, f50);
-      f51 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a51), s1, f51);
+      __m512 sv[C];
+#pragma GCC unroll 2
+      for (int h = 0; h < C; ++h) sv[h] = _mm512_loadu_ps(srow + at + h * kLanes);
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+        for (int h = 0; h < C; ++h)
+          f[r][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[r][h]), sv[h], f[r][h]);
     }
   }
-  const __m512 f[kRows][2] = {{f00, f01}, {f10, f11}, {f20, f21},
-                              {f30, f31}, {f40, f41}, {f50, f51}};
-  const __mmask16 m0 = nv >= kLanes ? 0xFFFF : static_cast<__mmask16>((1u << nv) - 1);
-  const __mmask16 m1 = nv >= kCols    ? 0xFFFF
-                       : nv <= kLanes ? 0
-                                      : static_cast<__mmask16>((1u << (nv - kLanes)) - 1);
-  for (int64_t r = 0; r < rows; ++r) {
+  __mmask16 m[C];
+#pragma GCC unroll 2
+  for (int h = 0; h < C; ++h) {
+    const int64_t left = nv - h * kLanes;
+    m[h] = left >= kLanes ? 0xFFFF : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    if (r >= rows) break;
     const __m512 w = _mm512_set1_ps(scale[r]);
-    float* yr = y0 + r * plane;
-    _mm512_mask_storeu_ps(yr, m0, _mm512_mul_ps(f[r][0], w));
-    _mm512_mask_storeu_ps(yr + kLanes, m1, _mm512_mul_ps(f[r][1], w));
+#pragma GCC unroll 2
+    for (int h = 0; h < C; ++h)
+      _mm512_mask_storeu_ps(y0 + r * plane + h * kLanes, m[h], _mm512_mul_ps(f[r][h], w));
   }
 }
 
@@ -352,14 +351,32 @@ void band(const Q8Q8ConvParams& p, const Layout& l, const Geometry& g, const uin
   const auto* wcodes = reinterpret_cast<const int8_t*>(p.packed);
   const auto* corr = reinterpret_cast<const int32_t*>(p.packed + l.corr);
   const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
-  for (int64_t oy = oy0; oy < oy0 + nb; ++oy)
-    for (int64_t ox0 = 0; ox0 < ow; ox0 += kCols)
-      for (int64_t pn = 0; pn < l.panels; ++pn) {
+  for (int64_t oy = oy0; oy < oy0 + nb; ++oy) {
+    const int64_t wstep = l.taps * l.quads * kRows * 4, cstep = l.taps * kRows;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += kCols) {
+      const int64_t nv = std::min(kCols, ow - ox0);
+      for (int64_t pn = 0; pn < l.panels;) {
         const int64_t o0 = pn * kRows;
-        tile(c, g, codes, s, oy * c.stride_h, ox0, std::min(kCols, ow - ox0),
-             wcodes + pn * l.taps * l.quads * kRows * 4, corr + pn * l.taps * kRows, scale + o0,
-             std::min(kRows, c.c_out - o0), yb + (o0 * oh + oy) * ow + ox0, plane_out);
+        const int8_t* wp = wcodes + pn * wstep;
+        const int32_t* cp = corr + pn * cstep;
+        float* y0 = yb + (o0 * oh + oy) * ow + ox0;
+        const int64_t rr0 = oy * c.stride_h;
+        if (nv > kLanes) {
+          tile<6, 2>(c, g, codes, s, rr0, ox0, nv, wp, wstep, cp, cstep, scale + o0,
+                     std::min(kRows, c.c_out - o0), y0, plane_out);
+          pn += 1;
+        } else if (pn + 1 < l.panels) {
+          tile<12, 1>(c, g, codes, s, rr0, ox0, nv, wp, wstep, cp, cstep, scale + o0,
+                      std::min(2 * kRows, c.c_out - o0), y0, plane_out);
+          pn += 2;
+        } else {
+          tile<6, 1>(c, g, codes, s, rr0, ox0, nv, wp, wstep, cp, cstep, scale + o0,
+                     std::min(kRows, c.c_out - o0), y0, plane_out);
+          pn += 1;
+        }
       }
+    }
+  }
   // Always (as the reference): x + 0 turns a −0 into +0.
   for (int64_t o = 0; o < c.c_out; ++o) {
     float* yo = yb + (o * oh + oy0) * ow;
