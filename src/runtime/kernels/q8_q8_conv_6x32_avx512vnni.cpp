@@ -1,43 +1,45 @@
 // q8_q8_conv_6x32_avx512vnni: the W8A8 k×k convolution (registry.h,
-// Q8Q8ConvParams) on VPDPBUSD, AVX512-F/BW/VL/VNNI through function target
-// attributes in the x86-64-v3 build (the registry picks it where
-// cpu_features() has them), on weights packed once at load by
-// q8_q8_conv_pack_6x32.
+// Q8Q8ConvParams: one activation scale per image) on VPDPBUSD,
+// AVX512-F/BW/VL/VNNI through function target attributes in the x86-64-v3
+// build (the registry picks it where cpu_features() has them), on weights
+// packed once at load by q8_q8_conv_pack_6x32.
 //
-// Two loops over parallel_for, each a partition fixed by the shape. First
-// every padded input row some window reads is quantized once (one item per
-// row of each image) into a buffer of the call: per padded row, the codes
-// qx + 128 as u8 laid out [c/4][column phase][column index][4] (phase =
-// padded column mod stride_w, index = padded column / stride_w) and the f32
-// pixel scales [phase][index]. The scales are the reference's (max |x| / 127
-// per pixel) and so are the codes: t = x·fl(1/s) rounded to nearest where
-// that provably equals the reference's floor(|x/s| + 0.5) with its sign
-// (t more than 2^−13 from a half-integer), else the reference's f32
-// operations on x/s (code_fast, code_exact). Padding and the slack columns
-// past the right edge hold code 128 (qx = 0) and scale 0, so a tile reads
-// whole vectors anywhere. For output column ox and tap column kx the padded
-// column is ox·stride_w + kx·dil_w: phase (kx·dil_w) mod stride_w, index
-// ox + (kx·dil_w) / stride_w, so the 32 pixels of a tile are 32 consecutive
-// dwords for any stride. Then the work items are bands of kBand output rows
-// of one image.
+// Three loops over parallel_for, each a partition fixed by the shape. (1)
+// The image maxima: max |x| and whether any value is NaN or ±Inf, over
+// fixed chunks of each image, combined in chunk order (max is exact, so the
+// scale s[b] = max/127 is the reference's whatever the chunks). (2) Every
+// padded input row some window reads, quantized once (one item per row of
+// each image) into a buffer of the call: the codes qx + 128 as u8 laid out
+// [c/4][column phase][column index][4] (phase = padded column mod stride_w,
+// index = padded column / stride_w). The codes are the reference's: t =
+// x·fl(1/s) rounded to nearest where that provably equals the reference's
+// floor(|x/s| + 0.5) with its sign (t more than 2^−13 from a half-integer),
+// else the reference's f32 operations on x/s (code_fast, code_exact).
+// Padding and the slack columns past the right edge hold code 128 (qx = 0),
+// so a tile reads whole vectors anywhere. For output column ox and tap
+// column kx the padded column is ox·stride_w + kx·dil_w: phase (kx·dil_w)
+// mod stride_w, index ox + (kx·dil_w) / stride_w, so the pixels of a tile are
+// consecutive dwords for any stride. (3) Bands of kBand output rows of one
+// image.
 //
-// A register tile is 6 output channels × 32 consecutive output columns of one
-// row: per tap, 12 int32 sums (two zmm per channel) start at the packed
-// −128·Σ_c q[o, c, tap] (the shift of the unsigned codes) and take one
-// VPDPBUSD per channel quad (u8 codes × the s8 weights broadcast, four
-// products per lane, wrapping: the final sum is exact, |Σ| ≤ c_in·127·128);
-// then acc = fma(f32(sum), s_pixel, acc) into 12 f32 accumulators, the taps
-// in row-major order from +0 — the reference's operations in its order. Then
-// y = acc·f16(scale[o]) stored (masked past the right edge), and bias and
-// activation per channel over the band's rows by f32_bias_act_avx2 in place
-// (its tails use the one-lane forms of its polynomials, so a value's result
-// does not depend on where a span starts). Same bits as q8_q8_conv_ref at any
-// thread count.
+// A register tile is 12 output channels (two 6-channel weight panels) × 32
+// consecutive output columns of one row (6 × 32 on an odd last panel, 12 ×
+// 16 and 6 × 16 for a last block of ≤ 16 columns): 24 int32 sums (two zmm
+// per channel) start at the packed −128·Σ_{c, tap} q[o, c, tap] (the shift
+// of the unsigned codes) and take one VPDPBUSD per tap and channel quad
+// (u8 codes × the s8 weights broadcast, four products per lane, wrapping:
+// the final sum is exact, |Σ| ≤ c_in·kh·kw·127·128 < 2^31). Then y =
+// f32(Σ)·(s[b]·f16(scale[o])) stored (masked past the right edge), and bias
+// and activation per channel over the band's rows by f32_bias_act_avx2 in
+// place (its tails use the one-lane forms of its polynomials, so a value's
+// result does not depend on where a span starts). Same bits as
+// q8_q8_conv_ref at any thread count.
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -57,7 +59,9 @@
 namespace tailor::runtime::kernels {
 namespace q8convk {
 
-constexpr int64_t kRows = 6;   // output channels per panel and tile
+// The largest c_in·kh·kw whose exact sums fit int32: K·127·128 < 2^31.
+constexpr int64_t kMaxK = ((int64_t{1} << 31) - 1) / (127 * 128);
+constexpr int64_t kRows = 6;   // output channels per weight panel
 constexpr int64_t kCols = 32;  // output columns per tile (two zmm)
 constexpr int64_t kBand = 8;   // output rows per work item
 constexpr int64_t kLanes = 16;
@@ -73,7 +77,7 @@ inline Layout layout(int64_t out, int64_t c_in, int64_t taps) {
   l.taps = taps;
   const int64_t codes = l.panels * taps * l.quads * kRows * 4;
   l.corr = (codes + 63) / 64 * 64;
-  l.scales = l.corr + l.panels * taps * kRows * 4;
+  l.scales = l.corr + l.panels * kRows * 4;
   l.bytes = l.scales + l.panels * kRows * 4;
   return l;
 }
@@ -81,7 +85,7 @@ inline Layout layout(int64_t out, int64_t c_in, int64_t taps) {
 // The band buffer's geometry: a padded row holds quads·sw·nidx dwords of
 // codes and sw·nidx scales.
 struct Geometry {
-  int64_t quads, sw, nidx, wtot, row_dwords, row_scales;
+  int64_t quads, sw, nidx, wtot, row_dwords;
 };
 
 inline Geometry geometry(const Conv2dParams& c) {
@@ -92,7 +96,6 @@ inline Geometry geometry(const Conv2dParams& c) {
   g.nidx = (ow + kCols - 1) / kCols * kCols + (c.kw - 1) * c.dil_w / c.stride_w;
   g.wtot = g.sw * g.nidx;
   g.row_dwords = g.quads * g.wtot;
-  g.row_scales = g.wtot;
   return g;
 }
 
@@ -110,17 +113,14 @@ TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_of(__m512 t
   return _mm512_cvttps_epi32(r);
 }
 
-// The codes of input k (row k of xs) by the reference's operations, t = x/s
-// (a division per value; `div` is s, or 1 where s = 0); 0 past c_in.
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_exact(const float* xs,
-                                                                           int64_t k, int64_t c_in,
-                                                                           __m512 div) {
-  if (k >= c_in) return _mm512_setzero_si512();
-  return code_of(_mm512_div_ps(_mm512_load_ps(xs + k * kLanes), div));
+// The codes of the 16 values v by the reference's operations: t = v/s (a
+// division per value; `div` is s, or 1 where s = 0).
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_exact(__m512 v, __m512 div) {
+  return code_of(_mm512_div_ps(v, div));
 }
 
 // The same codes without the division where that is provably safe: t' =
-// x·fl(1/s) is within three rounding errors of t = fl(x/s), |t' − t| ≤
+// v·fl(1/s) is within three rounding errors of t = fl(v/s), |t' − t| ≤
 // 128·3·2^−24 < 2^−15 (|t| ≤ 127·(1 + 2^−23)), and the reference's
 // floor(fl(|t| + 0.5)) is the integer nearest t wherever t is more than
 // 2^−17 (half an ulp below 256) from a half-integer. So where t' lies more
@@ -128,12 +128,9 @@ TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_exact(const
 // reference's code (|t'| < 127.5: no clamp needed). Lanes closer than that,
 // or not finite (1/s overflowing), are flagged in `near`, and the caller
 // redoes the quad with code_exact (~2.4·10^−4 of values).
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_fast(const float* xs,
-                                                                          int64_t k, int64_t c_in,
-                                                                          __m512 rcp,
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_fast(__m512 v, __m512 rcp,
                                                                           __mmask16& near) {
-  if (k >= c_in) return _mm512_setzero_si512();
-  const __m512 t = _mm512_mul_ps(_mm512_load_ps(xs + k * kLanes), rcp);
+  const __m512 t = _mm512_mul_ps(v, rcp);
   const __m512 e =
       _mm512_sub_ps(t, _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   const __m512 ae =
@@ -153,14 +150,43 @@ TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i pack_quad(__m512
   return _mm512_xor_si512(_mm512_shuffle_epi8(b, t), _mm512_set1_epi8(static_cast<char>(0x80)));
 }
 
+// acc = max(acc, |v|); bad |= the lanes of v holding NaN or ±Inf.
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void max_step(__m512 v, __m512& acc,
+                                                                      __mmask16& bad) {
+  const __m512i vi = _mm512_castps_si512(v);
+  const __m512i exp_mask = _mm512_set1_epi32(0x7F800000);
+  acc =
+      _mm512_max_ps(acc, _mm512_castsi512_ps(_mm512_and_si512(vi, _mm512_set1_epi32(0x7FFFFFFF))));
+  bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(vi, exp_mask), exp_mask);
+}
+
+// max |x[i]| over n floats, and whether some x[i] is NaN or ±Inf.
+TAILOR_Q8K_TARGET void abs_max(const float* x, int64_t n, float* m, bool* bad) {
+  __m512 v0 = _mm512_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;
+  __mmask16 b = 0;
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    max_step(_mm512_loadu_ps(x + i), v0, b);
+    max_step(_mm512_loadu_ps(x + i + kLanes), v1, b);
+    max_step(_mm512_loadu_ps(x + i + 2 * kLanes), v2, b);
+    max_step(_mm512_loadu_ps(x + i + 3 * kLanes), v3, b);
+  }
+  for (; i < n; i += kLanes) {
+    const int64_t left = std::min(kLanes, n - i);
+    max_step(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << left) - 1), x + i), v0, b);
+  }
+  *m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(v0, v1), _mm512_max_ps(v2, v3)));
+  *bad = b != 0;
+}
+
 // Padded row of an image: xr points at input row iy (c_in planes `plane`
 // floats apart, w pixels). Writes codes [quad][wtot] (dwords: four u8
-// qx + 128) and s [wtot], input pixel ix at padded column pad_left + ix for
-// the pixels that land in [0, wtot); every other column code 128, scale 0.
-// xs: c_in·16 floats of scratch.
+// qx + 128), input pixel ix at padded column pad_left + ix for the pixels
+// that land in [0, wtot); every other column code 128. s: the image's scale
+// (finite); rcp = fl(1/s), div = s (both 1 where s = 0).
 TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in, int64_t w,
-                                    int64_t pad_left, const Geometry& g, float* xs, uint32_t* codes,
-                                    float* s) {
+                                    int64_t pad_left, const Geometry& g, float div_s, float rcp_s,
+                                    uint32_t* codes) {
   const int64_t ix_lo = std::max<int64_t>(0, -pad_left);
   const int64_t ix_hi = std::min(w, g.wtot - pad_left);
   const int64_t col_lo = ix_lo < ix_hi ? pad_left + ix_lo : g.wtot;  // real columns [lo, hi)
@@ -169,56 +195,34 @@ TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in
     std::fill(codes + qd * g.wtot, codes + qd * g.wtot + col_lo, 0x80808080u);
     std::fill(codes + qd * g.wtot + col_hi, codes + (qd + 1) * g.wtot, 0x80808080u);
   }
-  std::fill(s, s + col_lo, 0.0f);
-  std::fill(s + col_hi, s + g.wtot, 0.0f);
-  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
-  const __m512i exp_mask = _mm512_set1_epi32(0x7F800000);
-  const __m512 top = _mm512_set1_ps(127.0f), one = _mm512_set1_ps(1.0f);
-  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  const __m512 div = _mm512_set1_ps(div_s), rcp = _mm512_set1_ps(rcp_s);
   for (int64_t ix0 = ix_lo; ix0 < ix_hi; ix0 += kLanes) {
     const int64_t nv = std::min(kLanes, ix_hi - ix0);
     const __mmask16 m = static_cast<__mmask16>((1u << nv) - 1);
     const float* xc = xr + ix0;
-    // Lanes past nv load as 0: a zero column's maxima and codes.
-    __m512 vmax = _mm512_setzero_ps();
-    __mmask16 bad = 0;
-    for (int64_t k = 0; k < c_in; ++k) {
-      const float* r = xc + k * plane;
-      _mm_prefetch(reinterpret_cast<const char*>(r + 4 * kLanes), _MM_HINT_T0);
-      const __m512 v = _mm512_maskz_loadu_ps(m, r);
-      _mm512_store_ps(xs + k * kLanes, v);
-      const __m512i vi = _mm512_castps_si512(v);
-      vmax = _mm512_max_ps(vmax, _mm512_castsi512_ps(_mm512_and_si512(vi, abs_mask)));
-      bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(vi, exp_mask), exp_mask);
-    }
-    const __m512 sv = _mm512_div_ps(vmax, top);
-    const int64_t col = pad_left + ix0;
-    _mm512_mask_storeu_ps(s + col, m, _mm512_mask_blend_ps(bad, sv, nan));
-    // A zero column divides by 1 (its codes are 0 either way).
-    const __m512 div =
-        _mm512_mask_blend_ps(_mm512_cmp_ps_mask(sv, _mm512_setzero_ps(), _CMP_EQ_OQ), sv, one);
-    const __m512 rcp = _mm512_div_ps(one, div);
+    uint32_t* dst = codes + pad_left + ix0;
     for (int64_t qd = 0; qd < g.quads; ++qd) {
-      const int64_t k = 4 * qd;
+      // Inputs past c_in and lanes past nv read as 0 (code 0).
+      __m512 v[4];
+      for (int64_t i = 0; i < 4; ++i) {
+        const int64_t k = 4 * qd + i;
+        v[i] = k < c_in ? _mm512_maskz_loadu_ps(m, xc + k * plane) : _mm512_setzero_ps();
+        _mm_prefetch(reinterpret_cast<const char*>(xc + k * plane + 4 * kLanes), _MM_HINT_T0);
+      }
       __mmask16 near = 0;
-      const __m512i q0 = code_fast(xs, k, c_in, rcp, near);
-      const __m512i q1 = code_fast(xs, k + 1, c_in, rcp, near);
-      const __m512i q2 = code_fast(xs, k + 2, c_in, rcp, near);
-      const __m512i q3 = code_fast(xs, k + 3, c_in, rcp, near);
-      // A pixel holding NaN or ±∞ has NaN outputs whatever its codes.
-      const __m512i word =
-          (near & ~bad) == 0
-              ? pack_quad(q0, q1, q2, q3)
-              : pack_quad(code_exact(xs, k, c_in, div), code_exact(xs, k + 1, c_in, div),
-                          code_exact(xs, k + 2, c_in, div), code_exact(xs, k + 3, c_in, div));
-      _mm512_mask_storeu_epi32(codes + qd * g.wtot + col, m, word);
+      const __m512i q0 = code_fast(v[0], rcp, near), q1 = code_fast(v[1], rcp, near);
+      const __m512i q2 = code_fast(v[2], rcp, near), q3 = code_fast(v[3], rcp, near);
+      const __m512i word = near == 0 ? pack_quad(q0, q1, q2, q3)
+                                     : pack_quad(code_exact(v[0], div), code_exact(v[1], div),
+                                                 code_exact(v[2], div), code_exact(v[3], div));
+      _mm512_mask_storeu_epi32(dst + qd * g.wtot, m, word);
     }
   }
 }
 
 // acc += VPDPBUSD(u, w) in place. Through inline asm: GCC 12 copies each
 // accumulator of _mm512_dpbusd_epi32 to a new register and back every
-// iteration (24 moves per 12 products in this tile).
+// iteration (24 moves per 12 products in a 6 × 32 tile).
 TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void dpbusd(__m512i& acc, __m512i u,
                                                                     __m512i w) {
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(w));
@@ -226,64 +230,43 @@ TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void dpbusd(__m512i& acc
 
 // One tile of R output channels (R/6 consecutive 6-channel panels) × 16·C
 // columns: output row oy (its first padded row rr0 in the buffer), columns
-// [ox0, ox0 + nv), channels o0 … o0 + rows − 1 (wp, corr, scale: panel o0/6's
-// weights, corrections [tap][6] and scales; the next panel's weights lie
-// `wstep` bytes and its corrections `cstep` int32 further); y0 points at
-// (o0, oy, ox0) of the output, channels `plane` floats apart. 6 × 32 for the
-// whole 32-column blocks of a row, 12 × 16 (and 6 × 16 on an odd last
-// panel) for a last block of ≤ 16 columns; all 12 or fewer int32 sums and
-// as many f32 sums stay in registers (GCC 12 scalarizes the unrolled arrays
-// once the products go through dpbusd's inline asm).
+// [ox0, ox0 + nv), channels o0 … o0 + rows − 1 (wp, corr: panel o0/6's
+// weights and corrections; the next panel's weights lie `wstep` bytes
+// further; ws [R]: s·scale[o]); y0 points at (o0, oy, ox0) of the output,
+// channels `plane` floats apart. The R·C int32 sums stay in registers (GCC
+// 12 scalarizes the unrolled arrays once the products go through dpbusd's
+// inline asm).
 template <int R, int C>
 TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint32_t* codes,
-                            const float* s, int64_t rr0, int64_t ox0, int64_t nv, const int8_t* wp,
-                            int64_t wstep, const int32_t* corr, int64_t cstep, const float* scale,
-                            int64_t rows, float* y0, int64_t plane) {
-  static_assert(R % kRows == 0 && R * C <= 12);
-  __m512 f[R][C];
+                            int64_t rr0, int64_t ox0, int64_t nv, const int8_t* wp, int64_t wstep,
+                            const int32_t* corr, const float* ws, int64_t rows, float* y0,
+                            int64_t plane) {
+  static_assert(R % kRows == 0 && R * C <= 24);
+  __m512i a[R][C];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int h = 0; h < C; ++h) f[r][h] = _mm512_setzero_ps();
+    for (int h = 0; h < C; ++h) a[r][h] = _mm512_set1_epi32(corr[r]);
   const int64_t qstride = g.wtot;  // dwords from one quad to the next
-  int64_t tap = 0;
+  const int8_t* wq = wp;           // [tap][quad][6][4], taps in row-major order
   for (int64_t ky = 0; ky < c.kh; ++ky) {
-    const int64_t rr = rr0 + ky * c.dil_h;
-    const uint32_t* row = codes + rr * g.row_dwords;
-    const float* srow = s + rr * g.row_scales;
-    for (int64_t kx = 0; kx < c.kw; ++kx, ++tap) {
+    const uint32_t* row = codes + (rr0 + ky * c.dil_h) * g.row_dwords;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
       const int64_t off = kx * c.dil_w;
-      const int64_t at = off % g.sw * g.nidx + ox0 + off / g.sw;
-      const uint32_t* xp = row + at;
-      const int32_t* ct = corr + tap * kRows;
-      __m512i a[R][C];
-#pragma GCC unroll 12
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-        for (int h = 0; h < C; ++h) a[r][h] = _mm512_set1_epi32(ct[r / kRows * cstep + r % kRows]);
-      const int8_t* wq = wp + tap * g.quads * kRows * 4;
-      for (int64_t qd = 0; qd < g.quads; ++qd) {
+      const uint32_t* xp = row + off % g.sw * g.nidx + ox0 + off / g.sw;
+      for (int64_t qd = 0; qd < g.quads; ++qd, wq += kRows * 4) {
         __m512i x[C];
 #pragma GCC unroll 2
         for (int h = 0; h < C; ++h) x[h] = _mm512_loadu_si512(xp + qd * qstride + h * kLanes);
-        const int8_t* wd = wq + qd * kRows * 4;
 #pragma GCC unroll 12
         for (int r = 0; r < R; ++r) {
           int word;
-          std::memcpy(&word, wd + r / kRows * wstep + r % kRows * 4, 4);
+          std::memcpy(&word, wq + r / kRows * wstep + r % kRows * 4, 4);
           const __m512i w = _mm512_set1_epi32(word);
 #pragma GCC unroll 2
           for (int h = 0; h < C; ++h) dpbusd(a[r][h], x[h], w);
         }
       }
-      __m512 sv[C];
-#pragma GCC unroll 2
-      for (int h = 0; h < C; ++h) sv[h] = _mm512_loadu_ps(srow + at + h * kLanes);
-#pragma GCC unroll 12
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-        for (int h = 0; h < C; ++h)
-          f[r][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[r][h]), sv[h], f[r][h]);
     }
   }
   __mmask16 m[C];
@@ -295,17 +278,18 @@ TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     if (r >= rows) break;
-    const __m512 w = _mm512_set1_ps(scale[r]);
+    const __m512 w = _mm512_set1_ps(ws[r]);
 #pragma GCC unroll 2
     for (int h = 0; h < C; ++h)
-      _mm512_mask_storeu_ps(y0 + r * plane + h * kLanes, m[h], _mm512_mul_ps(f[r][h], w));
+      _mm512_mask_storeu_ps(y0 + r * plane + h * kLanes, m[h],
+                            _mm512_mul_ps(_mm512_cvtepi32_ps(a[r][h]), w));
   }
 }
 
-// Padded row r of image xb (input row r − pad_top) into codes and s, each
-// at its row of the quantized image; only rows some window reads.
+// Padded row r of image xb (input row r − pad_top) into its codes (dst: the
+// row's place in the buffer). s: the image's scale (finite).
 void quantize_padded_row(const Conv2dParams& c, const Geometry& g, const float* xb, int64_t r,
-                         uint32_t* dst, float* sdst) {
+                         float s, uint32_t* dst) {
   bool used = false;  // whether some window reads padded row r
   for (int64_t ky = 0; ky < c.kh && !used; ++ky) {
     const int64_t d = r - ky * c.dil_h;
@@ -315,68 +299,57 @@ void quantize_padded_row(const Conv2dParams& c, const Geometry& g, const float* 
   const int64_t iy = r - c.pad_top;
   if (iy < 0 || iy >= c.h) {
     std::fill(dst, dst + g.row_dwords, 0x80808080u);
-    std::fill(sdst, sdst + g.row_scales, 0.0f);
+    return;
+  }
+  const float div = s == 0 ? 1.0f : s, rcp = 1.0f / div;
+  const int64_t plane = c.h * c.w;
+  if (g.sw == 1) {
+    quantize_row(xb + iy * c.w, plane, c.c_in, c.w, c.pad_left, g, div, rcp, dst);
     return;
   }
   thread_local std::vector<uint32_t> prow;
-  thread_local std::vector<float> srow, xs;
-  xs.resize(static_cast<size_t>(c.c_in * kLanes + kLanes));
-  // 64-byte aligned scratch for the aligned stores of quantize_row.
-  float* xsa =
-      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xs.data()) + 63) & ~uintptr_t{63});
-  const int64_t plane = c.h * c.w;
-  if (g.sw == 1) {
-    quantize_row(xb + iy * c.w, plane, c.c_in, c.w, c.pad_left, g, xsa, dst, sdst);
-    return;
-  }
   prow.resize(static_cast<size_t>(g.row_dwords));
-  srow.resize(static_cast<size_t>(g.row_scales));
-  quantize_row(xb + iy * c.w, plane, c.c_in, c.w, c.pad_left, g, xsa, prow.data(), srow.data());
+  quantize_row(xb + iy * c.w, plane, c.c_in, c.w, c.pad_left, g, div, rcp, prow.data());
   for (int64_t qd = 0; qd < g.quads; ++qd)
     for (int64_t ph = 0; ph < g.sw; ++ph)
       for (int64_t i = 0; i < g.nidx; ++i)
         dst[(qd * g.sw + ph) * g.nidx + i] = prow[static_cast<size_t>(qd * g.wtot + i * g.sw + ph)];
-  for (int64_t ph = 0; ph < g.sw; ++ph)
-    for (int64_t i = 0; i < g.nidx; ++i)
-      sdst[ph * g.nidx + i] = srow[static_cast<size_t>(i * g.sw + ph)];
 }
 
 // The band of output rows [oy0, oy0 + nb) of one image from its quantized
-// rows (codes, s), then bias and activation over the band's rows.
+// rows (codes) and scale s, then bias and activation over the band's rows.
 void band(const Q8Q8ConvParams& p, const Layout& l, const Geometry& g, const uint32_t* codes,
-          const float* s, const float* bias, float* yb, const Activation& act, int64_t oy0,
-          int64_t nb) {
+          float s, const float* bias, float* yb, const Activation& act, int64_t oy0, int64_t nb) {
   const Conv2dParams& c = p.conv;
   const int64_t oh = c.out_h(), ow = c.out_w(), plane_out = oh * ow;
   const auto* wcodes = reinterpret_cast<const int8_t*>(p.packed);
   const auto* corr = reinterpret_cast<const int32_t*>(p.packed + l.corr);
   const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
-  for (int64_t oy = oy0; oy < oy0 + nb; ++oy) {
-    const int64_t wstep = l.taps * l.quads * kRows * 4, cstep = l.taps * kRows;
+  // s·scale[o] in f32, the reference's first product (the padded rows 0).
+  alignas(64) float ws[2 * kRows];
+  const int64_t wstep = l.taps * l.quads * kRows * 4;
+  for (int64_t oy = oy0; oy < oy0 + nb; ++oy)
     for (int64_t ox0 = 0; ox0 < ow; ox0 += kCols) {
       const int64_t nv = std::min(kCols, ow - ox0);
       for (int64_t pn = 0; pn < l.panels;) {
-        const int64_t o0 = pn * kRows;
+        const int64_t o0 = pn * kRows, pair = pn + 1 < l.panels ? 2 : 1;
+        for (int64_t r = 0; r < pair * kRows; ++r) ws[r] = s * scale[o0 + r];
         const int8_t* wp = wcodes + pn * wstep;
-        const int32_t* cp = corr + pn * cstep;
+        const int32_t* cp = corr + o0;
+        const int64_t rows = std::min(pair * kRows, c.c_out - o0);
         float* y0 = yb + (o0 * oh + oy) * ow + ox0;
         const int64_t rr0 = oy * c.stride_h;
-        if (nv > kLanes) {
-          tile<6, 2>(c, g, codes, s, rr0, ox0, nv, wp, wstep, cp, cstep, scale + o0,
-                     std::min(kRows, c.c_out - o0), y0, plane_out);
-          pn += 1;
-        } else if (pn + 1 < l.panels) {
-          tile<12, 1>(c, g, codes, s, rr0, ox0, nv, wp, wstep, cp, cstep, scale + o0,
-                      std::min(2 * kRows, c.c_out - o0), y0, plane_out);
-          pn += 2;
-        } else {
-          tile<6, 1>(c, g, codes, s, rr0, ox0, nv, wp, wstep, cp, cstep, scale + o0,
-                     std::min(kRows, c.c_out - o0), y0, plane_out);
-          pn += 1;
-        }
+        if (nv > kLanes && pair == 2)
+          tile<12, 2>(c, g, codes, rr0, ox0, nv, wp, wstep, cp, ws, rows, y0, plane_out);
+        else if (nv > kLanes)
+          tile<6, 2>(c, g, codes, rr0, ox0, nv, wp, wstep, cp, ws, rows, y0, plane_out);
+        else if (pair == 2)
+          tile<12, 1>(c, g, codes, rr0, ox0, nv, wp, wstep, cp, ws, rows, y0, plane_out);
+        else
+          tile<6, 1>(c, g, codes, rr0, ox0, nv, wp, wstep, cp, ws, rows, y0, plane_out);
+        pn += pair;
       }
     }
-  }
   // Always (as the reference): x + 0 turns a −0 into +0.
   for (int64_t o = 0; o < c.c_out; ++o) {
     float* yo = yb + (o * oh + oy0) * ow;
@@ -390,7 +363,7 @@ int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t 
                              uint8_t* packed) {
   using namespace q8convk;
   const int64_t taps = kh * kw, c_in = w.in / taps;
-  if (c_in > kQ8Q8Conv1x1MaxIn) return q8_q8_conv_pack_ref(w, kh, kw, packed);
+  if (w.in > kMaxK) return q8_q8_conv_pack_ref(w, kh, kw, packed);
   const Layout l = layout(w.out, c_in, taps);
   if (!packed) return l.bytes;
   std::memset(packed, 0, static_cast<size_t>(l.bytes));
@@ -399,16 +372,15 @@ int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t 
   auto* scale = reinterpret_cast<float*>(packed + l.scales);
   for (int64_t o = 0; o < w.out; ++o) {
     const int64_t pn = o / kRows, r = o % kRows;
-    for (int64_t tap = 0; tap < taps; ++tap) {
-      int32_t sum = 0;
+    int32_t sum = 0;
+    for (int64_t tap = 0; tap < taps; ++tap)
       for (int64_t ci = 0; ci < c_in; ++ci) {
         const int8_t v = q[o * w.in + ci * taps + tap];
         packed[(((pn * taps + tap) * l.quads + ci / 4) * kRows + r) * 4 + ci % 4] =
             static_cast<uint8_t>(v);
         sum += v;
       }
-      corr[(pn * taps + tap) * kRows + r] = -128 * sum;
-    }
+    corr[o] = -128 * sum;
     scale[o] = _cvtsh_ss(w.scales[o]);
   }
   return l.bytes;
@@ -418,7 +390,7 @@ void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const f
                                 float* y, const Activation& act) {
   using namespace q8convk;
   const Conv2dParams& c = p.conv;
-  if (c.c_in > kQ8Q8Conv1x1MaxIn) {  // packed in the reference's layout (q8_q8_conv_pack_6x32)
+  if (c.c_in * c.kh * c.kw > kMaxK) {  // packed in the reference's layout (q8_q8_conv_pack_6x32)
     q8_q8_conv_ref(p, x, bias, y, act);
     return;
   }
@@ -426,26 +398,49 @@ void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const f
   if (c.n <= 0 || c.c_out <= 0 || oh <= 0 || ow <= 0) return;
   const Layout l = layout(c.c_out, c.c_in, c.kh * c.kw);
   const Geometry g = geometry(c);
-  // The padded rows of every image, quantized once (each by one item), then
-  // the bands of output rows from them.
+  const int64_t plane_in = c.h * c.w, plane_out = oh * ow, image = c.c_in * plane_in;
+  const bool parallel = detail::worth_threads(c.n * c.c_out * oh * ow * c.c_in * c.kh * c.kw);
+  // (1) Each image's scale from the maxima of fixed chunks.
+  constexpr int64_t kMaxChunk = 1 << 16;  // floats
+  const int64_t chunks = std::max<int64_t>(1, (image + kMaxChunk - 1) / kMaxChunk);
+  thread_local std::vector<float> part;
+  thread_local std::vector<uint8_t> part_bad;
+  part.resize(static_cast<size_t>(c.n * chunks));
+  part_bad.resize(static_cast<size_t>(c.n * chunks));
+  float* const pm = part.data();
+  uint8_t* const pb = part_bad.data();
+  linalg::parallel_for(c.n * chunks, parallel && c.n * chunks > 1, [&](int64_t item) {
+    const int64_t b = item / chunks, i0 = item % chunks * kMaxChunk;
+    bool bad = false;
+    abs_max(x + b * image + i0, std::min(kMaxChunk, image - i0), pm + item, &bad);
+    pb[item] = bad;
+  });
+  std::vector<float> s(static_cast<size_t>(c.n));
+  for (int64_t b = 0; b < c.n; ++b) {
+    float m = 0;
+    bool bad = false;
+    for (int64_t i = b * chunks; i < (b + 1) * chunks; ++i) {
+      m = std::max(m, pm[i]);
+      bad = bad || pb[i] != 0;
+    }
+    s[static_cast<size_t>(b)] = bad ? std::numeric_limits<float>::quiet_NaN() : m / 127.0f;
+  }
+  // (2) The padded rows every window reads, quantized once. An image holding
+  // NaN or ±Inf has NaN outputs whatever its codes: left as they are.
   const int64_t rows = (oh - 1) * c.stride_h + (c.kh - 1) * c.dil_h + 1;
   thread_local std::vector<uint32_t> codes;
-  thread_local std::vector<float> s;
   codes.resize(static_cast<size_t>(c.n * rows * g.row_dwords));
-  s.resize(static_cast<size_t>(c.n * rows * g.row_scales));
   uint32_t* const qc = codes.data();
-  float* const qs = s.data();
-  const bool parallel = detail::worth_threads(c.n * c.c_out * oh * ow * c.c_in * c.kh * c.kw);
-  const int64_t plane_in = c.h * c.w, plane_out = oh * ow;
   linalg::parallel_for(c.n * rows, parallel && c.n * rows > 1, [&](int64_t item) {
     const int64_t b = item / rows, r = item % rows;
-    quantize_padded_row(c, g, x + b * c.c_in * plane_in, r, qc + item * g.row_dwords,
-                        qs + item * g.row_scales);
+    const float sb = s[static_cast<size_t>(b)];
+    if (!std::isnan(sb)) quantize_padded_row(c, g, x + b * image, r, sb, qc + item * g.row_dwords);
   });
+  // (3) Bands of output rows.
   const int64_t bands = (oh + kBand - 1) / kBand;
   linalg::parallel_for(c.n * bands, parallel && c.n * bands > 1, [&](int64_t item) {
     const int64_t b = item / bands, oy0 = item % bands * kBand;
-    band(p, l, g, qc + b * rows * g.row_dwords, qs + b * rows * g.row_scales, bias,
+    band(p, l, g, qc + b * rows * g.row_dwords, s[static_cast<size_t>(b)], bias,
          y + b * c.c_out * plane_out, act, oy0, std::min(kBand, oh - oy0));
   });
 }

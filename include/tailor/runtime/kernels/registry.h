@@ -95,19 +95,18 @@ using Q8Q8Conv1x1PackFn = int64_t (*)(const schemes::kernels::PackedGemmArgs& w,
 using Q8Q8Conv1x1Fn = void (*)(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
                                float* y, const Activation& act);
 /// W8A8 k×k convolution (groups 1; any kernel, strides, pads, dilations): the
-/// scheme int8-a8 on a conv kernel larger than 1×1. Each input pixel's channel
-/// vector is quantized as Q8Q8Conv1x1's columns are: s[b, iy, ix] =
-/// max_c |x[b, c, iy, ix]|/127 (f32), qx = clamp(round_half_away(x/s), −127,
-/// 127) (0 when s = 0); a padding pixel has qx = 0 and s = 0. Per output
-/// (b, o, oy, ox), from acc = +0 (f32), for each tap (ky, kx) in row-major
-/// order, iy = oy·stride_h − pad_top + ky·dil_h, ix likewise:
-///   acc = fma(f32(Σ_c qx[b, c, iy, ix]·q[o, c, ky, kx]), s[b, iy, ix], acc)
-/// (the integer sum exact, one rounding per tap), then y[b, o, oy, ox] =
-/// act(acc·f16(scale[o]) + bias[o]) as F32BiasActFn. The rounding of each
-/// pixel's channel vector is a standard form in the file (each pixel rounded,
-/// then a Conv on the rounded values); tailor's sums are exact where the
-/// file's f32 Conv rounds. A pixel holding NaN or ±Inf gives NaN in every
-/// output whose window holds it. Needs c_in ≤ kQ8Q8Conv1x1MaxIn.
+/// scheme int8-a8 on a conv kernel larger than 1×1, with ONE activation scale
+/// per image: s[b] = max_{c, iy, ix} |x[b, c, iy, ix]|/127 (f32), qx =
+/// clamp(round_half_away(x/s[b]), −127, 127) (0 when s[b] = 0), a padding
+/// pixel qx = 0. Then y[b, o, oy, ox] = act(f32(Σ_{c, ky, kx} qx[b, c, iy,
+/// ix]·q[o, c, ky, kx])·(s[b]·f16(scale[o])) + bias[o]) with iy = oy·stride_h
+/// − pad_top + ky·dil_h, ix likewise: one exact integer sum over every tap
+/// and channel, converted to f32 once, the two products in f32 in this order
+/// (s[b]·scale[o] first), then the bias and act as F32BiasActFn. So the file
+/// computes the same bits with a standard Conv on the integer codes (its
+/// partial sums exact in f32, channel chunks). A NaN or ±Inf anywhere in
+/// image b makes s[b] NaN and every output of image b NaN. (Per-pixel scales,
+/// as Q8Q8Conv1x1's, cannot be written so: each tap would need its own.)
 /// x [n, c_in, h, w], y [n, c_out, out_h, out_w], NCHW contiguous; bias [c_out] or null.
 struct Q8Q8ConvParams {
   Conv2dParams conv;                ///< shapes, strides, pads, dilations; groups 1
