@@ -315,21 +315,22 @@ void q8_q8_conv1x1_8x16_avx512vnni(const Q8Q8Conv1x1Params& p, const float* x, c
                                    float* y, const Activation& act);
 /// Panels of 6 output channels, taps row-major, inputs in quads:
 /// codes[panel][ky][kx][c/4][6][4] (rows past c_out and inputs past c_in
-/// zero), then −128·Σ_c q[o, c, ky, kx] as int32 [panel][tap][6], then
-/// f16(scale[o]) as f32 per padded row. q8_q8_conv_6x32_avx512vnni reads it.
+/// zero), then −128·Σ_{c, ky, kx} q[o, c, ky, kx] as int32 and f16(scale[o])
+/// as f32 per padded row. q8_q8_conv_6x32_avx512vnni reads it; where
+/// c_in·kh·kw > 132104 (sums past int32) it is q8_q8_conv_pack_ref's layout.
 int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t kh, int64_t kw,
                              uint8_t* packed);
-/// The W8A8 k×k conv (Q8Q8ConvParams) on VPDPBUSD (AVX512-F/BW/VL/VNNI):
-/// every padded input row a window reads quantized once per call (the
-/// reference's codes and scales, vectorised; division-free where provably
-/// equal) into u8 qx + 128 laid out [row][c/4][column phase mod
-/// stride_w][column / stride_w][4] with the pixel scales (padding: qx = 0,
-/// s = 0); tiles of 6 channels × 32 columns of one output row, per tap 12
-/// int32 sums (started at −128·Σq) then one FMA per lane by the pixel scales
-/// into 12 f32 accumulators, the reference's order; then ·scale[o] and
+/// The W8A8 k×k conv (Q8Q8ConvParams, one scale per image) on VPDPBUSD
+/// (AVX512-F/BW/VL/VNNI): the image maxima over fixed chunks; every padded
+/// input row a window reads quantized once per call (the reference's codes,
+/// vectorised; division-free where provably equal) into u8 qx + 128 laid out
+/// [row][c/4][column phase mod stride_w][column / stride_w][4] (padding:
+/// qx = 0); tiles of 12 channels × 32 columns of one output row (6 × 32,
+/// 12 × 16, 6 × 16 at the edges), one int32 sum per output over every tap
+/// and quad (started at −128·Σq), then f32(Σ)·(s·scale[o]) and
 /// f32_bias_act_avx2 per channel over bands of 8 output rows, the work items
-/// of parallel_for. Same bits as q8_q8_conv_ref at any thread count; c_in >
-/// kQ8Q8Conv1x1MaxIn goes to it (q8_q8_conv_pack_6x32 then packs its layout).
+/// of parallel_for. Same bits as q8_q8_conv_ref at any thread count;
+/// c_in·kh·kw > 132104 goes to it.
 void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const float* bias,
                                 float* y, const Activation& act);
 /// Bias + activation 8 lanes at a time (Cephes exp/tanh polynomials, ~2 ulp).
