@@ -7,8 +7,8 @@
 // panel, widths under, at and past the 32-column tile, strides, dilations,
 // asymmetric and large pads, 1×3 and 5×5 kernels, several images and bands,
 // every activation; (3) codes on rounding boundaries; (4) a NaN or ∞ makes
-// every output of its image NaN, a zero image gives act(bias); (5) 1 and 2
-// threads give the same bits.
+// every output of its image NaN, a zero image gives act(bias); (5) sums
+// past int32 go to the reference; (6) 1 and 2 threads give the same bits.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -293,6 +293,29 @@ TEST_F(Q8Q8Conv, NonFiniteValueGivesNaNForItsWholeImage) {
               EXPECT_EQ(v, std::max(bias[o], 0.0f)) << k.name << " o " << o << " " << j;
           }
     }
+  }
+}
+
+// c_in·kh·kw = 14680·9 = 132120 > 132104, where int32 sums of the VNNI
+// kernel could overflow (|Σ| ≤ K·127·128): its pack writes the reference's
+// layout and the call goes to the reference. Codes 127 (every x = 1) and
+// weights −128 drive the sum of the centre output past int32
+// (−128·127·132120 < −2^31): the int64 sum rounded to f32 once.
+TEST_F(Q8Q8Conv, SumsPastInt32GoToTheReference) {
+  const Case c{1, 14680, 2, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  Weights w = weights(c.c_out, c.c_in * 9, 51);
+  std::fill(w.codes.begin(), w.codes.begin() + c.c_in * 9, static_cast<int8_t>(-128));
+  std::vector<float> x(static_cast<size_t>(c.c_in * c.h * c.w), 1.0f);
+  const std::vector<float> want = run(reference(), c, w, x, nullptr, Activation::none());
+  // Centre output of channel 0: 9 taps × 14680 channels of 127·(−128).
+  const float s = 1.0f / 127.0f;
+  volatile float so = s * f16_to_f32(w.scales[0]);
+  volatile float v = static_cast<float>(int64_t{127} * -128 * 9 * c.c_in) * so;
+  EXPECT_LT(int64_t{127} * -128 * 9 * c.c_in, int64_t{INT32_MIN});
+  EXPECT_EQ(want[4], v + 0.0f);
+  for (const Kernel& k : kernels_here()) {
+    EXPECT_EQ(k.pack(w.args, 3, 3, nullptr), q8_q8_conv_pack_ref(w.args, 3, 3, nullptr)) << k.name;
+    expect_same(run(k, c, w, x, nullptr, Activation::none()), want, k.name);
   }
 }
 
