@@ -196,18 +196,21 @@ TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in
     std::fill(codes + qd * g.wtot + col_hi, codes + (qd + 1) * g.wtot, 0x80808080u);
   }
   const __m512 div = _mm512_set1_ps(div_s), rcp = _mm512_set1_ps(rcp_s);
-  for (int64_t ix0 = ix_lo; ix0 < ix_hi; ix0 += kLanes) {
-    const int64_t nv = std::min(kLanes, ix_hi - ix0);
-    const __mmask16 m = static_cast<__mmask16>((1u << nv) - 1);
-    const float* xc = xr + ix0;
-    uint32_t* dst = codes + pad_left + ix0;
-    for (int64_t qd = 0; qd < g.quads; ++qd) {
+  // Quad by quad, each of its four channels' rows read front to back (four
+  // sequential streams; 16-pixel blocks over every channel met the channels'
+  // lines in one L1 set where the planes lie a multiple of 4 KiB apart).
+  for (int64_t qd = 0; qd < g.quads; ++qd) {
+    const float* xq = xr + 4 * qd * plane;
+    const int64_t nk = std::min<int64_t>(4, c_in - 4 * qd);  // channels of this quad
+    uint32_t* dst = codes + qd * g.wtot + pad_left;
+    for (int64_t ix0 = ix_lo; ix0 < ix_hi; ix0 += kLanes) {
+      const int64_t nv = std::min(kLanes, ix_hi - ix0);
+      const __mmask16 m = static_cast<__mmask16>((1u << nv) - 1);
       // Inputs past c_in and lanes past nv read as 0 (code 0).
       __m512 v[4];
       for (int64_t i = 0; i < 4; ++i) {
-        const int64_t k = 4 * qd + i;
-        v[i] = k < c_in ? _mm512_maskz_loadu_ps(m, xc + k * plane) : _mm512_setzero_ps();
-        _mm_prefetch(reinterpret_cast<const char*>(xc + k * plane + 4 * kLanes), _MM_HINT_T0);
+        v[i] = i < nk ? _mm512_maskz_loadu_ps(m, xq + i * plane + ix0) : _mm512_setzero_ps();
+        _mm_prefetch(reinterpret_cast<const char*>(xq + i * plane + ix0 + 8 * kLanes), _MM_HINT_T0);
       }
       __mmask16 near = 0;
       const __m512i q0 = code_fast(v[0], rcp, near), q1 = code_fast(v[1], rcp, near);
@@ -215,7 +218,7 @@ TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in
       const __m512i word = near == 0 ? pack_quad(q0, q1, q2, q3)
                                      : pack_quad(code_exact(v[0], div), code_exact(v[1], div),
                                                  code_exact(v[2], div), code_exact(v[3], div));
-      _mm512_mask_storeu_epi32(dst + qd * g.wtot, m, word);
+      _mm512_mask_storeu_epi32(dst + ix0, m, word);
     }
   }
 }
