@@ -1,41 +1,45 @@
 // q8_q8_conv_6x32_avx512vnni: the W8A8 k×k convolution (registry.h,
-// Q8Q8ConvParams) on VPDPBUSD, AVX512-F/BW/VL/VNNI through function target
-// attributes in the x86-64-v3 build (the registry picks it where
-// cpu_features() has them), on weights packed once at load by
-// q8_q8_conv_pack_6x32.
+// Q8Q8ConvParams: one activation scale per image) on VPDPBUSD,
+// AVX512-F/BW/VL/VNNI through function target attributes in the x86-64-v3
+// build (the registry picks it where cpu_features() has them), on weights
+// packed once at load by q8_q8_conv_pack_6x32.
 //
-// Work items are bands of kBand output rows of one image (a partition fixed
-// by the shape). A band first quantizes the padded input rows its windows
-// read into a thread-local buffer (L2-resident): per padded row, the codes
-// qx + 128 as u8 laid out [c/4][column phase][column index][4] (phase =
-// padded column mod stride_w, index = padded column / stride_w) and the f32
-// pixel scales [phase][index]. The quantization is the reference's f32
-// operations vectorised across 16 pixels (max |x|, a division by 127, a
-// division of each value, floor(|t| + 0.5), min 127, the sign), so the codes
-// and scales are the reference's. Padding and the slack columns past the
-// right edge hold code 128 (qx = 0) and scale 0, so a tile reads whole
-// vectors anywhere. For output column ox and tap column kx the padded column
-// is ox·stride_w + kx·dil_w: phase (kx·dil_w) mod stride_w, index
-// ox + (kx·dil_w) / stride_w, so the 32 pixels of a tile are 32 consecutive
-// dwords for any stride.
+// Three loops over parallel_for, each a partition fixed by the shape. (1)
+// The image maxima: max |x| and whether any value is NaN or ±Inf, over
+// fixed chunks of each image, combined in chunk order (max is exact, so the
+// scale s[b] = max/127 is the reference's whatever the chunks). (2) Every
+// padded input row some window reads, quantized once (one item per row of
+// each image) into a buffer of the call: the codes qx + 128 as u8 laid out
+// [c/4][column phase][column index][4] (phase = padded column mod stride_w,
+// index = padded column / stride_w). The codes are the reference's: t =
+// x·fl(1/s) rounded to nearest where that provably equals the reference's
+// floor(|x/s| + 0.5) with its sign (t more than 2^−13 from a half-integer),
+// else the reference's f32 operations on x/s (code_fast, code_exact).
+// Padding and the slack columns past the right edge hold code 128 (qx = 0),
+// so a tile reads whole vectors anywhere. For output column ox and tap
+// column kx the padded column is ox·stride_w + kx·dil_w: phase (kx·dil_w)
+// mod stride_w, index ox + (kx·dil_w) / stride_w, so the pixels of a tile are
+// consecutive dwords for any stride. (3) Bands of kBand output rows of one
+// image.
 //
-// A register tile is 6 output channels × 32 consecutive output columns of one
-// row: per tap, 12 int32 sums (two zmm per channel) start at the packed
-// −128·Σ_c q[o, c, tap] (the shift of the unsigned codes) and take one
-// VPDPBUSD per channel quad (u8 codes × the s8 weights broadcast, four
-// products per lane, wrapping: the final sum is exact, |Σ| ≤ c_in·127·128);
-// then acc = fma(f32(sum), s_pixel, acc) into 12 f32 accumulators, the taps
-// in row-major order from +0 — the reference's operations in its order. Then
-// y = acc·f16(scale[o]) stored (masked past the right edge), and bias and
-// activation per channel over the band's rows by f32_bias_act_avx2 in place
-// (its tails use the one-lane forms of its polynomials, so a value's result
-// does not depend on where a span starts). Same bits as q8_q8_conv_ref at any
-// thread count.
+// A register tile is 12 output channels (two 6-channel weight panels) × 32
+// consecutive output columns of one row (6 × 32 on an odd last panel, 12 ×
+// 16 and 6 × 16 for a last block of ≤ 16 columns): 24 int32 sums (two zmm
+// per channel) start at the packed −128·Σ_{c, tap} q[o, c, tap] (the shift
+// of the unsigned codes) and take one VPDPBUSD per tap and channel quad
+// (u8 codes × the s8 weights broadcast, four products per lane, wrapping:
+// the final sum is exact, |Σ| ≤ c_in·kh·kw·127·128 < 2^31). Then y =
+// f32(Σ)·(s[b]·f16(scale[o])) stored (masked past the right edge), and bias
+// and activation per channel over the band's rows by f32_bias_act_avx2 in
+// place (its tails use the one-lane forms of its polynomials, so a value's
+// result does not depend on where a span starts). Same bits as
+// q8_q8_conv_ref at any thread count.
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -55,7 +59,9 @@
 namespace tailor::runtime::kernels {
 namespace q8convk {
 
-constexpr int64_t kRows = 6;   // output channels per panel and tile
+// The largest c_in·kh·kw whose exact sums fit int32: K·127·128 < 2^31.
+constexpr int64_t kMaxK = ((int64_t{1} << 31) - 1) / (127 * 128);
+constexpr int64_t kRows = 6;   // output channels per weight panel
 constexpr int64_t kCols = 32;  // output columns per tile (two zmm)
 constexpr int64_t kBand = 8;   // output rows per work item
 constexpr int64_t kLanes = 16;
@@ -71,7 +77,7 @@ inline Layout layout(int64_t out, int64_t c_in, int64_t taps) {
   l.taps = taps;
   const int64_t codes = l.panels * taps * l.quads * kRows * 4;
   l.corr = (codes + 63) / 64 * 64;
-  l.scales = l.corr + l.panels * taps * kRows * 4;
+  l.scales = l.corr + l.panels * kRows * 4;
   l.bytes = l.scales + l.panels * kRows * 4;
   return l;
 }
@@ -79,7 +85,7 @@ inline Layout layout(int64_t out, int64_t c_in, int64_t taps) {
 // The band buffer's geometry: a padded row holds quads·sw·nidx dwords of
 // codes and sw·nidx scales.
 struct Geometry {
-  int64_t quads, sw, nidx, wtot, row_dwords, row_scales;
+  int64_t quads, sw, nidx, wtot, row_dwords;
 };
 
 inline Geometry geometry(const Conv2dParams& c) {
@@ -90,35 +96,97 @@ inline Geometry geometry(const Conv2dParams& c) {
   g.nidx = (ow + kCols - 1) / kCols * kCols + (c.kw - 1) * c.dil_w / c.stride_w;
   g.wtot = g.sw * g.nidx;
   g.row_dwords = g.quads * g.wtot;
-  g.row_scales = g.wtot;
   return g;
 }
 
-// qx + 128 of input k (row k of xs, 16 lanes) as int32, the reference's
-// f32 operations: t = x/div, floor(|t| + 0.5), min 127, t's sign; 128 past c_in.
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code(const float* xs, int64_t k,
-                                                                     int64_t c_in, __m512 div) {
-  const __m512i shift = _mm512_set1_epi32(128);
-  if (k >= c_in) return shift;
-  const __m512i v = _mm512_castps_si512(_mm512_div_ps(_mm512_load_ps(xs + k * kLanes), div));
-  __m512 r = _mm512_add_ps(_mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x7FFFFFFF))),
+// qx from t = x/s (16 lanes, int32), the reference's f32 operations:
+// floor(|t| + 0.5), min 127, t's sign.
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_of(__m512 t) {
+  const __m512i ti = _mm512_castps_si512(t);
+  __m512 r = _mm512_add_ps(_mm512_castsi512_ps(_mm512_and_si512(ti, _mm512_set1_epi32(0x7FFFFFFF))),
                            _mm512_set1_ps(0.5f));
   r = _mm512_min_ps(_mm512_roundscale_ps(r, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
                     _mm512_set1_ps(127.0f));
   r = _mm512_castsi512_ps(
       _mm512_or_si512(_mm512_castps_si512(r),
-                      _mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
-  return _mm512_add_epi32(_mm512_cvttps_epi32(r), shift);
+                      _mm512_and_si512(ti, _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
+  return _mm512_cvttps_epi32(r);
+}
+
+// The codes of the 16 values v by the reference's operations: t = v/s (a
+// division per value; `div` is s, or 1 where s = 0).
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_exact(__m512 v, __m512 div) {
+  return code_of(_mm512_div_ps(v, div));
+}
+
+// The same codes without the division where that is provably safe: t' =
+// v·fl(1/s) is within three rounding errors of t = fl(v/s), |t' − t| ≤
+// 128·3·2^−24 < 2^−15 (|t| ≤ 127·(1 + 2^−23)), and the reference's
+// floor(fl(|t| + 0.5)) is the integer nearest t wherever t is more than
+// 2^−17 (half an ulp below 256) from a half-integer. So where t' lies more
+// than 2^−13 from every half-integer, t' rounded to nearest is the
+// reference's code (|t'| < 127.5: no clamp needed). Lanes closer than that,
+// or not finite (1/s overflowing), are flagged in `near`, and the caller
+// redoes the quad with code_exact (~2.4·10^−4 of values).
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_fast(__m512 v, __m512 rcp,
+                                                                          __mmask16& near) {
+  const __m512 t = _mm512_mul_ps(v, rcp);
+  const __m512 e =
+      _mm512_sub_ps(t, _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __m512 ae =
+      _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(e), _mm512_set1_epi32(0x7FFFFFFF)));
+  near |= _mm512_cmp_ps_mask(ae, _mm512_set1_ps(0.5f - 0x1p-13f), _CMP_NLT_UQ);
+  return _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// Four channels' codes (int32 in [−127, 127], 16 pixels each) → 16 dwords,
+// pixel j's holding qx + 128 of the four channels in its bytes 0–3.
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i pack_quad(__m512i q0, __m512i q1,
+                                                                          __m512i q2, __m512i q3) {
+  // Per 128-bit lane (pixels 4L … 4L + 3): bytes q0[0..3] q1[0..3] q2[0..3]
+  // q3[0..3], then a 4×4 byte transpose.
+  const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(q0, q1), _mm512_packs_epi32(q2, q3));
+  const __m512i t = _mm512_set4_epi32(0x0f0b0703, 0x0e0a0602, 0x0d090501, 0x0c080400);
+  return _mm512_xor_si512(_mm512_shuffle_epi8(b, t), _mm512_set1_epi8(static_cast<char>(0x80)));
+}
+
+// acc = max(acc, |v|); bad |= the lanes of v holding NaN or ±Inf.
+TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void max_step(__m512 v, __m512& acc,
+                                                                      __mmask16& bad) {
+  const __m512i vi = _mm512_castps_si512(v);
+  const __m512i exp_mask = _mm512_set1_epi32(0x7F800000);
+  acc =
+      _mm512_max_ps(acc, _mm512_castsi512_ps(_mm512_and_si512(vi, _mm512_set1_epi32(0x7FFFFFFF))));
+  bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(vi, exp_mask), exp_mask);
+}
+
+// max |x[i]| over n floats, and whether some x[i] is NaN or ±Inf.
+TAILOR_Q8K_TARGET void abs_max(const float* x, int64_t n, float* m, bool* bad) {
+  __m512 v0 = _mm512_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;
+  __mmask16 b = 0;
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    max_step(_mm512_loadu_ps(x + i), v0, b);
+    max_step(_mm512_loadu_ps(x + i + kLanes), v1, b);
+    max_step(_mm512_loadu_ps(x + i + 2 * kLanes), v2, b);
+    max_step(_mm512_loadu_ps(x + i + 3 * kLanes), v3, b);
+  }
+  for (; i < n; i += kLanes) {
+    const int64_t left = std::min(kLanes, n - i);
+    max_step(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << left) - 1), x + i), v0, b);
+  }
+  *m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(v0, v1), _mm512_max_ps(v2, v3)));
+  *bad = b != 0;
 }
 
 // Padded row of an image: xr points at input row iy (c_in planes `plane`
 // floats apart, w pixels). Writes codes [quad][wtot] (dwords: four u8
-// qx + 128) and s [wtot], input pixel ix at padded column pad_left + ix for
-// the pixels that land in [0, wtot); every other column code 128, scale 0.
-// xs: c_in·16 floats of scratch.
+// qx + 128), input pixel ix at padded column pad_left + ix for the pixels
+// that land in [0, wtot); every other column code 128. s: the image's scale
+// (finite); rcp = fl(1/s), div = s (both 1 where s = 0).
 TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in, int64_t w,
-                                    int64_t pad_left, const Geometry& g, float* xs, uint32_t* codes,
-                                    float* s) {
+                                    int64_t pad_left, const Geometry& g, float div_s, float rcp_s,
+                                    uint32_t* codes) {
   const int64_t ix_lo = std::max<int64_t>(0, -pad_left);
   const int64_t ix_hi = std::min(w, g.wtot - pad_left);
   const int64_t col_lo = ix_lo < ix_hi ? pad_left + ix_lo : g.wtot;  // real columns [lo, hi)
@@ -127,194 +195,164 @@ TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in
     std::fill(codes + qd * g.wtot, codes + qd * g.wtot + col_lo, 0x80808080u);
     std::fill(codes + qd * g.wtot + col_hi, codes + (qd + 1) * g.wtot, 0x80808080u);
   }
-  std::fill(s, s + col_lo, 0.0f);
-  std::fill(s + col_hi, s + g.wtot, 0.0f);
-  const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
-  const __m512i exp_mask = _mm512_set1_epi32(0x7F800000);
-  const __m512 top = _mm512_set1_ps(127.0f), one = _mm512_set1_ps(1.0f);
-  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
-  for (int64_t ix0 = ix_lo; ix0 < ix_hi; ix0 += kLanes) {
-    const int64_t nv = std::min(kLanes, ix_hi - ix0);
-    const __mmask16 m = static_cast<__mmask16>((1u << nv) - 1);
-    const float* xc = xr + ix0;
-    // Lanes past nv load as 0: a zero column's maxima and codes.
-    __m512 vmax = _mm512_setzero_ps();
-    __mmask16 bad = 0;
-    for (int64_t k = 0; k < c_in; ++k) {
-      const float* r = xc + k * plane;
-      _mm_prefetch(reinterpret_cast<const char*>(r + 4 * kLanes), _MM_HINT_T0);
-      const __m512 v = _mm512_maskz_loadu_ps(m, r);
-      _mm512_store_ps(xs + k * kLanes, v);
-      const __m512i vi = _mm512_castps_si512(v);
-      vmax = _mm512_max_ps(vmax, _mm512_castsi512_ps(_mm512_and_si512(vi, abs_mask)));
-      bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(vi, exp_mask), exp_mask);
-    }
-    const __m512 sv = _mm512_div_ps(vmax, top);
-    const int64_t col = pad_left + ix0;
-    _mm512_mask_storeu_ps(s + col, m, _mm512_mask_blend_ps(bad, sv, nan));
-    // A zero column divides by 1 (its codes are 0 either way).
-    const __m512 div =
-        _mm512_mask_blend_ps(_mm512_cmp_ps_mask(sv, _mm512_setzero_ps(), _CMP_EQ_OQ), sv, one);
-    for (int64_t qd = 0; qd < g.quads; ++qd) {
-      const int64_t k = 4 * qd;
-      __m512i word = code(xs, k, c_in, div);
-      word = _mm512_or_si512(word, _mm512_slli_epi32(code(xs, k + 1, c_in, div), 8));
-      word = _mm512_or_si512(word, _mm512_slli_epi32(code(xs, k + 2, c_in, div), 16));
-      word = _mm512_or_si512(word, _mm512_slli_epi32(code(xs, k + 3, c_in, div), 24));
-      _mm512_mask_storeu_epi32(codes + qd * g.wtot + col, m, word);
+  const __m512 div = _mm512_set1_ps(div_s), rcp = _mm512_set1_ps(rcp_s);
+  // Quad by quad, each of its four channels' rows read front to back (four
+  // sequential streams; 16-pixel blocks over every channel met the channels'
+  // lines in one L1 set where the planes lie a multiple of 4 KiB apart).
+  for (int64_t qd = 0; qd < g.quads; ++qd) {
+    const float* xq = xr + 4 * qd * plane;
+    const int64_t nk = std::min<int64_t>(4, c_in - 4 * qd);  // channels of this quad
+    uint32_t* dst = codes + qd * g.wtot + pad_left;
+    for (int64_t ix0 = ix_lo; ix0 < ix_hi; ix0 += kLanes) {
+      const int64_t nv = std::min(kLanes, ix_hi - ix0);
+      const __mmask16 m = static_cast<__mmask16>((1u << nv) - 1);
+      // Inputs past c_in and lanes past nv read as 0 (code 0).
+      __m512 v[4];
+      for (int64_t i = 0; i < 4; ++i) {
+        v[i] = i < nk ? _mm512_maskz_loadu_ps(m, xq + i * plane + ix0) : _mm512_setzero_ps();
+        _mm_prefetch(reinterpret_cast<const char*>(xq + i * plane + ix0 + 8 * kLanes), _MM_HINT_T0);
+      }
+      __mmask16 near = 0;
+      const __m512i q0 = code_fast(v[0], rcp, near), q1 = code_fast(v[1], rcp, near);
+      const __m512i q2 = code_fast(v[2], rcp, near), q3 = code_fast(v[3], rcp, near);
+      const __m512i word = near == 0 ? pack_quad(q0, q1, q2, q3)
+                                     : pack_quad(code_exact(v[0], div), code_exact(v[1], div),
+                                                 code_exact(v[2], div), code_exact(v[3], div));
+      _mm512_mask_storeu_epi32(dst + ix0, m, word);
     }
   }
 }
 
 // acc += VPDPBUSD(u, w) in place. Through inline asm: GCC 12 copies each
 // accumulator of _mm512_dpbusd_epi32 to a new register and back every
-// iteration (24 moves per 12 products in this tile).
+// iteration (24 moves per 12 products in a 6 × 32 tile).
 TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void dpbusd(__m512i& acc, __m512i u,
                                                                     __m512i w) {
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(w));
 }
 
-// One 6 × 32 tile: output row oy (its first padded row rr0 in the band
-// buffer), columns [ox0, ox0 + nv), channels o0 … o0 + rows − 1 (panel wp,
-// corrections corr [tap][6], scales scale [6]); y0 points at (o0, oy, ox0)
-// of the output, channels `plane` floats apart.
+// One tile of R output channels (R/6 consecutive 6-channel panels) × 16·C
+// columns: output row oy (its first padded row rr0 in the buffer), columns
+// [ox0, ox0 + nv), channels o0 … o0 + rows − 1 (wp, corr: panel o0/6's
+// weights and corrections; the next panel's weights lie `wstep` bytes
+// further; ws [R]: s·scale[o]); y0 points at (o0, oy, ox0) of the output,
+// channels `plane` floats apart. The R·C int32 sums stay in registers (GCC
+// 12 scalarizes the unrolled arrays once the products go through dpbusd's
+// inline asm).
+template <int R, int C>
 TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint32_t* codes,
-                            const float* s, int64_t rr0, int64_t ox0, int64_t nv, const int8_t* wp,
-                            const int32_t* corr, const float* scale, int64_t rows, float* y0,
+                            int64_t rr0, int64_t ox0, int64_t nv, const int8_t* wp, int64_t wstep,
+                            const int32_t* corr, const float* ws, int64_t rows, float* y0,
                             int64_t plane) {
-  // fR0/fR1: the f32 sums of channel R, columns 0–15/16–31 (named, as the
-  // int32 sums aR0/aR1: GCC 12 kept arrays of them on the stack).
-  __m512 f00 = _mm512_setzero_ps(), f01 = f00, f10 = f00, f11 = f00, f20 = f00, f21 = f00,
-         f30 = f00, f31 = f00, f40 = f00, f41 = f00, f50 = f00, f51 = f00;
+  static_assert(R % kRows == 0 && R * C <= 24);
+  __m512i a[R][C];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int h = 0; h < C; ++h) a[r][h] = _mm512_set1_epi32(corr[r]);
   const int64_t qstride = g.wtot;  // dwords from one quad to the next
-  int64_t tap = 0;
+  const int8_t* wq = wp;           // [tap][quad][6][4], taps in row-major order
   for (int64_t ky = 0; ky < c.kh; ++ky) {
-    const int64_t rr = rr0 + ky * c.dil_h;
-    const uint32_t* row = codes + rr * g.row_dwords;
-    const float* srow = s + rr * g.row_scales;
-    for (int64_t kx = 0; kx < c.kw; ++kx, ++tap) {
+    const uint32_t* row = codes + (rr0 + ky * c.dil_h) * g.row_dwords;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
       const int64_t off = kx * c.dil_w;
-      const int64_t at = off % g.sw * g.nidx + ox0 + off / g.sw;
-      const uint32_t* xp = row + at;
-      const int32_t* ct = corr + tap * kRows;
-      __m512i a00 = _mm512_set1_epi32(ct[0]), a01 = a00, a10 = _mm512_set1_epi32(ct[1]), a11 = a10,
-              a20 = _mm512_set1_epi32(ct[2]), a21 = a20, a30 = _mm512_set1_epi32(ct[3]), a31 = a30,
-              a40 = _mm512_set1_epi32(ct[4]), a41 = a40, a50 = _mm512_set1_epi32(ct[5]), a51 = a50;
-      const int8_t* wq = wp + tap * g.quads * kRows * 4;
-      for (int64_t qd = 0; qd < g.quads; ++qd) {
-        const __m512i x0 = _mm512_loadu_si512(xp + qd * qstride);
-        const __m512i x1 = _mm512_loadu_si512(xp + qd * qstride + kLanes);
-        const auto* wd = reinterpret_cast<const int*>(wq + qd * kRows * 4);
-        __m512i w = _mm512_set1_epi32(wd[0]);
-        dpbusd(a00, x0, w);
-        dpbusd(a01, x1, w);
-        w = _mm512_set1_epi32(wd[1]);
-        dpbusd(a10, x0, w);
-        dpbusd(a11, x1, w);
-        w = _mm512_set1_epi32(wd[2]);
-        dpbusd(a20, x0, w);
-        dpbusd(a21, x1, w);
-        w = _mm512_set1_epi32(wd[3]);
-        dpbusd(a30, x0, w);
-        dpbusd(a31, x1, w);
-        w = _mm512_set1_epi32(wd[4]);
-        dpbusd(a40, x0, w);
-        dpbusd(a41, x1, w);
-        w = _mm512_set1_epi32(wd[5]);
-        dpbusd(a50, x0, w);
-        dpbusd(a51, x1, w);
+      const uint32_t* xp = row + off % g.sw * g.nidx + ox0 + off / g.sw;
+      for (int64_t qd = 0; qd < g.quads; ++qd, wq += kRows * 4) {
+        __m512i x[C];
+#pragma GCC unroll 2
+        for (int h = 0; h < C; ++h) x[h] = _mm512_loadu_si512(xp + qd * qstride + h * kLanes);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; ++r) {
+          int word;
+          std::memcpy(&word, wq + r / kRows * wstep + r % kRows * 4, 4);
+          const __m512i w = _mm512_set1_epi32(word);
+#pragma GCC unroll 2
+          for (int h = 0; h < C; ++h) dpbusd(a[r][h], x[h], w);
+        }
       }
-      const __m512 s0 = _mm512_loadu_ps(srow + at), s1 = _mm512_loadu_ps(srow + at + kLanes);
-      f00 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a00), s0, f00);
-      f01 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a01), s1, f01);
-      f10 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a10), s0, f10);
-      f11 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a11), s1, f11);
-      f20 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a20), s0, f20);
-      f21 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a21), s1, f21);
-      f30 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a30), s0, f30);
-      f31 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a31), s1, f31);
-      f40 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a40), s0, f40);
-      f41 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a41), s1, f41);
-      f50 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a50), s0, f50);
-      f51 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a51), s1, f51);
     }
   }
-  const __m512 f[kRows][2] = {{f00, f01}, {f10, f11}, {f20, f21},
-                              {f30, f31}, {f40, f41}, {f50, f51}};
-  const __mmask16 m0 = nv >= kLanes ? 0xFFFF : static_cast<__mmask16>((1u << nv) - 1);
-  const __mmask16 m1 = nv >= kCols    ? 0xFFFF
-                       : nv <= kLanes ? 0
-                                      : static_cast<__mmask16>((1u << (nv - kLanes)) - 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    const __m512 w = _mm512_set1_ps(scale[r]);
-    float* yr = y0 + r * plane;
-    _mm512_mask_storeu_ps(yr, m0, _mm512_mul_ps(f[r][0], w));
-    _mm512_mask_storeu_ps(yr + kLanes, m1, _mm512_mul_ps(f[r][1], w));
+  __mmask16 m[C];
+#pragma GCC unroll 2
+  for (int h = 0; h < C; ++h) {
+    const int64_t left = nv - h * kLanes;
+    m[h] = left >= kLanes ? 0xFFFF : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    if (r >= rows) break;
+    const __m512 w = _mm512_set1_ps(ws[r]);
+#pragma GCC unroll 2
+    for (int h = 0; h < C; ++h)
+      _mm512_mask_storeu_ps(y0 + r * plane + h * kLanes, m[h],
+                            _mm512_mul_ps(_mm512_cvtepi32_ps(a[r][h]), w));
   }
 }
 
-// The band of output rows [oy0, oy0 + nb) of image b.
-void band(const Q8Q8ConvParams& p, const Layout& l, const Geometry& g, const float* x,
-          const float* bias, float* y, const Activation& act, int64_t b, int64_t oy0, int64_t nb) {
-  const Conv2dParams& c = p.conv;
-  const int64_t oh = c.out_h(), ow = c.out_w(), plane_in = c.h * c.w, plane_out = oh * ow;
-  const int64_t r_lo = oy0 * c.stride_h;  // the band's first padded row
-  const int64_t span = (nb - 1) * c.stride_h + (c.kh - 1) * c.dil_h + 1;
-  thread_local std::vector<uint32_t> codes, prow;
-  thread_local std::vector<float> s, srow, xs;
-  codes.resize(static_cast<size_t>(span * g.row_dwords));
-  s.resize(static_cast<size_t>(span * g.row_scales));
-  xs.resize(static_cast<size_t>(c.c_in * kLanes + kLanes));
-  if (g.sw > 1) {
-    prow.resize(static_cast<size_t>(g.row_dwords));
-    srow.resize(static_cast<size_t>(g.row_scales));
+// Padded row r of image xb (input row r − pad_top) into its codes (dst: the
+// row's place in the buffer). s: the image's scale (finite).
+void quantize_padded_row(const Conv2dParams& c, const Geometry& g, const float* xb, int64_t r,
+                         float s, uint32_t* dst) {
+  bool used = false;  // whether some window reads padded row r
+  for (int64_t ky = 0; ky < c.kh && !used; ++ky) {
+    const int64_t d = r - ky * c.dil_h;
+    used = d >= 0 && d % c.stride_h == 0 && d / c.stride_h < c.out_h();
   }
-  // 64-byte aligned scratch for the aligned stores of quantize_row.
-  float* xsa =
-      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(xs.data()) + 63) & ~uintptr_t{63});
-  const float* xb = x + b * c.c_in * plane_in;
-  for (int64_t rr = 0; rr < span; ++rr) {
-    bool used = false;  // whether some window of the band reads padded row rr
-    for (int64_t ky = 0; ky < c.kh && !used; ++ky) {
-      const int64_t d = rr - ky * c.dil_h;
-      used = d >= 0 && d % c.stride_h == 0 && d / c.stride_h < nb;
-    }
-    if (!used) continue;
-    uint32_t* dst = codes.data() + rr * g.row_dwords;
-    float* sdst = s.data() + rr * g.row_scales;
-    const int64_t iy = r_lo + rr - c.pad_top;
-    if (iy < 0 || iy >= c.h) {
-      std::fill(dst, dst + g.row_dwords, 0x80808080u);
-      std::fill(sdst, sdst + g.row_scales, 0.0f);
-      continue;
-    }
-    if (g.sw == 1) {
-      quantize_row(xb + iy * c.w, plane_in, c.c_in, c.w, c.pad_left, g, xsa, dst, sdst);
-      continue;
-    }
-    quantize_row(xb + iy * c.w, plane_in, c.c_in, c.w, c.pad_left, g, xsa, prow.data(),
-                 srow.data());
-    for (int64_t qd = 0; qd < g.quads; ++qd)
-      for (int64_t ph = 0; ph < g.sw; ++ph)
-        for (int64_t i = 0; i < g.nidx; ++i)
-          dst[(qd * g.sw + ph) * g.nidx + i] =
-              prow[static_cast<size_t>(qd * g.wtot + i * g.sw + ph)];
+  if (!used) return;
+  const int64_t iy = r - c.pad_top;
+  if (iy < 0 || iy >= c.h) {
+    std::fill(dst, dst + g.row_dwords, 0x80808080u);
+    return;
+  }
+  const float div = s == 0 ? 1.0f : s, rcp = 1.0f / div;
+  const int64_t plane = c.h * c.w;
+  if (g.sw == 1) {
+    quantize_row(xb + iy * c.w, plane, c.c_in, c.w, c.pad_left, g, div, rcp, dst);
+    return;
+  }
+  thread_local std::vector<uint32_t> prow;
+  prow.resize(static_cast<size_t>(g.row_dwords));
+  quantize_row(xb + iy * c.w, plane, c.c_in, c.w, c.pad_left, g, div, rcp, prow.data());
+  for (int64_t qd = 0; qd < g.quads; ++qd)
     for (int64_t ph = 0; ph < g.sw; ++ph)
       for (int64_t i = 0; i < g.nidx; ++i)
-        sdst[ph * g.nidx + i] = srow[static_cast<size_t>(i * g.sw + ph)];
-  }
+        dst[(qd * g.sw + ph) * g.nidx + i] = prow[static_cast<size_t>(qd * g.wtot + i * g.sw + ph)];
+}
+
+// The band of output rows [oy0, oy0 + nb) of one image from its quantized
+// rows (codes) and scale s, then bias and activation over the band's rows.
+void band(const Q8Q8ConvParams& p, const Layout& l, const Geometry& g, const uint32_t* codes,
+          float s, const float* bias, float* yb, const Activation& act, int64_t oy0, int64_t nb) {
+  const Conv2dParams& c = p.conv;
+  const int64_t oh = c.out_h(), ow = c.out_w(), plane_out = oh * ow;
   const auto* wcodes = reinterpret_cast<const int8_t*>(p.packed);
   const auto* corr = reinterpret_cast<const int32_t*>(p.packed + l.corr);
   const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
-  float* yb = y + b * c.c_out * plane_out;
+  // s·scale[o] in f32, the reference's first product (the padded rows 0).
+  alignas(64) float ws[2 * kRows];
+  const int64_t wstep = l.taps * l.quads * kRows * 4;
   for (int64_t oy = oy0; oy < oy0 + nb; ++oy)
-    for (int64_t ox0 = 0; ox0 < ow; ox0 += kCols)
-      for (int64_t pn = 0; pn < l.panels; ++pn) {
-        const int64_t o0 = pn * kRows;
-        tile(c, g, codes.data(), s.data(), (oy - oy0) * c.stride_h, ox0, std::min(kCols, ow - ox0),
-             wcodes + pn * l.taps * l.quads * kRows * 4, corr + pn * l.taps * kRows, scale + o0,
-             std::min(kRows, c.c_out - o0), yb + (o0 * oh + oy) * ow + ox0, plane_out);
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += kCols) {
+      const int64_t nv = std::min(kCols, ow - ox0);
+      for (int64_t pn = 0; pn < l.panels;) {
+        const int64_t o0 = pn * kRows, pair = pn + 1 < l.panels ? 2 : 1;
+        for (int64_t r = 0; r < pair * kRows; ++r) ws[r] = s * scale[o0 + r];
+        const int8_t* wp = wcodes + pn * wstep;
+        const int32_t* cp = corr + o0;
+        const int64_t rows = std::min(pair * kRows, c.c_out - o0);
+        float* y0 = yb + (o0 * oh + oy) * ow + ox0;
+        const int64_t rr0 = oy * c.stride_h;
+        if (nv > kLanes && pair == 2)
+          tile<12, 2>(c, g, codes, rr0, ox0, nv, wp, wstep, cp, ws, rows, y0, plane_out);
+        else if (nv > kLanes)
+          tile<6, 2>(c, g, codes, rr0, ox0, nv, wp, wstep, cp, ws, rows, y0, plane_out);
+        else if (pair == 2)
+          tile<12, 1>(c, g, codes, rr0, ox0, nv, wp, wstep, cp, ws, rows, y0, plane_out);
+        else
+          tile<6, 1>(c, g, codes, rr0, ox0, nv, wp, wstep, cp, ws, rows, y0, plane_out);
+        pn += pair;
       }
+    }
   // Always (as the reference): x + 0 turns a −0 into +0.
   for (int64_t o = 0; o < c.c_out; ++o) {
     float* yo = yb + (o * oh + oy0) * ow;
@@ -328,7 +366,7 @@ int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t 
                              uint8_t* packed) {
   using namespace q8convk;
   const int64_t taps = kh * kw, c_in = w.in / taps;
-  if (c_in > kQ8Q8Conv1x1MaxIn) return q8_q8_conv_pack_ref(w, kh, kw, packed);
+  if (w.in > kMaxK) return q8_q8_conv_pack_ref(w, kh, kw, packed);
   const Layout l = layout(w.out, c_in, taps);
   if (!packed) return l.bytes;
   std::memset(packed, 0, static_cast<size_t>(l.bytes));
@@ -337,16 +375,15 @@ int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t 
   auto* scale = reinterpret_cast<float*>(packed + l.scales);
   for (int64_t o = 0; o < w.out; ++o) {
     const int64_t pn = o / kRows, r = o % kRows;
-    for (int64_t tap = 0; tap < taps; ++tap) {
-      int32_t sum = 0;
+    int32_t sum = 0;
+    for (int64_t tap = 0; tap < taps; ++tap)
       for (int64_t ci = 0; ci < c_in; ++ci) {
         const int8_t v = q[o * w.in + ci * taps + tap];
         packed[(((pn * taps + tap) * l.quads + ci / 4) * kRows + r) * 4 + ci % 4] =
             static_cast<uint8_t>(v);
         sum += v;
       }
-      corr[(pn * taps + tap) * kRows + r] = -128 * sum;
-    }
+    corr[o] = -128 * sum;
     scale[o] = _cvtsh_ss(w.scales[o]);
   }
   return l.bytes;
@@ -356,7 +393,7 @@ void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const f
                                 float* y, const Activation& act) {
   using namespace q8convk;
   const Conv2dParams& c = p.conv;
-  if (c.c_in > kQ8Q8Conv1x1MaxIn) {  // packed in the reference's layout (q8_q8_conv_pack_6x32)
+  if (c.c_in * c.kh * c.kw > kMaxK) {  // packed in the reference's layout (q8_q8_conv_pack_6x32)
     q8_q8_conv_ref(p, x, bias, y, act);
     return;
   }
@@ -364,12 +401,50 @@ void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const f
   if (c.n <= 0 || c.c_out <= 0 || oh <= 0 || ow <= 0) return;
   const Layout l = layout(c.c_out, c.c_in, c.kh * c.kw);
   const Geometry g = geometry(c);
-  const int64_t bands = (oh + kBand - 1) / kBand, items = c.n * bands;
-  const bool parallel =
-      items > 1 && detail::worth_threads(c.n * c.c_out * oh * ow * c.c_in * c.kh * c.kw);
-  linalg::parallel_for(items, parallel, [&](int64_t item) {
+  const int64_t plane_in = c.h * c.w, plane_out = oh * ow, image = c.c_in * plane_in;
+  const bool parallel = detail::worth_threads(c.n * c.c_out * oh * ow * c.c_in * c.kh * c.kw);
+  // (1) Each image's scale from the maxima of fixed chunks.
+  constexpr int64_t kMaxChunk = 1 << 16;  // floats
+  const int64_t chunks = std::max<int64_t>(1, (image + kMaxChunk - 1) / kMaxChunk);
+  thread_local std::vector<float> part;
+  thread_local std::vector<uint8_t> part_bad;
+  part.resize(static_cast<size_t>(c.n * chunks));
+  part_bad.resize(static_cast<size_t>(c.n * chunks));
+  float* const pm = part.data();
+  uint8_t* const pb = part_bad.data();
+  linalg::parallel_for(c.n * chunks, parallel && c.n * chunks > 1, [&](int64_t item) {
+    const int64_t b = item / chunks, i0 = item % chunks * kMaxChunk;
+    bool bad = false;
+    abs_max(x + b * image + i0, std::min(kMaxChunk, image - i0), pm + item, &bad);
+    pb[item] = bad;
+  });
+  std::vector<float> s(static_cast<size_t>(c.n));
+  for (int64_t b = 0; b < c.n; ++b) {
+    float m = 0;
+    bool bad = false;
+    for (int64_t i = b * chunks; i < (b + 1) * chunks; ++i) {
+      m = std::max(m, pm[i]);
+      bad = bad || pb[i] != 0;
+    }
+    s[static_cast<size_t>(b)] = bad ? std::numeric_limits<float>::quiet_NaN() : m / 127.0f;
+  }
+  // (2) The padded rows every window reads, quantized once. An image holding
+  // NaN or ±Inf has NaN outputs whatever its codes: left as they are.
+  const int64_t rows = (oh - 1) * c.stride_h + (c.kh - 1) * c.dil_h + 1;
+  thread_local std::vector<uint32_t> codes;
+  codes.resize(static_cast<size_t>(c.n * rows * g.row_dwords));
+  uint32_t* const qc = codes.data();
+  linalg::parallel_for(c.n * rows, parallel && c.n * rows > 1, [&](int64_t item) {
+    const int64_t b = item / rows, r = item % rows;
+    const float sb = s[static_cast<size_t>(b)];
+    if (!std::isnan(sb)) quantize_padded_row(c, g, x + b * image, r, sb, qc + item * g.row_dwords);
+  });
+  // (3) Bands of output rows.
+  const int64_t bands = (oh + kBand - 1) / kBand;
+  linalg::parallel_for(c.n * bands, parallel && c.n * bands > 1, [&](int64_t item) {
     const int64_t b = item / bands, oy0 = item % bands * kBand;
-    band(p, l, g, x, bias, y, act, b, oy0, std::min(kBand, oh - oy0));
+    band(p, l, g, qc + b * rows * g.row_dwords, s[static_cast<size_t>(b)], bias,
+         y + b * c.c_out * plane_out, act, oy0, std::min(kBand, oh - oy0));
   });
 }
 

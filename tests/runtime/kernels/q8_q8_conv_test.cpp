@@ -1,13 +1,14 @@
-// The W8A8 k×k conv (q8_q8_conv_ref, q8_q8_conv_6x32_avx512vnni). Checks:
-// (1) the reference against the definition (registry.h, Q8Q8ConvParams)
-// written out here on a hand-made case, int64 sums and std::fma; (2) the
-// avx2 table's kernel (and the VNNI kernel where this CPU has it) against
-// the reference bit for bit on shapes that hit every tail: c_in not a
-// multiple of 4, c_out not a multiple of the 6-row panel, widths under, at
-// and past the 32-column tile, strides, dilations, asymmetric and large
-// pads, 1×3 and 5×5 kernels, several images and bands, every activation;
-// (3) a pixel holding NaN or ∞ gives NaN in exactly the outputs whose
-// windows hold it; (4) 1 and 2 threads give the same bits.
+// The W8A8 k×k conv (q8_q8_conv_ref, q8_q8_conv_6x32_avx512vnni; one
+// activation scale per image). Checks: (1) the reference against the
+// definition (registry.h, Q8Q8ConvParams) written out here on a hand-made
+// case, int64 sums; (2) the avx2 table's kernel (and the VNNI kernel where
+// this CPU has it) against the reference bit for bit on shapes that hit
+// every tail: c_in not a multiple of 4, c_out not a multiple of the 6-row
+// panel, widths under, at and past the 32-column tile, strides, dilations,
+// asymmetric and large pads, 1×3 and 5×5 kernels, several images and bands,
+// every activation; (3) codes on rounding boundaries; (4) a NaN or ∞ makes
+// every output of its image NaN, a zero image gives act(bias); (5) sums
+// past int32 go to the reference; (6) 1 and 2 threads give the same bits.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -113,65 +114,67 @@ Kernel reference() {
 
 class Q8Q8Conv : public KernelVsRef {};
 
-// Two channels on a 3×4 plane, 3×3 taps, pads 1: pixel maxima 127 (scale
-// 1) or 63.5 (scale 0.5) so that x/s is exact, halves rounding away from
-// zero, a zero pixel; weights with −128 and 127. The definition in int64 and
-// std::fma, independently of the reference's loops.
+// Two images of two channels on a 3×4 plane, 3×3 taps, pads 1: image 0's
+// largest magnitude 127 (scale 1), image 1 = image 0 · 0.5 (scale 0.5), so
+// x/s is exact; halves round away from zero; weights with −128 and 127. The
+// definition in int64, independently of the reference's loops.
 TEST_F(Q8Q8Conv, ReferenceIsTheDefinition) {
-  const int64_t h = 3, w = 4, cin = 2, cout = 2;
-  // x[c][iy][ix]
-  const float x[cin][h][w] = {
-      {{127.0f, 2.5f, 0.0f, -63.5f}, {-2.5f, 126.6f, 1.25f, 10.0f}, {0.4f, -0.5f, 3.0f, 0.0f}},
-      {{-1.5f, -127.0f, 0.0f, 20.25f},
-       {127.0f, 0.0f, 63.5f, -63.5f},
-       {127.0f, 127.0f, -127.0f, 0.0f}}};
+  constexpr int64_t n = 2, h = 3, w = 4, cin = 2, cout = 2;
+  float x[n][cin][h][w] = {
+      {{{127.0f, 2.5f, 0.0f, -63.5f}, {-2.5f, 126.6f, 1.25f, 10.0f}, {0.4f, -0.5f, 3.0f, 0.0f}},
+       {{-1.5f, -127.0f, 0.0f, 20.25f},
+        {127.0f, 0.0f, 63.5f, -63.5f},
+        {127.0f, 127.0f, -127.0f, 0.0f}}}};
+  for (int64_t ci = 0; ci < cin; ++ci)
+    for (int64_t iy = 0; iy < h; ++iy)
+      for (int64_t ix = 0; ix < w; ++ix) x[1][ci][iy][ix] = x[0][ci][iy][ix] * 0.5f;
   const int8_t q[cout][cin][3][3] = {
       {{{1, -2, 3}, {-128, 127, 0}, {5, 6, -7}}, {{0, 1, 0}, {2, -3, 4}, {-5, 6, 7}}},
       {{{127, 127, 127}, {-1, -1, -1}, {0, 0, 0}}, {{9, -9, 9}, {-128, -128, 1}, {2, 2, 2}}}};
   const float scales[cout] = {0.25f, 0.0078125f};  // exact in f16
   const float bias[cout] = {0.5f, -1.0f};
-  // Quantization by the definition.
-  int64_t qx[cin][h][w];
-  float s[h][w];
-  for (int64_t iy = 0; iy < h; ++iy)
-    for (int64_t ix = 0; ix < w; ++ix) {
-      float m = 0;
-      for (int64_t ci = 0; ci < cin; ++ci) m = std::max(m, std::fabs(x[ci][iy][ix]));
-      s[iy][ix] = m / 127.0f;
-      for (int64_t ci = 0; ci < cin; ++ci) {
-        const float t = s[iy][ix] == 0 ? 0.0f : x[ci][iy][ix] / s[iy][ix];
-        qx[ci][iy][ix] = static_cast<int64_t>(std::clamp(std::round(t), -127.0f, 127.0f));
-      }
-    }
-  // Spot checks of the hand-made values: 2.5 → 3, −2.5 → −3, 126.6 → 127,
-  // 1.25/0.5 = 2.5 → 3, 0.4 → 0, −0.5 → −1 (half away from zero).
-  EXPECT_EQ(qx[0][0][1], 3);
-  EXPECT_EQ(qx[0][1][0], -3);
-  EXPECT_EQ(qx[0][1][1], 127);
-  EXPECT_EQ(s[1][2], 0.5f);
-  EXPECT_EQ(qx[0][1][2], 3);
-  EXPECT_EQ(qx[0][2][0], 0);
-  EXPECT_EQ(qx[0][2][1], -1);
-  EXPECT_EQ(s[0][2], 0.0f);
   std::vector<float> want;
-  for (int64_t o = 0; o < cout; ++o)
-    for (int64_t oy = 0; oy < h; ++oy)
-      for (int64_t ox = 0; ox < w; ++ox) {
-        float acc = 0.0f;
-        for (int64_t ky = 0; ky < 3; ++ky)
-          for (int64_t kx = 0; kx < 3; ++kx) {
-            const int64_t iy = oy - 1 + ky, ix = ox - 1 + kx;
-            if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
-              acc = std::fma(0.0f, 0.0f, acc);
-              continue;
-            }
-            int64_t dot = 0;
-            for (int64_t ci = 0; ci < cin; ++ci) dot += qx[ci][iy][ix] * q[o][ci][ky][kx];
-            acc = std::fma(static_cast<float>(dot), s[iy][ix], acc);
-          }
-        volatile float v = acc * scales[o];  // two roundings, not contracted to an FMA
-        want.push_back(v + bias[o]);
-      }
+  for (int64_t b = 0; b < n; ++b) {
+    // Quantization by the definition: one scale per image.
+    float m = 0;
+    for (int64_t ci = 0; ci < cin; ++ci)
+      for (int64_t iy = 0; iy < h; ++iy)
+        for (int64_t ix = 0; ix < w; ++ix) m = std::max(m, std::fabs(x[b][ci][iy][ix]));
+    const float s = m / 127.0f;
+    EXPECT_EQ(s, b == 0 ? 1.0f : 0.5f);
+    int64_t qx[cin][h][w];
+    for (int64_t ci = 0; ci < cin; ++ci)
+      for (int64_t iy = 0; iy < h; ++iy)
+        for (int64_t ix = 0; ix < w; ++ix)
+          qx[ci][iy][ix] =
+              static_cast<int64_t>(std::clamp(std::round(x[b][ci][iy][ix] / s), -127.0f, 127.0f));
+    // Half away from zero: 2.5 → 3, −2.5 → −3, −0.5 → −1, −1.5 → −2, 63.5 → 64;
+    // 126.6 → 127, 0.4 → 0, 1.25 → 1.
+    EXPECT_EQ(qx[0][0][1], 3);
+    EXPECT_EQ(qx[0][1][0], -3);
+    EXPECT_EQ(qx[0][2][1], -1);
+    EXPECT_EQ(qx[1][0][0], -2);
+    EXPECT_EQ(qx[1][1][2], 64);
+    EXPECT_EQ(qx[0][1][1], 127);
+    EXPECT_EQ(qx[0][2][0], 0);
+    EXPECT_EQ(qx[0][1][2], 1);
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t oy = 0; oy < h; ++oy)
+        for (int64_t ox = 0; ox < w; ++ox) {
+          int64_t dot = 0;
+          for (int64_t ci = 0; ci < cin; ++ci)
+            for (int64_t ky = 0; ky < 3; ++ky)
+              for (int64_t kx = 0; kx < 3; ++kx) {
+                const int64_t iy = oy - 1 + ky, ix = ox - 1 + kx;
+                if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                  dot += qx[ci][iy][ix] * q[o][ci][ky][kx];
+              }
+          // f32(Σ)·(s·scale[o]) + bias[o], three roundings (not contracted to an FMA).
+          volatile float so = s * scales[o];
+          volatile float v = static_cast<float>(dot) * so;
+          want.push_back(v + bias[o]);
+        }
+  }
   Weights wt;
   wt.codes.assign(&q[0][0][0][0], &q[0][0][0][0] + cout * cin * 9);
   for (float v : scales) wt.scales.push_back(f32_to_f16(v));
@@ -179,8 +182,8 @@ TEST_F(Q8Q8Conv, ReferenceIsTheDefinition) {
   wt.args.code_bytes = wt.codes.size();
   wt.args.scales = wt.scales.data();
   wt.args.out = cout, wt.args.in = cin * 9, wt.args.group = cin * 9;
-  const Case c{1, cin, cout, h, w, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
-  const std::vector<float> xv(&x[0][0][0], &x[0][0][0] + cin * h * w);
+  const Case c{n, cin, cout, h, w, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const std::vector<float> xv(&x[0][0][0][0], &x[0][0][0][0] + n * cin * h * w);
   expect_same(run(reference(), c, wt, xv, bias, Activation::none()), want, "reference");
   for (const Kernel& k : kernels_here())
     expect_same(run(k, c, wt, xv, bias, Activation::none()), want, k.name);
@@ -198,8 +201,8 @@ TEST_F(Q8Q8Conv, OptimisedKernelGivesTheReferenceBits) {
   for (const Case& c : kCases) {
     const Weights w = weights(c.c_out, c.c_in * c.kh * c.kw, ++seed);
     std::vector<float> x = uniform(c.n * c.c_in * c.h * c.w, ++seed, -2.0, 3.0);
-    if (c.h * c.w > 3)  // a zero pixel (scale 0) in image 0
-      for (int64_t ci = 0; ci < c.c_in; ++ci) x[ci * c.h * c.w + 2] = 0.0f;
+    if (c.n > 1)  // image 1 on a smaller scale
+      for (int64_t i = c.c_in * c.h * c.w; i < 2 * c.c_in * c.h * c.w; ++i) x[i] *= 0.01f;
     const std::vector<float> bias = uniform(c.c_out, ++seed);
     for (bool with_bias : {false, true}) {
       const float* b = with_bias ? bias.data() : nullptr;
@@ -226,18 +229,52 @@ TEST_F(Q8Q8Conv, OptimisedKernelGivesTheReferenceBits) {
   }
 }
 
-TEST_F(Q8Q8Conv, NonFinitePixelGivesNaNInTheWindowsHoldingIt) {
-  for (const Case& c : {Case{1, 5, 7, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
-                        Case{2, 6, 8, 9, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}}) {
+// Values on and next to the rounding boundaries: image 0's largest magnitude
+// is 127 (scale exactly 1), image 1's 63.5 (scale 0.5), the others
+// multiples of 0.25 (x/s on half-integers, rounded away from zero) or one
+// ulp beside them; image 2 tiny (a subnormal scale) and image 3 tinier
+// (scale 0). The VNNI kernel's division-free codes must fall back to the
+// reference's operations there.
+TEST_F(Q8Q8Conv, CodesOnRoundingBoundariesAreTheReferences) {
+  const Case c{4, 9, 7, 6, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const Weights w = weights(c.c_out, c.c_in * 9, 41);
+  const int64_t image = c.c_in * c.h * c.w;
+  Rng rng(42);
+  std::vector<float> x(static_cast<size_t>(c.n * image));
+  for (int64_t b = 0; b < 2; ++b) {
+    const float top = b == 0 ? 127.0f : 63.5f;
+    for (int64_t i = 0; i < image; ++i) {
+      float v = static_cast<float>(std::floor(rng.uniform(-4 * top, 4 * top + 1))) / 4;
+      if (rng.uniform(0, 1) < 0.3) v = std::nextafter(v, rng.uniform(0, 1) < 0.5 ? -1e9f : 1e9f);
+      x[b * image + i] = std::clamp(v, -top, top);
+    }
+    x[b * image + 17] = -top;
+  }
+  for (int64_t i = 0; i < image; ++i) {
+    x[2 * image + i] = static_cast<float>(rng.uniform(-1, 1)) * 3e-38f;  // scale subnormal
+    x[3 * image + i] = static_cast<float>(rng.uniform(-1, 1)) * 1e-44f;  // scale 0
+  }
+  const std::vector<float> bias = uniform(c.c_out, 43);
+  const std::vector<float> want = run(reference(), c, w, x, bias.data(), Activation::none());
+  for (const Kernel& k : kernels_here())
+    expect_same(run(k, c, w, x, bias.data(), Activation::none()), want, k.name);
+}
+
+// Image 0 holds one NaN, image 1 one +∞, image 2 is finite, image 3 zero:
+// every output of images 0 and 1 NaN, image 2 the reference's, image 3
+// act(bias).
+TEST_F(Q8Q8Conv, NonFiniteValueGivesNaNForItsWholeImage) {
+  for (const Case& c : {Case{4, 5, 7, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+                        Case{4, 6, 8, 9, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}}) {
     const Weights w = weights(c.c_out, c.c_in * 9, 5);
-    std::vector<float> x = uniform(c.n * c.c_in * c.h * c.w, 6);
-    const int64_t plane = c.h * c.w;
-    const int64_t bad[2][2] = {{3, 4}, {7, 35}};  // (iy, ix) in image 0: NaN, +∞
-    x[2 * plane + bad[0][0] * c.w + bad[0][1]] = std::numeric_limits<float>::quiet_NaN();
-    x[0 * plane + bad[1][0] * c.w + bad[1][1]] = std::numeric_limits<float>::infinity();
+    const int64_t image = c.c_in * c.h * c.w;
+    std::vector<float> x = uniform(c.n * image, 6);
+    x[0 * image + 2 * c.h * c.w + 3 * c.w + 4] = std::numeric_limits<float>::quiet_NaN();
+    x[1 * image + 7 * c.w + 35] = std::numeric_limits<float>::infinity();
+    std::fill(x.begin() + 3 * image, x.begin() + 4 * image, 0.0f);
     const std::vector<float> bias = uniform(c.c_out, 7);
     const Conv2dParams p = c.conv();
-    const int64_t oh = p.out_h(), ow = p.out_w();
+    const int64_t plane = p.out_h() * p.out_w();
     std::vector<Kernel> all{reference()};
     for (const Kernel& k : kernels_here()) all.push_back(k);
     const std::vector<float> want = run(reference(), c, w, x, bias.data(), Activation::relu());
@@ -246,19 +283,39 @@ TEST_F(Q8Q8Conv, NonFinitePixelGivesNaNInTheWindowsHoldingIt) {
       expect_same(y, want, k.name + " " + c.name());
       for (int64_t b = 0; b < c.n; ++b)
         for (int64_t o = 0; o < c.c_out; ++o)
-          for (int64_t oy = 0; oy < oh; ++oy)
-            for (int64_t ox = 0; ox < ow; ++ox) {
-              bool holds = false;
-              for (const auto& px : bad)
-                for (int64_t ky = 0; ky < 3; ++ky)
-                  for (int64_t kx = 0; kx < 3; ++kx)
-                    holds = holds || (b == 0 && oy * c.sh - c.pt + ky == px[0] &&
-                                      ox * c.sw - c.pl + kx == px[1]);
-              const float v = y[static_cast<size_t>(((b * c.c_out + o) * oh + oy) * ow + ox)];
-              EXPECT_EQ(std::isnan(v), holds)
-                  << k.name << " b " << b << " o " << o << " oy " << oy << " ox " << ox << " " << v;
-            }
+          for (int64_t j = 0; j < plane; ++j) {
+            const float v = y[static_cast<size_t>((b * c.c_out + o) * plane + j)];
+            if (b < 2)
+              EXPECT_TRUE(std::isnan(v)) << k.name << " b " << b << " o " << o << " " << j;
+            else if (b == 2)
+              EXPECT_TRUE(std::isfinite(v)) << k.name << " o " << o << " " << j;
+            else
+              EXPECT_EQ(v, std::max(bias[o], 0.0f)) << k.name << " o " << o << " " << j;
+          }
     }
+  }
+}
+
+// c_in·kh·kw = 14680·9 = 132120 > 132104, where int32 sums of the VNNI
+// kernel could overflow (|Σ| ≤ K·127·128): its pack writes the reference's
+// layout and the call goes to the reference. Codes 127 (every x = 1) and
+// weights −128 drive the sum of the centre output past int32
+// (−128·127·132120 < −2^31): the int64 sum rounded to f32 once.
+TEST_F(Q8Q8Conv, SumsPastInt32GoToTheReference) {
+  const Case c{1, 14680, 2, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  Weights w = weights(c.c_out, c.c_in * 9, 51);
+  std::fill(w.codes.begin(), w.codes.begin() + c.c_in * 9, static_cast<int8_t>(-128));
+  std::vector<float> x(static_cast<size_t>(c.c_in * c.h * c.w), 1.0f);
+  const std::vector<float> want = run(reference(), c, w, x, nullptr, Activation::none());
+  // Centre output of channel 0: 9 taps × 14680 channels of 127·(−128).
+  const float s = 1.0f / 127.0f;
+  volatile float so = s * f16_to_f32(w.scales[0]);
+  volatile float v = static_cast<float>(int64_t{127} * -128 * 9 * c.c_in) * so;
+  EXPECT_LT(int64_t{127} * -128 * 9 * c.c_in, int64_t{INT32_MIN});
+  EXPECT_EQ(want[4], v + 0.0f);
+  for (const Kernel& k : kernels_here()) {
+    EXPECT_EQ(k.pack(w.args, 3, 3, nullptr), q8_q8_conv_pack_ref(w.args, 3, 3, nullptr)) << k.name;
+    expect_same(run(k, c, w, x, nullptr, Activation::none()), want, k.name);
   }
 }
 

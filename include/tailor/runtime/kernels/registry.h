@@ -95,19 +95,18 @@ using Q8Q8Conv1x1PackFn = int64_t (*)(const schemes::kernels::PackedGemmArgs& w,
 using Q8Q8Conv1x1Fn = void (*)(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
                                float* y, const Activation& act);
 /// W8A8 k×k convolution (groups 1; any kernel, strides, pads, dilations): the
-/// scheme int8-a8 on a conv kernel larger than 1×1. Each input pixel's channel
-/// vector is quantized as Q8Q8Conv1x1's columns are: s[b, iy, ix] =
-/// max_c |x[b, c, iy, ix]|/127 (f32), qx = clamp(round_half_away(x/s), −127,
-/// 127) (0 when s = 0); a padding pixel has qx = 0 and s = 0. Per output
-/// (b, o, oy, ox), from acc = +0 (f32), for each tap (ky, kx) in row-major
-/// order, iy = oy·stride_h − pad_top + ky·dil_h, ix likewise:
-///   acc = fma(f32(Σ_c qx[b, c, iy, ix]·q[o, c, ky, kx]), s[b, iy, ix], acc)
-/// (the integer sum exact, one rounding per tap), then y[b, o, oy, ox] =
-/// act(acc·f16(scale[o]) + bias[o]) as F32BiasActFn. The rounding of each
-/// pixel's channel vector is a standard form in the file (each pixel rounded,
-/// then a Conv on the rounded values); tailor's sums are exact where the
-/// file's f32 Conv rounds. A pixel holding NaN or ±Inf gives NaN in every
-/// output whose window holds it. Needs c_in ≤ kQ8Q8Conv1x1MaxIn.
+/// scheme int8-a8 on a conv kernel larger than 1×1, with ONE activation scale
+/// per image: s[b] = max_{c, iy, ix} |x[b, c, iy, ix]|/127 (f32), qx =
+/// clamp(round_half_away(x/s[b]), −127, 127) (0 when s[b] = 0), a padding
+/// pixel qx = 0. Then y[b, o, oy, ox] = act(f32(Σ_{c, ky, kx} qx[b, c, iy,
+/// ix]·q[o, c, ky, kx])·(s[b]·f16(scale[o])) + bias[o]) with iy = oy·stride_h
+/// − pad_top + ky·dil_h, ix likewise: one exact integer sum over every tap
+/// and channel, converted to f32 once, the two products in f32 in this order
+/// (s[b]·scale[o] first), then the bias and act as F32BiasActFn. So the file
+/// computes the same bits with a standard Conv on the integer codes (its
+/// partial sums exact in f32, channel chunks). A NaN or ±Inf anywhere in
+/// image b makes s[b] NaN and every output of image b NaN. (Per-pixel scales,
+/// as Q8Q8Conv1x1's, cannot be written so: each tap would need its own.)
 /// x [n, c_in, h, w], y [n, c_out, out_h, out_w], NCHW contiguous; bias [c_out] or null.
 struct Q8Q8ConvParams {
   Conv2dParams conv;                ///< shapes, strides, pads, dilations; groups 1
@@ -316,20 +315,22 @@ void q8_q8_conv1x1_8x16_avx512vnni(const Q8Q8Conv1x1Params& p, const float* x, c
                                    float* y, const Activation& act);
 /// Panels of 6 output channels, taps row-major, inputs in quads:
 /// codes[panel][ky][kx][c/4][6][4] (rows past c_out and inputs past c_in
-/// zero), then −128·Σ_c q[o, c, ky, kx] as int32 [panel][tap][6], then
-/// f16(scale[o]) as f32 per padded row. q8_q8_conv_6x32_avx512vnni reads it.
+/// zero), then −128·Σ_{c, ky, kx} q[o, c, ky, kx] as int32 and f16(scale[o])
+/// as f32 per padded row. q8_q8_conv_6x32_avx512vnni reads it; where
+/// c_in·kh·kw > 132104 (sums past int32) it is q8_q8_conv_pack_ref's layout.
 int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t kh, int64_t kw,
                              uint8_t* packed);
-/// The W8A8 k×k conv (Q8Q8ConvParams) on VPDPBUSD (AVX512-F/BW/VL/VNNI):
-/// each image's padded input quantized once (the reference's f32 operations,
-/// vectorised, so the same codes) into u8 qx + 128 laid out
-/// [c/4][padded row][column phase mod stride_w][column / stride_w][4] with its
-/// pixel scales (padding: qx = 0, s = 0); tiles of 6 channels × 32 pixels of
-/// one output row, per tap 12 int32 sums (started at −128·Σq) then one
-/// vfmadd per lane into 12 f32 accumulators, the reference's order; then
-/// ·scale[o] and f32_bias_act_avx2 per channel row. Work items (image,
-/// output row) over parallel_for. Same bits as q8_q8_conv_ref; shapes with
-/// c_in > kQ8Q8Conv1x1MaxIn or planes past int32 indexing go to it.
+/// The W8A8 k×k conv (Q8Q8ConvParams, one scale per image) on VPDPBUSD
+/// (AVX512-F/BW/VL/VNNI): the image maxima over fixed chunks; every padded
+/// input row a window reads quantized once per call (the reference's codes,
+/// vectorised; division-free where provably equal) into u8 qx + 128 laid out
+/// [row][c/4][column phase mod stride_w][column / stride_w][4] (padding:
+/// qx = 0); tiles of 12 channels × 32 columns of one output row (6 × 32,
+/// 12 × 16, 6 × 16 at the edges), one int32 sum per output over every tap
+/// and quad (started at −128·Σq), then f32(Σ)·(s·scale[o]) and
+/// f32_bias_act_avx2 per channel over bands of 8 output rows, the work items
+/// of parallel_for. Same bits as q8_q8_conv_ref at any thread count;
+/// c_in·kh·kw > 132104 goes to it.
 void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const float* bias,
                                 float* y, const Activation& act);
 /// Bias + activation 8 lanes at a time (Cephes exp/tanh polynomials, ~2 ulp).
