@@ -257,7 +257,8 @@ TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint
     const uint32_t* row = codes + (rr0 + ky * c.dil_h) * g.row_dwords;
     for (int64_t kx = 0; kx < c.kw; ++kx) {
       const int64_t off = kx * c.dil_w;
-      const uint32_t* xp = row + off % g.sw * g.nidx + ox0 + off / g.sw;
+      // (No division at stride 1: its latency sat on the next tap's loads.)
+      const uint32_t* xp = row + ox0 + (g.sw == 1 ? off : off % g.sw * g.nidx + off / g.sw);
       for (int64_t qd = 0; qd < g.quads; ++qd, wq += kRows * 4) {
         __m512i x[C];
 #pragma GCC unroll 2
