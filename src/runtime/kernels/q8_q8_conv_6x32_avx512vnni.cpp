@@ -22,7 +22,8 @@
 // consecutive dwords for any stride. (3) Bands of kBand output rows of one
 // image.
 //
-// A register tile is 12 output channels (two 6-channel weight panels) × 32
+// A register tile (the names keep the first version's 6 × 32) is 12 output
+// channels (two 6-channel weight panels) × 32
 // consecutive output columns of one row (6 × 32 on an odd last panel, 12 ×
 // 16 and 6 × 16 for a last block of ≤ 16 columns): 24 int32 sums (two zmm
 // per channel) start at the packed −128·Σ_{c, tap} q[o, c, tap] (the shift
@@ -82,8 +83,8 @@ inline Layout layout(int64_t out, int64_t c_in, int64_t taps) {
   return l;
 }
 
-// The band buffer's geometry: a padded row holds quads·sw·nidx dwords of
-// codes and sw·nidx scales.
+// The quantized rows' geometry: a padded row holds quads·sw·nidx dwords of
+// codes, nidx = the 32-column blocks' columns plus the taps' reach.
 struct Geometry {
   int64_t quads, sw, nidx, wtot, row_dwords;
 };
@@ -256,7 +257,8 @@ TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint
     const uint32_t* row = codes + (rr0 + ky * c.dil_h) * g.row_dwords;
     for (int64_t kx = 0; kx < c.kw; ++kx) {
       const int64_t off = kx * c.dil_w;
-      const uint32_t* xp = row + off % g.sw * g.nidx + ox0 + off / g.sw;
+      // (No division at stride 1: its latency sat on the next tap's loads.)
+      const uint32_t* xp = row + ox0 + (g.sw == 1 ? off : off % g.sw * g.nidx + off / g.sw);
       for (int64_t qd = 0; qd < g.quads; ++qd, wq += kRows * 4) {
         __m512i x[C];
 #pragma GCC unroll 2
@@ -449,6 +451,8 @@ void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const f
 }
 
 }  // namespace tailor::runtime::kernels
+
+#undef TAILOR_Q8K_TARGET
 
 #pragma GCC diagnostic pop
 
