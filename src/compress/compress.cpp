@@ -421,7 +421,38 @@ CompressResult compress_model(const CompressOptions& o) {
     plan::SolveOptions so;
     so.seed = o.seed;
     so.threads = o.threads;
-    r.plan = plan::solve_plans(r.profile, problem, {o.solver}, so, objective).front();
+    auto solve = [&] { return plan::solve_plans(r.profile, problem, {o.solver}, so, objective); };
+    if (o.max_latency && !llama) {
+      // Held to the budget by measuring each plan against the original.
+      const graph::Model before = runnable_model(mf);
+      const double least = plan::least_latency(problem, so);
+      const plan::CalibratedPlan c = plan::latency_calibrated_plan(
+          *o.max_latency, r.profile.latency_model_ms.value_or(least), least,
+          [&](double target) {
+            problem.latency_budget = target - problem.fixed_latency;
+            return solve().front();
+          },
+          [&](const plan::Plan& p) {
+            const graph::Model after = runnable_model(rewrite_standard(
+                mf, encode_plan(mf, p, po.scheme_defaults, 0x7a11, o.threads, grams)));
+            const std::vector<double> ms =
+                interleaved_latency_ms({&before, &after}, latency_input, latency_options);
+            return std::make_pair(ms[0], ms[1]);
+          },
+          o.model, budget_bytes);
+      for (size_t i = 0; i < c.rounds.size(); ++i) {
+        const plan::LatencyRound& lr = c.rounds[i];
+        say("plan", fmt::format("latency round {}: solver budget {:.3f} ms, predicted {:.3f} ms, "
+                                "measured {:.3f} ms against the original's {:.3f} ({:.3f}×): "
+                                "{:.3f} ms on the profile's clock, budget {:.3f}",
+                                i + 1, lr.target, lr.predicted, lr.plan_ms, lr.original_ms,
+                                lr.plan_ms / lr.original_ms, lr.on_profile_clock, *o.max_latency));
+      }
+      r.plan = c.plan;
+      r.plan.max_latency = *o.max_latency;
+    } else {
+      r.plan = solve().front();
+    }
   }
   done("plan",
        fmt::format("{}: {} of {} bytes ({} of dense), objective {:.3g}", o.solver,

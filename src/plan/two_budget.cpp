@@ -308,6 +308,55 @@ double choice_latency(const Problem& problem, const Choice& choice) {
   return t;
 }
 
+double least_latency(const Problem& problem, const SolveOptions& options) {
+  require_additive(problem, "exact");
+  check_feasible(problem);
+  const Solution fastest = solve_exact(latency_as_cost(problem), options);
+  return choice_latency(problem, fastest.choice) + problem.fixed_latency;
+}
+
+CalibratedPlan latency_calibrated_plan(
+    double max_latency, double model_ms, double least_ms, const std::function<Plan(double)>& solve,
+    const std::function<std::pair<double, double>(const Plan&)>& measure, const std::string& source,
+    int64_t budget_bytes) {
+  constexpr int kRounds = 4;
+  constexpr double kWithin = 0.05;
+  CalibratedPlan out;
+  std::vector<Plan> plans;
+  double target = std::max(max_latency, least_ms);
+  for (int round = 0; round < kRounds; ++round) {
+    plans.push_back(solve(target));
+    const Plan& p = plans.back();
+    const auto [orig, ms] = measure(p);
+    const double m = ms / orig * model_ms;
+    out.rounds.push_back({target, p.predicted_latency, orig, ms, m});
+    if (std::abs(m - max_latency) <= kWithin * max_latency) break;
+    const double saved_predicted = model_ms - p.predicted_latency, saved_measured = model_ms - m;
+    if (!(saved_predicted > 0) || !(saved_measured > 0)) break;  // no line to map through
+    const double next =
+        std::max(least_ms, model_ms - (model_ms - max_latency) * saved_predicted / saved_measured);
+    if (std::abs(next - target) <= 1e-6 * max_latency) break;
+    target = next;
+  }
+  std::optional<size_t> best;
+  size_t fastest = 0;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (out.rounds[i].on_profile_clock < out.rounds[fastest].on_profile_clock) fastest = i;
+    if (out.rounds[i].on_profile_clock <= (1 + kWithin) * max_latency &&
+        (!best || plans[i].objective_value < plans[*best].objective_value))
+      best = i;
+  }
+  if (!best)
+    throw Error(source, fmt::format("--max-latency {:.4g} ms is out of reach within {} bytes: the "
+                                    "fastest plan at that byte budget measured {:.4g} ms "
+                                    "({:.3f}× the original; predicted {:.4g} ms)",
+                                    max_latency, budget_bytes, out.rounds[fastest].on_profile_clock,
+                                    out.rounds[fastest].plan_ms / out.rounds[fastest].original_ms,
+                                    out.rounds[fastest].predicted));
+  out.plan = std::move(plans[*best]);
+  return out;
+}
+
 Solution solve_two_budgets(const Problem& problem, const SolveOptions& options) {
   require_additive(problem, "exact");
   check_feasible(problem);

@@ -201,3 +201,69 @@ TEST(PlanTwoBudgets, BudgetsFromAProfile) {
 
 }  // namespace
 }  // namespace tailor::plan
+
+namespace tailor::plan {
+namespace {
+
+// A menu of four plans (predicted ms 30, 29, 28, 27; faster ones do more
+// damage: objective 100 − predicted); `solve` takes the slowest within the
+// target, as the solver's lowest objective would.
+Plan menu_plan(double target) {
+  Plan p;
+  p.predicted_latency = 27;
+  for (double t : {30.0, 29.0, 28.0})
+    if (t <= target) {
+      p.predicted_latency = t;
+      break;
+    }
+  p.objective_value = 100 - p.predicted_latency;
+  return p;
+}
+
+// The original predicted and measured at 40 ms; a plan's measured savings
+// are `gain` times its predicted ones.
+std::function<std::pair<double, double>(const Plan&)> measured_with_gain(double gain) {
+  return [gain](const Plan& p) {
+    return std::make_pair(40.0, 40.0 - gain * (40.0 - p.predicted_latency));
+  };
+}
+
+TEST(PlanLatencyCalibration, MapsTheBudgetThroughTheMeasuredSavings) {
+  // Budget 26 below the predicted floor 27: round 1 plans at 27 and measures
+  // 40 − 1.6·13 = 19.2; the line through (40, 40) and (27, 19.2) maps 26 to a
+  // predicted 40 − 14·13/20.8 = 31.25, so round 2 takes the 30 ms plan, which
+  // measures 24 (within 26·1.05); the next budget is 40 − 14·10/16 = 31.25
+  // again, so it stops. Of 19.2 and 24 the 30 ms plan has the lower objective.
+  const CalibratedPlan c =
+      latency_calibrated_plan(26, 40, 27, menu_plan, measured_with_gain(1.6), "m", 100);
+  ASSERT_EQ(c.rounds.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.rounds[0].target, 27);
+  EXPECT_DOUBLE_EQ(c.rounds[0].on_profile_clock, 40 - 1.6 * 13);
+  EXPECT_DOUBLE_EQ(c.rounds[1].target, 40 - 14.0 * 13 / (1.6 * 13));
+  EXPECT_DOUBLE_EQ(c.rounds[1].on_profile_clock, 24);
+  EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 30);
+}
+
+TEST(PlanLatencyCalibration, StopsWhenTheFirstPlanLandsWithinFivePercent) {
+  const CalibratedPlan c =
+      latency_calibrated_plan(28, 40, 27, menu_plan, measured_with_gain(1.0), "m", 100);
+  ASSERT_EQ(c.rounds.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 28);
+}
+
+TEST(PlanLatencyCalibration, OutOfReachNamesTheFastestMeasuredPlan) {
+  // Measured as predicted: the floor plan measures 27 ms, over 20·1.05; the
+  // mapped budget (20) is below the floor, which was already tried.
+  try {
+    latency_calibrated_plan(20, 40, 27, menu_plan, measured_with_gain(1.0), "model.onnx", 1234);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("model.onnx"), std::string::npos) << what;
+    EXPECT_NE(what.find("1234 bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("measured 27 ms"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace tailor::plan

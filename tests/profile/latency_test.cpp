@@ -9,6 +9,7 @@
 
 #include "graph/passes/pass_test_util.h"
 #include "tailor/core/error.h"
+#include "tailor/io/onnx.h"
 #include "tailor/profile/profiler.h"
 #include "test_util.h"
 
@@ -123,6 +124,25 @@ TEST(Latency, PlanAndCompressCheckTheSecondBudgetOptions) {
   refused("compress " + onnx + " --budget 50% --max-latency 5 --solver cem", "only exact");
   refused("compress " + onnx + " --uniform int8 --max-macs 5", "--max-macs: not with --uniform");
   refused("compress " + onnx + " --budget 50% --max-latency -1", "--max-latency: must be finite");
+}
+
+// compress holds --max-latency against measured plans: rounds of plan and
+// measure are printed, and a budget no plan reaches names the fastest
+// plan's measured latency.
+TEST(Latency, CompressMeasuresItsPlansAgainstTheLatencyBudget) {
+  TempDir dir;
+  const std::string onnx = dir.file("m.onnx");
+  graph::write_onnx(model(), onnx);
+  const std::string common = "compress " + onnx + " --budget 60% --min-params 0 --no-cache " +
+                             "--schemes dense,int8,int4 --objective numel -o " + dir.file("out");
+  const CommandResult ok = run_cli(common + " --max-latency 1000");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("latency round 1: solver budget 1000"), std::string::npos) << ok.output;
+  const CommandResult no = run_cli(common + " --max-latency 0.000001");
+  EXPECT_EQ(no.exit_code, 2) << no.output;
+  EXPECT_NE(no.output.find("out of reach"), std::string::npos) << no.output;
+  EXPECT_NE(no.output.find("the fastest plan at that byte budget measured"), std::string::npos)
+      << no.output;
 }
 
 }  // namespace

@@ -7,8 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "tailor/plan/plan.h"
 #include "tailor/plan/problem.h"
 
 namespace tailor::plan {
@@ -34,6 +39,43 @@ void add_second_budget(Problem& problem, const ModelProfile& profile,
 
 /// Σ_i latency of `choice` (fixed_latency not included).
 double choice_latency(const Problem& problem, const Choice& choice);
+
+/// The least second-budget amount (latency, fixed_latency included) any plan
+/// within the byte budget reaches: solve_exact with the latencies as costs,
+/// as solve_two_budgets' step (1). Needs problem.has_latency().
+double least_latency(const Problem& problem, const SolveOptions& options);
+
+/// One measured round of latency_calibrated_plan (ms): the solver's latency
+/// budget (fixed_latency included), the plan's predicted latency, the
+/// original's and the plan's measured latencies, and the plan's on the
+/// profile's clock (plan_ms / original_ms · the profile's whole-model latency).
+struct LatencyRound {
+  double target = 0, predicted = 0, original_ms = 0, plan_ms = 0, on_profile_clock = 0;
+};
+
+/// A plan held to `max_latency` (ms, the profile's clock) by measurement, and
+/// the rounds that chose it.
+struct CalibratedPlan {
+  Plan plan;
+  std::vector<LatencyRound> rounds;
+};
+
+/// --max-latency against measured latencies rather than the solver's model
+/// alone (which sums each op timed by itself: on the detector it predicted
+/// 29.9 ms for a plan that ran in 26.3). Round 1 plans at max(max_latency,
+/// least_ms) with `solve` (a latency budget, ms, fixed_latency included) and
+/// times the plan against the original with `measure` ({original ms, plan
+/// ms}); while the plan's latency on the profile's clock is more than 5% from
+/// max_latency, the next round's budget maps max_latency through the line
+/// from the original (model_ms predicted and measured) to the last plan
+/// (predicted → measured), never below least_ms; at most 4 rounds, stopping
+/// when the budget repeats. Chosen: the lowest objective among the rounds
+/// measured within max_latency·1.05. Throws Error naming `source`, the byte
+/// budget and the fastest plan's measured latency when none is.
+CalibratedPlan latency_calibrated_plan(
+    double max_latency, double model_ms, double least_ms, const std::function<Plan(double)>& solve,
+    const std::function<std::pair<double, double>(const Plan&)>& measure, const std::string& source,
+    int64_t budget_bytes);
 
 /// Solves the two-budget problem (problem.has_latency(); otherwise
 /// solve_exact): (1) the least latency reachable within the byte budget, by
