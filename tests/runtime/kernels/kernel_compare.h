@@ -10,10 +10,36 @@
 #include <string>
 #include <vector>
 
+#include "tailor/core/dtype.h"
 #include "tailor/core/rng.h"
 #include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels::testing {
+
+/// int8 codes over the whole range (−128 included) and f16 scales in
+/// [1e-3, 2e-2) of an [out, in] weight, seeded, with their packed-GEMM view
+/// (per-channel scales) for the W8A8 kernels' pack functions.
+struct Weights {
+  std::vector<int8_t> codes;
+  std::vector<uint16_t> scales;
+  schemes::kernels::PackedGemmArgs args;
+};
+
+inline Weights weights(int64_t out, int64_t in, uint64_t seed) {
+  Weights w;
+  Rng rng(seed);
+  w.codes.resize(static_cast<size_t>(out * in));
+  for (int8_t& c : w.codes) c = static_cast<int8_t>(static_cast<int>(rng.uniform(0, 256)) - 128);
+  for (int64_t o = 0; o < out; ++o)
+    w.scales.push_back(f32_to_f16(static_cast<float>(rng.uniform(1e-3, 2e-2))));
+  w.args.codes = reinterpret_cast<const uint8_t*>(w.codes.data());
+  w.args.code_bytes = w.codes.size();
+  w.args.scales = w.scales.data();
+  w.args.out = out;
+  w.args.in = in;
+  w.args.group = in;
+  return w;
+}
 
 /// Unit roundoff of f32: 2^−24.
 inline constexpr double kEps = 0x1p-24;

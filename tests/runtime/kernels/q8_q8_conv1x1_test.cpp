@@ -33,28 +33,6 @@ const Case kCases[] = {
     {2, 20, 9, 301},   // work items of 128 pixels: two whole, one of 45 (a tail block)
 };
 
-struct Weights {
-  std::vector<int8_t> codes;
-  std::vector<uint16_t> scales;
-  schemes::kernels::PackedGemmArgs args;
-};
-
-Weights weights(int64_t out, int64_t in, uint64_t seed) {
-  Weights w;
-  Rng rng(seed);
-  w.codes.resize(static_cast<size_t>(out * in));
-  for (int8_t& c : w.codes) c = static_cast<int8_t>(static_cast<int>(rng.uniform(0, 256)) - 128);
-  for (int64_t o = 0; o < out; ++o)
-    w.scales.push_back(f32_to_f16(static_cast<float>(rng.uniform(1e-3, 2e-2))));
-  w.args.codes = reinterpret_cast<const uint8_t*>(w.codes.data());
-  w.args.code_bytes = w.codes.size();
-  w.args.scales = w.scales.data();
-  w.args.out = out;
-  w.args.in = in;
-  w.args.group = in;
-  return w;
-}
-
 std::vector<float> run(const KernelTable& t, Q8Q8Conv1x1Fn fn, const Case& c, const Weights& w,
                        const std::vector<float>& x, const float* bias, const Activation& act) {
   std::vector<uint8_t> packed(static_cast<size_t>(t.q8q8_conv1x1_pack(w.args, nullptr)));

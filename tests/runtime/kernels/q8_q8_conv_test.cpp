@@ -57,28 +57,6 @@ const Case kCases[] = {
     {1, 4, 6, 7, 70, 2, 4, 3, 1, 0, 3, 2, 0, 2, 1},      // stride 3 rows, 3 tiles a row
 };
 
-struct Weights {
-  std::vector<int8_t> codes;
-  std::vector<uint16_t> scales;
-  schemes::kernels::PackedGemmArgs args;
-};
-
-Weights weights(int64_t out, int64_t in, uint64_t seed) {
-  Weights w;
-  Rng rng(seed);
-  w.codes.resize(static_cast<size_t>(out * in));
-  for (int8_t& c : w.codes) c = static_cast<int8_t>(static_cast<int>(rng.uniform(0, 256)) - 128);
-  for (int64_t o = 0; o < out; ++o)
-    w.scales.push_back(f32_to_f16(static_cast<float>(rng.uniform(1e-3, 2e-2))));
-  w.args.codes = reinterpret_cast<const uint8_t*>(w.codes.data());
-  w.args.code_bytes = w.codes.size();
-  w.args.scales = w.scales.data();
-  w.args.out = out;
-  w.args.in = in;
-  w.args.group = in;
-  return w;
-}
-
 // A pack and its conv (one table's pair).
 struct Kernel {
   std::string name;
