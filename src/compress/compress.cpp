@@ -69,7 +69,6 @@ std::string percent(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
 }
 
-/// weights.safetensors: planned factors, dense planned layers and every other weight.
 /// Runs per model when compress times whole plans against the original:
 /// about 1.5 s of each (9 to 60 runs by the profile's whole-model latency),
 /// since a median of 9 moved the recogniser's ratio by 0.1 between two
@@ -79,6 +78,7 @@ LatencyOptions whole_model_latency_options(std::optional<double> model_ms) {
   return {1, static_cast<int>(std::clamp(1500.0 / std::max(ms, 1e-3), 9.0, 60.0))};
 }
 
+/// weights.safetensors: planned factors, dense planned layers and every other weight.
 void write_weights(const std::string& path, const graph::Model& mf, const plan::Plan& plan,
                    const std::vector<EncodedLayer>& layers) {
   std::vector<NamedTensor> tensors;

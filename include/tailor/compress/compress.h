@@ -132,6 +132,9 @@ struct CompressOptions {
   /// model's latency in CPU ms at 1 thread (every candidate's latency is then
   /// measured, profile/latency.h, on the first calibration input), or the
   /// summed MACs of the planned layers. The uniform guard does not run then.
+  /// A latency budget is held by measurement: each round's plan is timed
+  /// whole against the original and the solver's budget re-mapped
+  /// (plan::latency_calibrated_plan; ONNX models).
   std::optional<double> max_latency;
   std::optional<int64_t> max_macs;
   /// Seconds per solver run in the report's curve and comparison (0: none).
