@@ -354,8 +354,8 @@ namespace tailor::graph {
 namespace {
 
 /// int8-a8's activation rounding (schemes::kernels::q8_q8_gemm_ref's f32
-/// operations) of each row of `x` along `axis`: the codes q (integer-valued
-/// f32) and the rows' scales s (keepdims).
+/// operations) of each row of `x` along `axes` (one axis: a row; 1, 2, 3: an
+/// image): the codes q (integer-valued f32) and the rows' scales s (keepdims).
 std::pair<std::string, std::string> emit_row_rounding(Emit& e, const std::string& x,
                                                       const std::vector<int64_t>& axes) {
   const std::string a = e.op("Abs", {x});
