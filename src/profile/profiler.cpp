@@ -427,14 +427,18 @@ double activation_rel_error(const Tensor& w, const Tensor& w_hat, std::span<cons
   return den > 0 ? std::sqrt(num / den) : 0.0;
 }
 
-/// int8-a8 rounds its reader's input, so it is a candidate only where every
-/// node reading the weight reads it as its weight and graph::emit_w8a8 takes
-/// that node (a Conv of groups 1, a MatMul, a Gemm): its candidates are
-/// dropped from the other layers (a depthwise or transposed conv, say).
+/// int8-a8 rounds its reader's input, so it is a candidate only where the
+/// weight is stored as f32 (an f16 graph's readers run in f16) and every
+/// node reading it reads it as its weight and graph::emit_w8a8 takes that
+/// node (a Conv of groups 1, a MatMul, a Gemm): its candidates are dropped
+/// from the other layers (a depthwise or transposed conv, ISNet's f16 ones).
 /// A model without nodes (a bare weight file) has no readers to judge: kept.
-void drop_w8a8_without_reader(const graph::Graph& g, ModelProfile& profile) {
+void drop_w8a8_without_reader(const graph::Graph& g, const std::vector<graph::WeightView>& weights,
+                              ModelProfile& profile) {
   if (g.nodes.empty()) return;
   std::map<std::string, bool> ok;
+  for (const graph::WeightView& w : weights)
+    if (w.tensor.dtype() != DType::f32) ok[w.name] = false;
   for (const graph::Node& n : g.nodes)
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       auto [it, fresh] = ok.emplace(n.inputs[i], true);
@@ -634,7 +638,7 @@ ModelProfile profile_model(const graph::Model& model, const ProfileOptions& opti
   work();
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);
-  drop_w8a8_without_reader(model.graph, profile);
+  drop_w8a8_without_reader(model.graph, weights, profile);
   return profile;
 }
 

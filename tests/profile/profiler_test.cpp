@@ -383,7 +383,7 @@ TEST(ProfileModel, FixedAndDenseBytesCountEveryWeightAsF32) {
 // int8-a8 rounds its reader's input: offered on a group-1 k×k Conv and a
 // MatMul, not on a depthwise Conv nor a ConvTranspose (whose kernels have
 // the same rank and look alike by shape), nor on a weight read twice where
-// one reader is not a weight input.
+// one reader is not a weight input, nor on an f16 weight.
 TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
   graph::Model m;
   m.opset = 13;
@@ -395,6 +395,7 @@ TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
   m.graph.add_initializer("up", gaussian({8, 8, 2, 2}, 3));
   m.graph.add_initializer("mm", gaussian({8, 16}, 4));
   m.graph.add_initializer("twice", gaussian({16, 16}, 5));
+  m.graph.add_initializer("half", gaussian({16, 16}, 6).to(DType::f16));
   auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out,
                   std::vector<std::pair<std::string, graph::Attribute>> attrs = {}) {
     graph::Node n;
@@ -413,15 +414,20 @@ TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
         {"strides", graph::Attribute::of_ints({2, 2})}});
   node("MatMul", {"c", "mm"}, "Y");
   node("MatMul", {"Y", "twice"}, "d");
-  node("Add", {"d", "twice"}, "Z");
+  node("Add", {"d", "twice"}, "e");
+  node("MatMul", {"e", "half"}, "Z");
   ProfileOptions o;
   o.schemes = {"int8", "int8-a8"};
   o.min_params = 0;
   const ModelProfile p = profile_model(m, o);
   std::map<std::string, bool> a8;
   for (const LayerProfile& l : p.layers) a8[l.name] = find(l, "int8-a8") != nullptr;
-  EXPECT_EQ(a8, (std::map<std::string, bool>{
-                    {"conv", true}, {"dw", false}, {"up", false}, {"mm", true}, {"twice", false}}));
+  EXPECT_EQ(a8, (std::map<std::string, bool>{{"conv", true},
+                                             {"dw", false},
+                                             {"up", false},
+                                             {"mm", true},
+                                             {"twice", false},
+                                             {"half", false}}));
   for (const LayerProfile& l : p.layers) EXPECT_NE(find(l, "int8"), nullptr) << l.name;
 }
 
