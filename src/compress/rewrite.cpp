@@ -293,7 +293,9 @@ graph::Model rewrite_standard(const graph::Model& model, const std::vector<Encod
     if (!done && label == "int8-a8") {
       ed.remove_source(layer.name);
       rw.file_bytes = w8a8_readers(ed, layer, uses, sub);
-      rw.form = "int8 codes × int8-rounded rows (W8A8), scaled after the integer sums";
+      rw.form =
+          "int8 codes × int8-rounded inputs (W8A8; per row, a k×k conv per image), scaled after "
+          "the integer sums";
     } else if (!done) {
       ed.remove_source(layer.name);
       if (graph::has_weight_form(label)) {
