@@ -1,17 +1,22 @@
 // W8A8 1×1 convolution on integer dot products (registry.h,
 // q8_q8_conv1x1_8x16_avx2 / _avx512vnni): per block of 16 output pixels, the
-// 16 columns of X are quantized (the reference's f32 operations, vectorised
-// across pixels, so the same codes) into a u8 panel of qx + 128 laid out in
-// input quads, xq[k/4][16][4], which stays in L1 while every 8-channel panel
-// of the packed weight sweeps it. A tile holds 8 channels × 16 pixels in 16
-// int32 accumulators (two ymm per channel): per quad of inputs, two panel
-// loads and one 4-byte weight broadcast per channel.
-//   _avx512vnni: VPDPBUSD (u8 × s8, four products summed into each int32 lane,
-//     no saturation) on the shifted codes; the shift's 128·Σ_k q[o, k] is
-//     subtracted in the epilogue. |Σ| ≤ 16384 quads · 4·255·128 < 2^31.
-//   _avx2: VPMADDUBSW with the sign trick (unsigned |q| ≤ 128 × signed
-//     qx·sign(q), |qx| ≤ 127: pair sums ≤ 32512, exact), VPMADDWD to int32;
-//     4 channels per pass (16 ymm registers). The panel is un-shifted by XOR 0x80.
+// 16 columns of X are quantized (the reference's codes and scales) into a u8
+// panel of qx + 128 laid out in input quads, xq[k/4][16][4], which stays in
+// L1 while every 8-channel panel of the packed weight sweeps it.
+//   _avx512vnni: a work item's blocks (up to 8) are quantized first, 16
+//     pixels to a zmm, the codes by a multiplication by fl(1/s) where that
+//     provably gives the reference's rounding, else its division
+//     (q8_quantize_avx512.h, shared with the k×k kernel). A tile is 8
+//     channels × 2 blocks in 16 zmm int32 sums that start at the shift's
+//     −128·Σ_k q[o, k]: per quad, two panel loads, one 4-byte weight
+//     broadcast per channel, VPDPBUSD (u8 × s8, four products summed into
+//     each int32 lane, no saturation; |Σ| ≤ 16384 quads · 4·255·128 < 2^31);
+//     the rescale is applied in registers.
+//   _avx2: per block, two ymm per channel (16 int32 sums for 8 channels × 16
+//     pixels), quantized with the reference's division; VPMADDUBSW with the
+//     sign trick (unsigned |q| ≤ 128 × signed qx·sign(q), |qx| ≤ 127: pair
+//     sums ≤ 32512, exact), VPMADDWD to int32; 4 channels per pass (16 ymm
+//     registers). The panel is un-shifted by XOR 0x80.
 // Both sums are exact, so both kernels give the reference's bits: f32(Σ)·(s·f16(scale)),
 // then bias and activation by f32_bias_act_avx2 per channel row.
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
