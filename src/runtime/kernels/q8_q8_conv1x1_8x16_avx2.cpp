@@ -289,6 +289,14 @@ namespace q8conv {
 
 using namespace q8avx512;
 
+// The first 64-byte boundary in v, resized to hold n elements past it.
+template <class T>
+T* aligned64(std::vector<T>& v, int64_t n) {
+  v.resize(static_cast<size_t>(n) + 64 / sizeof(T));
+  const auto a = reinterpret_cast<uintptr_t>(v.data());
+  return reinterpret_cast<T*>((a + 63) & ~uintptr_t{63});
+}
+
 // quantize_block on zmm (one 16-pixel block per vector), the codes by
 // q8avx512::quad_codes (a multiplication by fl(1/s), a division only for
 // quads near a half-integer): the same codes and s as quantize_block. xq
@@ -397,33 +405,35 @@ void q8_q8_conv1x1_8x16_avx512vnni(const Q8Q8Conv1x1Params& p, const float* x, c
   const auto* corr = reinterpret_cast<const int32_t*>(p.packed + l.corr);
   const auto* scale = reinterpret_cast<const float*>(p.packed + l.scales);
   linalg::parallel_for(it.count, it.parallel, [&](int64_t item) {
-    thread_local std::vector<uint8_t> xq;
-    thread_local std::vector<float> xs, ys;
-    xq.resize(static_cast<size_t>(kItem / kPixels * bstride));
-    xs.resize(static_cast<size_t>(p.c_in * kPixels));
-    ys.resize(static_cast<size_t>(l.panels * kRows * kItem));
+    // 64-byte aligned (a zmm a cache line: unaligned, every load and store
+    // of the panels and tiles spans two).
+    thread_local std::vector<uint8_t> xq_buf;
+    thread_local std::vector<float> xs_buf, ys_buf;
+    uint8_t* const xq = aligned64(xq_buf, kItem / kPixels * bstride);
+    float* const xs = aligned64(xs_buf, p.c_in * kPixels);
+    float* const ys = aligned64(ys_buf, l.panels * kRows * kItem);
     alignas(64) float s[kItem];
     const int64_t b = item / it.per_image, i0 = (item % it.per_image) * kItem;
     const int64_t ni = std::min(kItem, pix - i0), nb = (ni + kPixels - 1) / kPixels;
     const float* xb = x + b * p.c_in * pix;
     for (int64_t blk = 0; blk < nb; ++blk) {
       const int64_t j0 = i0 + blk * kPixels;
-      quantize_block_zmm(xb, p.c_in, pix, j0, std::min(kPixels, pix - j0), l.quads, xs.data(),
-                         xq.data() + blk * bstride, s + blk * kPixels);
+      quantize_block_zmm(xb, p.c_in, pix, j0, std::min(kPixels, pix - j0), l.quads, xs,
+                         xq + blk * bstride, s + blk * kPixels);
     }
     for (int64_t pn = 0; pn < l.panels; ++pn) {
       const int8_t* wp = codes + pn * l.quads * kRows * 4;
       for (int64_t blk = 0; blk < nb; blk += kTileBlocks) {
-        const uint8_t* xp = xq.data() + blk * bstride;
+        const uint8_t* xp = xq + blk * bstride;
         const int64_t o0 = pn * kRows, j = blk * kPixels;
-        float* yt = ys.data() + o0 * kItem + j;
+        float* yt = ys + o0 * kItem + j;
         if (nb - blk >= 2)
           tile_zmm<2>(xp, bstride, wp, l.quads, corr + o0, scale + o0, s + j, yt, kItem);
         else
           tile_zmm<1>(xp, bstride, wp, l.quads, corr + o0, scale + o0, s + j, yt, kItem);
       }
     }
-    finish_item(ys.data(), out, bias, act, y + b * out * pix, pix, i0, ni);
+    finish_item(ys, out, bias, act, y + b * out * pix, pix, i0, ni);
   });
 }
 
