@@ -297,10 +297,31 @@ T* aligned64(std::vector<T>& v, int64_t n) {
   return reinterpret_cast<T*>((a + 63) & ~uintptr_t{63});
 }
 
+// A block's scales from its four partial maxima of |x|'s bit patterns (see
+// quantize_block_zmm): s (NaN for a column holding NaN or ±Inf) stored, the
+// divisor (s, or 1 where s = 0) and fl(1/divisor) returned.
+TAILOR_Q8_AVX512_INLINE void block_scales(const __m512i (&mk)[4], float* s, __m512& div,
+                                          __m512& rcp) {
+  const __m512i mx =
+      _mm512_max_epi32(_mm512_max_epi32(mk[0], mk[1]), _mm512_max_epi32(mk[2], mk[3]));
+  const __mmask16 bad = _mm512_cmpge_epi32_mask(mx, _mm512_set1_epi32(0x7F800000));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 sv = _mm512_div_ps(_mm512_castsi512_ps(mx), _mm512_set1_ps(127.0f));
+  _mm512_storeu_ps(
+      s, _mm512_mask_blend_ps(bad, sv, _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN())));
+  // A zero column divides by 1 (its codes are 0 either way).
+  div = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(sv, _mm512_setzero_ps(), _CMP_EQ_OQ), sv, one);
+  rcp = _mm512_div_ps(one, div);
+}
+
+/// Inputs up to which quantize_block_zmm holds a block in registers.
+constexpr int64_t kRegInputs = 16;
+
 // quantize_block on zmm (one 16-pixel block per vector), the codes by
 // q8avx512::quad_codes (a multiplication by fl(1/s), a division only for
 // quads near a half-integer): the same codes and s as quantize_block. xq
-// gets the block's panel [quads][16][4], s its 16 scales.
+// gets the block's panel [quads][16][4], s its 16 scales. Up to kRegInputs
+// inputs the block stays in registers, else it is copied to xs [k_in, 16].
 TAILOR_Q8_AVX512_TARGET void quantize_block_zmm(const float* xb, int64_t k_in, int64_t pix,
                                                 int64_t j0, int64_t nv, int64_t quads, float* xs,
                                                 uint8_t* xq, float* s) {
@@ -313,34 +334,37 @@ TAILOR_Q8_AVX512_TARGET void quantize_block_zmm(const float* xb, int64_t k_in, i
   const __m512i abs_bits = _mm512_set1_epi32(0x7FFFFFFF);
   __m512i mk[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                    _mm512_setzero_si512()};
-  auto step = [&](int64_t k, int i) TAILOR_Q8_AVX512_TARGET {
+  auto load = [&](int64_t k, int i) TAILOR_Q8_AVX512_TARGET {
     const float* r = xc + k * pix;
     _mm_prefetch(reinterpret_cast<const char*>(r + kPrefetch), _MM_HINT_T0);
     const __m512 v = _mm512_maskz_loadu_ps(m, r);
-    _mm512_storeu_ps(xs + k * kPixels, v);
     mk[i] = _mm512_max_epi32(mk[i], _mm512_and_si512(_mm512_castps_si512(v), abs_bits));
+    return v;
   };
+  __m512 div, rcp;
+  if (k_in <= kRegInputs) {
+    __m512 v[kRegInputs];
+#pragma GCC unroll 16
+    for (int k = 0; k < kRegInputs; ++k) v[k] = k < k_in ? load(k, k % 4) : _mm512_setzero_ps();
+    block_scales(mk, s, div, rcp);
+#pragma GCC unroll 4
+    for (int qd = 0; qd < kRegInputs / 4; ++qd)
+      if (qd < quads)
+        _mm512_store_si512(
+            xq + qd * kPixels * 4,
+            quad_codes(v[4 * qd], v[4 * qd + 1], v[4 * qd + 2], v[4 * qd + 3], rcp, div));
+    return;
+  }
   int64_t k = 0;
   for (; k + 4 <= k_in; k += 4)
-    for (int i = 0; i < 4; ++i) step(k + i, i);
-  for (; k < k_in; ++k) step(k, 0);
-  const __m512i mx =
-      _mm512_max_epi32(_mm512_max_epi32(mk[0], mk[1]), _mm512_max_epi32(mk[2], mk[3]));
-  const __mmask16 bad = _mm512_cmpge_epi32_mask(mx, _mm512_set1_epi32(0x7F800000));
-  const __m512 vmax = _mm512_castsi512_ps(mx);
-  const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 sv = _mm512_div_ps(vmax, _mm512_set1_ps(127.0f));
-  _mm512_storeu_ps(
-      s, _mm512_mask_blend_ps(bad, sv, _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN())));
-  // A zero column divides by 1 (its codes are 0 either way).
-  const __m512 div =
-      _mm512_mask_blend_ps(_mm512_cmp_ps_mask(sv, _mm512_setzero_ps(), _CMP_EQ_OQ), sv, one);
-  const __m512 rcp = _mm512_div_ps(one, div);
+    for (int i = 0; i < 4; ++i) _mm512_store_ps(xs + (k + i) * kPixels, load(k + i, i));
+  for (; k < k_in; ++k) _mm512_store_ps(xs + k * kPixels, load(k, 0));
+  block_scales(mk, s, div, rcp);
   for (int64_t qd = 0; qd < quads; ++qd) {
     __m512 v[4];  // inputs past k_in: 0
     for (int64_t i = 0; i < 4; ++i)
-      v[i] = 4 * qd + i < k_in ? _mm512_loadu_ps(xs + (4 * qd + i) * kPixels) : _mm512_setzero_ps();
-    _mm512_storeu_si512(xq + qd * kPixels * 4, quad_codes(v[0], v[1], v[2], v[3], rcp, div));
+      v[i] = 4 * qd + i < k_in ? _mm512_load_ps(xs + (4 * qd + i) * kPixels) : _mm512_setzero_ps();
+    _mm512_store_si512(xq + qd * kPixels * 4, quad_codes(v[0], v[1], v[2], v[3], rcp, div));
   }
 }
 
