@@ -315,7 +315,7 @@ TAILOR_Q8_AVX512_INLINE void block_scales(const __m512i (&mk)[4], float* s, __m5
 }
 
 /// Inputs up to which quantize_block_zmm holds a block in registers.
-constexpr int64_t kRegInputs = 16;
+constexpr int64_t kRegInputs = 24;
 
 // quantize_block on zmm (one 16-pixel block per vector), the codes by
 // q8avx512::quad_codes (a multiplication by fl(1/s), a division only for
@@ -344,10 +344,10 @@ TAILOR_Q8_AVX512_TARGET void quantize_block_zmm(const float* xb, int64_t k_in, i
   __m512 div, rcp;
   if (k_in <= kRegInputs) {
     __m512 v[kRegInputs];
-#pragma GCC unroll 16
+#pragma GCC unroll 24
     for (int k = 0; k < kRegInputs; ++k) v[k] = k < k_in ? load(k, k % 4) : _mm512_setzero_ps();
     block_scales(mk, s, div, rcp);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int qd = 0; qd < kRegInputs / 4; ++qd)
       if (qd < quads)
         _mm512_store_si512(

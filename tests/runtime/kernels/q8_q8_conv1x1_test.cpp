@@ -33,7 +33,7 @@ const Case kCases[] = {
     {1, 1, 1, 1},      // one of each
     {3, 33, 5, 40},    // three images, tails everywhere
     {2, 20, 9, 301},   // work items of 128 pixels: two whole, one of 45 (a tail block)
-    {1, 16, 16, 50},   // the most inputs the VNNI kernel quantizes from registers
+    {1, 24, 16, 50},   // the most inputs the VNNI kernel quantizes from registers
 };
 
 struct Weights {
@@ -148,8 +148,8 @@ TEST_F(Q8Q8Conv1x1, SameBitsAtOneAndTwoThreads) {
 // kernel's division-free codes must fall back to the reference's operations
 // there.
 TEST_F(Q8Q8Conv1x1, CodesOnRoundingBoundariesAreTheReferences) {
-  // 13 and 23 inputs: the VNNI kernel holds up to 16 in registers, more in a copy.
-  for (const Case& c : {Case{1, 13, 10, 70}, Case{1, 23, 10, 70}}) {
+  // 13 and 29 inputs: the VNNI kernel holds up to 24 in registers, more in a copy.
+  for (const Case& c : {Case{1, 13, 10, 70}, Case{1, 29, 10, 70}}) {
     const Weights w = weights(c.c_out, c.c_in, 51);
     Rng rng(52);
     std::vector<float> x(static_cast<size_t>(c.c_in * c.pixels));
