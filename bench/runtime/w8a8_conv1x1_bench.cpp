@@ -75,6 +75,7 @@ BENCHMARK(BM_W8A8Conv1x1)
     ->ArgsProduct({{16}, {32}, {3840}, {0, 1, 2, 3}})
     ->ArgsProduct({{32, 48}, {48}, {6400}, {0, 2}})  // the detector's 160² layers, a quarter
     ->ArgsProduct({{96}, {96}, {1600}, {0, 2}})
+    ->ArgsProduct({{16, 48}, {48}, {25600}, {0, 2}})  // whole 160²: planes 100 KiB apart
     ->ArgsProduct({{240}, {240}, {240, 960}, {0, 1, 2, 3}})
     ->ArgsProduct({{480}, {480}, {80, 240}, {0, 1, 2, 3}})
     ->ArgsProduct({{120}, {480}, {80}, {0, 1, 2, 3}})

@@ -14,7 +14,7 @@
 // index = padded column / stride_w). The codes are the reference's: t =
 // x·fl(1/s) rounded to nearest where that provably equals the reference's
 // floor(|x/s| + 0.5) with its sign (t more than 2^−13 from a half-integer),
-// else the reference's f32 operations on x/s (code_fast, code_exact).
+// else the reference's f32 operations on x/s (q8_quantize_avx512.h).
 // Padding and the slack columns past the right edge hold code 128 (qx = 0),
 // so a tile reads whole vectors anywhere. For output column ox and tap
 // column kx the padded column is ox·stride_w + kx·dil_w: phase (kx·dil_w)
@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "runtime/kernels/gemm_partition.h"
+#include "runtime/kernels/q8_quantize_avx512.h"
 #include "tailor/linalg/parallel.h"
 #include "tailor/runtime/kernels/registry.h"
 
@@ -55,10 +56,10 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#define TAILOR_Q8K_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-
 namespace tailor::runtime::kernels {
 namespace q8convk {
+
+using namespace q8avx512;
 
 // The largest c_in·kh·kw whose exact sums fit int32: K·127·128 < 2^31.
 constexpr int64_t kMaxK = ((int64_t{1} << 31) - 1) / (127 * 128);
@@ -100,69 +101,8 @@ inline Geometry geometry(const Conv2dParams& c) {
   return g;
 }
 
-// qx from t = x/s (16 lanes, int32), the reference's f32 operations:
-// floor(|t| + 0.5), min 127, t's sign.
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_of(__m512 t) {
-  const __m512i ti = _mm512_castps_si512(t);
-  __m512 r = _mm512_add_ps(_mm512_castsi512_ps(_mm512_and_si512(ti, _mm512_set1_epi32(0x7FFFFFFF))),
-                           _mm512_set1_ps(0.5f));
-  r = _mm512_min_ps(_mm512_roundscale_ps(r, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
-                    _mm512_set1_ps(127.0f));
-  r = _mm512_castsi512_ps(
-      _mm512_or_si512(_mm512_castps_si512(r),
-                      _mm512_and_si512(ti, _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
-  return _mm512_cvttps_epi32(r);
-}
-
-// The codes of the 16 values v by the reference's operations: t = v/s (a
-// division per value; `div` is s, or 1 where s = 0).
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_exact(__m512 v, __m512 div) {
-  return code_of(_mm512_div_ps(v, div));
-}
-
-// The same codes without the division where that is provably safe: t' =
-// v·fl(1/s) is within three rounding errors of t = fl(v/s), |t' − t| ≤
-// 128·3·2^−24 < 2^−15 (|t| ≤ 127·(1 + 2^−23)), and the reference's
-// floor(fl(|t| + 0.5)) is the integer nearest t wherever t is more than
-// 2^−17 (half an ulp below 256) from a half-integer. So where t' lies more
-// than 2^−13 from every half-integer, t' rounded to nearest is the
-// reference's code (|t'| < 127.5: no clamp needed). Lanes closer than that,
-// or not finite (1/s overflowing), are flagged in `near`, and the caller
-// redoes the quad with code_exact (~2.4·10^−4 of values).
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i code_fast(__m512 v, __m512 rcp,
-                                                                          __mmask16& near) {
-  const __m512 t = _mm512_mul_ps(v, rcp);
-  const __m512 e =
-      _mm512_sub_ps(t, _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  const __m512 ae =
-      _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(e), _mm512_set1_epi32(0x7FFFFFFF)));
-  near |= _mm512_cmp_ps_mask(ae, _mm512_set1_ps(0.5f - 0x1p-13f), _CMP_NLT_UQ);
-  return _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
-
-// Four channels' codes (int32 in [−127, 127], 16 pixels each) → 16 dwords,
-// pixel j's holding qx + 128 of the four channels in its bytes 0–3.
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline __m512i pack_quad(__m512i q0, __m512i q1,
-                                                                          __m512i q2, __m512i q3) {
-  // Per 128-bit lane (pixels 4L … 4L + 3): bytes q0[0..3] q1[0..3] q2[0..3]
-  // q3[0..3], then a 4×4 byte transpose.
-  const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(q0, q1), _mm512_packs_epi32(q2, q3));
-  const __m512i t = _mm512_set4_epi32(0x0f0b0703, 0x0e0a0602, 0x0d090501, 0x0c080400);
-  return _mm512_xor_si512(_mm512_shuffle_epi8(b, t), _mm512_set1_epi8(static_cast<char>(0x80)));
-}
-
-// acc = max(acc, |v|); bad |= the lanes of v holding NaN or ±Inf.
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void max_step(__m512 v, __m512& acc,
-                                                                      __mmask16& bad) {
-  const __m512i vi = _mm512_castps_si512(v);
-  const __m512i exp_mask = _mm512_set1_epi32(0x7F800000);
-  acc =
-      _mm512_max_ps(acc, _mm512_castsi512_ps(_mm512_and_si512(vi, _mm512_set1_epi32(0x7FFFFFFF))));
-  bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(vi, exp_mask), exp_mask);
-}
-
 // max |x[i]| over n floats, and whether some x[i] is NaN or ±Inf.
-TAILOR_Q8K_TARGET void abs_max(const float* x, int64_t n, float* m, bool* bad) {
+TAILOR_Q8_AVX512_TARGET void abs_max(const float* x, int64_t n, float* m, bool* bad) {
   __m512 v0 = _mm512_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;
   __mmask16 b = 0;
   int64_t i = 0;
@@ -185,9 +125,9 @@ TAILOR_Q8K_TARGET void abs_max(const float* x, int64_t n, float* m, bool* bad) {
 // qx + 128), input pixel ix at padded column pad_left + ix for the pixels
 // that land in [0, wtot); every other column code 128. s: the image's scale
 // (finite); rcp = fl(1/s), div = s (both 1 where s = 0).
-TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in, int64_t w,
-                                    int64_t pad_left, const Geometry& g, float div_s, float rcp_s,
-                                    uint32_t* codes) {
+TAILOR_Q8_AVX512_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in, int64_t w,
+                                          int64_t pad_left, const Geometry& g, float div_s,
+                                          float rcp_s, uint32_t* codes) {
   const int64_t ix_lo = std::max<int64_t>(0, -pad_left);
   const int64_t ix_hi = std::min(w, g.wtot - pad_left);
   const int64_t col_lo = ix_lo < ix_hi ? pad_left + ix_lo : g.wtot;  // real columns [lo, hi)
@@ -213,23 +153,10 @@ TAILOR_Q8K_TARGET void quantize_row(const float* xr, int64_t plane, int64_t c_in
         v[i] = i < nk ? _mm512_maskz_loadu_ps(m, xq + i * plane + ix0) : _mm512_setzero_ps();
         _mm_prefetch(reinterpret_cast<const char*>(xq + i * plane + ix0 + 8 * kLanes), _MM_HINT_T0);
       }
-      __mmask16 near = 0;
-      const __m512i q0 = code_fast(v[0], rcp, near), q1 = code_fast(v[1], rcp, near);
-      const __m512i q2 = code_fast(v[2], rcp, near), q3 = code_fast(v[3], rcp, near);
-      const __m512i word = near == 0 ? pack_quad(q0, q1, q2, q3)
-                                     : pack_quad(code_exact(v[0], div), code_exact(v[1], div),
-                                                 code_exact(v[2], div), code_exact(v[3], div));
+      const __m512i word = quad_codes(v[0], v[1], v[2], v[3], rcp, div);
       _mm512_mask_storeu_epi32(dst + ix0, m, word);
     }
   }
-}
-
-// acc += VPDPBUSD(u, w) in place. Through inline asm: GCC 12 copies each
-// accumulator of _mm512_dpbusd_epi32 to a new register and back every
-// iteration (24 moves per 12 products in a 6 × 32 tile).
-TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void dpbusd(__m512i& acc, __m512i u,
-                                                                    __m512i w) {
-  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(w));
 }
 
 // One tile of R output channels (R/6 consecutive 6-channel panels) × 16·C
@@ -241,10 +168,10 @@ TAILOR_Q8K_TARGET __attribute__((always_inline)) inline void dpbusd(__m512i& acc
 // 12 scalarizes the unrolled arrays once the products go through dpbusd's
 // inline asm).
 template <int R, int C>
-TAILOR_Q8K_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint32_t* codes,
-                            int64_t rr0, int64_t ox0, int64_t nv, const int8_t* wp, int64_t wstep,
-                            const int32_t* corr, const float* ws, int64_t rows, float* y0,
-                            int64_t plane) {
+TAILOR_Q8_AVX512_TARGET void tile(const Conv2dParams& c, const Geometry& g, const uint32_t* codes,
+                                  int64_t rr0, int64_t ox0, int64_t nv, const int8_t* wp,
+                                  int64_t wstep, const int32_t* corr, const float* ws, int64_t rows,
+                                  float* y0, int64_t plane) {
   static_assert(R % kRows == 0 && R * C <= 24);
   __m512i a[R][C];
 #pragma GCC unroll 12
@@ -451,8 +378,6 @@ void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const f
 }
 
 }  // namespace tailor::runtime::kernels
-
-#undef TAILOR_Q8K_TARGET
 
 #pragma GCC diagnostic pop
 

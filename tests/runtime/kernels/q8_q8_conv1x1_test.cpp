@@ -7,7 +7,9 @@
 // same definition) on the transposed image, bit for bit; (2) both optimised
 // kernels against the reference bit for bit (exact integer sums, the same f32
 // epilogue); (3) a column holding NaN or ∞ gives NaN for its pixel only, a
-// zero column gives the bias.
+// zero column gives the bias; (4) values on the codes' rounding boundaries
+// give the reference's codes.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -31,6 +33,7 @@ const Case kCases[] = {
     {1, 1, 1, 1},      // one of each
     {3, 33, 5, 40},    // three images, tails everywhere
     {2, 20, 9, 301},   // work items of 128 pixels: two whole, one of 45 (a tail block)
+    {1, 24, 16, 50},   // the most inputs the VNNI kernel quantizes from registers
 };
 
 std::vector<float> run(const KernelTable& t, Q8Q8Conv1x1Fn fn, const Case& c, const Weights& w,
@@ -112,6 +115,51 @@ TEST_F(Q8Q8Conv1x1, SameBitsAtOneAndTwoThreads) {
     EXPECT_EQ(y1, y2) << name;
   }
   linalg::set_threads(before);
+}
+
+// Values on and next to the rounding boundaries, column by column (pixel j
+// by j mod 5): largest magnitude 127 (scale exactly 1) or 63.5 (scale 0.5)
+// with the rest multiples of 0.25 (x/s on half-integers, rounded away from
+// zero) or one ulp beside them; an odd largest magnitude with the rest
+// half-integer multiples of the column's scale (x/s within rounding of a
+// half-integer); tiny (a subnormal scale) and tinier (scale 0). The VNNI
+// kernel's division-free codes must fall back to the reference's operations
+// there.
+TEST_F(Q8Q8Conv1x1, CodesOnRoundingBoundariesAreTheReferences) {
+  // 13 and 29 inputs: the VNNI kernel holds up to 24 in registers, more in a copy.
+  for (const Case& c : {Case{1, 13, 10, 70}, Case{1, 29, 10, 70}}) {
+    const Weights w = weights(c.c_out, c.c_in, 51);
+    Rng rng(52);
+    std::vector<float> x(static_cast<size_t>(c.c_in * c.pixels));
+    for (int64_t j = 0; j < c.pixels; ++j) {
+      const int64_t kind = j % 5;
+      const float top = kind == 0   ? 127.0f
+                        : kind == 1 ? 63.5f
+                        : kind == 2 ? static_cast<float>(rng.uniform(0.01, 50.0))
+                        : kind == 3 ? 3e-38f
+                                    : 1e-44f;
+      const float s = top / 127.0f;
+      for (int64_t k = 0; k < c.c_in; ++k) {
+        float v;
+        if (kind <= 1)
+          v = static_cast<float>(std::floor(rng.uniform(-4 * top, 4 * top + 1))) / 4;
+        else if (kind == 2)
+          v = static_cast<float>(std::floor(rng.uniform(-254, 255))) / 2 * s;
+        else
+          v = static_cast<float>(rng.uniform(-1, 1)) * top;
+        if (kind <= 2 && rng.uniform(0, 1) < 0.3)
+          v = std::nextafter(v, rng.uniform(0, 1) < 0.5 ? -1e9f : 1e9f);
+        x[k * c.pixels + j] = std::clamp(v, -top, top);
+      }
+      x[(j % c.c_in) * c.pixels + j] = j % 2 ? top : -top;
+    }
+    const std::vector<float> bias = uniform(c.c_out, 53);
+    const std::vector<float> want =
+        run(ref(), ref().q8q8_conv1x1, c, w, x, bias.data(), Activation::none());
+    for (const auto& [name, fn] : kernels_here())
+      expect_same(run(opt(), fn, c, w, x, bias.data(), Activation::none()), want,
+                  std::string(name) + " c_in " + std::to_string(c.c_in));
+  }
 }
 
 TEST_F(Q8Q8Conv1x1, NonFiniteColumnGivesNaNForItsPixelOnly) {
