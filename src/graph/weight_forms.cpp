@@ -392,14 +392,15 @@ bool w8a8_pointwise(const Node& reader, const Shape& k) {
 
 }  // namespace
 
-bool w8a8_reader(const Node& reader) {
+bool w8a8_reader(const Node& reader, const Shape& weight) {
   if (!reader.domain.empty()) return false;
   if (reader.op_type == "MatMul") return true;
   if (reader.op_type == "Gemm")
     return reader.attr_int("transA", 0) == 0 && reader.attr_float("alpha", 1.0f) == 1.0f &&
            reader.attr_float("beta", 1.0f) == 1.0f;
   return reader.op_type == "Conv" && reader.attr_int("group", 1) == 1 &&
-         reader.attr_string("auto_pad", "NOTSET") == "NOTSET";
+         reader.attr_string("auto_pad", "NOTSET") == "NOTSET" && weight.size() == 4 &&
+         weight[2] * weight[3] <= kW8A8ChunkIn && weight[1] * weight[2] * weight[3] <= kW8A8MaxIn;
 }
 
 void emit_w8a8(FormSink& sink, const Node& reader, const StoredWeight& w,
@@ -411,21 +412,25 @@ void emit_w8a8(FormSink& sink, const Node& reader, const StoredWeight& w,
   if (w.dtype != DType::f32)
     throw Error(w.name, "int8-a8 form: the weight must be stored as f32, not " +
                             std::string(dtype_name(w.dtype)));
-  if (!w8a8_reader(reader))
-    throw Error(w.name, "int8-a8 form: reader '" + reader.name + "' (" + reader.op_type +
-                            ") is not a Conv of groups 1 with explicit pads, a MatMul, or a Gemm "
-                            "without transA and with alpha = beta = 1");
   if (conv && w.shape.size() != 4)
     throw Error(w.name, "int8-a8 form: a Conv kernel of rank " + std::to_string(w.shape.size()) +
                             " (2-D convolutions only)");
-  // A 1×1 stride-1 unpadded Conv rounds each pixel's channels; any other
-  // Conv (its sums mix pixels) rounds each image with one scale.
-  const bool per_image = conv && !w8a8_pointwise(reader, w.shape);
   const int64_t taps = conv ? w.shape[2] * w.shape[3] : 1;
   if (taps > kW8A8ChunkIn)
     throw Error(w.name, "int8-a8 form: a kernel of " + std::to_string(taps) + " taps (at most " +
                             std::to_string(kW8A8ChunkIn) +
                             ", whose integer sums stay exact in f32)");
+  if (conv && in > kW8A8MaxIn)
+    throw Error(w.name, "int8-a8 form: a Conv of " + std::to_string(in) +
+                            " inputs (channels × taps; at most " + std::to_string(kW8A8MaxIn) +
+                            ", whose integer sums stay within int32)");
+  if (!w8a8_reader(reader, w.shape))
+    throw Error(w.name, "int8-a8 form: reader '" + reader.name + "' (" + reader.op_type +
+                            ") is not a Conv of groups 1 with explicit pads, a MatMul, or a Gemm "
+                            "without transA and with alpha = beta = 1");
+  // A 1×1 stride-1 unpadded Conv rounds each pixel's channels; any other
+  // Conv (its sums mix pixels) rounds each image with one scale.
+  const bool per_image = conv && !w8a8_pointwise(reader, w.shape);
   Emit e{sink, w.name};
   const auto [q, s] = emit_row_rounding(
       e, reader.inputs.at(0),

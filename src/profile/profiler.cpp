@@ -437,12 +437,16 @@ void drop_w8a8_without_reader(const graph::Graph& g, const std::vector<graph::We
                               ModelProfile& profile) {
   if (g.nodes.empty()) return;
   std::map<std::string, bool> ok;
-  for (const graph::WeightView& w : weights)
+  std::map<std::string, Shape> shape;
+  for (const graph::WeightView& w : weights) {
     if (w.tensor.dtype() != DType::f32) ok[w.name] = false;
+    shape[w.name] = w.tensor.shape();
+  }
   for (const graph::Node& n : g.nodes)
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       auto [it, fresh] = ok.emplace(n.inputs[i], true);
-      it->second = it->second && i == 1 && graph::w8a8_reader(n);
+      const auto s = shape.find(n.inputs[i]);
+      it->second = it->second && i == 1 && s != shape.end() && graph::w8a8_reader(n, s->second);
     }
   for (LayerProfile& l : profile.layers) {
     const auto it = ok.find(l.name);

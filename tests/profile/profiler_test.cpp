@@ -396,6 +396,13 @@ TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
   m.graph.add_initializer("mm", gaussian({8, 16}, 4));
   m.graph.add_initializer("twice", gaussian({16, 16}, 5));
   m.graph.add_initializer("half", gaussian({16, 16}, 6).to(DType::f16));
+  // Past the W8A8 form's limits: a 1-D conv, 33×33 = 1089 > 1040 taps, and
+  // 7282·9 = 65538 > 65535 inputs; 7281·9 = 65529 is within.
+  m.graph.add_initializer("c1d", gaussian({8, 8, 3}, 7));
+  m.graph.add_initializer("wide", gaussian({2, 2, 33, 33}, 8));
+  m.graph.add_initializer("many", gaussian({2, 7282, 3, 3}, 9));
+  m.graph.add_initializer("most", gaussian({2, 7281, 3, 3}, 10));
+  m.graph.outputs.insert(m.graph.outputs.end(), {"o1", "o2", "o3", "o4"});
   auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out,
                   std::vector<std::pair<std::string, graph::Attribute>> attrs = {}) {
     graph::Node n;
@@ -416,6 +423,10 @@ TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
   node("MatMul", {"Y", "twice"}, "d");
   node("Add", {"d", "twice"}, "e");
   node("MatMul", {"e", "half"}, "Z");
+  node("Conv", {"X", "c1d"}, "o1", {{"kernel_shape", graph::Attribute::of_ints({3})}});
+  node("Conv", {"X", "wide"}, "o2", {{"kernel_shape", graph::Attribute::of_ints({33, 33})}});
+  node("Conv", {"X", "many"}, "o3", {{"kernel_shape", k3}});
+  node("Conv", {"X", "most"}, "o4", {{"kernel_shape", k3}});
   ProfileOptions o;
   o.schemes = {"int8", "int8-a8"};
   o.min_params = 0;
@@ -427,7 +438,11 @@ TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
                                              {"up", false},
                                              {"mm", true},
                                              {"twice", false},
-                                             {"half", false}}));
+                                             {"half", false},
+                                             {"c1d", false},
+                                             {"wide", false},
+                                             {"many", false},
+                                             {"most", true}}));
   for (const LayerProfile& l : p.layers) EXPECT_NE(find(l, "int8"), nullptr) << l.name;
 }
 
