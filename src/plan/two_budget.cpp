@@ -324,13 +324,28 @@ CalibratedPlan latency_calibrated_plan(
   CalibratedPlan out;
   std::vector<Plan> plans;
   double target = std::max(max_latency, least_ms);
+  const auto same_choices = [](const Plan& a, const Plan& b) {
+    return std::equal(a.choices.begin(), a.choices.end(), b.choices.begin(), b.choices.end(),
+                      [](const PlanChoice& x, const PlanChoice& y) {
+                        return x.layer == y.layer && x.label == y.label;
+                      });
+  };
   for (int round = 0; round < kRounds; ++round) {
-    plans.push_back(solve(target));
+    Plan next_plan = solve(target);
+    // The same plan again: its measurement stands, a new budget would follow
+    // from the same line.
+    if (std::any_of(plans.begin(), plans.end(),
+                    [&](const Plan& q) { return same_choices(q, next_plan); }))
+      break;
+    plans.push_back(std::move(next_plan));
     const Plan& p = plans.back();
     const auto [orig, ms] = measure(p);
     const double m = ms / orig * model_ms;
     out.rounds.push_back({target, p.predicted_latency, orig, ms, m});
-    if (std::abs(m - max_latency) <= kWithin * max_latency) break;
+    // Within the budget, and either close to it or with the latency budget not
+    // binding (a looser one cannot lower the objective): done.
+    const bool binding = !(p.predicted_latency < target * (1 - 1e-3));
+    if (m <= max_latency && (m >= (1 - kWithin) * max_latency || !binding)) break;
     const double saved_predicted = model_ms - p.predicted_latency, saved_measured = model_ms - m;
     if (!(saved_predicted > 0) || !(saved_measured > 0)) break;  // no line to map through
     const double next =
@@ -338,14 +353,21 @@ CalibratedPlan latency_calibrated_plan(
     if (std::abs(next - target) <= 1e-6 * max_latency) break;
     target = next;
   }
-  std::optional<size_t> best;
+  // The lowest objective among the plans measured within the budget; failing
+  // those, among the plans within 5% over it.
+  const auto lowest_within = [&](double limit) {
+    std::optional<size_t> best;
+    for (size_t i = 0; i < plans.size(); ++i)
+      if (out.rounds[i].on_profile_clock <= limit &&
+          (!best || plans[i].objective_value < plans[*best].objective_value))
+        best = i;
+    return best;
+  };
   size_t fastest = 0;
-  for (size_t i = 0; i < plans.size(); ++i) {
+  for (size_t i = 0; i < plans.size(); ++i)
     if (out.rounds[i].on_profile_clock < out.rounds[fastest].on_profile_clock) fastest = i;
-    if (out.rounds[i].on_profile_clock <= (1 + kWithin) * max_latency &&
-        (!best || plans[i].objective_value < plans[*best].objective_value))
-      best = i;
-  }
+  std::optional<size_t> best = lowest_within(max_latency);
+  if (!best) best = lowest_within((1 + kWithin) * max_latency);
   if (!best)
     throw Error(source, fmt::format("--max-latency {:.4g} ms is out of reach within {} bytes: the "
                                     "fastest plan at that byte budget measured {:.4g} ms "

@@ -217,6 +217,7 @@ Plan menu_plan(double target) {
       break;
     }
   p.objective_value = 100 - p.predicted_latency;
+  p.choices = {{"layer", std::to_string(p.predicted_latency), 0, 0}};
   return p;
 }
 
@@ -263,6 +264,52 @@ TEST(PlanLatencyCalibration, OutOfReachNamesTheFastestMeasuredPlan) {
     EXPECT_NE(what.find("1234 bytes"), std::string::npos) << what;
     EXPECT_NE(what.find("measured 27 ms"), std::string::npos) << what;
   }
+}
+
+TEST(PlanLatencyCalibration, StopsWhenTheBudgetDoesNotBindAndThePlanIsWithin) {
+  // Budget 35: the 30 ms plan (not binding) measures 40 − 1.6·10 = 24. Before,
+  // the loop mapped 35 to 36.9 and measured the same plan three more times.
+  int measured = 0;
+  const auto measure = [&](const Plan& p) {
+    ++measured;
+    return measured_with_gain(1.6)(p);
+  };
+  const CalibratedPlan c = latency_calibrated_plan(35, 40, 27, menu_plan, measure, "m", 100);
+  EXPECT_EQ(measured, 1);
+  ASSERT_EQ(c.rounds.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 30);
+}
+
+// Each plan measures 1 ms over its prediction.
+std::pair<double, double> measured_plus_one(const Plan& p) {
+  return {40.0, p.predicted_latency + 1};
+}
+
+TEST(PlanLatencyCalibration, PrefersAPlanWithinTheBudgetToOneWithinFivePercentOver) {
+  // Budget 28: the 28 ms plan measures 29 (within 28·1.05, but over), so round
+  // 2 maps 28 to 40 − 12·12/11 < 27, i.e. the floor 27, whose plan measures
+  // 28. Chosen: the 27 ms plan, though the 28 ms one has the lower objective.
+  const CalibratedPlan c =
+      latency_calibrated_plan(28, 40, 27, menu_plan, measured_plus_one, "m", 100);
+  ASSERT_EQ(c.rounds.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.rounds[0].on_profile_clock, 29);
+  EXPECT_DOUBLE_EQ(c.rounds[1].target, 27);
+  EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 27);
+}
+
+TEST(PlanLatencyCalibration, ARepeatedPlanIsNotMeasuredAgain) {
+  // Budget 27.5: the 27 ms plan measures 28 (over 27.5), and the mapped
+  // budget (the floor 27) gives the same plan: one measurement. 28 is within
+  // 27.5·1.05, so that plan is taken.
+  int measured = 0;
+  const auto measure = [&](const Plan& p) {
+    ++measured;
+    return measured_plus_one(p);
+  };
+  const CalibratedPlan c = latency_calibrated_plan(27.5, 40, 27, menu_plan, measure, "m", 100);
+  EXPECT_EQ(measured, 1);
+  ASSERT_EQ(c.rounds.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 27);
 }
 
 }  // namespace

@@ -65,12 +65,15 @@ struct CalibratedPlan {
 /// 29.9 ms for a plan that ran in 26.3). Round 1 plans at max(max_latency,
 /// least_ms) with `solve` (a latency budget, ms, fixed_latency included) and
 /// times the plan against the original with `measure` ({original ms, plan
-/// ms}); while the plan's latency on the profile's clock is more than 5% from
-/// max_latency, the next round's budget maps max_latency through the line
-/// from the original (model_ms predicted and measured) to the last plan
-/// (predicted → measured), never below least_ms; at most 4 rounds, stopping
-/// when the budget repeats. Chosen: the lowest objective among the rounds
-/// measured within max_latency·1.05. Throws Error naming `source`, the byte
+/// ms}). It stops when the plan measures within max_latency and either within
+/// 5% of it or with the latency budget not binding (predicted below the
+/// round's budget: a looser budget cannot lower the objective); otherwise the
+/// next round's budget maps max_latency through the line from the original
+/// (model_ms predicted and measured) to the last plan (predicted → measured),
+/// never below least_ms. At most 4 rounds; it stops when the budget or the
+/// plan (its choices) repeats, a repeated plan not measured again. Chosen: the
+/// lowest objective among the plans measured within max_latency, or failing
+/// those within max_latency·1.05. Throws Error naming `source`, the byte
 /// budget and the fastest plan's measured latency when none is.
 CalibratedPlan latency_calibrated_plan(
     double max_latency, double model_ms, double least_ms, const std::function<Plan(double)>& solve,
