@@ -263,15 +263,25 @@ CompressResult compress_model(const CompressOptions& o) {
     throw Error("--uniform", "takes no --budget: the plan's bytes are the scheme's");
   const plan::Budget budget = o.uniform.empty() ? plan::parse_budget(o.budget) : plan::Budget{};
   const plan::Objective objective = plan::parse_objective(o.objective);
-  const bool second_budget = o.max_latency || o.max_macs;
+  // --max-latency in ms, or (max_latency_fraction) a fraction of the
+  // original's latency, known once the profile has measured it.
+  const bool latency_budget = o.max_latency || o.max_latency_fraction;
+  std::optional<double> max_latency = o.max_latency;
+  const bool second_budget = latency_budget || o.max_macs;
   if (second_budget && !o.uniform.empty())
-    throw Error(o.max_latency ? "--max-latency" : "--max-macs", "not with --uniform");
+    throw Error(latency_budget ? "--max-latency" : "--max-macs", "not with --uniform");
   if (second_budget && o.solver != "exact")
     throw Error(
         "--solver",
         "only exact plans under two budgets (--max-latency, --max-macs); got \"" + o.solver + "\"");
+  if (o.max_latency && o.max_latency_fraction)
+    throw Error("--max-latency", "give it in ms or as a percentage, not both");
   if (o.max_latency && !(std::isfinite(*o.max_latency) && *o.max_latency > 0))
     throw Error("--max-latency", fmt::format("must be finite and > 0 ms, got {}", *o.max_latency));
+  if (o.max_latency_fraction &&
+      !(std::isfinite(*o.max_latency_fraction) && *o.max_latency_fraction > 0))
+    throw Error("--max-latency", fmt::format("must be a finite percentage > 0, got {}%",
+                                             100 * *o.max_latency_fraction));
   if (o.max_macs && *o.max_macs <= 0)
     throw Error("--max-macs", fmt::format("must be > 0, got {}", *o.max_macs));
   {
@@ -307,7 +317,7 @@ CompressResult compress_model(const CompressOptions& o) {
         throw Error("--gguf", "scheme '" + s + "' has no ggml type (dense, q8_0, q4_0)");
   }
   // Options that would otherwise be accepted and ignored.
-  if (ck && o.max_latency)
+  if (ck && latency_budget)
     throw Error("--max-latency", "applies to ONNX models (latencies are measured per ONNX op)");
   if (ck && !o.calib_dir.empty())
     throw Error("--calib",
@@ -368,7 +378,7 @@ CompressResult compress_model(const CompressOptions& o) {
   std::map<std::string, Tensor> latency_input;
   const LatencyOptions latency_options{1, 9};
   LatencyOptions whole_model_options = latency_options;  // the plans against the original
-  if (o.max_latency) {
+  if (latency_budget) {
     std::optional<Calibration> own;
     const Calibration& lc = calibration ? *calibration : own.emplace(onnx_calibration(mf, o));
     latency_input = lc.inputs.at(0);
@@ -396,7 +406,7 @@ CompressResult compress_model(const CompressOptions& o) {
     measure_profile_damage(llama ? *llama : mf, *output, po, r.profile, all, all.size());
     r.damage_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   }
-  if (o.max_latency && !cached) {
+  if (latency_budget && !cached) {
     const auto t0 = Clock::now();
     measure_latencies(mf, latency_input, r.profile, latency_options);
     say("profile", fmt::format("latencies of every candidate measured in {:.2f} s ({}); model "
@@ -406,6 +416,15 @@ CompressResult compress_model(const CompressOptions& o) {
                                *r.profile.latency_rest_ms));
   }
   if (o.cache && !cached) store_cached_profile(key, r.profile);
+  if (o.max_latency_fraction) {
+    if (!r.profile.latency_model_ms)
+      throw Error(o.model,
+                  "--max-latency as a percentage: the profile holds no whole-model latency");
+    max_latency = *o.max_latency_fraction * *r.profile.latency_model_ms;
+    say("profile",
+        fmt::format("--max-latency {:.4g}% of the original's {:.3f} ms: {:.3f} ms",
+                    100 * *o.max_latency_fraction, *r.profile.latency_model_ms, *max_latency));
+  }
   if (const std::string fits = damage_fit_summary(r.profile); !fits.empty()) say("profile", fits);
   done("profile",
        fmt::format("{} layers, dense {} bytes{}{}", r.profile.layers.size(), r.profile.dense_bytes,
@@ -427,18 +446,18 @@ CompressResult compress_model(const CompressOptions& o) {
     budget_bytes = plan::budget_bytes(budget, r.profile);
     plan::Problem problem = plan::make_problem(r.profile, objective, budget_bytes, o.model);
     plan::check_feasible(problem);
-    plan::add_second_budget(problem, r.profile, o.max_latency, o.max_macs);
+    plan::add_second_budget(problem, r.profile, max_latency, o.max_macs);
     plan::SolveOptions so;
     so.seed = o.seed;
     so.threads = o.threads;
     auto solve = [&] { return plan::solve_plans(r.profile, problem, {o.solver}, so, objective); };
-    if (o.max_latency && !llama) {
+    if (max_latency && !llama) {
       // Held to the budget by measuring each plan against the original.
       whole_model_options = whole_model_latency_options(r.profile.latency_model_ms);
       const graph::Model before = runnable_model(mf);
       const double least = plan::least_latency(problem, so);
       const plan::CalibratedPlan c = plan::latency_calibrated_plan(
-          *o.max_latency, r.profile.latency_model_ms.value_or(least), least,
+          *max_latency, r.profile.latency_model_ms.value_or(least), least,
           [&](double target) {
             problem.latency_budget = target - problem.fixed_latency;
             return solve().front();
@@ -457,10 +476,10 @@ CompressResult compress_model(const CompressOptions& o) {
                                 "measured {:.3f} ms against the original's {:.3f} ({:.3f}×): "
                                 "{:.3f} ms on the profile's clock, budget {:.3f}",
                                 i + 1, lr.target, lr.predicted, lr.plan_ms, lr.original_ms,
-                                lr.plan_ms / lr.original_ms, lr.on_profile_clock, *o.max_latency));
+                                lr.plan_ms / lr.original_ms, lr.on_profile_clock, *max_latency));
       }
       r.plan = c.plan;
-      r.plan.max_latency = *o.max_latency;
+      r.plan.max_latency = *max_latency;
     } else {
       r.plan = solve().front();
     }
@@ -579,7 +598,7 @@ CompressResult compress_model(const CompressOptions& o) {
   }
 
   // 6b. latency of the written model against the original's, as `tailor run` runs them.
-  if (o.max_latency) {
+  if (max_latency) {
     begin("latency", "");
     const graph::Model before = runnable_model(mf);
     const graph::Model after = runnable_model(load_runnable_model(staging.file("model.onnx")));
@@ -589,7 +608,7 @@ CompressResult compress_model(const CompressOptions& o) {
     r.latency_compressed_ms = ms[1];
     done("latency", fmt::format("original {:.3f} ms, compressed {:.3f} ms (predicted {:.3f}, "
                                 "budget {:.3f})",
-                                ms[0], ms[1], r.plan.predicted_latency, *o.max_latency));
+                                ms[0], ms[1], r.plan.predicted_latency, *max_latency));
   }
 
   // 7. report

@@ -3,9 +3,11 @@
 // No timing is asserted (the values depend on the machine and its load).
 #include "tailor/profile/latency.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "graph/passes/pass_test_util.h"
 #include "tailor/core/error.h"
@@ -124,6 +126,10 @@ TEST(Latency, PlanAndCompressCheckTheSecondBudgetOptions) {
   refused("compress " + onnx + " --budget 50% --max-latency 5 --solver cem", "only exact");
   refused("compress " + onnx + " --uniform int8 --max-macs 5", "--max-macs: not with --uniform");
   refused("compress " + onnx + " --budget 50% --max-latency -1", "--max-latency: must be finite");
+  refused("compress " + onnx + " --budget 50% --max-latency 30ms", "expected milliseconds");
+  refused("compress " + onnx + " --budget 50% --max-latency %", "expected milliseconds");
+  refused("compress " + onnx + " --budget 50% --max-latency 0%",
+          "--max-latency: must be a finite percentage > 0");
 }
 
 // compress holds --max-latency against measured plans: rounds of plan and
@@ -138,6 +144,21 @@ TEST(Latency, CompressMeasuresItsPlansAgainstTheLatencyBudget) {
   const CommandResult ok = run_cli(common + " --max-latency 1000");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("latency round 1: solver budget 1000"), std::string::npos) << ok.output;
+  // As a percentage: of the original's latency measured in the profile.
+  const CommandResult pc = run_cli(common + " --max-latency 200%");
+  EXPECT_EQ(pc.exit_code, 0) << pc.output;
+  const size_t at = pc.output.find("--max-latency 200% of the original's ");
+  ASSERT_NE(at, std::string::npos) << pc.output;
+  double model_ms = 0, budget_ms = 0;
+  ASSERT_EQ(
+      std::sscanf(pc.output.c_str() + at, "--max-latency 200%% of the original's %lf ms: %lf ms",
+                  &model_ms, &budget_ms),
+      2)
+      << pc.output;
+  EXPECT_NEAR(budget_ms, 2 * model_ms, 2e-3) << pc.output;
+  EXPECT_NE(pc.output.find(fmt::format("latency round 1: solver budget {:.3f}", budget_ms)),
+            std::string::npos)
+      << pc.output;
   const CommandResult no = run_cli(common + " --max-latency 0.000001");
   EXPECT_EQ(no.exit_code, 2) << no.output;
   EXPECT_NE(no.output.find("out of reach"), std::string::npos) << no.output;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "commands.h"
@@ -210,10 +211,11 @@ void add_compress(CLI::App& app) {
   cmd->add_option("--image-std", stdev, "R,G,B std of .png --calib images (default 256,256,256)")
       ->delimiter(',')
       ->expected(3);
-  cmd->add_option("--max-latency", o.max_latency,
-                  "Also a latency budget (ms, CPU time at 1 thread, ONNX): measures every "
-                  "candidate's op, plans under both budgets (exact), reports the written model's "
-                  "latency");
+  static std::string max_latency;
+  cmd->add_option("--max-latency", max_latency,
+                  "Also a latency budget (ms, CPU time at 1 thread, ONNX), or P% of the "
+                  "original's latency measured in the profile: measures every candidate's op, "
+                  "plans under both budgets (exact), reports the written model's latency");
   cmd->add_option("--max-macs", o.max_macs,
                   "Also a budget of the planned layers' summed MACs per input row (exact)");
   cmd->add_option("-o,--output", o.out_dir, "Output folder (default <model stem>.tailor)");
@@ -254,6 +256,25 @@ void add_compress(CLI::App& app) {
         throw Error("--image-std", fmt::format("must be finite and > 0, got {}", v));
     if (!mean.empty()) std::copy(mean.begin(), mean.end(), o.image_mean.begin());
     if (!stdev.empty()) std::copy(stdev.begin(), stdev.end(), o.image_std.begin());
+    if (!max_latency.empty()) {
+      // "MS" or "P%"; anything else (units, trailing text) is an error.
+      const bool percent = max_latency.back() == '%';
+      const std::string number =
+          percent ? max_latency.substr(0, max_latency.size() - 1) : max_latency;
+      size_t used = 0;
+      double v = std::numeric_limits<double>::quiet_NaN();
+      try {
+        v = std::stod(number, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (number.empty() || used != number.size())
+        throw Error("--max-latency",
+                    "expected milliseconds (30) or a percentage of the original's latency (70%), "
+                    "got \"" +
+                        max_latency + "\"");
+      (percent ? o.max_latency_fraction : o.max_latency) = percent ? v / 100 : v;
+    }
     o.cache = !no_cache;
     o.uniform_guard = !no_guard;
     const auto t0 = std::chrono::steady_clock::now();

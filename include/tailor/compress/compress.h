@@ -136,6 +136,10 @@ struct CompressOptions {
   /// whole against the original and the solver's budget re-mapped
   /// (plan::latency_calibrated_plan; ONNX models).
   std::optional<double> max_latency;
+  /// The latency budget as a fraction of the original's whole-model latency
+  /// measured in the profile (--max-latency P%: P/100), on the same clock as
+  /// the plans it is held to; not with max_latency.
+  std::optional<double> max_latency_fraction;
   std::optional<int64_t> max_macs;
   /// Seconds per solver run in the report's curve and comparison (0: none).
   double report_time_limit = 10;
