@@ -359,11 +359,18 @@ namespace {
 std::pair<std::string, std::string> emit_row_rounding(Emit& e, const std::string& x,
                                                       const std::vector<int64_t>& axes) {
   const std::string a = e.op("Abs", {x});
+  const auto reduce = [&](const char* op, const std::string& v, int64_t axes_input_from) {
+    return e.ed.opset() >= axes_input_from
+               ? e.op(op, {v, e.ints(axes)}, {{"keepdims", Attribute::of_int(1)}})
+               : e.op(op, {v},
+                      {{"axes", Attribute::of_ints(axes)}, {"keepdims", Attribute::of_int(1)}});
+  };
+  // max |x| + Σ x·0: the sum is ±0 where every value is finite and NaN where
+  // one is NaN or ±Inf, so such a row's (image's) scale and every output are
+  // NaN, as in the kernels (ReduceMax alone may pass over a NaN).
   const std::string m =
-      e.ed.opset() >= 18
-          ? e.op("ReduceMax", {a, e.ints(axes)}, {{"keepdims", Attribute::of_int(1)}})
-          : e.op("ReduceMax", {a},
-                 {{"axes", Attribute::of_ints(axes)}, {"keepdims", Attribute::of_int(1)}});
+      e.op("Add", {reduce("ReduceMax", a, 18),
+                   reduce("ReduceSum", e.op("Mul", {x, e.floats({1}, {0.0f})}), 13)});
   const std::string s = e.op("Div", {m, e.floats({1}, {127.0f})});
   // A zero row divides by 1: its codes are 0 either way.
   const std::string nonzero = e.op("Greater", {s, e.floats({1}, {0.0f})});

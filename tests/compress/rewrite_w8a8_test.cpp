@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <regex>
 
 #include "ort/ort_runner.h"
@@ -260,6 +261,75 @@ TEST(CompressRewrite, Int8A8KxKConvRoundsEachPixel) {
   }
   EXPECT_TRUE(schemes::parse_scheme("int8-a8").applicable({6, 4, 3, 3}));
   EXPECT_TRUE(schemes::parse_scheme("int8-a8").applicable({6, 4, 1, 1}));
+}
+
+// A NaN or ±Inf in X leaves its row (a MatMul's row, a 1×1 conv's pixel) or
+// image (a k×k conv) without a scale: the kernels make all of its outputs NaN,
+// and the file does the same (max |x| + Σ x·0 is NaN there; onnxruntime's
+// ReduceMax alone passed over the NaN and wrote finite numbers). Every other
+// row or image keeps the outputs it has without the bad value.
+TEST(CompressRewrite, Int8A8NonFiniteInputMakesItsRowOrImageNaN) {
+  const OneLayer kxk{
+      "Conv",
+      {2, 6, 5, 5},
+      {4, 6, 3, 3},
+      WeightLayout::conv,
+      {{"kernel_shape", Attribute::of_ints({3, 3})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}},
+      4};
+  testing::TempDir dir;
+  int k = 0;
+  for (const OneLayer* layer : {&kMatMul, &kPointwise, &kxk}) {
+    const EncodedLayer e = layer->encode("int8-a8");
+    const graph::Model std_m = compress::rewrite_standard(layer->model(layer->weight()), {e});
+    const graph::Model ours = graph::recognise_compressed_weights(std_m, {});
+    ASSERT_EQ(ours.graph.nodes.size(), 1u) << layer->op;
+    const Tensor clean = randn(layer->x_shape, 21);
+    const std::vector<float> y_clean = run1(ours, clean).to_f32_vector();
+    const bool conv = layer->op == "Conv";
+    const int64_t in = conv ? layer->x_shape[1] : layer->x_shape.back();
+    for (const float bad :
+         {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+      // X[1, 2, 3, 4] of a conv (image 1, channel 2, pixel (3, 4)); row 1 of a MatMul.
+      std::vector<float> xv = clean.to_f32_vector();
+      const int64_t at =
+          conv ? ((1 * in + 2) * layer->x_shape[2] + 3) * layer->x_shape[3] + 4 : 1 * in + 7;
+      xv[at] = bad;
+      const Tensor x = Tensor::from_f32(layer->x_shape, xv);
+      // The outputs that lose their scale: NaN in `want`.
+      std::vector<float> want = y_clean;
+      const int64_t out = e.encoded->out();
+      const Shape ys = run1(ours, clean).shape();
+      for (size_t i = 0; i < want.size(); ++i) {
+        const int64_t j = static_cast<int64_t>(i);
+        bool lost;
+        if (!conv) {
+          lost = j / out == 1;
+        } else {
+          const int64_t pix = ys[2] * ys[3], image = j / (out * pix), pixel = j % pix;
+          lost = image == 1 && (layer == &kxk || pixel == 3 * ys[3] + 4);
+        }
+        if (lost) want[i] = std::numeric_limits<float>::quiet_NaN();
+      }
+      auto same = [&](const std::vector<float>& got, double tol, const std::string& who) {
+        ASSERT_EQ(got.size(), want.size()) << who;
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(std::isnan(got[i]), std::isnan(want[i])) << who << " at " << i;
+          if (!std::isnan(want[i]))
+            ASSERT_LE(std::abs(double(got[i]) - want[i]), tol * (1 + std::abs(want[i])))
+                << who << " at " << i;
+        }
+      };
+      const std::string what = layer->op + (std::isnan(bad) ? " NaN" : " Inf");
+      same(run1(ours, x).to_f32_vector(), 0, "tailor " + what);
+      same(run1(std_m, x).to_f32_vector(), 0, "tailor on the file " + what);
+      if (testing::ort_unavailable().empty()) {
+        const std::string path = dir.file("bad_" + std::to_string(k++) + ".onnx");
+        graph::write_onnx(std_m, path);
+        same(testing::run_ort(path, {{"X", x}}).at("Y").to_f32_vector(), 1e-6,
+             "onnxruntime " + what);
+      }
+    }
+  }
 }
 
 // Two chained int8-a8 1×1 convs (biases, a Relu between) and a MatMul on
