@@ -133,8 +133,12 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
     sol.choice.push_back(pick);
   }
   if (!any)
-    throw Error("--uniform", "no layer has a candidate '" + label +
-                                 "' (profile it: --schemes, or a label of docs/schemes.md)");
+    throw Error("--uniform",
+                "no layer has a candidate '" + label +
+                    (label == "int8-a8"
+                         ? "' (the profile offers it only to a MatMul, a Gemm, or a 2-D Conv of "
+                           "groups 1 with an f32 weight read by nothing else: graph::w8a8_reader)"
+                         : "' (profile it: --schemes, or a label of docs/schemes.md)"));
   sol.bytes = plan::choice_bytes(p, sol.choice);
   p.budget = sol.bytes;
   sol.objective = plan::evaluate(p, sol.choice);

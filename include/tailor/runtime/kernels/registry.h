@@ -95,8 +95,8 @@ using Q8Q8Conv1x1PackFn = int64_t (*)(const schemes::kernels::PackedGemmArgs& w,
 using Q8Q8Conv1x1Fn = void (*)(const Q8Q8Conv1x1Params& p, const float* x, const float* bias,
                                float* y, const Activation& act);
 /// W8A8 k×k convolution (groups 1; any kernel, strides, pads, dilations): the
-/// scheme int8-a8 on a conv kernel larger than 1×1, with ONE activation scale
-/// per image: s[b] = max_{c, iy, ix} |x[b, c, iy, ix]|/127 (f32), qx =
+/// scheme int8-a8 on a Conv other than 1×1 stride 1 unpadded (those are
+/// Q8Q8Conv1x1Params'), with ONE activation scale per image: s[b] = max_{c, iy, ix} |x[b, c, iy, ix]|/127 (f32), qx =
 /// clamp(round_half_away(x/s[b]), −127, 127) (0 when s[b] = 0), a padding
 /// pixel qx = 0. Then y[b, o, oy, ox] = act(f32(Σ_{c, ky, kx} qx[b, c, iy,
 /// ix]·q[o, c, ky, kx])·(s[b]·f16(scale[o])) + bias[o]) with iy = oy·stride_h
@@ -317,7 +317,8 @@ void q8_q8_conv1x1_8x16_avx512vnni(const Q8Q8Conv1x1Params& p, const float* x, c
 /// codes[panel][ky][kx][c/4][6][4] (rows past c_out and inputs past c_in
 /// zero), then −128·Σ_{c, ky, kx} q[o, c, ky, kx] as int32 and f16(scale[o])
 /// as f32 per padded row. q8_q8_conv_6x32_avx512vnni reads it; where
-/// c_in·kh·kw > 132104 (sums past int32) it is q8_q8_conv_pack_ref's layout.
+/// c_in·kh·kw > 132104 (sums past int32) it is q8_q8_conv_pack_ref's layout
+/// (CompressedConv takes at most kQ8Q8Conv1x1MaxIn, so not from the runtime).
 int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t kh, int64_t kw,
                              uint8_t* packed);
 /// The W8A8 k×k conv (Q8Q8ConvParams, one scale per image) on VPDPBUSD
@@ -330,7 +331,8 @@ int64_t q8_q8_conv_pack_6x32(const schemes::kernels::PackedGemmArgs& w, int64_t 
 /// and quad (started at −128·Σq), then f32(Σ)·(s·scale[o]) and
 /// f32_bias_act_avx2 per channel over bands of 8 output rows, the work items
 /// of parallel_for. Same bits as q8_q8_conv_ref at any thread count;
-/// c_in·kh·kw > 132104 goes to it.
+/// c_in·kh·kw > 132104 goes to it (not from the runtime, which takes at most
+/// kQ8Q8Conv1x1MaxIn).
 void q8_q8_conv_6x32_avx512vnni(const Q8Q8ConvParams& p, const float* x, const float* bias,
                                 float* y, const Activation& act);
 /// Bias + activation 8 lanes at a time (Cephes exp/tanh polynomials, ~2 ulp).
@@ -387,7 +389,7 @@ struct KernelTable {
   /// The largest plane (H·W) conv2d gives conv1x1; larger ones take the gemm
   /// path (where each kernel stops paying, kernels_bench BM_Conv1x1Path)
   int64_t conv1x1_max_pixels;
-  /// int8-a8 CompressedConv with a kernel larger than 1×1 (groups 1), and its weight packing
+  /// int8-a8 CompressedConv other than 1×1 stride 1 unpadded (groups 1), and its weight packing
   Q8Q8ConvPackFn q8q8_conv_pack;
   Q8Q8ConvFn q8q8_conv;
 };
