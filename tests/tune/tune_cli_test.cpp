@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "tailor/core/rng.h"
+#include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/npy.h"
 #include "tailor/io/onnx.h"
@@ -84,6 +86,66 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   write_file_atomic(dir.file("partial.json"), partial.dump());
   testing::expect_error_naming([&] { read_record(dir.file("partial.json")); },
                                dir.file("partial.json"), "\"paired\"");
+}
+
+// An f16 model (ISNet's form: Cast to f16, f16 weights and biases, Cast back)
+// is tuned as `tailor run` runs it, f16 computed in f32: before, the harness's
+// reference run failed on the Conv's f16 bias.
+TEST(TuneCli, TunesAnF16ModelAsRunRunsIt) {
+  testing::TempDir dir;
+  graph::Model m;
+  m.opset = 13;
+  m.source = "test";
+  m.graph.inputs = {"X"};
+  m.graph.types["X"] = graph::ValueType{DType::f32, graph::sym_shape_of({1, 8, 16, 16})};
+  m.graph.outputs = {"Y"};
+  Rng rng(1);
+  auto normal = [&](const Shape& shape) {
+    std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+    for (float& x : v) x = static_cast<float>(0.2 * rng.normal());
+    return Tensor::from_f32(shape, v).to(DType::f16);
+  };
+  m.graph.add_initializer("W", normal({8, 8, 3, 3}));
+  m.graph.add_initializer("B", normal({8}));
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    graph::Node n;
+    n.op_type = op;
+    n.name = out + "/op";
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    m.graph.nodes.push_back(n);
+    return &m.graph.nodes.back();
+  };
+  node("Cast", {"X"}, "x16")->set("to", graph::Attribute::of_int(10));
+  graph::Node* conv = node("Conv", {"x16", "W", "B"}, "c");
+  conv->set("kernel_shape", graph::Attribute::of_ints({3, 3}));
+  conv->set("pads", graph::Attribute::of_ints({1, 1, 1, 1}));
+  node("Relu", {"c"}, "r");
+  node("Cast", {"r"}, "Y")->set("to", graph::Attribute::of_int(1));
+  const std::string model = dir.file("f16.onnx"), tuned = dir.file("tuned");
+  graph::write_onnx(m, model);
+  auto r = testing::run_cli(
+      "tune " + model + " --measurements 2 --repeats 1 --paired-rounds 1 --threads 1 -o " + tuned);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = testing::run_cli("tune --replay " + tuned + "/decisions.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("same decisions as the record"), std::string::npos) << r.output;
+  // Its output is the model's, computed in f32 (a 3×3 conv of 72 products
+  // with f16 weights: within 1e-5 of the output's largest magnitude).
+  const std::map<std::string, Tensor> in = random_inputs(m, {}, 9);
+  write_npy(dir.file("x.npy"), in.at("X"));
+  r = testing::run_cli("run " + model + " --tuning " + tuned +
+                       "/decisions.json --input X=" + dir.file("x.npy") + " -o " + dir.file("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<float> got = read_npy(dir.file("out/Y.npy")).to_f32_vector();
+  graph::Model f32 = m;
+  graph::promote_f16_to_f32(f32);
+  const std::vector<float> want = runtime::Executor(f32).run(in).at("Y").to_f32_vector();
+  ASSERT_EQ(got.size(), want.size());
+  float scale = 0;
+  for (float v : want) scale = std::max(scale, std::fabs(v));
+  EXPECT_GT(scale, 0.0f);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5f * scale) << i;
 }
 
 }  // namespace
