@@ -82,7 +82,7 @@ std::optional<graph::Model> own_arithmetic_op(const graph::Model& model, const g
     if (v.empty()) continue;
     if (const auto t = model.graph.initializers.find(v);
         i > 0 && t != model.graph.initializers.end())
-      m.graph.initializers.emplace(v, t->second);
+      m.graph.add_initializer(v, t->second);
     else
       m.graph.inputs.push_back(v);
   }
