@@ -401,10 +401,13 @@ bool w8a8_pointwise(const Node& reader, const Shape& k) {
 
 bool w8a8_reader(const Node& reader, const Shape& weight) {
   if (!reader.domain.empty()) return false;
-  if (reader.op_type == "MatMul") return true;
+  // A matrix's inputs: [in, out] for MatMul and Gemm, [out, in] under transB.
+  const bool transposed = reader.op_type == "Gemm" && reader.attr_int("transB", 0) != 0;
+  const bool matrix_within = weight.size() == 2 && weight[transposed ? 1 : 0] <= kW8A8MaxIn;
+  if (reader.op_type == "MatMul") return matrix_within;
   if (reader.op_type == "Gemm")
-    return reader.attr_int("transA", 0) == 0 && reader.attr_float("alpha", 1.0f) == 1.0f &&
-           reader.attr_float("beta", 1.0f) == 1.0f;
+    return matrix_within && reader.attr_int("transA", 0) == 0 &&
+           reader.attr_float("alpha", 1.0f) == 1.0f && reader.attr_float("beta", 1.0f) == 1.0f;
   return reader.op_type == "Conv" && reader.attr_int("group", 1) == 1 &&
          reader.attr_string("auto_pad", "NOTSET") == "NOTSET" && weight.size() == 4 &&
          weight[2] * weight[3] <= kW8A8ChunkIn && weight[1] * weight[2] * weight[3] <= kW8A8MaxIn;
@@ -427,10 +430,10 @@ void emit_w8a8(FormSink& sink, const Node& reader, const StoredWeight& w,
     throw Error(w.name, "int8-a8 form: a kernel of " + std::to_string(taps) + " taps (at most " +
                             std::to_string(kW8A8ChunkIn) +
                             ", whose integer sums stay exact in f32)");
-  if (conv && in > kW8A8MaxIn)
-    throw Error(w.name, "int8-a8 form: a Conv of " + std::to_string(in) +
-                            " inputs (channels × taps; at most " + std::to_string(kW8A8MaxIn) +
-                            ", whose integer sums stay within int32)");
+  if (in > kW8A8MaxIn)
+    throw Error(w.name, "int8-a8 form: " + std::to_string(in) + " inputs" +
+                            (conv ? " (channels × taps)" : "") + "; at most " +
+                            std::to_string(kW8A8MaxIn) + ", whose integer sums stay within int32");
   if (!w8a8_reader(reader, w.shape))
     throw Error(w.name, "int8-a8 form: reader '" + reader.name + "' (" + reader.op_type +
                             ") is not a Conv of groups 1 with explicit pads, a MatMul, or a Gemm "

@@ -402,7 +402,11 @@ TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
   m.graph.add_initializer("wide", gaussian({2, 2, 33, 33}, 8));
   m.graph.add_initializer("many", gaussian({2, 7282, 3, 3}, 9));
   m.graph.add_initializer("most", gaussian({2, 7281, 3, 3}, 10));
-  m.graph.outputs.insert(m.graph.outputs.end(), {"o1", "o2", "o3", "o4"});
+  // Matrices of 65536 > 65535 inputs: [in, out] read by MatMul, [out, in] by
+  // Gemm with transB.
+  m.graph.add_initializer("mmwide", gaussian({65536, 2}, 11));
+  m.graph.add_initializer("gemmwide", gaussian({2, 65536}, 12));
+  m.graph.outputs.insert(m.graph.outputs.end(), {"o1", "o2", "o3", "o4", "o5", "o6"});
   auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out,
                   std::vector<std::pair<std::string, graph::Attribute>> attrs = {}) {
     graph::Node n;
@@ -427,6 +431,8 @@ TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
   node("Conv", {"X", "wide"}, "o2", {{"kernel_shape", graph::Attribute::of_ints({33, 33})}});
   node("Conv", {"X", "many"}, "o3", {{"kernel_shape", k3}});
   node("Conv", {"X", "most"}, "o4", {{"kernel_shape", k3}});
+  node("MatMul", {"X", "mmwide"}, "o5");
+  node("Gemm", {"X", "gemmwide"}, "o6", {{"transB", graph::Attribute::of_int(1)}});
   ProfileOptions o;
   o.schemes = {"int8", "int8-a8"};
   o.min_params = 0;
@@ -442,7 +448,9 @@ TEST(ProfileModel, Int8A8OnlyWhereEveryReaderRoundsItsInput) {
                                              {"c1d", false},
                                              {"wide", false},
                                              {"many", false},
-                                             {"most", true}}));
+                                             {"most", true},
+                                             {"mmwide", false},
+                                             {"gemmwide", false}}));
   for (const LayerProfile& l : p.layers) EXPECT_NE(find(l, "int8"), nullptr) << l.name;
 }
 

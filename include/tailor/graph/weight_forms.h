@@ -74,16 +74,17 @@ int64_t emit_weight_form(FormSink& sink, const StoredWeight& w, const schemes::E
 /// integer codes' products is below 127²·1040 < 2^24, hence exact.
 constexpr int64_t kW8A8ChunkIn = 1040;
 
-/// Largest c_in·kh·kw of an int8-a8 Conv: the runtime's W8A8 kernels sum the
-/// shifted codes in int32, |Σ| ≤ 65535·255·128 < 2^31
-/// (kernels::kQ8Q8Conv1x1MaxIn is the same bound).
+/// Most inputs of an int8-a8 layer (c_in·kh·kw of a Conv, in of a matrix):
+/// the runtime's W8A8 kernels sum the shifted codes in int32, |Σ| ≤
+/// 65535·255·128 < 2^31 (kernels::kQ8Q8Conv1x1MaxIn is the same bound), and
+/// the file adds its chunks' sums in int32, |Σ| ≤ 65535·127² < 2^31.
 constexpr int64_t kW8A8MaxIn = 65535;
 
 /// Whether emit_w8a8 takes `reader` (its weight, of stored shape `weight`, as
 /// input 1): a 2-D Conv of groups 1 without auto_pad, of at most kW8A8ChunkIn
-/// taps and kW8A8MaxIn inputs (channels × taps); a MatMul; or a Gemm with
-/// transA 0 and alpha = beta = 1. Where a weight has another reader, int8-a8
-/// is no candidate for it.
+/// taps and kW8A8MaxIn inputs (channels × taps); a MatMul of a 2-D weight, or
+/// a Gemm with transA 0 and alpha = beta = 1, of at most kW8A8MaxIn inputs.
+/// Where a weight has another reader, int8-a8 is no candidate for it.
 bool w8a8_reader(const Node& reader, const Shape& weight);
 
 /// int8-a8 (W8A8) in standard operators, opset 9 on, computing exactly what
