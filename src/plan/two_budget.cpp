@@ -330,6 +330,9 @@ CalibratedPlan latency_calibrated_plan(
                         return x.layer == y.layer && x.label == y.label;
                       });
   };
+  // The byte-only optimum (an unbounded latency budget): a plan of its
+  // objective is one no looser budget improves on.
+  const double free_objective = solve(1e300).objective_value;
   for (int round = 0; round < kRounds; ++round) {
     Plan next_plan = solve(target);
     // The same plan again: its measurement stands, a new budget would follow
@@ -342,9 +345,10 @@ CalibratedPlan latency_calibrated_plan(
     const auto [orig, ms] = measure(p);
     const double m = ms / orig * model_ms;
     out.rounds.push_back({target, p.predicted_latency, orig, ms, m});
-    // Within the budget, and either close to it or with the latency budget not
-    // binding (a looser one cannot lower the objective): done.
-    const bool binding = !(p.predicted_latency < target * (1 - 1e-3));
+    // Within the budget, and either close to it or as good as the byte-only
+    // optimum (a looser budget cannot lower the objective): done. Slack in
+    // the plan's predicted latency says nothing: the choices are discrete.
+    const bool binding = p.objective_value > free_objective + 1e-12 * std::abs(free_objective);
     if (m <= max_latency && (m >= (1 - kWithin) * max_latency || !binding)) break;
     const double saved_predicted = model_ms - p.predicted_latency, saved_measured = model_ms - m;
     if (!(saved_predicted > 0) || !(saved_measured > 0)) break;  // no line to map through

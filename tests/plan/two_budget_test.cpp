@@ -267,7 +267,7 @@ TEST(PlanLatencyCalibration, OutOfReachNamesTheFastestMeasuredPlan) {
 }
 
 TEST(PlanLatencyCalibration, StopsWhenTheBudgetDoesNotBindAndThePlanIsWithin) {
-  // Budget 35: the 30 ms plan (not binding) measures 40 − 1.6·10 = 24. Before,
+  // Budget 35: the 30 ms plan (the byte-only optimum) measures 40 − 1.6·10 = 24. Before,
   // the loop mapped 35 to 36.9 and measured the same plan three more times.
   int measured = 0;
   const auto measure = [&](const Plan& p) {
@@ -277,6 +277,19 @@ TEST(PlanLatencyCalibration, StopsWhenTheBudgetDoesNotBindAndThePlanIsWithin) {
   const CalibratedPlan c = latency_calibrated_plan(35, 40, 27, menu_plan, measure, "m", 100);
   EXPECT_EQ(measured, 1);
   ASSERT_EQ(c.rounds.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 30);
+}
+
+TEST(PlanLatencyCalibration, SlackInThePlanIsNotABudgetThatDoesNotBind) {
+  // Budget 29.5: the 29 ms plan (predicted 0.5 under, but not the byte-only
+  // optimum, the 30 ms plan) measures 40 − 1.6·11 = 22.4, far under; the
+  // next budget 40 − 10.5·11/17.6 = 33.44 gives the 30 ms plan, measured 24:
+  // within, and the lower objective.
+  const CalibratedPlan c =
+      latency_calibrated_plan(29.5, 40, 27, menu_plan, measured_with_gain(1.6), "m", 100);
+  ASSERT_EQ(c.rounds.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.rounds[0].predicted, 29);
+  EXPECT_DOUBLE_EQ(c.rounds[1].target, 40 - 10.5 * 11 / (1.6 * 11));
   EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 30);
 }
 

@@ -66,8 +66,8 @@ struct CalibratedPlan {
 /// least_ms) with `solve` (a latency budget, ms, fixed_latency included) and
 /// times the plan against the original with `measure` ({original ms, plan
 /// ms}). It stops when the plan measures within max_latency and either within
-/// 5% of it or with the latency budget not binding (predicted below the
-/// round's budget: a looser budget cannot lower the objective); otherwise the
+/// 5% of it or with the objective of the byte-only optimum (`solve` at an
+/// unbounded budget, 1e300: a looser budget cannot lower it); otherwise the
 /// next round's budget maps max_latency through the line from the original
 /// (model_ms predicted and measured) to the last plan (predicted → measured),
 /// never below least_ms. At most 4 rounds; it stops when the budget or the
