@@ -136,8 +136,9 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
     throw Error("--uniform",
                 "no layer has a candidate '" + label +
                     (label == "int8-a8"
-                         ? "' (the profile offers it only to a MatMul, a Gemm, or a 2-D Conv of "
-                           "groups 1 with an f32 weight read by nothing else: graph::w8a8_reader)"
+                         ? "' (the profile offers it only where every reader of an f32 weight is a "
+                           "MatMul, a Gemm, or a 2-D Conv of groups 1, of at most 65535 inputs "
+                           "and, a Conv, 1040 taps: graph::w8a8_reader)"
                          : "' (profile it: --schemes, or a label of docs/schemes.md)"));
   sol.bytes = plan::choice_bytes(p, sol.choice);
   p.budget = sol.bytes;
@@ -278,6 +279,8 @@ CompressResult compress_model(const CompressOptions& o) {
     throw Error(
         "--solver",
         "only exact plans under two budgets (--max-latency, --max-macs); got \"" + o.solver + "\"");
+  if (latency_budget && o.max_macs)
+    throw Error("--max-macs", "not with --max-latency: give one second budget");
   if (o.max_latency && o.max_latency_fraction)
     throw Error("--max-latency", "give it in ms or as a percentage, not both");
   if (o.max_latency && !(std::isfinite(*o.max_latency) && *o.max_latency > 0))
@@ -426,7 +429,7 @@ CompressResult compress_model(const CompressOptions& o) {
                   "--max-latency as a percentage: the profile holds no whole-model latency");
     max_latency = *o.max_latency_fraction * *r.profile.latency_model_ms;
     say("profile",
-        fmt::format("--max-latency {:.4g}% of the original's {:.3f} ms: {:.3f} ms",
+        fmt::format("--max-latency {:.4g}% of the original's {:.4g} ms: {:.4g} ms",
                     100 * *o.max_latency_fraction, *r.profile.latency_model_ms, *max_latency));
   }
   if (const std::string fits = damage_fit_summary(r.profile); !fits.empty()) say("profile", fits);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <regex>
 #include <sstream>
 
 #include "commands.h"
@@ -212,10 +213,11 @@ void add_compress(CLI::App& app) {
       ->delimiter(',')
       ->expected(3);
   static std::string max_latency;
-  cmd->add_option("--max-latency", max_latency,
-                  "Also a latency budget (ms, CPU time at 1 thread, ONNX), or P% of the "
-                  "original's latency measured in the profile: measures every candidate's op, "
-                  "plans under both budgets (exact), reports the written model's latency");
+  static CLI::Option* max_latency_option =
+      cmd->add_option("--max-latency", max_latency,
+                      "Also a latency budget (ms, CPU time at 1 thread, ONNX), or P% of the "
+                      "original's latency measured in the profile: measures every candidate's op, "
+                      "plans under both budgets (exact), reports the written model's latency");
   cmd->add_option("--max-macs", o.max_macs,
                   "Also a budget of the planned layers' summed MACs per input row (exact)");
   cmd->add_option("-o,--output", o.out_dir, "Output folder (default <model stem>.tailor)");
@@ -256,23 +258,18 @@ void add_compress(CLI::App& app) {
         throw Error("--image-std", fmt::format("must be finite and > 0, got {}", v));
     if (!mean.empty()) std::copy(mean.begin(), mean.end(), o.image_mean.begin());
     if (!stdev.empty()) std::copy(stdev.begin(), stdev.end(), o.image_std.begin());
-    if (!max_latency.empty()) {
-      // "MS" or "P%"; anything else (units, trailing text) is an error.
-      const bool percent = max_latency.back() == '%';
-      const std::string number =
+    if (max_latency_option->count() > 0) {
+      // "MS" or "P%": a decimal number (no sign but −, no hex, no spaces).
+      static const std::regex number(R"(-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)");
+      const bool percent = !max_latency.empty() && max_latency.back() == '%';
+      const std::string digits =
           percent ? max_latency.substr(0, max_latency.size() - 1) : max_latency;
-      size_t used = 0;
-      double v = std::numeric_limits<double>::quiet_NaN();
-      try {
-        v = std::stod(number, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (number.empty() || used != number.size())
+      if (!std::regex_match(digits, number))
         throw Error("--max-latency",
                     "expected milliseconds (30) or a percentage of the original's latency (70%), "
                     "got \"" +
                         max_latency + "\"");
+      const double v = std::strtod(digits.c_str(), nullptr);  // ±HUGE_VAL past the range
       (percent ? o.max_latency_fraction : o.max_latency) = percent ? v / 100 : v;
     }
     o.cache = !no_cache;
