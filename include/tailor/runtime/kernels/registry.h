@@ -96,9 +96,10 @@ using Q8Q8Conv1x1Fn = void (*)(const Q8Q8Conv1x1Params& p, const float* x, const
                                float* y, const Activation& act);
 /// W8A8 k×k convolution (groups 1; any kernel, strides, pads, dilations): the
 /// scheme int8-a8 on a Conv other than 1×1 stride 1 unpadded (those are
-/// Q8Q8Conv1x1Params'), with ONE activation scale per image: s[b] = max_{c, iy, ix} |x[b, c, iy, ix]|/127 (f32), qx =
-/// clamp(round_half_away(x/s[b]), −127, 127) (0 when s[b] = 0), a padding
-/// pixel qx = 0. Then y[b, o, oy, ox] = act(f32(Σ_{c, ky, kx} qx[b, c, iy,
+/// Q8Q8Conv1x1Params'), with ONE activation scale per image:
+/// s[b] = max_{c, iy, ix} |x[b, c, iy, ix]|/127 (f32),
+/// qx = clamp(round_half_away(x/s[b]), −127, 127) (0 when s[b] = 0), a
+/// padding pixel qx = 0. Then y[b, o, oy, ox] = act(f32(Σ_{c, ky, kx} qx[b, c, iy,
 /// ix]·q[o, c, ky, kx])·(s[b]·f16(scale[o])) + bias[o]) with iy = oy·stride_h
 /// − pad_top + ky·dil_h, ix likewise: one exact integer sum over every tap
 /// and channel, converted to f32 once, the two products in f32 in this order
