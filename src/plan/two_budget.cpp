@@ -387,7 +387,22 @@ Solution solve_two_budgets(const Problem& problem, const SolveOptions& options) 
   require_additive(problem, "exact");
   check_feasible(problem);
   if (!problem.has_latency()) return solve_exact(problem, options);
-  return TwoBudgetSolver(problem, options).run();
+  Solution s = TwoBudgetSolver(problem, options).run();
+  // Ties broken towards latency: a layer's option of the same cost, no more
+  // bytes and less latency keeps the objective and both budgets (int8 and
+  // int8-a8 tie exactly under a weight-error objective; the solver took the
+  // first, often the slower).
+  for (size_t i = 0; i < s.choice.size(); ++i) {
+    const std::vector<Option>& opts = problem.layers[i];
+    auto& c = s.choice[i];
+    for (size_t j = 0; j < opts.size(); ++j) {
+      const Option &o = opts[j], &now = opts[static_cast<size_t>(c)];
+      if (o.cost == now.cost && o.bytes <= now.bytes && o.latency < now.latency)
+        c = static_cast<int>(j);
+    }
+  }
+  s.bytes = choice_bytes(problem, s.choice);
+  return s;
 }
 
 }  // namespace tailor::plan

@@ -94,6 +94,24 @@ TEST(PlanTwoBudgets, EqualsBruteForceOnSmallRandomProblems) {
   EXPECT_GT(refused, 5);
 }
 
+// int8 and int8-a8 under a weight-error objective: the same bytes and cost,
+// int8-a8 faster. With a latency budget that does not bind, each layer takes
+// the faster of the tie (the solver alone took the first option listed).
+TEST(PlanTwoBudgets, TiesGoToTheLowerLatency) {
+  Problem p;
+  p.source = "ties.json";
+  // Per layer: dense (4 bytes, cost 0, 10 ms), int8 (1, 0.5, 6 ms), int8-a8
+  // (1, 0.5, 2 ms), and a costlier option of 1 byte and 1 ms.
+  for (int i = 0; i < 3; ++i) p.layers.push_back({{4, 0, 10}, {1, 0.5, 6}, {1, 0.5, 2}, {1, 2, 1}});
+  p.budget = 3;  // one byte per layer
+  p.latency_budget = 100;
+  p.latency_unit = "ms";
+  const Solution s = solve_exact(p, {});
+  EXPECT_EQ(s.choice, (Choice{2, 2, 2}));
+  EXPECT_DOUBLE_EQ(s.objective, 1.5);
+  EXPECT_EQ(s.bytes, 3);
+}
+
 TEST(PlanTwoBudgets, CertifiedBoundAndFeasiblePlanOnLargerProblems) {
   // 40 layers × 8 options, the latency budget halfway between the least
   // latency within the bytes and the byte-only optimum's (so it binds): no

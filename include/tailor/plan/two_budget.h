@@ -95,7 +95,10 @@ CalibratedPlan latency_calibrated_plan(
 /// and cut when it cannot fit either budget. Returns proven_optimal with
 /// lower_bound = objective when the search completes; when it passes 2^24
 /// nodes or options.time_limit_s, the best plan found with the dual bound
-/// (certified). Throws Error as described, and for pairwise terms.
+/// (certified). Among options of the same cost, the plan's layers then take
+/// the one of least latency with no more bytes (ties under a weight-error
+/// objective: int8 and int8-a8). Throws Error as described, and for pairwise
+/// terms.
 Solution solve_two_budgets(const Problem& problem, const SolveOptions& options);
 
 }  // namespace tailor::plan
