@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <utility>
@@ -137,9 +138,18 @@ OutputObjective prepare_output_objective(const graph::Model& model, const graph:
   out.calibration = llama ? llama_calibration(*llama, o) : onnx_calibration(model, o);
   po.damage_key =
       std::string(out.fitted ? "fitted+" : "") + "grams+damage:" + calibration_key(out.calibration);
-  const auto t0 = std::chrono::steady_clock::now();
-  out.grams = calibration_grams(llama ? *llama : model, out.calibration);
-  out.gram_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Only GPTQ reads a Gram (XᵀX, in² doubles per layer: 39 GB for 70,000
+  // inputs); without a -gptq label none is computed. An empty list profiles
+  // every scheme, GPTQ's included.
+  const bool gptq = po.schemes.empty() ||
+                    std::any_of(po.schemes.begin(), po.schemes.end(), [](const std::string& s) {
+                      return s.find("gptq") != std::string::npos;
+                    });
+  if (gptq) {
+    const auto t0 = std::chrono::steady_clock::now();
+    out.grams = calibration_grams(llama ? *llama : model, out.calibration);
+    out.gram_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   po.grams = out.grams;
   return out;
 }

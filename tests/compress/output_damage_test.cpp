@@ -288,6 +288,8 @@ TEST(OutputDamage, OneCalibrationInputAndUniformBaseline) {
   EXPECT_NE(r.profile.calibration.find("one --calib input"), std::string::npos);
   EXPECT_EQ(r.verification.inputs, 1);
   EXPECT_EQ(r.verification.damage_metric, "kl");
+  // No -gptq scheme: no Gram was computed (only GPTQ reads one).
+  EXPECT_EQ(r.gram_seconds, 0.0);
   // Every layer that has int4 takes it; bytes add up by definition.
   int64_t bytes = r.profile.fixed_bytes;
   double predicted = 0;

@@ -212,7 +212,8 @@ struct CompressResult {
   bool profile_cached = false;
   /// Seconds spent measuring output damage (0 when cached or not measured).
   double damage_seconds = 0;
-  /// Seconds spent computing the calibration Grams (0 without the output objective).
+  /// Seconds spent computing the calibration Grams (0 without the output
+  /// objective, or without a -gptq scheme: only GPTQ reads them).
   double gram_seconds = 0;
   plan::Plan plan;
   /// The uniform guard's points (empty when it did not run) and the index kept.
