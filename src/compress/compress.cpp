@@ -20,6 +20,7 @@
 #include "tailor/core/warning.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
+#include "tailor/graph/weight_forms.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/llama2c.h"
 #include "tailor/io/llama_graph.h"
@@ -136,9 +137,11 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
     throw Error("--uniform",
                 "no layer has a candidate '" + label +
                     (label == "int8-a8"
-                         ? "' (the profile offers it only where every reader of an f32 weight is a "
-                           "MatMul, a Gemm, or a 2-D Conv of groups 1, of at most 65535 inputs "
-                           "and, a Conv, 1040 taps: graph::w8a8_reader)"
+                         ? fmt::format("' (profiled only when --schemes names it, and only where "
+                                       "every reader of an f32 weight is a MatMul, a Gemm, or a "
+                                       "2-D Conv of groups 1, of at most {} inputs and, a Conv, "
+                                       "{} taps: graph::w8a8_reader)",
+                                       graph::kW8A8MaxIn, graph::kW8A8ChunkIn)
                          : "' (profile it: --schemes, or a label of docs/schemes.md)"));
   sol.bytes = plan::choice_bytes(p, sol.choice);
   p.budget = sol.bytes;

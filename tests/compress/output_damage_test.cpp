@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "compress/verify.h"
+#include "graph/passes/pass_test_util.h"
 #include "tailor/compress/compress.h"
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
@@ -305,6 +306,9 @@ TEST(OutputDamage, OneCalibrationInputAndUniformBaseline) {
   for (const plan::PlanChoice& c : r.plan.choices) EXPECT_EQ(c.label, "int4") << c.layer;
   o.uniform = "int4-g32";  // not profiled
   testing::expect_error_naming([&] { compress::compress_model(o); }, "--uniform", "no layer");
+  o.uniform = "int8-a8";  // not profiled either: the message says where it would be
+  testing::expect_error_naming([&] { compress::compress_model(o); }, "--uniform",
+                               "profiled only when --schemes names it");
 }
 
 TEST(OutputDamage, CompressQuantizesGptqWithTheGramsOfItsCalibrationInputs) {
@@ -440,43 +444,24 @@ TEST(OutputDamage, Int8A8IsMeasuredWithItsActivationRounding) {
 // initializers"), so compress with int8-a8 under the output objective failed
 // on any biased Conv or Gemm.
 TEST(OutputDamage, Int8A8OfABiasedConvAndGemm) {
-  graph::Model m;
-  m.opset = 13;
-  m.source = "test";
-  m.graph.inputs = {"X"};
-  m.graph.types["X"] = graph::ValueType{DType::f32, graph::sym_shape_of({1, 4, 6, 6})};
-  m.graph.outputs = {"Y"};
-  Rng rng(3);
-  auto normal = [&](const std::string& name, const Shape& shape) {
-    std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
-    for (float& x : v) x = static_cast<float>(0.3 * rng.normal());
-    m.graph.add_initializer(name, Tensor::from_f32(shape, v));
-  };
-  normal("Wc", {8, 4, 3, 3});
-  normal("bc", {8});
-  normal("Wg", {5, 288});
-  normal("bg", {5});
-  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
-    graph::Node n;
-    n.op_type = op;
-    n.name = out + "/op";
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    m.graph.nodes.push_back(n);
-    return &m.graph.nodes.back();
-  };
-  graph::Node* conv = node("Conv", {"X", "Wc", "bc"}, "c");
-  conv->set("kernel_shape", graph::Attribute::of_ints({3, 3}));
-  conv->set("pads", graph::Attribute::of_ints({1, 1, 1, 1}));
-  node("Relu", {"c"}, "r");
-  node("Flatten", {"r"}, "f");
-  node("Gemm", {"f", "Wg", "bg"}, "Y")->set("transB", graph::Attribute::of_int(1));
-  std::vector<std::map<std::string, Tensor>> inputs;
-  for (int k = 0; k < 2; ++k) {
-    std::vector<float> v(144);
-    for (float& x : v) x = static_cast<float>(rng.normal());
-    inputs.push_back({{"X", Tensor::from_f32({1, 4, 6, 6}, v)}});
-  }
+  using testing::ints;
+  using testing::random_f32;
+  const graph::Model m = testing::GraphBuilder()
+                             .input("X", {1, 4, 6, 6})
+                             .init("Wc", random_f32({8, 4, 3, 3}, 1, -0.5f, 0.5f))
+                             .init("bc", random_f32({8}, 2, -0.5f, 0.5f))
+                             .init("Wg", random_f32({5, 288}, 3, -0.5f, 0.5f))
+                             .init("bg", random_f32({5}, 4, -0.5f, 0.5f))
+                             .node("Conv", {"X", "Wc", "bc"}, {"c"},
+                                   {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}})
+                             .node("Relu", {"c"}, {"r"})
+                             .node("Flatten", {"r"}, {"f"})
+                             .node("Gemm", {"f", "Wg", "bg"}, {"Y"}, {{"transB", testing::int1(1)}})
+                             .output("Y")
+                             .model();
+  const std::vector<std::map<std::string, Tensor>> inputs = {
+      {{"X", random_f32({1, 4, 6, 6}, 5, -2.0f, 2.0f)}},
+      {{"X", random_f32({1, 4, 6, 6}, 6, -2.0f, 2.0f)}}};
   ProfileOptions po;
   po.schemes = {"dense", "int8", "int8-a8"};
   po.min_params = 0;

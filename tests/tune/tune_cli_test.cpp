@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "tailor/core/rng.h"
+#include "graph/passes/pass_test_util.h"
 #include "tailor/graph/passes/promote_f16.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/io/npy.h"
@@ -93,35 +93,19 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
 // reference run failed on the Conv's f16 bias.
 TEST(TuneCli, TunesAnF16ModelAsRunRunsIt) {
   testing::TempDir dir;
-  graph::Model m;
-  m.opset = 13;
-  m.source = "test";
-  m.graph.inputs = {"X"};
-  m.graph.types["X"] = graph::ValueType{DType::f32, graph::sym_shape_of({1, 8, 16, 16})};
-  m.graph.outputs = {"Y"};
-  Rng rng(1);
-  auto normal = [&](const Shape& shape) {
-    std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
-    for (float& x : v) x = static_cast<float>(0.2 * rng.normal());
-    return Tensor::from_f32(shape, v).to(DType::f16);
-  };
-  m.graph.add_initializer("W", normal({8, 8, 3, 3}));
-  m.graph.add_initializer("B", normal({8}));
-  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
-    graph::Node n;
-    n.op_type = op;
-    n.name = out + "/op";
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    m.graph.nodes.push_back(n);
-    return &m.graph.nodes.back();
-  };
-  node("Cast", {"X"}, "x16")->set("to", graph::Attribute::of_int(10));
-  graph::Node* conv = node("Conv", {"x16", "W", "B"}, "c");
-  conv->set("kernel_shape", graph::Attribute::of_ints({3, 3}));
-  conv->set("pads", graph::Attribute::of_ints({1, 1, 1, 1}));
-  node("Relu", {"c"}, "r");
-  node("Cast", {"r"}, "Y")->set("to", graph::Attribute::of_int(1));
+  using testing::ints;
+  const graph::Model m =
+      testing::GraphBuilder()
+          .input("X", {1, 8, 16, 16})
+          .init("W", testing::random_f32({8, 8, 3, 3}, 1, -0.2f, 0.2f).to(DType::f16))
+          .init("B", testing::random_f32({8}, 2, -0.2f, 0.2f).to(DType::f16))
+          .node("Cast", {"X"}, {"x16"}, {{"to", testing::int1(10)}})
+          .node("Conv", {"x16", "W", "B"}, {"c"},
+                {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}})
+          .node("Relu", {"c"}, {"r"})
+          .node("Cast", {"r"}, {"Y"}, {{"to", testing::int1(1)}})
+          .output("Y")
+          .model();
   const std::string model = dir.file("f16.onnx"), tuned = dir.file("tuned");
   graph::write_onnx(m, model);
   auto r = testing::run_cli(
