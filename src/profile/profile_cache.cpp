@@ -81,9 +81,11 @@ OJson settings_json(const ProfileOptions& options) {
   // ran on the weights packed at load, and Tucker's mode-0 factor comes from
   // the exact SVD; 3: int8-a8 offered on k×k convs, where it runs its own
   // W8A8 kernel; 4: the 1×1 W8A8 kernel's zmm tiles, 1.6–1.9× faster under
-  // the same name, and int8-a8 no candidate past the form's limits), so no
-  // entry from before is read back.
-  OJson j = {{"measurement", 4},
+  // the same name, and int8-a8 no candidate past the form's limits; 5: the
+  // output damage of inputs of different shapes, measured on two threads,
+  // could run a Conv with the other thread's shape), so no entry from
+  // before is read back.
+  OJson j = {{"measurement", 5},
              {"schemes", schemes},
              {"min_params", options.min_params},
              {"layers", options.layer_regex},

@@ -90,9 +90,12 @@ class CompressedLinear final : public Kernel {
       ctx.fail("input must be f32 [..., " + std::to_string(w_->in()) + "], got " +
                shape_to_string(x.shape()));
     const int64_t batch = x.numel() / w_->in();
-    shape_.assign(x.shape().begin(), x.shape().end());
-    shape_.back() = w_->out();
-    Tensor y = ctx.alloc(DType::f32, shape_);  // written whole by the scheme's kernel
+    // The output's shape, its storage kept between this thread's runs (not
+    // the kernel's: CutRuns run one kernel on several threads at once).
+    thread_local Shape shape;
+    shape.assign(x.shape().begin(), x.shape().end());
+    shape.back() = w_->out();
+    Tensor y = ctx.alloc(DType::f32, shape);  // written whole by the scheme's kernel
     if (!a8_packed_.empty() && batch >= kA8MinRows)
       w8a8_rows(x.data<float>(), batch, y.mutable_data<float>());
     else
@@ -125,7 +128,6 @@ class CompressedLinear final : public Kernel {
   }
 
   std::shared_ptr<const schemes::Encoded> w_;
-  Shape shape_;                     // the output's shape, its storage kept between runs
   std::vector<uint8_t> a8_packed_;  // int8-a8: the codes as q8q8_conv1x1 reads them
 };
 

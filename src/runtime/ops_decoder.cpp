@@ -127,16 +127,19 @@ class GroupQueryAttentionKernel final : public Kernel {
                (rope_tables_ ? "≥ " + std::to_string(t) : std::to_string(s)) + ", 1, " +
                std::to_string(d) + "] and [" + std::to_string(d) + ", " + std::to_string(d) + "]");
     const int64_t first_row = rope_tables_ ? p : 0;
+    // Scratch kept between this thread's runs (not the kernel's: CutRuns run
+    // one kernel on several threads at once).
+    thread_local std::vector<float> queries, context, causal_mask;
     const float* mask = nullptr;
     if (causal_ && s > 1) {
       // The builder's mask: −inf where key j > query position P + i, else 0,
       // the rows of the group's query heads stacked (row h·S + i). One new
       // position (a decode step) sees every key: no mask.
-      mask_.assign(static_cast<size_t>(rows * t), 0.0f);
+      causal_mask.assign(static_cast<size_t>(rows * t), 0.0f);
       for (int64_t r = 0; r < rows; ++r)
-        std::fill(mask_.begin() + r * t + p + r % s + 1, mask_.begin() + (r + 1) * t,
+        std::fill(causal_mask.begin() + r * t + p + r % s + 1, causal_mask.begin() + (r + 1) * t,
                   -std::numeric_limits<float>::infinity());
-      mask = mask_.data();
+      mask = causal_mask.data();
     } else if (ctx.has(8)) {
       const Tensor& m = dense(8);
       if (m.shape() != Shape{rows, t})
@@ -166,19 +169,19 @@ class GroupQueryAttentionKernel final : public Kernel {
     }
     ck->filled = cv->filled = t;
     // Queries as [KV, group·S, d]: head h, row i at (h·S + i)·d.
-    queries_.resize(static_cast<size_t>(heads_ * s * d));
-    context_.resize(queries_.size());
+    queries.resize(static_cast<size_t>(heads_ * s * d));
+    context.resize(queries.size());
     for (int64_t i = 0; i < s; ++i)
-      rope(qp + i * heads_ * d, d, cp + i * d, sp + i * d, rp, d, heads_, queries_.data() + i * d,
+      rope(qp + i * heads_ * d, d, cp + i * d, sp + i * d, rp, d, heads_, queries.data() + i * d,
            s * d);
-    kernels::active_kernels().attention(queries_.data(), ok, ov, mask, context_.data(), kv_heads_,
+    kernels::active_kernels().attention(queries.data(), ok, ov, mask, context.data(), kv_heads_,
                                         rows, t, d, /*kv_head_stride=*/d, /*key_stride=*/kvd,
                                         scale_);
     Tensor y = ctx.alloc(DType::f32, {s, heads_ * d});
     float* yp = y.mutable_data<float>();
     for (int64_t h = 0; h < heads_; ++h)
       for (int64_t i = 0; i < s; ++i)
-        std::copy_n(context_.data() + (h * s + i) * d, d, yp + i * heads_ * d + h * d);
+        std::copy_n(context.data() + (h * s + i) * d, d, yp + i * heads_ * d + h * d);
     ctx.outputs[0] = std::move(y);
     ctx.outputs[1] = kv_cache_view(ck, t);
     ctx.outputs[2] = kv_cache_view(cv, t);
@@ -188,7 +191,6 @@ class GroupQueryAttentionKernel final : public Kernel {
   int64_t heads_, kv_heads_;
   float scale_;
   bool causal_, rope_tables_;
-  std::vector<float> queries_, context_, mask_;
 };
 
 /// Y = X / sqrt(mean(X², last axis) + epsilon) · scale, the mean in double;

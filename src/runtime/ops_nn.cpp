@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <optional>
 
 #include "op_util.h"
@@ -96,8 +97,7 @@ class ConvKernel final : public Kernel {
     const bool packed_weight = packed_source_ != nullptr && ctx.in(1).raw() == packed_source_;
     const Tensor w = ctx.in(1).contiguous();
     const Tensor b = ctx.has(2) ? ctx.in(2).contiguous() : Tensor();
-    if (x.shape() != params_x_ || w.shape() != params_w_) resolve(ctx, x, w);
-    const k::Conv2dParams& p = params_;
+    const k::Conv2dParams p = params_for(ctx, x, w);
     const float* bias = b.defined() ? f32_ptr(ctx, b, "bias") : nullptr;
     if (b.defined() && b.numel() != w.dim(0)) ctx.fail("bias has the wrong size");
     Shape out_shape =
@@ -115,8 +115,18 @@ class ConvKernel final : public Kernel {
   }
 
  private:
-  // The kernel parameters for input x and weight w (checked), kept with
-  // their shapes: the window is resolved once per input shape, not every run.
+  // The kernel parameters for input x and weight w: resolved once per input
+  // shape, not every run, and copied out. CutRuns of one executor run this
+  // kernel on several threads at once with inputs of different shapes (the
+  // output-damage pass on OCR lines of different widths), so the cached
+  // parameters are read and replaced under mu_ only.
+  k::Conv2dParams params_for(const OpContext& ctx, const Tensor& x, const Tensor& w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (x.shape() != params_x_ || w.shape() != params_w_) resolve(ctx, x, w);
+    return params_;
+  }
+
+  // Resolves and checks the parameters for x and w into params_ (mu_ held).
   void resolve(const OpContext& ctx, const Tensor& x, const Tensor& w) {
     if (x.rank() != 3 && x.rank() != 4)
       ctx.fail("input must be rank 3 or 4, got " + shape_to_string(x.shape()));
@@ -191,6 +201,7 @@ class ConvKernel final : public Kernel {
   k::PackedConvWeights packed_;
   const std::byte* packed_source_ = nullptr;  // the constant packed_ was packed from
   // resolve()'s result and the shapes it holds for (empty: none yet).
+  std::mutex mu_;  // guards params_, params_x_ and params_w_
   k::Conv2dParams params_;
   Shape params_x_, params_w_;
 };

@@ -126,6 +126,39 @@ TEST(CutRun, ReplacedConvWeightIsTheOneConvolved) {
   }
 }
 
+// CutRuns of one executor on several threads at once, with inputs of
+// different widths (OCR lines): an unchanged model measures no damage, every
+// time, and each run equals the serial one bit for bit. The Conv kernel kept
+// the parameters of the last width it saw in itself, so a run could convolve
+// with another thread's width: the recogniser's held-out lines measured KL up
+// to 26 for a plan that replaced nothing.
+TEST(CutRun, ConcurrentRunsOfDifferentShapesEqualSerialOnes) {
+  using testing::ints;
+  using testing::random_f32;
+  testing::GraphBuilder b;
+  b.input("X", {1, 4, 6, 8});
+  std::string x = "X";
+  for (int i = 0; i < 4; ++i) {  // four 3×3 Conv + Relu, 8 channels
+    const std::string w = "W" + std::to_string(i), c = "c" + std::to_string(i);
+    const std::string y = i == 3 ? "Y" : "r" + std::to_string(i);
+    b.init(w, random_f32({8, i == 0 ? 4 : 8, 3, 3}, 10 + static_cast<uint64_t>(i), -0.5f, 0.5f))
+        .node("Conv", {x, w}, {c}, {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}})
+        .node("Relu", {c}, {y});
+    x = y;
+  }
+  graph::Model m = b.output("Y").model();
+  (*m.graph.types["X"].shape)[3] = graph::Dim::named("width");
+  std::vector<std::map<std::string, Tensor>> inputs;
+  for (const int64_t w : {5, 37, 11, 64, 23, 50, 3, 41})
+    inputs.push_back({{"X", random_f32({1, 4, 6, w}, static_cast<uint64_t>(w), -1.0f, 1.0f)}});
+  const compress::PlanDamage plan(m, inputs, compress::DamageMetric::relative_error, {}, 2);
+  for (int rep = 0; rep < 40; ++rep) {
+    std::vector<double> per_input;
+    ASSERT_EQ(plan.measure({}, &per_input), 0.0) << "repetition " << rep;
+    ASSERT_EQ(per_input, std::vector<double>(inputs.size(), 0.0)) << "repetition " << rep;
+  }
+}
+
 TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   const graph::Model m = graph::import_onnx(kCls);

@@ -46,7 +46,9 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   /// Computes ctx.outputs from ctx.inputs. Throws Error naming the node for
-  /// inputs the op cannot take (shapes, dtypes).
+  /// inputs the op cannot take (shapes, dtypes). CutRuns of one executor call
+  /// it on several threads at once, with inputs of different shapes: state
+  /// kept between runs is per thread, or read and written under a lock.
   virtual void run(OpContext& ctx) = 0;
 };
 
