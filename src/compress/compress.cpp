@@ -137,10 +137,10 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
     throw Error("--uniform",
                 "no layer has a candidate '" + label +
                     (label == "int8-a8"
-                         ? fmt::format("' (profiled only when --schemes names it, and only where "
-                                       "every reader of an f32 weight is a MatMul, a Gemm, or a "
-                                       "2-D Conv of groups 1, of at most {} inputs and, a Conv, "
-                                       "{} taps: graph::w8a8_reader)",
+                         ? fmt::format("' (profiled when --schemes names it or is not given, "
+                                       "and only where every reader of an f32 weight is a "
+                                       "MatMul, a Gemm, or a 2-D Conv of groups 1, of at most {} "
+                                       "inputs and, a Conv, {} taps: graph::w8a8_reader)",
                                        graph::kW8A8MaxIn, graph::kW8A8ChunkIn)
                          : "' (profile it: --schemes, or a label of docs/schemes.md)"));
   sol.bytes = plan::choice_bytes(p, sol.choice);

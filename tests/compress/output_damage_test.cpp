@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "compress/verify.h"
 #include "graph/passes/pass_test_util.h"
@@ -341,7 +342,17 @@ TEST(OutputDamage, OneCalibrationInputAndUniformBaseline) {
   testing::expect_error_naming([&] { compress::compress_model(o); }, "--uniform", "no layer");
   o.uniform = "int8-a8";  // not profiled either: the message says where it would be
   testing::expect_error_naming([&] { compress::compress_model(o); }, "--uniform",
-                               "profiled only when --schemes names it");
+                               "profiled when --schemes names it or is not given");
+  // Without --schemes, --uniform profiles dense and its label alone.
+  o.schemes.clear();
+  o.uniform = "int4-g32";
+  const compress::CompressResult g = compress::compress_model(o);
+  for (const LayerProfile& l : g.profile.layers) {
+    std::set<std::string> labels;
+    for (const Candidate& c : l.candidates) labels.insert(c.label);
+    EXPECT_EQ(labels, (std::set<std::string>{"dense", "int4-g32"})) << l.name;
+  }
+  for (const plan::PlanChoice& c : g.plan.choices) EXPECT_EQ(c.label, "int4-g32") << c.layer;
 }
 
 TEST(OutputDamage, CompressQuantizesGptqWithTheGramsOfItsCalibrationInputs) {
