@@ -16,6 +16,10 @@ Usage: bench/compress/det_canvases.py OUT [N=8] [SIZE=320] (from the repository 
 import os
 import sys
 
+if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+    sys.exit(__doc__.strip() if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help")
+             else "usage: bench/compress/det_canvases.py OUT [N=8] [SIZE=320]")
+
 import numpy as np
 from PIL import Image
 
