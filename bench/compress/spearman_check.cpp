@@ -172,6 +172,8 @@ int main(int argc, char** argv) try {
   compress::CompressOptions co;
   co.model = model_path;
   co.uniform = label;
+  // The default catalog: --uniform alone would profile dense and LABEL only.
+  co.schemes = compress::default_schemes();
   co.calib_dir = calib_dir;
   co.damage = "measured";
   co.out_dir =

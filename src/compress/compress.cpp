@@ -151,11 +151,16 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
 /// The uniform guard (CompressOptions::uniform_guard): measures r.plan and
 /// every uniform quantizer plan on the calibration inputs (those over `budget` too: the
 /// report shows them all), records them in r.guard, replaces r.plan by the
-/// kept one (guard_pick: within the budget) and returns its encoded layers.
+/// kept one (guard_pick: within the budget) and returns its encoded layers
+/// (`encode(plan, grams)`, every -gptq layer against `grams`). A plan with a
+/// -gptq layer is measured cross-fitted as its damage D was (cross_fit_folds
+/// of the inputs): input k in fold f runs that plan with its -gptq layers
+/// encoded against the Gram of the inputs outside f (calibration_grams, one
+/// fold's at a time); the returned layers use `grams`, every input's.
 std::vector<EncodedLayer> run_guard(
     const graph::Model& run_model, const Calibration& c, CompressResult& r, int64_t budget,
-    const CompressOptions& o, plan::Objective objective,
-    const std::function<std::vector<EncodedLayer>(const plan::Plan&)>& encode) {
+    const CompressOptions& o, plan::Objective objective, const Grams& grams,
+    const std::function<std::vector<EncodedLayer>(const plan::Plan&, const Grams&)>& encode) {
   const auto t0 = Clock::now();
   const PlanDamage meter(run_model, c.inputs, c.metric, c.outputs, o.threads);
   // The quantizers (reference, -mse, -gptq, ggml), in the profile's order:
@@ -168,29 +173,52 @@ std::vector<EncodedLayer> run_guard(
       if (std::regex_match(cand.label, quantizer) &&
           std::find(labels.begin(), labels.end(), cand.label) == labels.end())
         labels.push_back(cand.label);
-  // guard_pick keeps the plan or the best uniform within the budget, and as
-  // points arrive it can go from the plan to a uniform and back (the plan
-  // fails against a worse uniform, then passes against a better one): so the
-  // plan's layers and the best uniform's are both kept until the end.
-  std::vector<EncodedLayer> plan_layers = encode(r.plan), rival_layers;
-  GuardPoint mine{"plan (" + r.plan.solver + ")", r.plan.total_bytes};
-  mine.damage = meter.measure(plan_layers, &mine.per_input);
-  r.guard = {std::move(mine)};
+  r.guard.clear();
   std::vector<plan::Plan> plans{r.plan};
-  for (const std::string& label : labels) {
-    plan::Plan u = uniform_plan(r.profile, label, objective, o.seed, o.model);
-    std::vector<EncodedLayer> layers = encode(u);
-    GuardPoint point{"uniform " + label, u.total_bytes};
-    point.damage = meter.measure(layers, &point.per_input);
+  for (const std::string& label : labels)
+    plans.push_back(uniform_plan(r.profile, label, objective, o.seed, o.model));
+  std::vector<std::vector<EncodedLayer>> layers;
+  for (const plan::Plan& p : plans) layers.push_back(encode(p, grams));
+  // The plans' -gptq layers once more per fold; [plan][fold], empty for a
+  // plan without one.
+  auto gptq_only = [](plan::Plan p) {
+    for (plan::PlanChoice& ch : p.choices)
+      if (!reads_gram(ch.label)) ch.label = "dense";  // not encoded
+    return p;
+  };
+  std::vector<std::vector<std::vector<EncodedLayer>>> folds(plans.size());
+  const size_t n_folds = cross_fit_folds(c.inputs.size());
+  const bool any_gptq = std::any_of(plans.begin(), plans.end(), [](const plan::Plan& p) {
+    return std::any_of(p.choices.begin(), p.choices.end(),
+                       [](const plan::PlanChoice& ch) { return reads_gram(ch.label); });
+  });
+  for (size_t f = 0; any_gptq && n_folds > 1 && f < n_folds; ++f) {
+    std::vector<std::map<std::string, Tensor>> outside;
+    for (size_t k = 0; k < c.inputs.size(); ++k)
+      if (k % n_folds != f) outside.push_back(c.inputs[k]);
+    const Grams fold_grams = calibration_grams(run_model, outside);
+    for (size_t p = 0; p < plans.size(); ++p) {
+      std::vector<EncodedLayer> refit = encode(gptq_only(plans[p]), fold_grams);
+      if (refit.empty()) continue;
+      std::vector<EncodedLayer> mine = layers[p];
+      for (EncodedLayer& e : refit)
+        for (EncodedLayer& m : mine)
+          if (m.name == e.name) m = std::move(e);
+      folds[p].push_back(std::move(mine));
+    }
+  }
+  for (size_t p = 0; p < plans.size(); ++p) {
+    GuardPoint point{p == 0 ? "plan (" + r.plan.solver + ")" : "uniform " + labels[p - 1],
+                     plans[p].total_bytes};
+    point.damage = folds[p].empty() ? meter.measure(layers[p], &point.per_input)
+                                    : meter.measure_cross_fitted(folds[p], &point.per_input);
     r.guard.push_back(std::move(point));
-    plans.push_back(std::move(u));
-    if (best_uniform(r.guard, budget) == r.guard.size() - 1) rival_layers = std::move(layers);
   }
   r.guard_kept = guard_pick(r.guard, budget);
   r.plan = std::move(plans[r.guard_kept]);
   r.plan.budget_bytes = budget;  // a kept uniform plan: the user's budget, not its own bytes
   r.guard_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  return r.guard_kept == 0 ? std::move(plan_layers) : std::move(rival_layers);
+  return std::move(layers[r.guard_kept]);
 }
 }  // namespace
 
@@ -499,18 +527,20 @@ CompressResult compress_model(const CompressOptions& o) {
                    r.plan.total_bytes, budget_bytes,
                    percent(r.plan.total_bytes, r.profile.dense_bytes), r.plan.objective_value));
 
-  auto encode = [&](const plan::Plan& p) {
-    std::vector<EncodedLayer> l = encode_plan(mf, p, po.scheme_defaults, 0x7a11, o.threads, grams);
+  auto encode_with = [&](const plan::Plan& p, const Grams& with) {
+    std::vector<EncodedLayer> l = encode_plan(mf, p, po.scheme_defaults, 0x7a11, o.threads, with);
     // The decoder graph holds every linear as an f32 [out, in] initializer
     // read by Gemm(transB = 1), half-precision checkpoints widened.
     if (llama)
       for (EncodedLayer& e : l) e.stored_dtype = DType::f32;
     return l;
   };
+  auto encode = [&](const plan::Plan& p) { return encode_with(p, grams); };
   std::optional<std::vector<EncodedLayer>> guarded;
   if (calibration && o.uniform.empty() && o.uniform_guard && !second_budget) {
     begin("guard", "");
-    guarded = run_guard(llama ? *llama : mf, *calibration, r, budget_bytes, o, objective, encode);
+    guarded = run_guard(llama ? *llama : mf, *calibration, r, budget_bytes, o, objective, grams,
+                        encode_with);
     const GuardPoint& kept = r.guard[r.guard_kept];
     const GuardPoint& mine = r.guard.front();
     const auto within = std::count_if(r.guard.begin() + 1, r.guard.end(),
@@ -520,9 +550,11 @@ CompressResult compress_model(const CompressOptions& o) {
     const std::string metric =
         std::string(damage_metric_name(calibration->metric)) +
         (calibration->metric == DamageMetric::relative_error ? " (all inputs pooled)" : " (mean)");
+    const size_t folds = cross_fit_folds(calibration->inputs.size());
     const std::string compared =
-        fmt::format("{} uniform scheme{} within the budget, {} over it", within,
-                    within == 1 ? "" : "s", r.guard.size() - 1 - within);
+        fmt::format("{} uniform scheme{} within the budget, {} over it{}", within,
+                    within == 1 ? "" : "s", r.guard.size() - 1 - within,
+                    folds > 1 ? fmt::format("; -gptq layers cross-fitted in {} folds", folds) : "");
     const size_t rival = best_uniform(r.guard, budget_bytes);
     // The paired test's outcome, as guard_pick decided it.
     auto paired = [&](const GuardPoint& u) {

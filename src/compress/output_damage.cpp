@@ -21,14 +21,42 @@
 #include "tailor/graph/weights.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/llm/kld.h"
+#include "tailor/runtime/calibration.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/schemes/matmul_into.h"
+#include "tailor/schemes/registry.h"
 
 namespace tailor::compress {
 
 namespace {
 
 const char* kSource = "output damage";
+
+/// Runs f(k) for k = 0 … count − 1, one k at a time per worker (`workers`
+/// threads, this one included); a worker's linalg calls take one thread, or
+/// all of them when it is the only worker. The first exception is rethrown
+/// once every worker is done.
+void for_each_input(size_t count, size_t workers, const std::function<void(size_t)>& f) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex mu;
+  auto work = [&](int inner) {
+    const linalg::ThreadLimit limit(inner);
+    for (size_t k; (k = next++) < count;) {
+      try {
+        f(k);
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work, 1);
+  work(workers > 1 ? 1 : linalg::threads());
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
 
 const graph::Node* producer(const graph::Graph& g, const std::string& value) {
   for (const graph::Node& n : g.nodes)
@@ -176,6 +204,14 @@ double DamageMeter::value() const {
   return sum / static_cast<double>(outputs_.size());
 }
 
+size_t cross_fit_folds(size_t inputs, int folds) {
+  return inputs >= 2 && folds >= 2 ? std::min(static_cast<size_t>(folds), inputs) : 1;
+}
+
+bool reads_gram(const std::string& label) {
+  return label != "dense" && schemes::parse_scheme(label).kind() == schemes::SchemeKind::quant_gptq;
+}
+
 void check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std::string& source) {
   for (const auto& [name, t] : inputs)
     if (const NonFinite bad = find_non_finite(t); bad.count > 0)
@@ -235,6 +271,13 @@ void measure_output_damage(const graph::Model& model,
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cut[a] < cut[b]; });
 
+  // Cross-fitting (DamageOptions::folds): where each weight reads its rows.
+  const size_t folds = cross_fit_folds(inputs.size(), o.folds);
+  std::map<std::string, std::vector<runtime::LayerInput>> reads;
+  if (folds > 1)
+    for (runtime::LayerInput& li : runtime::layer_inputs(ex.model()))
+      reads[li.weight].push_back(std::move(li));
+
   // Each worker takes whole inputs: advances its run to the cut and runs
   // every candidate's suffix on it, into that input's own meters.
   const size_t workers =
@@ -258,10 +301,50 @@ void measure_output_damage(const graph::Model& model,
     std::vector<std::optional<graph::Model>> ops(layer.candidates.size());
     const graph::Node* reader =
         cut[l] < ex.plan().steps.size() ? ex.plan().steps[cut[l]].node : nullptr;
+    // The cross-fitted candidates: fold_stored[f][c], encoded with the Gram
+    // of the inputs outside fold f.
+    std::vector<bool> crossfit(layer.candidates.size(), false);
+    const auto read = reads.find(layer.name);
+    // The rows at the cut: the weight's first reader is the node that multiplies it
+    // (not, say, the Gather of an embedding tied to it).
+    if (read != reads.end() && read->second.size() == 1 && reader &&
+        std::find(reader->inputs.begin(), reader->inputs.end(), read->second.front().value) !=
+            reader->inputs.end())
+      for (size_t c = 0; c < layer.candidates.size(); ++c)
+        crossfit[c] = measured[c] && reads_gram(layer.candidates[c].label);
+    std::vector<std::vector<Tensor>> fold_stored;
+    if (std::find(crossfit.begin(), crossfit.end(), true) != crossfit.end()) {
+      for_each_input(runs.size(), workers, [&](size_t k) { runs[k].advance(cut[l]); });
+      const runtime::LayerInput& li = read->second.front();
+      std::vector<runtime::InputStats> sums(folds, runtime::InputStats({li}, true));
+      for (size_t k = 0; k < runs.size(); ++k)
+        sums[k % folds].add({{li.value, runs[k].value(li.value)}});
+      std::vector<schemes::Gram> fold(folds);
+      for (size_t f = 0; f < folds; ++f) fold[f] = std::move(sums[f].grams().at(layer.name));
+      fold_stored.assign(folds, std::vector<Tensor>(layer.candidates.size()));
+      for (size_t f = 0; f < folds; ++f) {
+        auto outside = std::make_shared<schemes::Gram>();  // Σ of the other folds, in fold order
+        outside->in = fold[f].in;
+        outside->h.assign(fold[f].h.size(), 0.0);
+        for (size_t g = 0; g < folds; ++g) {
+          if (g == f) continue;
+          outside->rows += fold[g].rows;
+          for (size_t i = 0; i < outside->h.size(); ++i) outside->h[i] += fold[g].h[i];
+        }
+        schemes::SchemeParams fp = params;
+        fp.gram = outside;
+        for (size_t c = 0; c < layer.candidates.size(); ++c) {
+          if (!crossfit[c]) continue;
+          const EncodedLayer e = encode_layer(*w, layer.candidates[c].label, fp, o.seed, l);
+          fold_stored[f][c] =
+              detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, run_dtype);
+        }
+      }
+    }
     for (size_t c = 0; c < layer.candidates.size(); ++c) {
       layer.candidates[c].output_damage.reset();
       layer.candidates[c].output_damage_fitted = false;
-      if (layer.candidates[c].label == "dense" || !measured[c]) continue;
+      if (layer.candidates[c].label == "dense" || !measured[c] || crossfit[c]) continue;
       const EncodedLayer e = encode_layer(*w, layer.candidates[c].label, params, o.seed, l);
       if (reader && (ops[c] = own_arithmetic_op(ex.model(), *reader, e))) {
         // The run moves one step past the cut for it: no later layer may share the cut.
@@ -278,43 +361,29 @@ void measure_output_damage(const graph::Model& model,
         std::any_of(ops.begin(), ops.end(), [](const auto& m) { return m.has_value(); });
     std::vector<std::vector<DamageMeter>> meters(runs.size());  // [input][candidate]
     for (auto& m : meters) m.assign(stored.size(), DamageMeter(o.metric, outputs));
-    std::atomic<size_t> next{0};
-    std::exception_ptr failure;
-    std::mutex mu;
-    auto work = [&](int inner) {
-      const linalg::ThreadLimit limit(inner);
-      for (size_t k; (k = next++) < runs.size();) {
-        try {
-          runs[k].advance(cut[l]);
-          for (size_t c = 0; c < stored.size(); ++c)
-            if (stored[c].defined())
-              meters[k][c].add(reference[k], runs[k].finish({{layer.name, stored[c]}}));
-          if (!any_op) continue;
-          std::vector<std::pair<size_t, Tensor>> replaced;  // candidate, the layer's output
-          for (size_t c = 0; c < ops.size(); ++c) {
-            if (!ops[c]) continue;
-            std::map<std::string, Tensor> feeds;
-            for (const std::string& v : ops[c]->graph.inputs) feeds[v] = runs[k].value(v);
-            runtime::Executor op(*ops[c]);  // per input: kernels keep per-run state
-            replaced.emplace_back(c, op.run(feeds).at(reader->outputs[0]));
-          }
-          runs[k].advance(cut[l] + 1);
-          for (auto& [c, y] : replaced)
-            meters[k][c].add(reference[k], runs[k].finish({{reader->outputs[0], y}}));
-        } catch (...) {
-          std::lock_guard lock(mu);
-          if (!failure) failure = std::current_exception();
-        }
+    for_each_input(runs.size(), workers, [&](size_t k) {
+      runs[k].advance(cut[l]);
+      for (size_t c = 0; c < stored.size(); ++c) {
+        const Tensor& weight = crossfit[c] ? fold_stored[k % folds][c] : stored[c];
+        if (weight.defined())
+          meters[k][c].add(reference[k], runs[k].finish({{layer.name, weight}}));
       }
-    };
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < workers; ++t) pool.emplace_back(work, 1);
-    work(workers > 1 ? 1 : linalg::threads());
-    for (auto& t : pool) t.join();
-    if (failure) std::rethrow_exception(failure);
+      if (!any_op) return;
+      std::vector<std::pair<size_t, Tensor>> replaced;  // candidate, the layer's output
+      for (size_t c = 0; c < ops.size(); ++c) {
+        if (!ops[c]) continue;
+        std::map<std::string, Tensor> feeds;
+        for (const std::string& v : ops[c]->graph.inputs) feeds[v] = runs[k].value(v);
+        runtime::Executor op(*ops[c]);  // per input: kernels keep per-run state
+        replaced.emplace_back(c, op.run(feeds).at(reader->outputs[0]));
+      }
+      runs[k].advance(cut[l] + 1);
+      for (auto& [c, y] : replaced)
+        meters[k][c].add(reference[k], runs[k].finish({{reader->outputs[0], y}}));
+    });
     for (size_t c = 0; c < stored.size(); ++c) {
       if (!measured[c]) continue;
-      if (!stored[c].defined() && !ops[c]) {
+      if (!stored[c].defined() && !ops[c] && !crossfit[c]) {
         layer.candidates[c].output_damage = 0.0;
         continue;
       }
@@ -369,57 +438,53 @@ PlanDamage::~PlanDamage() = default;
 
 double PlanDamage::measure(const std::vector<EncodedLayer>& layers,
                            std::vector<double>* per_input) const {
+  return measure_cross_fitted({layers}, per_input);
+}
+
+double PlanDamage::measure_cross_fitted(const std::vector<std::vector<EncodedLayer>>& folds,
+                                        std::vector<double>* per_input) const {
+  if (folds.empty()) throw Error(kSource, "a plan measured in no fold");
   // A scheme that changes the arithmetic (int8-a8) cannot be shown by a
   // replaced weight: the plan's model as the runtime runs it instead
-  // (rewrite_tailor), one executor per worker.
-  std::optional<graph::Model> compressed;
-  if (std::any_of(layers.begin(), layers.end(), [](const EncodedLayer& e) {
-        return schemes::w8a8_view(*e.encoded).has_value();
-      })) {
-    std::vector<EncodedLayer> f32_layers = layers;
-    for (EncodedLayer& e : f32_layers) e.stored_dtype = DType::f32;  // the promoted model's
-    compressed = rewrite_tailor(s_->ex.model(), f32_layers);
-  }
-  std::map<std::string, Tensor> replaced;
-  for (const EncodedLayer& e : compressed ? std::vector<EncodedLayer>{} : layers) {
-    const auto dt = s_->run_dtype.find(e.name);
-    if (dt == s_->run_dtype.end() || !s_->ex.plan().slot_of.count(e.name))
-      throw Error(e.name, "output damage: the weight is not a value of the model's main graph");
-    replaced[e.name] = detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, dt->second);
+  // (rewrite_tailor), one executor per input.
+  const size_t n_folds = folds.size();
+  std::vector<std::optional<graph::Model>> compressed(n_folds);
+  std::vector<std::map<std::string, Tensor>> replaced(n_folds);
+  for (size_t f = 0; f < n_folds; ++f) {
+    const std::vector<EncodedLayer>& layers = folds[f];
+    if (std::any_of(layers.begin(), layers.end(), [](const EncodedLayer& e) {
+          return schemes::w8a8_view(*e.encoded).has_value();
+        })) {
+      std::vector<EncodedLayer> f32_layers = layers;
+      for (EncodedLayer& e : f32_layers) e.stored_dtype = DType::f32;  // the promoted model's
+      compressed[f] = rewrite_tailor(s_->ex.model(), f32_layers);
+      continue;
+    }
+    for (const EncodedLayer& e : layers) {
+      const auto dt = s_->run_dtype.find(e.name);
+      if (dt == s_->run_dtype.end() || !s_->ex.plan().slot_of.count(e.name))
+        throw Error(e.name, "output damage: the weight is not a value of the model's main graph");
+      replaced[f][e.name] =
+          detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, dt->second);
+    }
   }
   std::vector<DamageMeter> meters(s_->inputs.size(), DamageMeter(s_->metric, s_->outputs));
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex mu;
-  auto work = [&](int inner) {
-    const linalg::ThreadLimit limit(inner);
-    std::optional<runtime::Executor> own;
-    for (size_t k; (k = next++) < s_->inputs.size();) {
-      try {
-        if (compressed) {
-          if (!own) own.emplace(*compressed);
-          meters[k].add(s_->reference[k], own->run(s_->inputs[k]));
-          continue;
-        }
-        // Replaced from the first step that reads one of the weights, as
-        // measure_output_damage's cuts are: replaced from step 0, a run of
-        // the classifier was seen to compute with the original weights.
-        runtime::CutRun run(s_->ex, s_->inputs[k]);
-        size_t cut = run.steps();
-        for (const auto& [name, t] : replaced) cut = std::min(cut, run.first_reader(name));
-        run.advance(cut);
-        meters[k].add(s_->reference[k], run.finish(replaced));
-      } catch (...) {
-        std::lock_guard lock(mu);
-        if (!failure) failure = std::current_exception();
-      }
+  for_each_input(s_->inputs.size(), s_->workers, [&](size_t k) {
+    const size_t f = k % n_folds;
+    if (compressed[f]) {
+      runtime::Executor own(*compressed[f]);  // kernels keep per-run state
+      meters[k].add(s_->reference[k], own.run(s_->inputs[k]));
+      return;
     }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < s_->workers; ++t) pool.emplace_back(work, 1);
-  work(s_->workers > 1 ? 1 : linalg::threads());
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+    // Replaced from the first step that reads one of the weights, as
+    // measure_output_damage's cuts are: replaced from step 0, a run of
+    // the classifier was seen to compute with the original weights.
+    runtime::CutRun run(s_->ex, s_->inputs[k]);
+    size_t cut = run.steps();
+    for (const auto& [name, t] : replaced[f]) cut = std::min(cut, run.first_reader(name));
+    run.advance(cut);
+    meters[k].add(s_->reference[k], run.finish(replaced[f]));
+  });
   DamageMeter total(s_->metric, s_->outputs);
   if (per_input) per_input->clear();
   for (const DamageMeter& m : meters) {

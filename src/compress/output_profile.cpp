@@ -74,18 +74,6 @@ std::string calibration_key(const Calibration& c) {
   return sha256_hex(text);
 }
 
-/// H = XᵀX per weight layer of `model` (runtime::gram) over the calibration
-/// inputs, by weight name: what the -gptq labels quantize against. f16
-/// models run in f32 (graph::promote_f16_to_f32), as the damage pass runs them.
-Grams calibration_grams(const graph::Model& model, const Calibration& c) {
-  graph::Model promoted = model;
-  graph::promote_f16_to_f32(promoted);
-  Grams out;
-  for (auto& [name, g] : runtime::gram(promoted, c.inputs))
-    out[name] = std::make_shared<const schemes::Gram>(std::move(g));
-  return out;
-}
-
 /// Elements of the weights profile_model would profile under `po` (is_profiled).
 int64_t profiled_params(const graph::Model& model, const ProfileOptions& po) {
   int64_t n = 0;
@@ -143,7 +131,9 @@ OutputObjective prepare_output_objective(const graph::Model& model, const graph:
                (o.damage == "auto" && profiled_params(model, po) > kFittedDamageAboveParams);
   out.calibration = llama ? llama_calibration(*llama, o) : onnx_calibration(model, o);
   po.damage_key =
-      std::string(out.fitted ? "fitted+" : "") + "grams+damage:" + calibration_key(out.calibration);
+      std::string(out.fitted ? "fitted+" : "") +
+      fmt::format("grams+damage+folds{}:", cross_fit_folds(out.calibration.inputs.size())) +
+      calibration_key(out.calibration);
   // Only GPTQ reads a Gram (XᵀX, in² doubles per layer: 39 GB for 70,000
   // inputs); without a -gptq label none is computed. An empty list profiles
   // every scheme, GPTQ's included.
@@ -153,10 +143,20 @@ OutputObjective prepare_output_objective(const graph::Model& model, const graph:
                     });
   if (gptq) {
     const auto t0 = std::chrono::steady_clock::now();
-    out.grams = calibration_grams(llama ? *llama : model, out.calibration);
+    out.grams = calibration_grams(llama ? *llama : model, out.calibration.inputs);
     out.gram_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   po.grams = out.grams;
+  return out;
+}
+
+Grams calibration_grams(const graph::Model& model,
+                        const std::vector<std::map<std::string, Tensor>>& inputs) {
+  graph::Model promoted = model;
+  graph::promote_f16_to_f32(promoted);
+  Grams out;
+  for (auto& [name, g] : runtime::gram(promoted, inputs))
+    out[name] = std::make_shared<const schemes::Gram>(std::move(g));
   return out;
 }
 

@@ -83,9 +83,10 @@ OJson settings_json(const ProfileOptions& options) {
   // W8A8 kernel; 4: the 1×1 W8A8 kernel's zmm tiles, 1.6–1.9× faster under
   // the same name, and int8-a8 no candidate past the form's limits; 5: the
   // output damage of inputs of different shapes, measured on two threads,
-  // could run a Conv with the other thread's shape), so no entry from
+  // could run a Conv with the other thread's shape; 6: -gptq candidates'
+  // output damage cross-fitted, DamageOptions::folds), so no entry from
   // before is read back.
-  OJson j = {{"measurement", 5},
+  OJson j = {{"measurement", 6},
              {"schemes", schemes},
              {"min_params", options.min_params},
              {"layers", options.layer_regex},

@@ -288,6 +288,30 @@ TEST(UniformGuard, PlanDamageIsTheRelativeErrorOfTheWholeReplacedModel) {
     }
     EXPECT_NEAR(each[static_cast<size_t>(k)], dd / yy, 1e-4 * dd / yy) << k;  // f32 run
   }
+  // Cross-fitted in two folds: inputs 0 and 2 run fold 0's layers (a at
+  // int4), input 1 fold 1's (b at int4); Σ‖y − ŷ‖² / Σ‖y‖² over both.
+  {
+    std::vector<double> fold_each;
+    const double pooled = two.measure_cross_fitted({{enc("a")}, {enc("b")}}, &fold_each);
+    double dd = 0, yy = 0;
+    for (int k = 0; k < 3; ++k) {
+      const auto y = matvec(c, matvec(b, matvec(a, input(k))));
+      const auto h = k == 1 ? matvec(c, matvec(int4_by_hand(b), matvec(a, input(k))))
+                            : matvec(c, matvec(b, matvec(int4_by_hand(a), input(k))));
+      double dk = 0, yk = 0;
+      for (size_t i = 0; i < y.size(); ++i) {
+        dk += (y[i] - h[i]) * (y[i] - h[i]);
+        yk += y[i] * y[i];
+      }
+      ASSERT_EQ(fold_each.size(), 3u);
+      EXPECT_NEAR(fold_each[static_cast<size_t>(k)], dk / yk, 1e-4 * dk / yk) << k;
+      dd += dk;
+      yy += yk;
+    }
+    EXPECT_NEAR(pooled, dd / yy, 1e-4 * dd / yy);
+    EXPECT_EQ(one.measure_cross_fitted({{enc("a")}}), one.measure({enc("a")}));
+    testing::expect_error_naming([&] { one.measure_cross_fitted({}); }, "output damage", "no fold");
+  }
   // Both int4: the two errors cancel (f32 rounding only).
   EXPECT_LT(one.measure({enc("a"), enc("b"), enc("c")}), 1e-10);
   testing::expect_error_naming(

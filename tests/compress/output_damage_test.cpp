@@ -180,6 +180,7 @@ TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
   compress::DamageOptions d;
   d.metric = compress::DamageMetric::kl_probabilities;
   d.grams = grams;
+  d.folds = 1;  // -gptq against `grams` (cross-fitting: its own test)
   d.threads = 1;
   ModelProfile serial = profile;
   compress::measure_output_damage(m, inputs, serial, d);
@@ -394,6 +395,90 @@ TEST(OutputDamage, CompressQuantizesGptqWithTheGramsOfItsCalibrationInputs) {
   }
   EXPECT_GT(r.verification.measured_damage, 0.0);
   EXPECT_GT(r.gram_seconds, 0.0);
+}
+
+// Cross-fitted -gptq damage: with 3 inputs in 2 folds ({0, 2} and {1}),
+// inputs 0 and 2 are measured on the candidate GPTQ-encoded against the Gram
+// of input 1 alone, input 1 on the one encoded against inputs 0 and 2
+// (runtime::gram of those inputs, summed in their order); the KL of each full
+// run with that decoded weight, by definition, pooled over the rows.
+TEST(OutputDamage, GptqIsScoredOnInputsOutsideItsGram) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  const graph::Model m = graph::import_onnx(kCls);
+  const std::string out = m.graph.outputs[0];
+  const std::vector<std::map<std::string, Tensor>> inputs = {{{m.graph.inputs[0], wavy(1)}},
+                                                             {{m.graph.inputs[0], wavy(2)}},
+                                                             {{m.graph.inputs[0], wavy(3)}}};
+  const auto all = runtime::gram(m, inputs);
+  const auto of_1 = runtime::gram(m, {inputs[1]});
+  const auto of_02 = runtime::gram(m, {inputs[0], inputs[2]});
+  compress::Grams grams;  // every input's: what a fold-less pass encodes with
+  for (const auto& [name, g] : all) grams[name] = std::make_shared<const schemes::Gram>(g);
+  ProfileOptions po;
+  po.schemes = {"dense", "int4-gptq", "int4"};
+  po.threads = 1;
+  po.grams = grams;
+  ModelProfile profile = profile_model(m, po);
+  ASSERT_GE(profile.layers.size(), 2u);
+  profile.layers.resize(2);
+  compress::DamageOptions d;
+  d.metric = compress::DamageMetric::kl_probabilities;
+  d.grams = grams;
+  d.folds = 2;
+  d.threads = 2;
+  ModelProfile crossfit = profile, fitted_on_all = profile;
+  compress::measure_output_damage(m, inputs, crossfit, d);
+  d.folds = 1;
+  compress::measure_output_damage(m, inputs, fitted_on_all, d);
+
+  runtime::Executor ref(m);
+  std::vector<std::vector<float>> p;
+  for (const auto& in : inputs) p.push_back(ref.run(in).at(out).to_f32_vector());
+  const std::vector<graph::WeightView> ws = graph::weights(m);
+  int checked = 0;
+  for (size_t l = 0; l < crossfit.layers.size(); ++l) {
+    const LayerProfile& layer = crossfit.layers[l];
+    const graph::WeightView& w = *graph::find_weight(ws, layer.name);
+    for (size_t c = 0; c < layer.candidates.size(); ++c) {
+      const std::string& label = layer.candidates[c].label;
+      ASSERT_TRUE(layer.candidates[c].output_damage) << layer.name << " " << label;
+      const double got = *layer.candidates[c].output_damage;
+      if (label != "int4-gptq") {  // not data-aware: the same pass either way
+        EXPECT_EQ(got, *fitted_on_all.layers[l].candidates[c].output_damage) << label;
+        continue;
+      }
+      double kl = 0;
+      int64_t rows = 0;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        schemes::SchemeParams params;
+        params.gram =
+            std::make_shared<const schemes::Gram>((k % 2 == 0 ? of_1 : of_02).at(layer.name));
+        const compress::EncodedLayer e = compress::encode_layer(w, label, params, 0x7a11, l);
+        Tensor dec = e.encoded->decode().contiguous();
+        if (w.layout == WeightLayout::in_out) dec = dec.transpose(0, 1).contiguous();
+        dec = dec.reshape(w.tensor.shape());
+        graph::Model changed = m;
+        if (auto it = changed.graph.initializers.find(layer.name);
+            it != changed.graph.initializers.end()) {
+          it->second = dec;
+        } else {  // a Constant node's value
+          for (graph::Node& node : changed.graph.nodes)
+            if (node.op_type == "Constant" && node.outputs.at(0) == layer.name)
+              node.set("value", graph::Attribute::of_tensor(dec));
+        }
+        const std::vector<float> q =
+            runtime::Executor(changed).run(inputs[k]).at(out).to_f32_vector();
+        for (size_t r = 0; r < q.size(); r += 2, ++rows)
+          for (size_t v = 0; v < 2; ++v)
+            kl += p[k][r + v] * std::log(double(p[k][r + v]) / double(q[r + v]));
+      }
+      EXPECT_NEAR(got, kl / static_cast<double>(rows), 1e-12) << layer.name;
+      // Encoded against every input's Gram instead, it scores otherwise.
+      EXPECT_NE(got, *fitted_on_all.layers[l].candidates[c].output_damage) << layer.name;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
 }
 
 }  // namespace

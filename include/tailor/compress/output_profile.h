@@ -75,7 +75,8 @@ struct OutputObjective {
 /// recogniser, the even-numbered calib_dir inputs, else random_inputs N(0, 1)
 /// inputs seeded seed + 2 (metric: detect_damage_metric of the first output).
 /// Computes each layer's Gram XᵀX (runtime::gram, f16 run in f32) and sets
-/// `profile_options.damage_key` ("grams+damage:" and the SHA-256 of the inputs
+/// `profile_options.damage_key` ("grams+damage+folds<K>:", K the cross-fitting
+/// folds of the inputs, and the SHA-256 of the inputs
 /// and metric; "fitted+" before it under the fitted mode) and
 /// `profile_options.grams`. The fitted mode: options.damage "fitted", or
 /// "auto" when the weights profile_options would profile (min_params, the
@@ -86,6 +87,13 @@ struct OutputObjective {
 OutputObjective prepare_output_objective(const graph::Model& model, const graph::Model* llama,
                                          const CompressOptions& options,
                                          ProfileOptions& profile_options);
+
+/// H = XᵀX per weight layer of `model` over `inputs` (runtime::gram), by
+/// weight name: what the -gptq labels quantize against. f16 models run in
+/// f32 (graph::promote_f16_to_f32), as the damage pass runs them. Throws
+/// Error as runtime::gram does.
+Grams calibration_grams(const graph::Model& model,
+                        const std::vector<std::map<std::string, Tensor>>& inputs);
 
 /// The inputs compress_model verifies on, as a Calibration with the same
 /// metric and outputs (the half prepare_output_objective never uses): for a
