@@ -550,7 +550,12 @@ CompressResult compress_model(const CompressOptions& o) {
     const std::string metric =
         std::string(damage_metric_name(calibration->metric)) +
         (calibration->metric == DamageMetric::relative_error ? " (all inputs pooled)" : " (mean)");
-    const size_t folds = cross_fit_folds(calibration->inputs.size());
+    // run_guard cross-fits when a uniform -gptq plan is among its plans,
+    // i.e. when the profile holds a -gptq candidate.
+    bool gptq = false;
+    for (const LayerProfile& l : r.profile.layers)
+      for (const Candidate& cand : l.candidates) gptq = gptq || reads_gram(cand.label);
+    const size_t folds = gptq ? cross_fit_folds(calibration->inputs.size()) : 1;
     const std::string compared =
         fmt::format("{} uniform scheme{} within the budget, {} over it{}", within,
                     within == 1 ? "" : "s", r.guard.size() - 1 - within,

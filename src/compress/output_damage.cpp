@@ -277,6 +277,15 @@ void measure_output_damage(const graph::Model& model,
   if (folds > 1)
     for (runtime::LayerInput& li : runtime::layer_inputs(ex.model()))
       reads[li.weight].push_back(std::move(li));
+  // Whether no step at or after `step` computes `value` (an input, or computed before it).
+  auto computed_before = [&](const std::string& value, size_t step) {
+    const auto& steps = ex.plan().steps;
+    for (size_t i = step; i < steps.size(); ++i)
+      if (steps[i].node && std::find(steps[i].node->outputs.begin(), steps[i].node->outputs.end(),
+                                     value) != steps[i].node->outputs.end())
+        return false;
+    return true;
+  };
 
   // Each worker takes whole inputs: advances its run to the cut and runs
   // every candidate's suffix on it, into that input's own meters.
@@ -302,37 +311,27 @@ void measure_output_damage(const graph::Model& model,
     const graph::Node* reader =
         cut[l] < ex.plan().steps.size() ? ex.plan().steps[cut[l]].node : nullptr;
     // The cross-fitted candidates: fold_stored[f][c], encoded with the Gram
-    // of the inputs outside fold f.
+    // of the inputs outside fold f, accumulated in input order as
+    // runtime::gram of those inputs accumulates it (the guard's Grams). Only
+    // where the rows are computed before the cut: not a tied embedding,
+    // whose first reader is the Gather at the start.
     std::vector<bool> crossfit(layer.candidates.size(), false);
     const auto read = reads.find(layer.name);
-    // The rows at the cut: the weight's first reader is the node that multiplies it
-    // (not, say, the Gather of an embedding tied to it).
-    if (read != reads.end() && read->second.size() == 1 && reader &&
-        std::find(reader->inputs.begin(), reader->inputs.end(), read->second.front().value) !=
-            reader->inputs.end())
+    if (read != reads.end() && read->second.size() == 1 &&
+        computed_before(read->second.front().value, cut[l]))
       for (size_t c = 0; c < layer.candidates.size(); ++c)
         crossfit[c] = measured[c] && reads_gram(layer.candidates[c].label);
     std::vector<std::vector<Tensor>> fold_stored;
     if (std::find(crossfit.begin(), crossfit.end(), true) != crossfit.end()) {
       for_each_input(runs.size(), workers, [&](size_t k) { runs[k].advance(cut[l]); });
       const runtime::LayerInput& li = read->second.front();
-      std::vector<runtime::InputStats> sums(folds, runtime::InputStats({li}, true));
-      for (size_t k = 0; k < runs.size(); ++k)
-        sums[k % folds].add({{li.value, runs[k].value(li.value)}});
-      std::vector<schemes::Gram> fold(folds);
-      for (size_t f = 0; f < folds; ++f) fold[f] = std::move(sums[f].grams().at(layer.name));
       fold_stored.assign(folds, std::vector<Tensor>(layer.candidates.size()));
       for (size_t f = 0; f < folds; ++f) {
-        auto outside = std::make_shared<schemes::Gram>();  // Σ of the other folds, in fold order
-        outside->in = fold[f].in;
-        outside->h.assign(fold[f].h.size(), 0.0);
-        for (size_t g = 0; g < folds; ++g) {
-          if (g == f) continue;
-          outside->rows += fold[g].rows;
-          for (size_t i = 0; i < outside->h.size(); ++i) outside->h[i] += fold[g].h[i];
-        }
+        runtime::InputStats outside({li}, true);
+        for (size_t k = 0; k < runs.size(); ++k)
+          if (k % folds != f) outside.add({{li.value, runs[k].value(li.value)}});
         schemes::SchemeParams fp = params;
-        fp.gram = outside;
+        fp.gram = std::make_shared<const schemes::Gram>(outside.take_grams().at(layer.name));
         for (size_t c = 0; c < layer.candidates.size(); ++c) {
           if (!crossfit[c]) continue;
           const EncodedLayer e = encode_layer(*w, layer.candidates[c].label, fp, o.seed, l);
@@ -450,6 +449,7 @@ double PlanDamage::measure_cross_fitted(const std::vector<std::vector<EncodedLay
   const size_t n_folds = folds.size();
   std::vector<std::optional<graph::Model>> compressed(n_folds);
   std::vector<std::map<std::string, Tensor>> replaced(n_folds);
+  std::map<const schemes::Encoded*, Tensor> decoded;
   for (size_t f = 0; f < n_folds; ++f) {
     const std::vector<EncodedLayer>& layers = folds[f];
     if (std::any_of(layers.begin(), layers.end(), [](const EncodedLayer& e) {
@@ -464,8 +464,11 @@ double PlanDamage::measure_cross_fitted(const std::vector<std::vector<EncodedLay
       const auto dt = s_->run_dtype.find(e.name);
       if (dt == s_->run_dtype.end() || !s_->ex.plan().slot_of.count(e.name))
         throw Error(e.name, "output damage: the weight is not a value of the model's main graph");
-      replaced[f][e.name] =
-          detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, dt->second);
+      // A layer the folds share (the same stored factors) is decoded once.
+      Tensor& t = decoded[e.encoded.get()];
+      if (!t.defined())
+        t = detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, dt->second);
+      replaced[f][e.name] = t;
     }
   }
   std::vector<DamageMeter> meters(s_->inputs.size(), DamageMeter(s_->metric, s_->outputs));

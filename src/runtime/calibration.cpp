@@ -171,6 +171,23 @@ std::map<std::string, schemes::Gram> InputStats::grams() const {
   return out;
 }
 
+std::map<std::string, schemes::Gram> InputStats::take_grams() {
+  check(!full_.empty() || acc_.empty(), "calibration",
+        "take_grams() needs InputStats built with full = true");
+  std::map<std::string, schemes::Gram> out;
+  for (auto it = acc_.begin(); it != acc_.end(); it = acc_.erase(it)) {
+    schemes::Gram g = std::move(it->second);
+    const auto m = full_.find(it->first);
+    g.h.resize(static_cast<size_t>(g.in * g.in));
+    for (int64_t i = 0; i < g.in; ++i)
+      for (int64_t j = 0; j < g.in; ++j)
+        g.h[static_cast<size_t>(i * g.in + j)] = j <= i ? m->second(i, j) : m->second(j, i);
+    full_.erase(m);
+    out[it->first] = std::move(g);
+  }
+  return out;
+}
+
 std::map<std::string, std::vector<float>> InputStats::mean_squares() const {
   std::map<std::string, std::vector<float>> out;
   for (const auto& [w, g] : acc_) {
@@ -201,7 +218,7 @@ std::map<std::string, schemes::Gram> gram(const graph::Model& model,
       if (inputs.count(name)) values.emplace(name, t);
     stats.add(values);
   }
-  std::map<std::string, schemes::Gram> out = stats.grams();
+  std::map<std::string, schemes::Gram> out = stats.take_grams();
   for (const auto& [w, g] : out)
     for (double v : g.h)
       check(std::isfinite(v), "calibration",

@@ -397,6 +397,68 @@ TEST(OutputDamage, CompressQuantizesGptqWithTheGramsOfItsCalibrationInputs) {
   EXPECT_GT(r.gram_seconds, 0.0);
 }
 
+// The guard measures a plan of -gptq layers cross-fitted as D is: with three
+// calibration inputs (a, c, e of six --calib files) in three folds, input k
+// runs every layer GPTQ-encoded against runtime::gram of the other two; the
+// guard's "uniform int4-gptq" damage is the KL of those full runs, by
+// definition, over every output row.
+TEST(OutputDamage, TheGuardScoresGptqPlansOnInputsOutsideTheirGram) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  for (int k = 0; k < 6; ++k)
+    write_npy(dir.file(std::string("calib/") + static_cast<char>('a' + k) + ".npy"), wavy(k + 1));
+  compress::CompressOptions o = cls_options(dir);
+  o.calib_dir = dir.file("calib");
+  o.schemes = {"dense", "int4", "int4-gptq"};
+  o.budget = "60%";
+  const compress::CompressResult r = compress::compress_model(o);
+  const auto point = std::find_if(r.guard.begin(), r.guard.end(),
+                                  [](const auto& p) { return p.name == "uniform int4-gptq"; });
+  ASSERT_NE(point, r.guard.end());
+
+  const graph::Model m = graph::import_onnx(kCls);
+  const std::string in = m.graph.inputs[0], out = m.graph.outputs[0];
+  const std::vector<std::map<std::string, Tensor>> calib = {
+      {{in, wavy(1)}}, {{in, wavy(3)}}, {{in, wavy(5)}}};  // a, c, e
+  const std::vector<graph::WeightView> ws = graph::weights(m);
+  runtime::Executor ref(m);
+  double kl = 0;
+  int64_t rows = 0;
+  for (size_t k = 0; k < calib.size(); ++k) {
+    std::vector<std::map<std::string, Tensor>> others;
+    for (size_t j = 0; j < calib.size(); ++j)
+      if (j != k) others.push_back(calib[j]);
+    const auto grams = runtime::gram(m, others);
+    graph::Model changed = m;
+    for (const LayerProfile& layer : r.profile.layers) {
+      if (std::none_of(layer.candidates.begin(), layer.candidates.end(),
+                       [](const Candidate& c) { return c.label == "int4-gptq"; }))
+        continue;
+      const graph::WeightView& w = *graph::find_weight(ws, layer.name);
+      schemes::SchemeParams params;
+      params.gram = std::make_shared<const schemes::Gram>(grams.at(layer.name));
+      const compress::EncodedLayer e = compress::encode_layer(w, "int4-gptq", params, 0x7a11, 0);
+      Tensor dec = e.encoded->decode().contiguous();
+      if (w.layout == WeightLayout::in_out) dec = dec.transpose(0, 1).contiguous();
+      dec = dec.reshape(w.tensor.shape());
+      if (auto it = changed.graph.initializers.find(layer.name);
+          it != changed.graph.initializers.end()) {
+        it->second = dec;
+      } else {  // a Constant node's value
+        for (graph::Node& node : changed.graph.nodes)
+          if (node.op_type == "Constant" && node.outputs.at(0) == layer.name)
+            node.set("value", graph::Attribute::of_tensor(dec));
+      }
+    }
+    const std::vector<float> p = ref.run(calib[k]).at(out).to_f32_vector();
+    const std::vector<float> q = runtime::Executor(changed).run(calib[k]).at(out).to_f32_vector();
+    for (size_t i = 0; i < q.size(); i += 2, ++rows)
+      for (size_t v = 0; v < 2; ++v) kl += p[i + v] * std::log(double(p[i + v]) / double(q[i + v]));
+  }
+  EXPECT_NEAR(point->damage, kl / static_cast<double>(rows), 1e-9 + 1e-6 * point->damage);
+}
+
 // Cross-fitted -gptq damage: with 3 inputs in 2 folds ({0, 2} and {1}),
 // inputs 0 and 2 are measured on the candidate GPTQ-encoded against the Gram
 // of input 1 alone, input 1 on the one encoded against inputs 0 and 2

@@ -109,12 +109,14 @@ struct DamageOptions {
   /// they fall in K = min(folds, N) folds (input k in fold k mod K), and input
   /// k's damage is measured on the candidate encoded with the Gram XᵀX of the
   /// inputs outside its fold (computed here from the layer's activations at
-  /// the cut, summed in input order), so D never scores a quantizer on the
+  /// the cut, accumulated in input order as runtime::gram of those inputs
+  /// would), so D never scores a quantizer on the
   /// inputs it was fitted to (ISNet's int8-gptq with H from two 1024²
   /// images, fewer rows than a deep conv's 4,608 inputs: damage 5.0e-6 on
   /// them, 2.5e-4 on two held-out images; round-to-nearest int8 2.9e-4 and
-  /// 7.9e-4). 1, one input, or a weight read by several nodes (a tied
-  /// embedding): the Gram of `grams`, no cross-fitting.
+  /// 7.9e-4). 1, one input, a weight read by several nodes, or one whose rows
+  /// are not computed before its first reader (a tied embedding's Gather):
+  /// the Gram of `grams`, no cross-fitting.
   int folds = kCrossFitFolds;
   /// Workers (0: all cores): the inputs' suffix runs of a layer run in
   /// parallel, one input per worker; each input's damage is summed on its

@@ -55,6 +55,10 @@ class InputStats {
 
   /// Per weight: H (full) summed over rows; `rows` counts them.
   std::map<std::string, schemes::Gram> grams() const;
+  /// The same, releasing each accumulator as its Gram is formed (peak: the
+  /// Grams plus one layer's accumulator, not twice the Grams); the stats are
+  /// empty afterwards.
+  std::map<std::string, schemes::Gram> take_grams();
   /// Per weight: mean over rows of x_j² [in] (0 with no rows).
   std::map<std::string, std::vector<float>> mean_squares() const;
 
