@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <set>
 
+#include "compress/output_damage_util.h"
 #include "compress/verify.h"
 #include "graph/passes/pass_test_util.h"
 #include "tailor/compress/compress.h"
@@ -32,15 +33,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-const std::string kCls = testing::model_path("ch_ppocr_mobile_v2.0_cls_infer.onnx");
-
-Tensor wavy(int k) {
-  Tensor x = Tensor::zeros(DType::f32, {1, 3, 48, 192});
-  float* p = x.mutable_data<float>();
-  for (int64_t i = 0; i < x.numel(); ++i)
-    p[i] = std::sin(0.002f * static_cast<float>(i) * static_cast<float>(k + 1));
-  return x;
-}
+using testing::cls_options;
+using testing::kCls;
+using testing::wavy;
+using testing::with_decoded_weight;
 
 bool bit_equal(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
@@ -239,17 +235,7 @@ TEST(OutputDamage, EqualsAFullRunWithTheDecodedWeightAndKlByDefinition) {
       if (grams.count(layer.name)) params.gram = grams.at(layer.name);
       const compress::EncodedLayer e = compress::encode_layer(w, c.label, params, 0x7a11, l);
       graph::Model changed = m;
-      Tensor dec = e.encoded->decode().contiguous();
-      if (w.layout == WeightLayout::in_out) dec = dec.transpose(0, 1).contiguous();
-      dec = dec.reshape(w.tensor.shape());
-      if (auto it = changed.graph.initializers.find(layer.name);
-          it != changed.graph.initializers.end()) {
-        it->second = dec;
-      } else {  // a Constant node's value
-        for (graph::Node& node : changed.graph.nodes)
-          if (node.op_type == "Constant" && node.outputs.at(0) == layer.name)
-            node.set("value", graph::Attribute::of_tensor(dec));
-      }
+      with_decoded_weight(changed, w, e);
       runtime::Executor ex(changed);
       double kl = 0;
       int64_t rows = 0;
@@ -284,16 +270,6 @@ TEST(OutputDamage, RelativeErrorMeterByDefinition) {
         meter.add({{"a", y}}, {{"a", y}, {"b", z}});
       },
       "b", "missing");
-}
-
-compress::CompressOptions cls_options(const TempDir& dir) {
-  compress::CompressOptions o;
-  o.model = kCls;
-  o.out_dir = dir.file("out");
-  o.cache = false;
-  o.threads = 2;
-  o.schemes = {"dense", "int8", "int4"};
-  return o;
 }
 
 TEST(OutputDamage, CalibrationInputWithNanIsRefusedNamingTheFile) {
@@ -395,152 +371,6 @@ TEST(OutputDamage, CompressQuantizesGptqWithTheGramsOfItsCalibrationInputs) {
   }
   EXPECT_GT(r.verification.measured_damage, 0.0);
   EXPECT_GT(r.gram_seconds, 0.0);
-}
-
-// The guard measures a plan of -gptq layers cross-fitted as D is: with three
-// calibration inputs (a, c, e of six --calib files) in three folds, input k
-// runs every layer GPTQ-encoded against runtime::gram of the other two; the
-// guard's "uniform int4-gptq" damage is the KL of those full runs, by
-// definition, over every output row.
-TEST(OutputDamage, TheGuardScoresGptqPlansOnInputsOutsideTheirGram) {
-  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
-  TempDir dir;
-  fs::create_directories(dir.file("calib"));
-  for (int k = 0; k < 6; ++k)
-    write_npy(dir.file(std::string("calib/") + static_cast<char>('a' + k) + ".npy"), wavy(k + 1));
-  compress::CompressOptions o = cls_options(dir);
-  o.calib_dir = dir.file("calib");
-  o.schemes = {"dense", "int4", "int4-gptq"};
-  o.budget = "60%";
-  const compress::CompressResult r = compress::compress_model(o);
-  const auto point = std::find_if(r.guard.begin(), r.guard.end(),
-                                  [](const auto& p) { return p.name == "uniform int4-gptq"; });
-  ASSERT_NE(point, r.guard.end());
-
-  const graph::Model m = graph::import_onnx(kCls);
-  const std::string in = m.graph.inputs[0], out = m.graph.outputs[0];
-  const std::vector<std::map<std::string, Tensor>> calib = {
-      {{in, wavy(1)}}, {{in, wavy(3)}}, {{in, wavy(5)}}};  // a, c, e
-  const std::vector<graph::WeightView> ws = graph::weights(m);
-  runtime::Executor ref(m);
-  double kl = 0;
-  int64_t rows = 0;
-  for (size_t k = 0; k < calib.size(); ++k) {
-    std::vector<std::map<std::string, Tensor>> others;
-    for (size_t j = 0; j < calib.size(); ++j)
-      if (j != k) others.push_back(calib[j]);
-    const auto grams = runtime::gram(m, others);
-    graph::Model changed = m;
-    for (const LayerProfile& layer : r.profile.layers) {
-      if (std::none_of(layer.candidates.begin(), layer.candidates.end(),
-                       [](const Candidate& c) { return c.label == "int4-gptq"; }))
-        continue;
-      const graph::WeightView& w = *graph::find_weight(ws, layer.name);
-      schemes::SchemeParams params;
-      params.gram = std::make_shared<const schemes::Gram>(grams.at(layer.name));
-      const compress::EncodedLayer e = compress::encode_layer(w, "int4-gptq", params, 0x7a11, 0);
-      Tensor dec = e.encoded->decode().contiguous();
-      if (w.layout == WeightLayout::in_out) dec = dec.transpose(0, 1).contiguous();
-      dec = dec.reshape(w.tensor.shape());
-      if (auto it = changed.graph.initializers.find(layer.name);
-          it != changed.graph.initializers.end()) {
-        it->second = dec;
-      } else {  // a Constant node's value
-        for (graph::Node& node : changed.graph.nodes)
-          if (node.op_type == "Constant" && node.outputs.at(0) == layer.name)
-            node.set("value", graph::Attribute::of_tensor(dec));
-      }
-    }
-    const std::vector<float> p = ref.run(calib[k]).at(out).to_f32_vector();
-    const std::vector<float> q = runtime::Executor(changed).run(calib[k]).at(out).to_f32_vector();
-    for (size_t i = 0; i < q.size(); i += 2, ++rows)
-      for (size_t v = 0; v < 2; ++v) kl += p[i + v] * std::log(double(p[i + v]) / double(q[i + v]));
-  }
-  EXPECT_NEAR(point->damage, kl / static_cast<double>(rows), 1e-9 + 1e-6 * point->damage);
-}
-
-// Cross-fitted -gptq damage: with 3 inputs in 2 folds ({0, 2} and {1}),
-// inputs 0 and 2 are measured on the candidate GPTQ-encoded against the Gram
-// of input 1 alone, input 1 on the one encoded against inputs 0 and 2
-// (runtime::gram of those inputs, summed in their order); the KL of each full
-// run with that decoded weight, by definition, pooled over the rows.
-TEST(OutputDamage, GptqIsScoredOnInputsOutsideItsGram) {
-  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
-  const graph::Model m = graph::import_onnx(kCls);
-  const std::string out = m.graph.outputs[0];
-  const std::vector<std::map<std::string, Tensor>> inputs = {{{m.graph.inputs[0], wavy(1)}},
-                                                             {{m.graph.inputs[0], wavy(2)}},
-                                                             {{m.graph.inputs[0], wavy(3)}}};
-  const auto all = runtime::gram(m, inputs);
-  const auto of_1 = runtime::gram(m, {inputs[1]});
-  const auto of_02 = runtime::gram(m, {inputs[0], inputs[2]});
-  compress::Grams grams;  // every input's: what a fold-less pass encodes with
-  for (const auto& [name, g] : all) grams[name] = std::make_shared<const schemes::Gram>(g);
-  ProfileOptions po;
-  po.schemes = {"dense", "int4-gptq", "int4"};
-  po.threads = 1;
-  po.grams = grams;
-  ModelProfile profile = profile_model(m, po);
-  ASSERT_GE(profile.layers.size(), 2u);
-  profile.layers.resize(2);
-  compress::DamageOptions d;
-  d.metric = compress::DamageMetric::kl_probabilities;
-  d.grams = grams;
-  d.folds = 2;
-  d.threads = 2;
-  ModelProfile crossfit = profile, fitted_on_all = profile;
-  compress::measure_output_damage(m, inputs, crossfit, d);
-  d.folds = 1;
-  compress::measure_output_damage(m, inputs, fitted_on_all, d);
-
-  runtime::Executor ref(m);
-  std::vector<std::vector<float>> p;
-  for (const auto& in : inputs) p.push_back(ref.run(in).at(out).to_f32_vector());
-  const std::vector<graph::WeightView> ws = graph::weights(m);
-  int checked = 0;
-  for (size_t l = 0; l < crossfit.layers.size(); ++l) {
-    const LayerProfile& layer = crossfit.layers[l];
-    const graph::WeightView& w = *graph::find_weight(ws, layer.name);
-    for (size_t c = 0; c < layer.candidates.size(); ++c) {
-      const std::string& label = layer.candidates[c].label;
-      ASSERT_TRUE(layer.candidates[c].output_damage) << layer.name << " " << label;
-      const double got = *layer.candidates[c].output_damage;
-      if (label != "int4-gptq") {  // not data-aware: the same pass either way
-        EXPECT_EQ(got, *fitted_on_all.layers[l].candidates[c].output_damage) << label;
-        continue;
-      }
-      double kl = 0;
-      int64_t rows = 0;
-      for (size_t k = 0; k < inputs.size(); ++k) {
-        schemes::SchemeParams params;
-        params.gram =
-            std::make_shared<const schemes::Gram>((k % 2 == 0 ? of_1 : of_02).at(layer.name));
-        const compress::EncodedLayer e = compress::encode_layer(w, label, params, 0x7a11, l);
-        Tensor dec = e.encoded->decode().contiguous();
-        if (w.layout == WeightLayout::in_out) dec = dec.transpose(0, 1).contiguous();
-        dec = dec.reshape(w.tensor.shape());
-        graph::Model changed = m;
-        if (auto it = changed.graph.initializers.find(layer.name);
-            it != changed.graph.initializers.end()) {
-          it->second = dec;
-        } else {  // a Constant node's value
-          for (graph::Node& node : changed.graph.nodes)
-            if (node.op_type == "Constant" && node.outputs.at(0) == layer.name)
-              node.set("value", graph::Attribute::of_tensor(dec));
-        }
-        const std::vector<float> q =
-            runtime::Executor(changed).run(inputs[k]).at(out).to_f32_vector();
-        for (size_t r = 0; r < q.size(); r += 2, ++rows)
-          for (size_t v = 0; v < 2; ++v)
-            kl += p[k][r + v] * std::log(double(p[k][r + v]) / double(q[r + v]));
-      }
-      EXPECT_NEAR(got, kl / static_cast<double>(rows), 1e-12) << layer.name;
-      // Encoded against every input's Gram instead, it scores otherwise.
-      EXPECT_NE(got, *fitted_on_all.layers[l].candidates[c].output_damage) << layer.name;
-      ++checked;
-    }
-  }
-  EXPECT_EQ(checked, 2);
 }
 
 }  // namespace
