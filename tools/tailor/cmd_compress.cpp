@@ -127,6 +127,15 @@ void print_result(const compress::CompressResult& r) {
            : "mean squared relative output error; the output is not a distribution",
         v.predicted_damage, r.profile.calibration.empty() ? "-" : r.profile.calibration,
         v.measured_damage, v.measured_damage / v.predicted_damage);
+    // The other prediction compress holds: the kept plan run whole on the
+    // calibration inputs (the guard), where layers' damages need not add up.
+    if (!r.guard.empty()) {
+      const double whole = r.guard[r.guard_kept].damage;
+      std::cout << fmt::format(
+          "  output damage of the written plan run whole on the calibration inputs (the guard, "
+          "-gptq layers cross-fitted) {:.4g}, measured/that {:.3g}\n",
+          whole, v.measured_damage / whole);
+    }
   }
   if (r.plan.objective != "output")
     std::cout << fmt::format(
