@@ -2,7 +2,7 @@
 // output does, and how well does the scalable (fitted) damage predict the
 // measured one? (issue 13, items 1 and 2). On any model compress takes:
 //
-//   spearman_check MODEL LABEL [RANDOM] [--calib DIR]
+//   spearman_check MODEL LABEL [RANDOM] [--calib DIR] [--singles N]
 //
 // The profile is compress's own (compress_model with --uniform LABEL, the
 // default catalog, the output objective with every candidate measured,
@@ -30,6 +30,11 @@
 // Spearman's ρ of each prediction vs measured (average ranks for
 // ties) over all plans and over the random ones, and the predicted/measured
 // ratios (min, median, max).
+//
+// --singles N: does Σ D add up? For the N layers of largest D at LABEL, on
+// the calibration inputs: the plan taking LABEL at that layer alone,
+// measured whole (it should equal D: the single-layer damage by its
+// definition, not the suffix re-run), and uniform LABEL without that layer.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -154,15 +159,18 @@ void print_fit_errors(const ModelProfile& measured, const ModelProfile& fitted) 
 int main(int argc, char** argv) try {
   std::vector<std::string> pos;
   std::string calib_dir;
+  int n_singles = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--calib") == 0 && i + 1 < argc) {
       calib_dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--singles") == 0 && i + 1 < argc) {
+      n_singles = std::stoi(argv[++i]);
     } else {
       pos.emplace_back(argv[i]);
     }
   }
   if (pos.size() < 2) {
-    fmt::print(stderr, "usage: spearman_check MODEL LABEL [RANDOM] [--calib DIR]\n");
+    fmt::print(stderr, "usage: spearman_check MODEL LABEL [RANDOM] [--calib DIR] [--singles N]\n");
     return 2;
   }
   const std::string model_path = pos[0], label = pos[1];
@@ -220,6 +228,44 @@ int main(int argc, char** argv) try {
   for (const std::string& u : {label, label + "-gptq"})
     if (plan::Choice c = uniform_choice(profile, u); !c.empty())
       plans.push_back({"uniform " + u, false, std::move(c)});
+  if (n_singles > 0) {
+    // Σ D's additivity, on the calibration inputs D came from.
+    const plan::Choice uni = uniform_choice(profile, label),
+                       dense = uniform_choice(profile, "dense");
+    auto measure_cal = [&](const plan::Choice& c, const std::string& name) {
+      plan::Solution sol;
+      sol.choice = c;
+      sol.bytes = plan::choice_bytes(problem, c);
+      sol.objective = plan::evaluate(problem, c);
+      const plan::Plan pl =
+          plan::make_plan(profile, problem, sol, name, plan::Objective::output, 0);
+      return std::pair{sol.objective, cal_meter.measure(compress::encode_plan(
+                                          mf, pl, po.scheme_defaults, 0x7a11, 0, objective.grams))};
+    };
+    std::vector<std::pair<double, size_t>> by_d;
+    for (size_t l = 0; l < uni.size(); ++l)
+      if (uni[l] != dense[l])
+        by_d.emplace_back(*profile.layers[l].candidates[static_cast<size_t>(uni[l])].output_damage,
+                          l);
+    std::sort(by_d.rbegin(), by_d.rend());
+    const auto [sum_all, whole_all] = measure_cal(uni, "uniform");
+    fmt::print(
+        "additivity of D on the calibration inputs, uniform {}: sum D {:.5g}, whole {:.5g}\n",
+        label, sum_all, whole_all);
+    fmt::print("{:<28} {:>11} {:>11} {:>11} {:>11}\n", "layer", "D", "alone", "uniform-it",
+               "sum-it");
+    for (size_t i = 0; i < by_d.size() && i < static_cast<size_t>(n_singles); ++i) {
+      const size_t l = by_d[i].second;
+      plan::Choice alone = dense, without = uni;
+      alone[l] = uni[l];
+      without[l] = dense[l];
+      const double a = measure_cal(alone, "alone").second;
+      const auto [s_w, w] = measure_cal(without, "without");
+      fmt::print("{:<28} {:>11.5g} {:>11.5g} {:>11.5g} {:>11.5g}\n", profile.layers[l].name,
+                 by_d[i].first, a, w, s_w);
+      std::fflush(stdout);
+    }
+  }
   Rng rng(0x5eed);
   const plan::Choice base = plans.front().choice;
   for (int made = 0, tries = 0; made < n_random && tries < 100 * n_random; ++tries) {
