@@ -192,7 +192,8 @@ std::vector<EncodedLayer> run_guard(
     return std::any_of(p.choices.begin(), p.choices.end(),
                        [](const plan::PlanChoice& ch) { return reads_gram(ch.label); });
   });
-  for (size_t f = 0; any_gptq && n_folds > 1 && f < n_folds; ++f) {
+  r.guard_folds = any_gptq && n_folds > 1 ? n_folds : 1;
+  for (size_t f = 0; f < r.guard_folds && r.guard_folds > 1; ++f) {
     std::vector<std::map<std::string, Tensor>> outside;
     for (size_t k = 0; k < c.inputs.size(); ++k)
       if (k % n_folds != f) outside.push_back(c.inputs[k]);
@@ -550,12 +551,7 @@ CompressResult compress_model(const CompressOptions& o) {
     const std::string metric =
         std::string(damage_metric_name(calibration->metric)) +
         (calibration->metric == DamageMetric::relative_error ? " (all inputs pooled)" : " (mean)");
-    // run_guard cross-fits when a uniform -gptq plan is among its plans,
-    // i.e. when the profile holds a -gptq candidate.
-    bool gptq = false;
-    for (const LayerProfile& l : r.profile.layers)
-      for (const Candidate& cand : l.candidates) gptq = gptq || reads_gram(cand.label);
-    const size_t folds = gptq ? cross_fit_folds(calibration->inputs.size()) : 1;
+    const size_t folds = r.guard_folds;
     const std::string compared =
         fmt::format("{} uniform scheme{} within the budget, {} over it{}", within,
                     within == 1 ? "" : "s", r.guard.size() - 1 - within,

@@ -47,6 +47,7 @@ TEST(CrossFit, TheGuardScoresGptqPlansOnInputsOutsideTheirGram) {
   const auto point = std::find_if(r.guard.begin(), r.guard.end(),
                                   [](const auto& p) { return p.name == "uniform int4-gptq"; });
   ASSERT_NE(point, r.guard.end());
+  EXPECT_EQ(r.guard_folds, 3u);  // three inputs, three folds
 
   const graph::Model m = graph::import_onnx(kCls);
   const std::string in = m.graph.inputs[0], out = m.graph.outputs[0];

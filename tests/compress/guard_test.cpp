@@ -359,6 +359,7 @@ TEST(UniformGuard, KeepsUniformInt4WhereThePerLayerDamagesMisleadTheSolver) {
   o.out_dir = dir.file("guarded");
   const compress::CompressResult g = compress::compress_model(o);
   ASSERT_EQ(g.guard.size(), 4u);  // the plan, uniform int8 (over the budget), int4, int3
+  EXPECT_EQ(g.guard_folds, 1u);   // no -gptq layer: nothing cross-fitted
   EXPECT_EQ(g.guard[1].name, "uniform int8");
   EXPECT_GT(g.guard[1].bytes, u.plan.total_bytes);
   EXPECT_EQ(g.guard[0].name, "plan (exact)");
