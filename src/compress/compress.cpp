@@ -272,6 +272,52 @@ size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget) {
   return u == 0 || plan_holds(points[0], points[u]) ? 0 : u;
 }
 
+std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, int64_t budget,
+                          const std::string& metric, size_t folds) {
+  if (points.empty() || kept >= points.size())
+    throw Error("guard", fmt::format("kept point {} of {}", kept, points.size()));
+  const GuardPoint& mine = points.front();
+  const auto within = std::count_if(points.begin() + 1, points.end(),
+                                    [&](const GuardPoint& p) { return p.bytes <= budget; });
+  const std::string compared =
+      fmt::format("{} uniform scheme{} within the budget, {} over it{}", within,
+                  within == 1 ? "" : "s", points.size() - 1 - static_cast<size_t>(within),
+                  folds > 1 ? fmt::format("; -gptq layers cross-fitted in {} folds", folds) : "");
+  // The paired test's outcome, as guard_pick decided it.
+  auto paired = [&](const GuardPoint& u) {
+    const double bound = difference_bound(mine, u);
+    return std::isnan(bound)
+               ? std::string("no paired bound (fewer than 2 calibration inputs, or a NaN)")
+               : fmt::format(
+                     "paired 95% upper bound of the mean per-input difference plan − it "
+                     "{:.3g} {} 0",
+                     bound, bound < 0 ? "<" : "≥");
+  };
+  if (kept == 0) {
+    const size_t rival = best_uniform(points, budget);
+    return fmt::format(
+        "kept the {}: calibration {} {:.4g}{} ({} compared)", mine.name, metric, mine.damage,
+        rival == 0 ? std::string("; no uniform scheme within the budget")
+                   : fmt::format("; against the best uniform, {} ({:.4g}), {}", points[rival].name,
+                                 points[rival].damage, paired(points[rival])),
+        compared);
+  }
+  const GuardPoint& u = points[kept];
+  // A plan lower on the mean but not on paired evidence: the bound's width
+  // falls as 1/√n (t_{0.95, n−1}·s/√n), so more inputs may let it through.
+  const std::string more =
+      mine.damage < u.damage && mine.per_input.size() >= 2
+          ? fmt::format(
+                "; the plan is lower on the mean, but its per-input differences over {} "
+                "calibration inputs leave the bound wide: more inputs narrow it",
+                mine.per_input.size())
+          : "";
+  return fmt::format(
+      "kept {}: calibration {} {:.4g}, the lowest of the uniform schemes within the budget; {}'s "
+      "{:.4g} is not lower with 95% confidence ({}; {} compared){}",
+      u.name, metric, u.damage, mine.name, mine.damage, paired(u), compared, more);
+}
+
 const std::vector<std::string>& default_schemes() {
   static const std::vector<std::string> s{"dense",    "int8",      "int4",    "int3",    "int4-g32",
                                           "int4-g64", "int4-g128", "ternary", "lowrank", "gptq"};
@@ -542,45 +588,12 @@ CompressResult compress_model(const CompressOptions& o) {
     begin("guard", "");
     guarded = run_guard(llama ? *llama : mf, *calibration, r, budget_bytes, o, objective, grams,
                         encode_with);
-    const GuardPoint& kept = r.guard[r.guard_kept];
-    const GuardPoint& mine = r.guard.front();
-    const auto within = std::count_if(r.guard.begin() + 1, r.guard.end(),
-                                      [&](const GuardPoint& p) { return p.bytes <= budget_bytes; });
     // What `damage` is: KL's mean over every output row of the calibration
     // inputs; relative error's Σ‖y − ŷ‖² / Σ‖y‖² over them all.
     const std::string metric =
         std::string(damage_metric_name(calibration->metric)) +
         (calibration->metric == DamageMetric::relative_error ? " (all inputs pooled)" : " (mean)");
-    const size_t folds = r.guard_folds;
-    const std::string compared =
-        fmt::format("{} uniform scheme{} within the budget, {} over it{}", within,
-                    within == 1 ? "" : "s", r.guard.size() - 1 - within,
-                    folds > 1 ? fmt::format("; -gptq layers cross-fitted in {} folds", folds) : "");
-    const size_t rival = best_uniform(r.guard, budget_bytes);
-    // The paired test's outcome, as guard_pick decided it.
-    auto paired = [&](const GuardPoint& u) {
-      const double bound = difference_bound(mine, u);
-      return std::isnan(bound)
-                 ? std::string("no paired bound (fewer than 2 calibration inputs, or a NaN)")
-                 : fmt::format(
-                       "paired 95% upper bound of the mean per-input difference plan − it "
-                       "{:.3g} {} 0",
-                       bound, bound < 0 ? "<" : "≥");
-    };
-    done("guard",
-         r.guard_kept == 0
-             ? fmt::format("kept the {}: calibration {} {:.4g}{} ({} compared)", mine.name, metric,
-                           mine.damage,
-                           rival == 0 ? std::string("; no uniform scheme within the budget")
-                                      : fmt::format("; against the best uniform, {} ({:.4g}), {}",
-                                                    r.guard[rival].name, r.guard[rival].damage,
-                                                    paired(r.guard[rival])),
-                           compared)
-             : fmt::format("kept {}: calibration {} {:.4g}, the lowest of the uniform "
-                           "schemes within the budget; {}'s {:.4g} is not lower with 95% "
-                           "confidence ({}; {} compared)",
-                           kept.name, metric, kept.damage, mine.name, mine.damage, paired(kept),
-                           compared));
+    done("guard", guard_verdict(r.guard, r.guard_kept, budget_bytes, metric, r.guard_folds));
   }
 
   // 4. rewrite

@@ -194,6 +194,44 @@ TEST(UniformGuard, ThePickReturnsToThePlanWhenABetterUniformArrives) {
   EXPECT_EQ(guard_pick({plan, u1, u2}, 100), 0u);
 }
 
+// The verdict line compress prints, for the points of the test above
+// (bounds by hand there: −0.0231414 against u2 for `plan`, +0.209162 for
+// `noisy`), printed to 3 significant digits.
+TEST(UniformGuard, TheVerdictSaysWhatWasKeptAndOnWhatEvidence) {
+  using compress::guard_verdict;
+  using compress::GuardPoint;
+  const GuardPoint u1{"uniform u1", 100, 0.134, {0.001, 0.001, 0.4}};
+  const GuardPoint u2{"uniform u2", 100, 0.1, {0.1, 0.1, 0.1}};
+  const GuardPoint over{"uniform u3", 101, 0.001, {0.001, 0.001, 0.001}};
+  const GuardPoint plan{"plan (exact)", 100, 0.06, {0.05, 0.06, 0.07}};
+  EXPECT_EQ(guard_verdict({plan, u1, u2, over}, 0, 100, "kl (mean)", 1),
+            "kept the plan (exact): calibration kl (mean) 0.06; against the best uniform, "
+            "uniform u2 (0.1), paired 95% upper bound of the mean per-input difference plan − it "
+            "-0.0231 < 0 (2 uniform schemes within the budget, 1 over it compared)");
+  // A uniform kept over a plan of lower mean: the line says more inputs
+  // narrow the bound.
+  const GuardPoint noisy{"plan (exact)", 100, 0.09, {0.01, 0.02, 0.24}};
+  EXPECT_EQ(guard_verdict({noisy, u1, u2}, 2, 100, "kl (mean)", 3),
+            "kept uniform u2: calibration kl (mean) 0.1, the lowest of the uniform schemes within "
+            "the budget; plan (exact)'s 0.09 is not lower with 95% confidence (paired 95% upper "
+            "bound of the mean per-input difference plan − it 0.209 ≥ 0; 2 uniform schemes "
+            "within the budget, 0 over it; -gptq layers cross-fitted in 3 folds compared); the "
+            "plan is lower on the mean, but its per-input differences over 3 calibration inputs "
+            "leave the bound wide: more inputs narrow it");
+  // Over a plan of higher mean, no such advice.
+  const GuardPoint worse{"plan (exact)", 100, 0.12, {0.11, 0.12, 0.13}};
+  const std::string kept_u2 = guard_verdict({worse, u2}, 1, 100, "kl (mean)", 1);
+  EXPECT_EQ(kept_u2.find("more inputs"), std::string::npos) << kept_u2;
+  EXPECT_NE(kept_u2.find("1 uniform scheme within the budget, 0 over it compared)"),
+            std::string::npos)
+      << kept_u2;
+  testing::expect_error_naming(
+      [&] {
+        guard_verdict({worse, u2}, 2, 100, "kl (mean)", 1);
+      },
+      "guard", "kept point 2 of 2");
+}
+
 TEST(UniformGuard, StudentTQuantilesFromTablesAndExpansion) {
   using compress::student_t95;
   EXPECT_EQ(student_t95(1), 6.314);

@@ -203,6 +203,18 @@ size_t best_uniform(const std::vector<GuardPoint>& points, int64_t budget);
 /// "guard") for no points.
 size_t guard_pick(const std::vector<GuardPoint>& points, int64_t budget);
 
+/// The guard's one-line verdict, as compress prints it: which point it kept
+/// (`kept`, an index of `points`, points[0] the solver's plan) and on what
+/// evidence (its calibration `metric`, e.g. "kl (mean)", the best uniform
+/// within `budget` bytes and the paired bound of plan − it), how many uniform
+/// plans were within the budget and over it, the `folds` -gptq plans were
+/// cross-fitted in (said when > 1). When a uniform is kept over a plan of
+/// lower calibration damage, it says that more calibration inputs narrow the
+/// bound (the plan's per_input: one value per input). Throws Error (source
+/// "guard") when `kept` is not an index of `points`.
+std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, int64_t budget,
+                          const std::string& metric, size_t folds);
+
 /// What compress_model did and measured.
 struct CompressResult {
   /// "onnx" or "llama".
