@@ -33,8 +33,10 @@
 //
 // --singles N: does Σ D add up? For the N layers of largest D at LABEL, on
 // the calibration inputs: the plan taking LABEL at that layer alone,
-// measured whole (it should equal D: the single-layer damage by its
-// definition, not the suffix re-run), and uniform LABEL without that layer.
+// measured whole (for a round-to-nearest LABEL it should equal D: the
+// single-layer damage by its definition, not the suffix re-run; a -gptq D
+// is cross-fitted, these runs are not), and uniform LABEL without that
+// layer.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -239,8 +241,10 @@ int main(int argc, char** argv) try {
       sol.objective = plan::evaluate(problem, c);
       const plan::Plan pl =
           plan::make_plan(profile, problem, sol, name, plan::Objective::output, 0);
-      return std::pair{sol.objective, cal_meter.measure(compress::encode_plan(
-                                          mf, pl, po.scheme_defaults, 0x7a11, 0, objective.grams))};
+      auto enc = compress::encode_plan(mf, pl, po.scheme_defaults, 0x7a11, 0, objective.grams);
+      if (llama)  // as below
+        for (compress::EncodedLayer& e : enc) e.stored_dtype = DType::f32;
+      return std::pair{sol.objective, cal_meter.measure(enc)};
     };
     std::vector<std::pair<double, size_t>> by_d;
     for (size_t l = 0; l < uni.size(); ++l)

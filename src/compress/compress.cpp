@@ -193,7 +193,7 @@ std::vector<EncodedLayer> run_guard(
                        [](const plan::PlanChoice& ch) { return reads_gram(ch.label); });
   });
   r.guard_folds = any_gptq && n_folds > 1 ? n_folds : 1;
-  for (size_t f = 0; f < r.guard_folds && r.guard_folds > 1; ++f) {
+  for (size_t f = 0; r.guard_folds > 1 && f < r.guard_folds; ++f) {
     std::vector<std::map<std::string, Tensor>> outside;
     for (size_t k = 0; k < c.inputs.size(); ++k)
       if (k % n_folds != f) outside.push_back(c.inputs[k]);
