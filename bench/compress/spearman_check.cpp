@@ -230,6 +230,8 @@ int main(int argc, char** argv) try {
   for (const std::string& u : {label, label + "-gptq"})
     if (plan::Choice c = uniform_choice(profile, u); !c.empty())
       plans.push_back({"uniform " + u, false, std::move(c)});
+  if (n_singles > 0 && uniform_choice(profile, "dense").empty())
+    throw Error(model_path, "--singles: the profile has no dense candidate to leave layers at");
   if (n_singles > 0) {
     // Σ D's additivity, on the calibration inputs D came from.
     const plan::Choice uni = uniform_choice(profile, label),
