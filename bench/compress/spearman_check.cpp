@@ -230,23 +230,27 @@ int main(int argc, char** argv) try {
   for (const std::string& u : {label, label + "-gptq"})
     if (plan::Choice c = uniform_choice(profile, u); !c.empty())
       plans.push_back({"uniform " + u, false, std::move(c)});
-  if (n_singles > 0 && uniform_choice(profile, "dense").empty())
-    throw Error(model_path, "--singles: the profile has no dense candidate to leave layers at");
+  // A choice as a plan, encoded as compress encodes it.
+  auto encode_choice = [&](const plan::Choice& c, const std::string& name) {
+    plan::Solution sol;
+    sol.choice = c;
+    sol.bytes = plan::choice_bytes(problem, c);
+    sol.objective = plan::evaluate(problem, c);
+    const plan::Plan pl = plan::make_plan(profile, problem, sol, name, plan::Objective::output, 0);
+    auto enc = compress::encode_plan(mf, pl, po.scheme_defaults, 0x7a11, 0, objective.grams);
+    if (llama)  // the decoder graph holds f32 [out, in] linears, as compress stores them
+      for (compress::EncodedLayer& e : enc) e.stored_dtype = DType::f32;
+    return std::pair{pl, std::move(enc)};
+  };
   if (n_singles > 0) {
     // Σ D's additivity, on the calibration inputs D came from.
     const plan::Choice uni = uniform_choice(profile, label),
                        dense = uniform_choice(profile, "dense");
+    if (dense.empty())
+      throw Error(model_path, "--singles: the profile has no dense candidate to leave layers at");
     auto measure_cal = [&](const plan::Choice& c, const std::string& name) {
-      plan::Solution sol;
-      sol.choice = c;
-      sol.bytes = plan::choice_bytes(problem, c);
-      sol.objective = plan::evaluate(problem, c);
-      const plan::Plan pl =
-          plan::make_plan(profile, problem, sol, name, plan::Objective::output, 0);
-      auto enc = compress::encode_plan(mf, pl, po.scheme_defaults, 0x7a11, 0, objective.grams);
-      if (llama)  // as below
-        for (compress::EncodedLayer& e : enc) e.stored_dtype = DType::f32;
-      return std::pair{sol.objective, cal_meter.measure(enc)};
+      const auto [pl, enc] = encode_choice(c, name);
+      return std::pair{pl.objective_value, cal_meter.measure(enc)};
     };
     std::vector<std::pair<double, size_t>> by_d;
     for (size_t l = 0; l < uni.size(); ++l)
@@ -301,32 +305,23 @@ int main(int argc, char** argv) try {
              "predicted", "pred fitted", "measured", "pred/m", "fit/m", "meas calib", "pred/c");
   std::vector<double> pred, fit, meas, pred_r, fit_r, meas_r, ratio, ratio_f, meas_c, ratio_c;
   for (const Named& p : plans) {
-    plan::Solution sol;
-    sol.choice = p.choice;
-    sol.bytes = plan::choice_bytes(problem, p.choice);
-    sol.objective = plan::evaluate(problem, p.choice);
-    const double f = plan::evaluate(problem_fitted, p.choice);
-    const plan::Plan pl =
-        plan::make_plan(profile, problem, sol, p.name, plan::Objective::output, 0);
-    auto enc = compress::encode_plan(mf, pl, po.scheme_defaults, 0x7a11, 0, objective.grams);
-    if (llama)  // the decoder graph holds f32 [out, in] linears, as compress stores them
-      for (compress::EncodedLayer& e : enc) e.stored_dtype = DType::f32;
+    const auto [pl, enc] = encode_choice(p.choice, p.name);
+    const double predicted = pl.objective_value, f = plan::evaluate(problem_fitted, p.choice);
     const double m = meter.measure(enc), mc = cal_meter.measure(enc);
     meas_c.push_back(mc);
-    ratio_c.push_back(sol.objective / mc);
-    pred.push_back(sol.objective);
+    ratio_c.push_back(predicted / mc);
+    pred.push_back(predicted);
     fit.push_back(f);
     meas.push_back(m);
-    ratio.push_back(sol.objective / m);
+    ratio.push_back(predicted / m);
     ratio_f.push_back(f / m);
     if (p.random) {
-      pred_r.push_back(sol.objective);
+      pred_r.push_back(predicted);
       fit_r.push_back(f);
       meas_r.push_back(m);
     }
     fmt::print("{:<18} {:>10} {:>11.5g} {:>11.5g} {:>11.5g} {:>7.3f} {:>7.3f} {:>11.5g} {:>7.3f}\n",
-               p.name, pl.total_bytes, sol.objective, f, m, sol.objective / m, f / m, mc,
-               sol.objective / mc);
+               p.name, pl.total_bytes, predicted, f, m, predicted / m, f / m, mc, predicted / mc);
     std::fflush(stdout);
   }
   auto rho_r = [&](const std::vector<double>& a) {

@@ -81,24 +81,28 @@ TEST(CompressOutput, AnOutputSymlinkToAFolderIsWrittenThrough) {
 }
 
 // Beside Σ D, compress prints the written plan's damage run whole on the
-// calibration inputs: the guard's figure for the plan it kept.
+// calibration inputs: the guard's figure for the plan it kept, and the folds
+// its -gptq layers were cross-fitted in (4 random calibration inputs: 4
+// folds; no -gptq label: none said).
 TEST(CompressOutput, PrintsTheKeptPlansWholeCalibrationDamage) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
-  TempDir dir;
-  const auto r = testing::run_cli("compress " + kCls + " --budget 50% --no-cache --threads 1 -o " +
-                                  dir.file("out"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string kept_end = "  kept\n";
-  const size_t kept = r.output.find(kept_end);
-  ASSERT_NE(kept, std::string::npos) << r.output;
-  const size_t line = r.output.rfind('\n', kept) + 1;
-  const std::string listing = r.output.substr(line, kept - line);
-  const std::string damage = listing.substr(listing.find("damage ") + 7);
-  const std::string whole =
-      "run whole on the calibration inputs (the guard, -gptq layers "
-      "cross-fitted) " +
-      damage.substr(0, damage.find(' ')) + ", measured/that ";
-  EXPECT_NE(r.output.find(whole), std::string::npos) << whole << "\n" << r.output;
+  for (const bool gptq : {true, false}) {
+    TempDir dir;
+    const auto r =
+        testing::run_cli("compress " + kCls + " --budget 50% --no-cache --threads 1" +
+                         (gptq ? "" : " --schemes dense,int8,int4") + " -o " + dir.file("out"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string kept_end = "  kept\n";
+    const size_t kept = r.output.find(kept_end);
+    ASSERT_NE(kept, std::string::npos) << r.output;
+    const size_t line = r.output.rfind('\n', kept) + 1;
+    const std::string listing = r.output.substr(line, kept - line);
+    const std::string damage = listing.substr(listing.find("damage ") + 7);
+    const std::string whole = "run whole on the calibration inputs (the guard" +
+                              std::string(gptq ? ", -gptq layers cross-fitted in 4 folds" : "") +
+                              ") " + damage.substr(0, damage.find(' ')) + ", measured/that ";
+    EXPECT_NE(r.output.find(whole), std::string::npos) << whole << "\n" << r.output;
+  }
 }
 
 // Issue 17 saw a llama model.onnx run past its context fail inside an

@@ -132,8 +132,10 @@ void print_result(const compress::CompressResult& r) {
     if (!r.guard.empty()) {
       const double whole = r.guard[r.guard_kept].damage;
       std::cout << fmt::format(
-          "  output damage of the written plan run whole on the calibration inputs (the guard, "
-          "-gptq layers cross-fitted) {:.4g}, measured/that {:.3g}\n",
+          "  output damage of the written plan run whole on the calibration inputs (the "
+          "guard{}) {:.4g}, measured/that {:.3g}\n",
+          r.guard_folds > 1 ? fmt::format(", -gptq layers cross-fitted in {} folds", r.guard_folds)
+                            : "",
           whole, v.measured_damage / whole);
     }
   }
