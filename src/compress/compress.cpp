@@ -43,6 +43,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Rounds of measure_fitted_picks before compress keeps the plan it has.
+constexpr int kPickRounds = 8;
+
 using Clock = std::chrono::steady_clock;
 
 /// An existing `out` is replaced only when it is a folder holding nothing
@@ -477,6 +480,31 @@ CompressResult compress_model(const CompressOptions& o) {
       r.plan.max_latency = *max_latency;
     } else {
       r.plan = solve().front();
+      if (output) {
+        // Fitted D can be far below a candidate's measured damage: measure what the plan picks.
+        MeasuredPicks m = measure_fitted_picks(
+            llama ? *llama : mf, *output, po, grams, r.profile, std::move(r.plan),
+            [&] {
+              problem = plan::make_problem(r.profile, objective, budget_bytes, o.model);
+              plan::add_second_budget(problem, r.profile, max_latency, o.max_macs);
+              return solve().front();
+            },
+            kPickRounds);
+        r.plan = std::move(m.plan);
+        for (size_t i = 0; i < m.rounds.size(); ++i) {
+          const PickRound& pr = m.rounds[i];
+          say("plan", fmt::format("round {}: measured the plan's {} picks of fitted D, Σ D {:.4g} "
+                                  "fitted, {:.4g} measured ({:.3g}×), in {:.1f} s; re-solved: "
+                                  "objective {:.4g} → {:.4g}",
+                                  i + 1, pr.fitted_picks, pr.fitted_sum, pr.measured_sum,
+                                  pr.measured_sum / std::max(pr.fitted_sum, 1e-300), pr.seconds,
+                                  pr.objective_before, pr.objective_after));
+        }
+        if (m.fitted_left > 0)
+          warn("plan", fmt::format("{} of the plan's picks still hold fitted D after {} rounds of "
+                                   "measuring them",
+                                   m.fitted_left, kPickRounds));
+      }
     }
   }
   done("plan",

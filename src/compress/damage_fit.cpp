@@ -89,14 +89,23 @@ void fit_layer_damage(LayerProfile& layer) {
   for (const auto& [family, members] : families(layer)) {
     const std::vector<size_t> probes = family_probes(members);
     if (probes.size() == members.size()) continue;  // every member measured
+    for (size_t c : probes)
+      if (!layer.candidates[c].output_damage)
+        throw Error(layer.name,
+                    "damage fit: probe '" + layer.candidates[c].label + "' has no measured damage");
+    // The measured members: the probes, and any member measured since
+    // (measure_fitted_picks), in the family's rel_error order.
+    std::vector<size_t> measured;
+    for (size_t c : members)
+      if (std::find(probes.begin(), probes.end(), c) != probes.end() ||
+          (layer.candidates[c].output_damage && !layer.candidates[c].output_damage_fitted))
+        measured.push_back(c);
     DamageFit fit;
     fit.family = family;
     double log_sum = 0;
     size_t used = 0;
-    for (size_t c : probes) {
+    for (size_t c : measured) {
       const Candidate& cand = layer.candidates[c];
-      if (!cand.output_damage)
-        throw Error(layer.name, "damage fit: probe '" + cand.label + "' has no measured damage");
       fit.probes.push_back(cand.label);
       const double d = *cand.output_damage, e = cand.rel_error;
       if (d > 0 && e > 0) {
@@ -105,7 +114,7 @@ void fit_layer_damage(LayerProfile& layer) {
       }
     }
     fit.alpha = used > 0 ? std::exp(log_sum / static_cast<double>(used)) : 0.0;
-    for (size_t c : probes) {
+    for (size_t c : measured) {
       const Candidate& cand = layer.candidates[c];
       const double f = fit.alpha * cand.rel_error * cand.rel_error, d = *cand.output_damage;
       // Both floored at 1e-12: finite when one is 0.
@@ -114,7 +123,7 @@ void fit_layer_damage(LayerProfile& layer) {
       fit.fit_factor = std::max(fit.fit_factor, factor);
     }
     for (size_t c : members)
-      if (std::find(probes.begin(), probes.end(), c) == probes.end()) {
+      if (std::find(measured.begin(), measured.end(), c) == measured.end()) {
         Candidate& cand = layer.candidates[c];
         cand.output_damage = fit.alpha * cand.rel_error * cand.rel_error;
         cand.output_damage_fitted = true;

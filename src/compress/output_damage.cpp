@@ -250,7 +250,18 @@ void measure_output_damage(const graph::Model& model,
 
   // Layers in the order of their first reader, so every cut moves forward.
   std::vector<size_t> order;
-  if (o.layers) {
+  if (!o.only.empty()) {
+    for (const auto& [l, candidates] : o.only) {  // ascending: a map's order
+      if (l >= profile.layers.size())
+        throw Error(kSource, fmt::format("layer index {} is not one of the {} profiled layers", l,
+                                         profile.layers.size()));
+      for (size_t c : candidates)
+        if (c >= profile.layers[l].candidates.size())
+          throw Error(profile.layers[l].name, fmt::format("output damage: candidate {} of its {}",
+                                                          c, profile.layers[l].candidates.size()));
+      order.push_back(l);
+    }
+  } else if (o.layers) {
     order = *o.layers;
     for (size_t k = 0; k < order.size(); ++k)
       if (order[k] >= profile.layers.size() || (k > 0 && order[k] <= order[k - 1]))
@@ -300,11 +311,15 @@ void measure_output_damage(const graph::Model& model,
     if (const auto g = o.grams.find(layer.name); g != o.grams.end()) params.gram = g->second;
     std::vector<Tensor> stored(layer.candidates.size());
     // Dense is 0 by definition; the fitted mode measures only the probes.
-    std::vector<bool> measured(layer.candidates.size(), !o.fitted);
-    for (size_t c = 0; c < layer.candidates.size(); ++c)
-      if (layer.candidates[c].label == "dense") measured[c] = true;
-    if (o.fitted)
-      for (size_t c : damage_probes(layer)) measured[c] = true;
+    std::vector<bool> measured(layer.candidates.size(), !o.fitted && o.only.empty());
+    if (const auto picked = o.only.find(l); picked != o.only.end()) {
+      for (size_t c : picked->second) measured[c] = true;
+    } else {
+      for (size_t c = 0; c < layer.candidates.size(); ++c)
+        if (layer.candidates[c].label == "dense") measured[c] = true;
+      if (o.fitted)
+        for (size_t c : damage_probes(layer)) measured[c] = true;
+    }
     // Candidates that change the arithmetic: their op alone, run on the
     // layer's inputs at the cut; its output replaces the layer's one step later.
     std::vector<std::optional<graph::Model>> ops(layer.candidates.size());
@@ -341,8 +356,10 @@ void measure_output_damage(const graph::Model& model,
       }
     }
     for (size_t c = 0; c < layer.candidates.size(); ++c) {
-      layer.candidates[c].output_damage.reset();
-      layer.candidates[c].output_damage_fitted = false;
+      if (o.only.empty() || measured[c]) {
+        layer.candidates[c].output_damage.reset();
+        layer.candidates[c].output_damage_fitted = false;
+      }
       if (layer.candidates[c].label == "dense" || !measured[c] || crossfit[c]) continue;
       const EncodedLayer e = encode_layer(*w, layer.candidates[c].label, params, o.seed, l);
       if (reader && (ops[c] = own_arithmetic_op(ex.model(), *reader, e))) {
@@ -390,7 +407,7 @@ void measure_output_damage(const graph::Model& model,
       for (const auto& m : meters) total.merge(m[c]);
       layer.candidates[c].output_damage = total.value();
     }
-    if (o.fitted) fit_layer_damage(layer);
+    if (o.only.empty() ? o.fitted : !layer.damage_fits.empty()) fit_layer_damage(layer);
     if (o.layer_done) o.layer_done(l, layer);
     if (o.progress) o.progress(done + 1, n);
   }

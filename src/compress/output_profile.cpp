@@ -211,4 +211,61 @@ void measure_profile_damage(const graph::Model& run_model, const OutputObjective
   put_back();
 }
 
+namespace {
+
+/// Per layer index, the candidates `plan` picks whose D is fitted; their Σ D.
+std::map<size_t, std::vector<size_t>> fitted_picks(const ModelProfile& profile,
+                                                   const plan::Plan& plan, double* fitted_sum) {
+  std::map<size_t, std::vector<size_t>> out;
+  for (const plan::PlanChoice& pick : plan.choices) {
+    const auto layer = std::find_if(profile.layers.begin(), profile.layers.end(),
+                                    [&](const LayerProfile& l) { return l.name == pick.layer; });
+    if (layer == profile.layers.end())
+      throw Error(pick.layer, "measuring the plan's picks: the layer is not in the profile");
+    const auto c = std::find_if(layer->candidates.begin(), layer->candidates.end(),
+                                [&](const Candidate& k) { return k.label == pick.label; });
+    if (c == layer->candidates.end())
+      throw Error(pick.layer, "measuring the plan's picks: no candidate '" + pick.label + "'");
+    if (!c->output_damage_fitted) continue;
+    if (fitted_sum) *fitted_sum += c->output_damage.value_or(0.0);
+    out[static_cast<size_t>(layer - profile.layers.begin())].push_back(
+        static_cast<size_t>(c - layer->candidates.begin()));
+  }
+  return out;
+}
+
+}  // namespace
+
+MeasuredPicks measure_fitted_picks(const graph::Model& run_model, const OutputObjective& objective,
+                                   const ProfileOptions& po, const Grams& grams,
+                                   ModelProfile& profile, plan::Plan plan,
+                                   const std::function<plan::Plan()>& solve, int max_rounds) {
+  MeasuredPicks out;
+  for (int round = 0; round < max_rounds; ++round) {
+    PickRound pr;
+    pr.objective_before = plan.objective_value;
+    DamageOptions d;
+    d.only = fitted_picks(profile, plan, &pr.fitted_sum);
+    if (d.only.empty()) break;
+    for (const auto& [l, candidates] : d.only) pr.fitted_picks += candidates.size();
+    const auto t0 = std::chrono::steady_clock::now();
+    d.metric = objective.calibration.metric;
+    d.outputs = objective.calibration.outputs;
+    d.scheme_defaults = po.scheme_defaults;
+    d.grams = grams;
+    d.threads = po.threads;
+    measure_output_damage(run_model, objective.calibration.inputs, profile, d);
+    for (const auto& [l, candidates] : d.only)
+      for (size_t c : candidates) pr.measured_sum += *profile.layers[l].candidates[c].output_damage;
+    pr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    plan = solve();
+    pr.objective_after = plan.objective_value;
+    out.rounds.push_back(pr);
+  }
+  for (const auto& [l, candidates] : fitted_picks(profile, plan, nullptr))
+    out.fitted_left += candidates.size();
+  out.plan = std::move(plan);
+  return out;
+}
+
 }  // namespace tailor::compress

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "tailor/compress/output_damage.h"
+#include "tailor/compress/output_profile.h"
 #include "tailor/core/error.h"
 #include "tailor/io/onnx.h"
 #include "tailor/profile/profiler.h"
@@ -141,11 +142,29 @@ TEST(DamageFit, ZeroDamageProbesGiveAlphaZeroAndAFiniteFactor) {
   EXPECT_EQ(*l.candidates[3].output_damage, 0.0);  // int8, predicted
 }
 
+TEST(DamageFit, RefitsToEveryMeasuredMember) {
+  LayerProfile l = hand_layer();
+  compress::fit_layer_damage(l);
+  // int4 (e .17), a predicted rtn member, measured since: D / e² = 16.
+  l.candidates[2].output_damage = 16 * 0.17 * 0.17;
+  l.candidates[2].output_damage_fitted = false;
+  compress::fit_layer_damage(l);
+  const DamageFit& rtn = l.damage_fits[1];
+  ASSERT_EQ(rtn.family, "rtn");
+  // (2 · 4 · 16 · 8)^(1/4) = 1024^(1/4) = 4√2; in rel_error order.
+  EXPECT_NEAR(rtn.alpha, 4 * std::sqrt(2.0), 1e-12);
+  EXPECT_EQ(rtn.probes, (std::vector<std::string>{"int4-g64", "int4-g128", "int4", "int3"}));
+  EXPECT_NEAR(rtn.fit_factor, 2 * std::sqrt(2.0), 1e-12);  // g64: 2 against 4√2; int4: 16
+  EXPECT_EQ(*l.candidates[2].output_damage, 16 * 0.17 * 0.17);
+  EXPECT_FALSE(l.candidates[2].output_damage_fitted);
+  EXPECT_NEAR(*l.candidates[3].output_damage, 4 * std::sqrt(2.0) * 0.01 * 0.01, 1e-15);  // int8
+  EXPECT_TRUE(l.candidates[3].output_damage_fitted);
+  EXPECT_NEAR(l.damage_fits[0].alpha, 0.5, 1e-12);  // gptq: as before
+}
+
 const std::string kCls = testing::model_path("ch_ppocr_mobile_v2.0_cls_infer.onnx");
 
-TEST(DamageFit, FittedPassMeasuresTheProbesAsTheFullPass) {
-  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
-  const graph::Model m = graph::import_onnx(kCls);
+std::vector<std::map<std::string, Tensor>> cls_inputs(const graph::Model& m) {
   std::vector<std::map<std::string, Tensor>> inputs;
   for (int k = 0; k < 2; ++k) {
     Tensor x = Tensor::zeros(DType::f32, {1, 3, 48, 192});
@@ -154,6 +173,13 @@ TEST(DamageFit, FittedPassMeasuresTheProbesAsTheFullPass) {
       p[i] = std::sin(0.003f * static_cast<float>(i) * static_cast<float>(k + 2));
     inputs.push_back({{m.graph.inputs[0], x}});
   }
+  return inputs;
+}
+
+TEST(DamageFit, FittedPassMeasuresTheProbesAsTheFullPass) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  const graph::Model m = graph::import_onnx(kCls);
+  const std::vector<std::map<std::string, Tensor>> inputs = cls_inputs(m);
   ProfileOptions po;
   po.schemes = {"dense", "int8", "int4", "int3", "ternary"};
   po.threads = 1;
@@ -190,6 +216,79 @@ TEST(DamageFit, FittedPassMeasuresTheProbesAsTheFullPass) {
     }
     EXPECT_EQ(predicted, 2);  // 4 rtn members less 2 probes
   }
+}
+
+// The plan's fitted picks are measured as the full pass measures every
+// candidate, bit for bit, and the re-solved plan's objective is the full
+// pass's Σ D of its picks.
+TEST(DamageFit, MeasuresWhatThePlanPicksAsTheFullPass) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  const graph::Model m = graph::import_onnx(kCls);
+  ProfileOptions po;
+  po.schemes = {"dense", "int8", "int4", "int3", "ternary"};
+  po.threads = 1;
+  ModelProfile full = profile_model(m, po);
+  ASSERT_GE(full.layers.size(), 4u);
+  full.layers.resize(4);
+  ModelProfile fitted = full;
+  compress::OutputObjective objective;
+  objective.calibration.inputs = cls_inputs(m);
+  objective.calibration.metric = compress::DamageMetric::kl_probabilities;
+  compress::DamageOptions d;
+  d.metric = objective.calibration.metric;
+  d.threads = 1;
+  compress::measure_output_damage(m, objective.calibration.inputs, full, d);
+  d.fitted = true;
+  compress::measure_output_damage(m, objective.calibration.inputs, fitted, d);
+
+  // int8 (the fitted least-error member) fits the budget everywhere.
+  int64_t budget = full.fixed_bytes;
+  for (const LayerProfile& l : full.layers)
+    for (const Candidate& c : l.candidates)
+      if (c.label == "int8") budget += c.bytes;
+  auto solve = [&] {
+    const plan::Problem p = plan::make_problem(fitted, plan::Objective::output, budget, "t");
+    return plan::solve_plans(fitted, p, {"exact"}, {}, plan::Objective::output).front();
+  };
+  const plan::Plan first = solve();
+  auto picks_fitted = [&](const plan::Plan& p) {
+    size_t n = 0;
+    for (size_t l = 0; l < p.choices.size(); ++l)
+      for (const Candidate& c : fitted.layers[l].candidates)
+        n += c.label == p.choices[l].label && c.output_damage_fitted ? 1 : 0;
+    return n;
+  };
+  const size_t first_fitted = picks_fitted(first);
+  ASSERT_GT(first_fitted, 0u);  // else the test shows nothing
+  const compress::MeasuredPicks got =
+      compress::measure_fitted_picks(m, objective, po, {}, fitted, first, solve, 8);
+  ASSERT_FALSE(got.rounds.empty());
+  EXPECT_EQ(got.rounds[0].fitted_picks, first_fitted);
+  EXPECT_EQ(got.fitted_left, 0u);
+  EXPECT_EQ(picks_fitted(got.plan), 0u);
+  double sum = 0;  // the full pass's D of the plan's picks
+  for (size_t l = 0; l < got.plan.choices.size(); ++l)
+    for (size_t c = 0; c < full.layers[l].candidates.size(); ++c) {
+      const Candidate& f = fitted.layers[l].candidates[c];
+      if (f.output_damage && !f.output_damage_fitted)  // measured: as the full pass
+        EXPECT_EQ(*f.output_damage, *full.layers[l].candidates[c].output_damage) << f.label;
+      if (f.label == got.plan.choices[l].label) sum += *full.layers[l].candidates[c].output_damage;
+    }
+  EXPECT_NEAR(got.plan.objective_value, sum, 1e-12 * sum);
+  EXPECT_EQ(got.rounds.back().objective_after, got.plan.objective_value);
+
+  // None fitted: the plan comes back unchanged, in no round.
+  const compress::MeasuredPicks again =
+      compress::measure_fitted_picks(m, objective, po, {}, fitted, got.plan, solve, 8);
+  EXPECT_TRUE(again.rounds.empty());
+  EXPECT_EQ(plan::plan_to_json(again.plan), plan::plan_to_json(got.plan));
+
+  // A pick the profile lacks is named.
+  plan::Plan stray = got.plan;
+  stray.choices[0].label = "int5";
+  testing::expect_error_naming(
+      [&] { compress::measure_fitted_picks(m, objective, po, {}, fitted, stray, solve, 8); },
+      stray.choices[0].layer, "int5");
 }
 
 }  // namespace

@@ -31,13 +31,15 @@ std::string damage_family(const std::string& label);
 /// member of a family of n ≤ 3, and every candidate of no family but "dense".
 std::vector<size_t> damage_probes(const LayerProfile& layer);
 
-/// Fits α per family of `layer` to the measured output_damage of the probes
-/// (damage_probes), α = exp(mean over probes with D > 0 and e > 0 of
-/// ln(D / e²)), 0 when none has both; sets every other member's output_damage
-/// to α · e² with output_damage_fitted, and layer.damage_fits (families with
-/// a predicted member only; fit_factor with both sides floored at 1e-12).
-/// The probes must hold output_damage; throws Error naming the layer and
-/// label when one does not.
+/// Fits α per family of `layer` to the measured output_damage of its measured
+/// members: the probes (damage_probes) and any member whose output_damage is
+/// set and not output_damage_fitted (measured later, measure_fitted_picks).
+/// α = exp(mean over them with D > 0 and e > 0 of ln(D / e²)), 0 when none
+/// has both; sets every other member's output_damage to α · e² with
+/// output_damage_fitted, and layer.damage_fits (families with a predicted
+/// member only; fit_factor over the measured members, both sides floored at
+/// 1e-12). The probes must hold output_damage; throws Error naming the layer
+/// and label when one does not.
 void fit_layer_damage(LayerProfile& layer);
 
 /// The fitted mode is chosen automatically (CompressOptions::damage "auto")

@@ -137,6 +137,13 @@ struct DamageOptions {
   /// Scalable mode (damage_fit.h): only each layer's damage_probes are
   /// measured; the other candidates' damage is fit_layer_damage's α · e².
   bool fitted = false;
+  /// When not empty, per layer index (into profile.layers), the only
+  /// candidates measured (indices into its candidates), each as a probe is
+  /// measured; `layers` is ignored, every other candidate keeps its damage,
+  /// and a layer with a fit (LayerProfile::damage_fits) is refitted to all of
+  /// its measured members (fit_layer_damage). measure_fitted_picks measures
+  /// a plan's fitted picks so. An index out of range: Error.
+  std::map<size_t, std::vector<size_t>> only;
 };
 
 /// Sets output_damage of every candidate of every layer of `profile` (made

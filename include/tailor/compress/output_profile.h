@@ -18,6 +18,7 @@
 #include "tailor/core/tensor.h"
 #include "tailor/graph/graph.h"
 #include "tailor/io/llama_graph.h"
+#include "tailor/plan/plan.h"
 #include "tailor/profile/model_profile.h"
 #include "tailor/profile/profiler.h"
 
@@ -121,5 +122,45 @@ void measure_profile_damage(const graph::Model& run_model, const OutputObjective
                             const ProfileOptions& profile_options, ModelProfile& part,
                             const std::vector<size_t>& indices, size_t count,
                             std::function<void(size_t, const LayerProfile&)> layer_done = {});
+
+/// One round of measure_fitted_picks.
+struct PickRound {
+  /// The plan's picks whose D was fitted (α · e²), and their Σ fitted D.
+  size_t fitted_picks = 0;
+  double fitted_sum = 0;
+  /// The same picks' Σ D as measured.
+  double measured_sum = 0;
+  /// The plan's objective (Σ D) before the round, and the re-solved plan's.
+  double objective_before = 0;
+  double objective_after = 0;
+  /// Wall-clock seconds of the round's measurement (the log only).
+  double seconds = 0;
+};
+
+/// What measure_fitted_picks returns.
+struct MeasuredPicks {
+  plan::Plan plan;
+  std::vector<PickRound> rounds;
+  /// The returned plan's picks whose D is still fitted (after max_rounds).
+  size_t fitted_left = 0;
+};
+
+/// Measure what the plan picks (issue 13): under the fitted mode
+/// (damage_fit.h) a candidate's α · e² can be far below its measured damage,
+/// and an exact solver, minimising Σ D, picks exactly such candidates (ISNet
+/// at int4-g32's bytes: 61 of the plan's 108 picks fitted, the plan measured
+/// 39× its Σ D). While `plan` picks a candidate whose D is fitted, this
+/// measures D of every such pick on `objective`'s calibration inputs, as a
+/// probe is measured (measure_output_damage with DamageOptions::only, -gptq
+/// cross-fitted; `grams` the Grams compress encodes with), refits the
+/// picks' layers (fit_layer_damage), and takes `solve()`'s plan of the
+/// updated `profile`; at most `max_rounds` rounds, one PickRound each.
+/// Returns the last plan (`plan` itself when none of its picks is fitted).
+/// Throws Error naming a pick whose layer or label `profile` lacks, and as
+/// measure_output_damage does.
+MeasuredPicks measure_fitted_picks(const graph::Model& run_model, const OutputObjective& objective,
+                                   const ProfileOptions& profile_options, const Grams& grams,
+                                   ModelProfile& profile, plan::Plan plan,
+                                   const std::function<plan::Plan()>& solve, int max_rounds);
 
 }  // namespace tailor::compress

@@ -50,12 +50,13 @@ struct Candidate {
 struct DamageFit {
   /// "rtn", "mse", "gptq", "lowrank", "lowrank-q" or "int+r".
   std::string family;
-  /// exp(mean over probes of ln(D / rel_error²)); ≥ 0.
+  /// exp(mean over the measured members of ln(D / rel_error²)); ≥ 0.
   double alpha = 0;
-  /// Labels of the measured candidates the fit is made from.
+  /// Labels of the measured candidates the fit is made from: the probes, and
+  /// any the plan picked and compress then measured (measure_fitted_picks).
   std::vector<std::string> probes;
-  /// The largest factor by which α · rel_error² misses a probe's measured D
-  /// (max over probes of max(fit / D, D / fit)); 1 for an exact fit, ≥ 1.
+  /// The largest factor by which α · rel_error² misses a measured member's D
+  /// (max of max(fit / D, D / fit)); 1 for an exact fit, ≥ 1.
   double fit_factor = 1;
 };
 
