@@ -38,6 +38,48 @@ compress::CompressOptions cls_options(const TempDir& dir, const std::string& bud
   return o;
 }
 
+// Under fitted damage compress measures what the plan picks: every pick of
+// the written plan holds a measured D, equal bit for bit to the measured
+// mode's D of that candidate, and the plan's objective is their sum.
+TEST(Compress, FittedDamageMeasuresWhatThePlanPicks) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir a, b;
+  compress::CompressOptions fit = cls_options(a, "56%");
+  fit.damage = "fitted";
+  fit.uniform_guard = false;
+  fit.schemes = {"dense", "int8", "int4", "int3", "ternary"};
+  std::vector<std::string> said;
+  fit.progress = [&](const std::string& stage, const std::string& msg) {
+    if (stage == "plan") said.push_back(msg);
+  };
+  compress::CompressOptions measured = fit;
+  measured.out_dir = b.file("out");
+  measured.damage = "measured";
+  measured.progress = {};
+  const compress::CompressResult rf = compress::compress_model(fit);
+  const compress::CompressResult rm = compress::compress_model(measured);
+  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& m) {
+    return m.find("round 1: measured the plan's") != std::string::npos;
+  })) << "the first plan picked no fitted D: the test shows nothing";
+  size_t fitted_left = 0;
+  double sum = 0;
+  for (const plan::PlanChoice& pick : rf.plan.choices)
+    for (size_t l = 0; l < rf.profile.layers.size(); ++l) {
+      if (rf.profile.layers[l].name != pick.layer) continue;
+      for (size_t c = 0; c < rf.profile.layers[l].candidates.size(); ++c) {
+        const Candidate& got = rf.profile.layers[l].candidates[c];
+        if (got.label != pick.label) continue;
+        fitted_left += got.output_damage_fitted ? 1 : 0;
+        const Candidate& want = rm.profile.layers[l].candidates[c];
+        ASSERT_EQ(want.label, got.label);
+        if (!got.output_damage_fitted) EXPECT_EQ(*got.output_damage, *want.output_damage);
+        sum += *want.output_damage;
+      }
+    }
+  EXPECT_EQ(fitted_left, 0u);
+  EXPECT_NEAR(rf.plan.objective_value, sum, 1e-12 * sum);
+}
+
 TEST(Compress, ClassifierEndToEnd) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   TempDir dir;
