@@ -494,11 +494,13 @@ CompressResult compress_model(const CompressOptions& o) {
         for (size_t i = 0; i < m.rounds.size(); ++i) {
           const PickRound& pr = m.rounds[i];
           say("plan", fmt::format("round {}: measured the plan's {} picks of fitted D, Σ D {:.4g} "
-                                  "fitted, {:.4g} measured ({:.3g}×), in {:.1f} s; re-solved: "
-                                  "objective {:.4g} → {:.4g}",
+                                  "fitted, {:.4g} measured{}, in {:.1f} s; re-solved: objective "
+                                  "{:.4g} → {:.4g}",
                                   i + 1, pr.fitted_picks, pr.fitted_sum, pr.measured_sum,
-                                  pr.measured_sum / std::max(pr.fitted_sum, 1e-300), pr.seconds,
-                                  pr.objective_before, pr.objective_after));
+                                  pr.fitted_sum > 0
+                                      ? fmt::format(" ({:.3g}×)", pr.measured_sum / pr.fitted_sum)
+                                      : "",
+                                  pr.seconds, pr.objective_before, pr.objective_after));
         }
         if (m.fitted_left > 0)
           warn("plan", fmt::format("{} of the plan's picks still hold fitted D after {} rounds of "

@@ -88,7 +88,6 @@ void fit_layer_damage(LayerProfile& layer) {
   layer.damage_fits.clear();
   for (const auto& [family, members] : families(layer)) {
     const std::vector<size_t> probes = family_probes(members);
-    if (probes.size() == members.size()) continue;  // every member measured
     for (size_t c : probes)
       if (!layer.candidates[c].output_damage)
         throw Error(layer.name,
@@ -100,6 +99,7 @@ void fit_layer_damage(LayerProfile& layer) {
       if (std::find(probes.begin(), probes.end(), c) != probes.end() ||
           (layer.candidates[c].output_damage && !layer.candidates[c].output_damage_fitted))
         measured.push_back(c);
+    if (measured.size() == members.size()) continue;  // every member measured
     DamageFit fit;
     fit.family = family;
     double log_sum = 0;

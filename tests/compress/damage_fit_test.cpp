@@ -160,6 +160,16 @@ TEST(DamageFit, RefitsToEveryMeasuredMember) {
   EXPECT_NEAR(*l.candidates[3].output_damage, 4 * std::sqrt(2.0) * 0.01 * 0.01, 1e-15);  // int8
   EXPECT_TRUE(l.candidates[3].output_damage_fitted);
   EXPECT_NEAR(l.damage_fits[0].alpha, 0.5, 1e-12);  // gptq: as before
+
+  // Every gptq member measured: nothing left to predict, no gptq fit.
+  for (size_t c : {size_t{8}, size_t{11}}) {
+    l.candidates[c].output_damage = 0.25;
+    l.candidates[c].output_damage_fitted = false;
+  }
+  compress::fit_layer_damage(l);
+  ASSERT_EQ(l.damage_fits.size(), 1u);
+  EXPECT_EQ(l.damage_fits[0].family, "rtn");
+  EXPECT_EQ(*l.candidates[8].output_damage, 0.25);
 }
 
 const std::string kCls = testing::model_path("ch_ppocr_mobile_v2.0_cls_infer.onnx");
