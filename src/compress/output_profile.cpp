@@ -17,6 +17,7 @@
 #include "tailor/io/sha256.h"
 #include "tailor/llm/kld.h"
 #include "tailor/llm/llama.h"
+#include "tailor/plan/sweep.h"
 #include "tailor/runtime/calibration.h"
 
 namespace tailor::compress {
@@ -216,20 +217,14 @@ namespace {
 /// Per layer index, the candidates `plan` picks whose D is fitted; their Σ D.
 std::map<size_t, std::vector<size_t>> fitted_picks(const ModelProfile& profile,
                                                    const plan::Plan& plan, double* fitted_sum) {
+  const std::vector<int> picked =
+      plan::find_candidates(profile, plan, "measuring the plan's picks");
   std::map<size_t, std::vector<size_t>> out;
-  for (const plan::PlanChoice& pick : plan.choices) {
-    const auto layer = std::find_if(profile.layers.begin(), profile.layers.end(),
-                                    [&](const LayerProfile& l) { return l.name == pick.layer; });
-    if (layer == profile.layers.end())
-      throw Error(pick.layer, "measuring the plan's picks: the layer is not in the profile");
-    const auto c = std::find_if(layer->candidates.begin(), layer->candidates.end(),
-                                [&](const Candidate& k) { return k.label == pick.label; });
-    if (c == layer->candidates.end())
-      throw Error(pick.layer, "measuring the plan's picks: no candidate '" + pick.label + "'");
-    if (!c->output_damage_fitted) continue;
-    if (fitted_sum) *fitted_sum += c->output_damage.value_or(0.0);
-    out[static_cast<size_t>(layer - profile.layers.begin())].push_back(
-        static_cast<size_t>(c - layer->candidates.begin()));
+  for (size_t l = 0; l < picked.size(); ++l) {
+    const Candidate& c = profile.layers[l].candidates[static_cast<size_t>(picked[l])];
+    if (!c.output_damage_fitted) continue;
+    if (fitted_sum) *fitted_sum += c.output_damage.value_or(0.0);
+    out[l].push_back(static_cast<size_t>(picked[l]));
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "tailor/llm/calib.h"
 #include "tailor/llm/kld.h"
 #include "tailor/plan/plan.h"
+#include "tailor/plan/sweep.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/schemes/registry.h"
 #include "test_util.h"
@@ -63,19 +64,15 @@ TEST(Compress, FittedDamageMeasuresWhatThePlanPicks) {
   })) << "the first plan picked no fitted D: the test shows nothing";
   size_t fitted_left = 0;
   double sum = 0;
-  for (const plan::PlanChoice& pick : rf.plan.choices)
-    for (size_t l = 0; l < rf.profile.layers.size(); ++l) {
-      if (rf.profile.layers[l].name != pick.layer) continue;
-      for (size_t c = 0; c < rf.profile.layers[l].candidates.size(); ++c) {
-        const Candidate& got = rf.profile.layers[l].candidates[c];
-        if (got.label != pick.label) continue;
-        fitted_left += got.output_damage_fitted ? 1 : 0;
-        const Candidate& want = rm.profile.layers[l].candidates[c];
-        ASSERT_EQ(want.label, got.label);
-        if (!got.output_damage_fitted) EXPECT_EQ(*got.output_damage, *want.output_damage);
-        sum += *want.output_damage;
-      }
-    }
+  const std::vector<int> picked = plan::find_candidates(rf.profile, rf.plan, "plan");
+  for (size_t l = 0; l < picked.size(); ++l) {
+    const Candidate& got = rf.profile.layers[l].candidates[static_cast<size_t>(picked[l])];
+    const Candidate& want = rm.profile.layers[l].candidates[static_cast<size_t>(picked[l])];
+    ASSERT_EQ(want.label, got.label);
+    fitted_left += got.output_damage_fitted ? 1 : 0;
+    if (!got.output_damage_fitted) EXPECT_EQ(*got.output_damage, *want.output_damage);
+    sum += *want.output_damage;
+  }
   EXPECT_EQ(fitted_left, 0u);
   EXPECT_NEAR(rf.plan.objective_value, sum, 1e-12 * sum);
 }

@@ -12,6 +12,7 @@
 #include "tailor/compress/output_profile.h"
 #include "tailor/core/error.h"
 #include "tailor/io/onnx.h"
+#include "tailor/plan/sweep.h"
 #include "tailor/profile/profiler.h"
 #include "test_util.h"
 
@@ -262,10 +263,10 @@ TEST(DamageFit, MeasuresWhatThePlanPicksAsTheFullPass) {
   };
   const plan::Plan first = solve();
   auto picks_fitted = [&](const plan::Plan& p) {
+    const std::vector<int> picked = plan::find_candidates(fitted, p, "plan");
     size_t n = 0;
-    for (size_t l = 0; l < p.choices.size(); ++l)
-      for (const Candidate& c : fitted.layers[l].candidates)
-        n += c.label == p.choices[l].label && c.output_damage_fitted ? 1 : 0;
+    for (size_t l = 0; l < picked.size(); ++l)
+      n += fitted.layers[l].candidates[static_cast<size_t>(picked[l])].output_damage_fitted ? 1 : 0;
     return n;
   };
   const size_t first_fitted = picks_fitted(first);

@@ -156,8 +156,8 @@ struct MeasuredPicks {
 /// picks' layers (fit_layer_damage), and takes `solve()`'s plan of the
 /// updated `profile`; at most `max_rounds` rounds, one PickRound each.
 /// Returns the last plan (`plan` itself when none of its picks is fitted).
-/// Throws Error naming a pick whose layer or label `profile` lacks, and as
-/// measure_output_damage does.
+/// Throws Error as plan::find_candidates does for a plan not of `profile`
+/// (naming the layer and label), and as measure_output_damage does.
 MeasuredPicks measure_fitted_picks(const graph::Model& run_model, const OutputObjective& objective,
                                    const ProfileOptions& profile_options, const Grams& grams,
                                    ModelProfile& profile, plan::Plan plan,
