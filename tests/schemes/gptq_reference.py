@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Independent numpy GPTQ (Frantar et al., ICLR 2023, Algorithm 1) for
 tests/schemes/data_aware_test.cpp: the scale search of the -mse labels
-(docs/schemes.md) and GPTQ with static scales, written from the paper.
+(docs/schemes.md), GPTQ with static scales, written from the paper, and the
+two least-squares scale refits after it (docs/schemes.md's -gptq row).
 
 usage: gptq_reference.py W.npy H.npy OUT.npy BITS GROUP ACT_ORDER BLOCK DAMP
 W [out, in] f32, H [in, in] f64; writes Ŵ = q·s [out, in] f64 (s the f16 scales)."""
@@ -49,6 +50,41 @@ def mse_scale(w, L):
     return best
 
 
+def gptq_pass(W, S, U, perm, L, block):
+    """Algorithm 1 with the element scales S [out, n]; returns the codes in W's order."""
+    out, n = W.shape
+    Wp = W[:, perm].astype(np.float64)
+    Sp = S[:, perm]
+    Q = np.zeros_like(Wp)
+    for i1 in range(0, n, block):
+        i2 = min(i1 + block, n)
+        E = np.zeros((out, i2 - i1))
+        for c in range(i1, i2):
+            s = Sp[:, c]
+            q = np.where(s != 0, np.clip(rnd(Wp[:, c] / np.where(s != 0, s, 1)), -L, L), 0)
+            Q[:, c] = q
+            e = (Wp[:, c] - q * s) / U[c, c]
+            E[:, c - i1] = e
+            Wp[:, c + 1:i2] -= np.outer(e, U[c, c + 1:i2])
+        Wp[:, i2:] -= E @ U[i1:i2, i2:]
+    codes = np.zeros_like(Q)
+    codes[:, perm] = Q
+    return codes
+
+
+def quadratic(w, q, H, g):
+    """A, b, c of e(s) = ||X(w - sum_k s_k q_k)||^2 = c - 2 b.s + s.A.s, q_k: q on group k."""
+    n = len(w)
+    M = np.zeros((n, (n + g - 1) // g))
+    for k in range(M.shape[1]):
+        M[k * g:(k + 1) * g, k] = q[k * g:(k + 1) * g]
+    return M.T @ H @ M, M.T @ H @ w, float(w @ H @ w)
+
+
+def err(A, b, c, s):
+    return c - 2 * float(b @ s) + float(s @ A @ s)
+
+
 def main():
     W = np.load(sys.argv[1]).astype(np.float32)
     H = np.load(sys.argv[2]).astype(np.float64)
@@ -58,32 +94,44 @@ def main():
     out, n = W.shape
     L = 2 ** (bits - 1) - 1
     g = n if group == 0 else group
-    S = np.zeros((out, n))  # scale of every element
+    G = (n + g - 1) // g
+    scales = np.zeros((out, G))  # f16 values as float64
     for o in range(out):
-        for j0 in range(0, n, g):
-            S[o, j0:j0 + g] = mse_scale(W[o, j0:j0 + g], L)
+        for k in range(G):
+            scales[o, k] = mse_scale(W[o, k * g:(k + 1) * g], L)
+    expand = lambda sc: np.repeat(sc, g, axis=1)[:, :n]
     perm = np.argsort(-np.diag(H), kind="stable") if act_order else np.arange(n)
-    Wp = W[:, perm].astype(np.float64)
-    Sp = S[:, perm]
     Hp = H[np.ix_(perm, perm)].copy()
     mean = np.mean(np.diag(Hp))
     Hp += np.eye(n) * (damp * mean if mean > 0 else 1.0)
     U = np.linalg.cholesky(np.linalg.inv(Hp)).T  # upper, H⁻¹ = UᵀU
-    Q = np.zeros_like(Wp)
-    for i1 in range(0, n, block):
-        i2 = min(i1 + block, n)
-        E = np.zeros((out, i2 - i1))
-        for c in range(i1, i2):
-            s = Sp[:, c]
-            q = np.where(s != 0, np.clip(rnd(Wp[:, c] / np.where(s != 0, s, 1)), -L, L), 0)
-            Q[:, c] = q * s
-            e = (Wp[:, c] - q * s) / U[c, c]
-            E[:, c - i1] = e
-            Wp[:, c + 1:i2] -= np.outer(e, U[c, c + 1:i2])
-        Wp[:, i2:] -= E @ U[i1:i2, i2:]
-    What = np.zeros_like(Q)
-    What[:, perm] = Q
-    np.save(sys.argv[3], What)
+    codes = gptq_pass(W, expand(scales), U, perm, L, block)
+    w64 = W.astype(np.float64)
+    # Two refits: least-squares scales for the codes in the output metric
+    # (undamped H), GPTQ again with them, and per row the best so far.
+    for _ in range(2):
+        refit = scales.copy()
+        best = np.zeros(out)
+        for o in range(out):
+            A, b, c = quadratic(w64[o], codes[o], H, g)
+            best[o] = err(A, b, c, scales[o])
+            if not np.all(np.diag(A) > 0):
+                continue
+            r = np.array([f16(x) for x in np.linalg.solve(A, b)])
+            if not np.all((r > 0) & np.isfinite(r)):
+                continue
+            refit[o] = r
+            e = err(A, b, c, r)
+            if e < best[o]:
+                best[o], scales[o] = e, r
+        again = gptq_pass(W, expand(refit), U, perm, L, block)
+        for o in range(out):
+            A, b, c = quadratic(w64[o], again[o], H, g)
+            e = err(A, b, c, refit[o])
+            if e < best[o]:
+                best[o], codes[o], scales[o] = e, again[o], refit[o]
+    What = codes.astype(np.float32) * expand(scales).astype(np.float32)
+    np.save(sys.argv[3], What.astype(np.float64))
 
 
 if __name__ == "__main__":
