@@ -1,6 +1,7 @@
 // The uniform guard's statistics and verdict (compress::guard_pick and its
-// parts, compress.h): the paired one-sided t bound of plan − uniform over
-// the calibration inputs (Student's t, 95%).
+// parts, compress.h): the plan's margin over the best uniform, and the
+// paired one-sided t bound of plan − uniform over the calibration inputs
+// (Student's t, 95%).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,6 +44,7 @@ double difference_bound(const GuardPoint& a, const GuardPoint& b) {
 bool plan_holds(const GuardPoint& plan, const GuardPoint& uniform) {
   if (std::isnan(uniform.damage)) return true;
   if (std::isnan(plan.damage)) return false;
+  if (plan.damage < kPlanMargin * uniform.damage) return true;
   const double bound = difference_bound(plan, uniform);
   return std::isnan(bound) ? !(uniform.damage < plan.damage) : bound < 0;
 }
@@ -83,13 +85,21 @@ std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, in
                      "{:.3g} {} 0",
                      bound, bound < 0 ? "<" : "≥");
   };
+  // The margin, when the plan is below it.
+  auto margin = [&](const GuardPoint& u) {
+    return mine.damage < kPlanMargin * u.damage
+               ? fmt::format("{:.3g}× its damage, below the {}× margin; ", mine.damage / u.damage,
+                             kPlanMargin)
+               : std::string();
+  };
   if (kept == 0) {
     const size_t rival = best_uniform(points, budget);
     return fmt::format(
         "kept the {}: calibration {} {:.4g}{} ({} compared)", mine.name, metric, mine.damage,
-        rival == 0 ? std::string("; no uniform scheme within the budget")
-                   : fmt::format("; against the best uniform, {} ({:.4g}), {}", points[rival].name,
-                                 points[rival].damage, paired(points[rival])),
+        rival == 0
+            ? std::string("; no uniform scheme within the budget")
+            : fmt::format("; against the best uniform, {} ({:.4g}), {}{}", points[rival].name,
+                          points[rival].damage, margin(points[rival]), paired(points[rival])),
         compared);
   }
   const GuardPoint& u = points[kept];
@@ -104,8 +114,8 @@ std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, in
           : "";
   return fmt::format(
       "kept {}: calibration {} {:.4g}, the lowest of the uniform schemes within the budget; {}'s "
-      "{:.4g} is not lower with 95% confidence ({}; {} compared){}",
-      u.name, metric, u.damage, mine.name, mine.damage, paired(u), compared, more);
+      "{:.4g} is neither below {}× it nor lower with 95% confidence ({}; {} compared){}",
+      u.name, metric, u.damage, mine.name, mine.damage, kPlanMargin, paired(u), compared, more);
 }
 
 }  // namespace tailor::compress

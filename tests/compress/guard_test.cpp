@@ -206,15 +206,17 @@ TEST(UniformGuard, TheVerdictSaysWhatWasKeptAndOnWhatEvidence) {
   const GuardPoint plan{"plan (exact)", 100, 0.06, {0.05, 0.06, 0.07}};
   EXPECT_EQ(guard_verdict({plan, u1, u2, over}, 0, 100, "kl (mean)", 1),
             "kept the plan (exact): calibration kl (mean) 0.06; against the best uniform, "
-            "uniform u2 (0.1), paired 95% upper bound of the mean per-input difference plan − it "
-            "-0.0231 < 0 (2 uniform schemes within the budget, 1 over it compared)");
+            "uniform u2 (0.1), 0.6× its damage, below the 0.8× margin; paired 95% upper bound "
+            "of the mean per-input difference plan − it -0.0231 < 0 (2 uniform schemes within "
+            "the budget, 1 over it compared)");
   // A uniform kept over a plan of lower mean: the line says more inputs
   // narrow the bound.
   const GuardPoint noisy{"plan (exact)", 100, 0.09, {0.01, 0.02, 0.24}};
   EXPECT_EQ(guard_verdict({noisy, u1, u2}, 2, 100, "kl (mean)", 3),
             "kept uniform u2: calibration kl (mean) 0.1, the lowest of the uniform schemes within "
-            "the budget; plan (exact)'s 0.09 is not lower with 95% confidence (paired 95% upper "
-            "bound of the mean per-input difference plan − it 0.209 ≥ 0; 2 uniform schemes "
+            "the budget; plan (exact)'s 0.09 is neither below 0.8× it nor lower with 95% "
+            "confidence (paired 95% upper bound of the mean per-input difference plan − it 0.209 "
+            "≥ 0; 2 uniform schemes "
             "within the budget, 0 over it; -gptq layers cross-fitted in 3 folds compared); the "
             "plan is lower on the mean, but its per-input differences over 3 calibration inputs "
             "leave the bound wide: more inputs narrow it");
@@ -230,6 +232,33 @@ TEST(UniformGuard, TheVerdictSaysWhatWasKeptAndOnWhatEvidence) {
         guard_verdict({worse, u2}, 2, 100, "kl (mean)", 1);
       },
       "guard", "kept point 2 of 2");
+}
+
+// Below kPlanMargin (0.8×) of the best uniform's calibration damage the
+// plan holds without paired evidence. plan {0.01, 0.02, 0.24} (mean 0.09)
+// against u {0.1, 0.1, 0.2} (mean 0.4/3 = 0.13333): 0.675×. d = −0.09,
+// −0.08, +0.04, mean −0.043333, s = √((0.046667² + 0.036667² + 0.083333²)
+// / 2) = 0.072342, bound −0.043333 + 2.920 · 0.072342 / √3 = 0.078625 ≥ 0:
+// the paired test alone would keep u. At 0.9× (u's inputs scaled so its
+// mean is 0.1) the margin does not hold and u is kept.
+TEST(UniformGuard, APlanBelowTheMarginHoldsWithoutPairedEvidence) {
+  using compress::difference_bound;
+  using compress::guard_pick;
+  using compress::GuardPoint;
+  EXPECT_EQ(compress::kPlanMargin, 0.8);
+  const GuardPoint plan{"plan", 100, 0.09, {0.01, 0.02, 0.24}};
+  const GuardPoint u{"u", 100, 0.4 / 3, {0.1, 0.1, 0.2}};
+  EXPECT_NEAR(difference_bound(plan, u), 0.078625, 1e-6);
+  EXPECT_TRUE(compress::plan_holds(plan, u));
+  EXPECT_EQ(guard_pick({plan, u}, 100), 0u);
+  const GuardPoint u9{"u", 100, 0.1, {0.075, 0.075, 0.15}};
+  EXPECT_GT(difference_bound(plan, u9), 0.0);
+  EXPECT_FALSE(compress::plan_holds(plan, u9));
+  EXPECT_EQ(guard_pick({plan, u9}, 100), 1u);
+  EXPECT_NE(compress::guard_verdict({plan, u}, 0, 100, "kl (mean)", 1)
+                .find("0.675× its damage, below the 0.8× margin; paired 95% upper bound of the "
+                      "mean per-input difference plan − it 0.0786 ≥ 0"),
+            std::string::npos);
 }
 
 TEST(UniformGuard, StudentTQuantilesFromTablesAndExpansion) {
