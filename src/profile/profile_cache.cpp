@@ -84,9 +84,9 @@ OJson settings_json(const ProfileOptions& options) {
   // the same name, and int8-a8 no candidate past the form's limits; 5: the
   // output damage of inputs of different shapes, measured on two threads,
   // could run a Conv with the other thread's shape; 6: -gptq candidates'
-  // output damage cross-fitted, DamageOptions::folds), so no entry from
-  // before is read back.
-  OJson j = {{"measurement", 6},
+  // output damage cross-fitted, DamageOptions::folds; 7: -gptq refits its
+  // scales in the output metric), so no entry from before is read back.
+  OJson j = {{"measurement", 7},
              {"schemes", schemes},
              {"min_params", options.min_params},
              {"layers", options.layer_regex},

@@ -16,6 +16,7 @@
 #include "quantized.h"
 #include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/threads.h"
 
 namespace tailor::schemes::detail {
 namespace {
@@ -155,6 +156,10 @@ std::unique_ptr<Encoded> encode_gptq(const Tensor& w, const SchemeParams& p) {
       fmt::format("needs the layer's calibration Gram XᵀX [{}, {}] (SchemeParams::gram)", in, in));
   check(p.damp >= 0 && std::isfinite(p.damp) && p.gptq_block >= 1, label,
         "damp must be finite and >= 0, the block >= 1");
+  // Serial products: Eigen's parallel GEMM blocks a long inner dimension
+  // (W·H, Q·H: `in`) differently from its serial one, and the refitted
+  // scales' f16 rounding would then depend on the caller's thread count.
+  const linalg::ThreadLimit serial(1);
   const float* pw = m.data<float>();
   const int64_t group = p.group == 0 ? in : p.group;
   const int64_t groups = (in + group - 1) / group;

@@ -1,8 +1,8 @@
 // The data-aware quantizers (-mse, -gptq): same stored form and bytes as the
 // reference labels; MSE-clipped error ≤ round-to-nearest error on every layer
 // of the fixture models; GPTQ equal to an independent numpy implementation
-// (tests/schemes/gptq_reference.py) and, by definition, to the -mse codes when
-// H has no off-diagonal coupling.
+// (tests/schemes/gptq_reference.py), the -mse quantizer itself when H = 0, and
+// never above its output error when H has no off-diagonal coupling.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -129,7 +129,7 @@ double output_error(const std::vector<float>& w, const std::vector<float>& wh, c
   return e;
 }
 
-TEST(DataAware, GptqWithoutCouplingIsTheMseQuantizer) {
+TEST(DataAware, GptqWithoutCouplingIsNoWorseThanTheMseQuantizer) {
   // H = 0 (all-zero activations) is damped to I: U is diagonal, no error
   // reaches another column, so every code is round-to-nearest with the -mse
   // scales, and the scale refits (A = 0 in the output metric) change nothing:
