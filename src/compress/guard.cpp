@@ -41,10 +41,19 @@ double difference_bound(const GuardPoint& a, const GuardPoint& b) {
   return mean + student_t95(static_cast<int64_t>(n) - 1) * sd / std::sqrt(static_cast<double>(n));
 }
 
+namespace {
+
+/// Whether `plan` is below kPlanMargin × `uniform`'s damage (plan_holds).
+bool below_margin(const GuardPoint& plan, const GuardPoint& uniform) {
+  return plan.damage < kPlanMargin * uniform.damage;
+}
+
+}  // namespace
+
 bool plan_holds(const GuardPoint& plan, const GuardPoint& uniform) {
   if (std::isnan(uniform.damage)) return true;
   if (std::isnan(plan.damage)) return false;
-  if (plan.damage < kPlanMargin * uniform.damage) return true;
+  if (below_margin(plan, uniform)) return true;
   const double bound = difference_bound(plan, uniform);
   return std::isnan(bound) ? !(uniform.damage < plan.damage) : bound < 0;
 }
@@ -87,10 +96,9 @@ std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, in
   };
   // The margin, when the plan is below it.
   auto margin = [&](const GuardPoint& u) {
-    return mine.damage < kPlanMargin * u.damage
-               ? fmt::format("{:.3g}× its damage, below the {}× margin; ", mine.damage / u.damage,
-                             kPlanMargin)
-               : std::string();
+    return below_margin(mine, u) ? fmt::format("{:.3g}× its damage, below the {}× margin; ",
+                                               mine.damage / u.damage, kPlanMargin)
+                                 : std::string();
   };
   if (kept == 0) {
     const size_t rival = best_uniform(points, budget);

@@ -199,14 +199,30 @@ std::unique_ptr<Encoded> encode_gptq(const Tensor& w, const SchemeParams& p) {
           pw, out, in)
           .cast<double>() *
       h;
+  // Per row: `best`, the least e(s) so far, of the kept codes and scales;
+  // `next`, the scales the next GPTQ pass runs with: the least-squares refit
+  // of the row's kept codes (the scales it ran with where that refit is
+  // singular, or not finite and positive). keep() weighs candidate codes
+  // under the scales they were made with, and refits a row whose codes it
+  // kept; a row that keeps its codes keeps its refit, and a GPTQ pass with
+  // the same scales would give it the same codes again.
   std::vector<double> best(static_cast<size_t>(out));
-  const auto row = [&](auto& v, int64_t o, int64_t len) {
-    return std::pair{v.begin() + o * len, v.begin() + (o + 1) * len};
-  };
-  for (int pass = 0; pass < kRefitPasses; ++pass) {
-    std::vector<float> refit = scales;
-    for_each_row_quadratic(pw, out, in, h, wh, codes, group, [&](int64_t o, const RowQuadratic& x) {
-      best[static_cast<size_t>(o)] = x.error(scales, o * groups);
+  std::vector<float> next = scales;
+  const auto keep = [&](const std::vector<int32_t>& cand, const std::vector<float>& cand_scales,
+                        bool first, bool refit) {
+    for_each_row_quadratic(pw, out, in, h, wh, cand, group, [&](int64_t o, const RowQuadratic& x) {
+      const auto so = static_cast<size_t>(o);
+      const double e = x.error(cand_scales, o * groups);
+      if (first) {
+        best[so] = e;
+      } else {
+        if (!(e < best[so])) return;
+        best[so] = e;
+        std::copy(cand.begin() + o * in, cand.begin() + (o + 1) * in, codes.begin() + o * in);
+        std::copy(cand_scales.begin() + o * groups, cand_scales.begin() + (o + 1) * groups,
+                  scales.begin() + o * groups);
+      }
+      if (!refit) return;
       Eigen::LDLT<MatD> ldlt(x.a);
       if (ldlt.info() != Eigen::Success || !(x.a.diagonal().array() > 0).all()) return;
       const Eigen::VectorXd s = ldlt.solve(x.b);
@@ -215,24 +231,19 @@ std::unique_ptr<Encoded> encode_gptq(const Tensor& w, const SchemeParams& p) {
         r[static_cast<size_t>(g)] = round_to_f16(static_cast<float>(s(g)));
         if (!(r[static_cast<size_t>(g)] > 0) || !std::isfinite(r[static_cast<size_t>(g)])) return;
       }
-      std::copy(r.begin(), r.end(), refit.begin() + o * groups);
-      const double e = x.error(refit, o * groups);
-      if (e < best[static_cast<size_t>(o)]) {
-        best[static_cast<size_t>(o)] = e;
+      std::copy(r.begin(), r.end(), next.begin() + o * groups);
+      const double er = x.error(next, o * groups);
+      if (er < best[so]) {
+        best[so] = er;
         std::copy(r.begin(), r.end(), scales.begin() + o * groups);
       }
     });
-    const std::vector<int32_t> again =
-        gptq_pass(pw, out, in, u, perm, refit, group, p.bits, p.gptq_block);
-    for_each_row_quadratic(pw, out, in, h, wh, again, group, [&](int64_t o, const RowQuadratic& x) {
-      const double e = x.error(refit, o * groups);
-      if (!(e < best[static_cast<size_t>(o)])) return;
-      best[static_cast<size_t>(o)] = e;
-      const auto [c0, c1] = row(again, o, in);
-      std::copy(c0, c1, codes.begin() + o * in);
-      const auto [s0, s1] = row(refit, o, groups);
-      std::copy(s0, s1, scales.begin() + o * groups);
-    });
+  };
+  keep(codes, scales, true, true);
+  for (int pass = 0; pass < kRefitPasses; ++pass) {
+    const std::vector<float> ran = next;
+    keep(gptq_pass(pw, out, in, u, perm, ran, group, p.bits, p.gptq_block), ran, false,
+         pass + 1 < kRefitPasses);
   }
   return pack_quantized(codes, out, in, label, p.bits, p.group, scales);
 }
