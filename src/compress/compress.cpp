@@ -449,6 +449,41 @@ CompressResult compress_model(const CompressOptions& o) {
     so.seed = o.seed;
     so.threads = o.threads;
     auto solve = [&] { return plan::solve_plans(r.profile, problem, {o.solver}, so, objective); };
+    // The solver's plan at a latency budget (ms in the solver's units; none:
+    // the --max-latency budget or none), then, under the output objective,
+    // each pick of fitted D measured and the plan re-solved (fitted D can be
+    // far below a candidate's measured damage) until none is left.
+    auto measured_solve = [&](std::optional<double> latency_target) {
+      auto resolve = [&] {
+        problem = plan::make_problem(r.profile, objective, budget_bytes, o.model);
+        plan::add_second_budget(problem, r.profile, max_latency, o.max_macs);
+        if (latency_target) problem.latency_budget = *latency_target - problem.fixed_latency;
+        return solve().front();
+      };
+      plan::Plan p = resolve();
+      if (!output) return p;
+      MeasuredPicks m = measure_fitted_picks(llama ? *llama : mf, *output, po, grams, r.profile,
+                                             std::move(p), resolve, kPickRounds);
+      for (size_t i = 0; i < m.rounds.size(); ++i) {
+        const PickRound& pr = m.rounds[i];
+        say("plan",
+            fmt::format(
+                "{}round {}: measured the plan's {} picks of fitted D, Σ D {:.4g} "
+                "fitted, {:.4g} measured{}, in {:.1f} s; re-solved: objective "
+                "{:.4g} → {:.4g}",
+                !latency_target           ? std::string()
+                : *latency_target < 1e299 ? fmt::format("at {:.4g} ms, ", *latency_target)
+                                          : std::string("without the latency budget, "),
+                i + 1, pr.fitted_picks, pr.fitted_sum, pr.measured_sum,
+                pr.fitted_sum > 0 ? fmt::format(" ({:.3g}×)", pr.measured_sum / pr.fitted_sum) : "",
+                pr.seconds, pr.objective_before, pr.objective_after));
+      }
+      if (m.fitted_left > 0)
+        warn("plan", fmt::format("{} of the plan's picks still hold fitted D after {} rounds of "
+                                 "measuring them",
+                                 m.fitted_left, kPickRounds));
+      return std::move(m.plan);
+    };
     if (max_latency && !llama) {
       // Held to the budget by measuring each plan against the original.
       whole_model_options = whole_model_latency_options(r.profile.latency_model_ms);
@@ -456,10 +491,7 @@ CompressResult compress_model(const CompressOptions& o) {
       const double least = plan::least_latency(problem, so);
       const plan::CalibratedPlan c = plan::latency_calibrated_plan(
           *max_latency, r.profile.latency_model_ms.value_or(least), least,
-          [&](double target) {
-            problem.latency_budget = target - problem.fixed_latency;
-            return solve().front();
-          },
+          [&](double target) { return measured_solve(target); },
           [&](const plan::Plan& p) {
             const graph::Model after = runnable_model(rewrite_standard(
                 mf, encode_plan(mf, p, po.scheme_defaults, 0x7a11, o.threads, grams)));
@@ -479,34 +511,7 @@ CompressResult compress_model(const CompressOptions& o) {
       r.plan = c.plan;
       r.plan.max_latency = *max_latency;
     } else {
-      r.plan = solve().front();
-      if (output) {
-        // Fitted D can be far below a candidate's measured damage: measure what the plan picks.
-        MeasuredPicks m = measure_fitted_picks(
-            llama ? *llama : mf, *output, po, grams, r.profile, std::move(r.plan),
-            [&] {
-              problem = plan::make_problem(r.profile, objective, budget_bytes, o.model);
-              plan::add_second_budget(problem, r.profile, max_latency, o.max_macs);
-              return solve().front();
-            },
-            kPickRounds);
-        r.plan = std::move(m.plan);
-        for (size_t i = 0; i < m.rounds.size(); ++i) {
-          const PickRound& pr = m.rounds[i];
-          say("plan", fmt::format("round {}: measured the plan's {} picks of fitted D, Σ D {:.4g} "
-                                  "fitted, {:.4g} measured{}, in {:.1f} s; re-solved: objective "
-                                  "{:.4g} → {:.4g}",
-                                  i + 1, pr.fitted_picks, pr.fitted_sum, pr.measured_sum,
-                                  pr.fitted_sum > 0
-                                      ? fmt::format(" ({:.3g}×)", pr.measured_sum / pr.fitted_sum)
-                                      : "",
-                                  pr.seconds, pr.objective_before, pr.objective_after));
-        }
-        if (m.fitted_left > 0)
-          warn("plan", fmt::format("{} of the plan's picks still hold fitted D after {} rounds of "
-                                   "measuring them",
-                                   m.fitted_left, kPickRounds));
-      }
+      r.plan = measured_solve(std::nullopt);
     }
   }
   done("plan",

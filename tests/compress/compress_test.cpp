@@ -41,40 +41,49 @@ compress::CompressOptions cls_options(const TempDir& dir, const std::string& bud
 
 // Under fitted damage compress measures what the plan picks: every pick of
 // the written plan holds a measured D, equal bit for bit to the measured
-// mode's D of that candidate, and the plan's objective is their sum.
+// mode's D of that candidate, and the plan's objective is their sum. The
+// same under a latency budget (10× the original's latency: every latency
+// round's plan is measured before it is timed).
 TEST(Compress, FittedDamageMeasuresWhatThePlanPicks) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
-  TempDir a, b;
+  TempDir a, b, c;
   compress::CompressOptions fit = cls_options(a, "56%");
   fit.damage = "fitted";
   fit.uniform_guard = false;
   fit.schemes = {"dense", "int8", "int4", "int3", "ternary"};
-  std::vector<std::string> said;
-  fit.progress = [&](const std::string& stage, const std::string& msg) {
-    if (stage == "plan") said.push_back(msg);
-  };
   compress::CompressOptions measured = fit;
   measured.out_dir = b.file("out");
   measured.damage = "measured";
-  measured.progress = {};
-  const compress::CompressResult rf = compress::compress_model(fit);
+  compress::CompressOptions fit_latency = fit;
+  fit_latency.out_dir = c.file("out");
+  fit_latency.max_latency_fraction = 10.0;
   const compress::CompressResult rm = compress::compress_model(measured);
-  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& m) {
-    return m.find("round 1: measured the plan's") != std::string::npos;
-  })) << "the first plan picked no fitted D: the test shows nothing";
-  size_t fitted_left = 0;
-  double sum = 0;
-  const std::vector<int> picked = plan::find_candidates(rf.profile, rf.plan, "plan");
-  for (size_t l = 0; l < picked.size(); ++l) {
-    const Candidate& got = rf.profile.layers[l].candidates[static_cast<size_t>(picked[l])];
-    const Candidate& want = rm.profile.layers[l].candidates[static_cast<size_t>(picked[l])];
-    ASSERT_EQ(want.label, got.label);
-    fitted_left += got.output_damage_fitted ? 1 : 0;
-    if (!got.output_damage_fitted) EXPECT_EQ(*got.output_damage, *want.output_damage);
-    sum += *want.output_damage;
+  for (compress::CompressOptions* o : {&fit, &fit_latency}) {
+    SCOPED_TRACE(o->max_latency_fraction ? "under --max-latency" : "bytes only");
+    std::vector<std::string> said;
+    o->progress = [&](const std::string& stage, const std::string& msg) {
+      if (stage == "plan") said.push_back(msg);
+    };
+    const compress::CompressResult rf = compress::compress_model(*o);
+    EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& m) {
+      return m.find("round 1: measured the plan's") != std::string::npos;
+    })) << "the first plan picked no fitted D: the test shows nothing";
+    size_t fitted_left = 0;
+    double sum = 0;
+    const std::vector<int> picked = plan::find_candidates(rf.profile, rf.plan, "plan");
+    for (size_t l = 0; l < picked.size(); ++l) {
+      const Candidate& got = rf.profile.layers[l].candidates[static_cast<size_t>(picked[l])];
+      const Candidate& want = rm.profile.layers[l].candidates[static_cast<size_t>(picked[l])];
+      ASSERT_EQ(want.label, got.label);
+      fitted_left += got.output_damage_fitted ? 1 : 0;
+      if (!got.output_damage_fitted) {
+        EXPECT_EQ(*got.output_damage, *want.output_damage);
+      }
+      sum += *want.output_damage;
+    }
+    EXPECT_EQ(fitted_left, 0u);
+    EXPECT_NEAR(rf.plan.objective_value, sum, 1e-12 * sum);
   }
-  EXPECT_EQ(fitted_left, 0u);
-  EXPECT_NEAR(rf.plan.objective_value, sum, 1e-12 * sum);
 }
 
 TEST(Compress, ClassifierEndToEnd) {
