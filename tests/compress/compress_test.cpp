@@ -9,6 +9,7 @@
 
 #include "ort/ort_runner.h"
 #include "tailor/compress/compress.h"
+#include "tailor/compress/output_profile.h"
 #include "tailor/io/llama_graph.h"
 #include "tailor/io/npy.h"
 #include "tailor/io/onnx.h"
@@ -84,6 +85,31 @@ TEST(Compress, FittedDamageMeasuresWhatThePlanPicks) {
     EXPECT_EQ(fitted_left, 0u);
     EXPECT_NEAR(rf.plan.objective_value, sum, 1e-12 * sum);
   }
+}
+
+// The schemes compress profiles: its default catalog, plus the W8A8 kernel
+// (int8-a8) under a latency budget given either way; what --schemes or
+// --uniform name otherwise.
+TEST(Compress, ALatencyBudgetProfilesTheW8A8Kernel) {
+  compress::CompressOptions o;
+  o.model = kCls;
+  const std::vector<std::string> catalog = compress::default_schemes();
+  EXPECT_EQ(std::count(catalog.begin(), catalog.end(), "int8-a8"), 0);
+  EXPECT_EQ(compress::compress_profile_options(o, nullptr).schemes, catalog);
+  std::vector<std::string> with_w8a8 = catalog;
+  with_w8a8.push_back("int8-a8");
+  compress::CompressOptions ms = o, fraction = o;
+  ms.max_latency = 5.0;
+  fraction.max_latency_fraction = 0.75;
+  EXPECT_EQ(compress::compress_profile_options(ms, nullptr).schemes, with_w8a8);
+  EXPECT_EQ(compress::compress_profile_options(fraction, nullptr).schemes, with_w8a8);
+  compress::CompressOptions named = ms;
+  named.schemes = {"dense", "int4"};
+  EXPECT_EQ(compress::compress_profile_options(named, nullptr).schemes, named.schemes);
+  compress::CompressOptions uniform = o;
+  uniform.uniform = "int4-g32";
+  EXPECT_EQ(compress::compress_profile_options(uniform, nullptr).schemes,
+            (std::vector<std::string>{"dense", "int4-g32"}));
 }
 
 TEST(Compress, ClassifierEndToEnd) {

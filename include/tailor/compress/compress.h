@@ -100,7 +100,9 @@ struct CompressOptions {
   /// The llama2.c tokenizer for model.gguf (empty: find_llama2c_tokenizer's
   /// default); refused without `gguf` ("--tokenizer").
   std::string tokenizer;
-  /// Schemes to profile (ProfileOptions::schemes); empty: default_schemes().
+  /// Schemes to profile (ProfileOptions::schemes); empty: as
+  /// compress_profile_options says (default_schemes(), and int8-a8 under a
+  /// latency budget).
   std::vector<std::string> schemes;
   int64_t min_params = 4096;
   /// Worker threads of profile, encoding and solvers (0: all cores).
