@@ -110,9 +110,9 @@ ProfileOptions compress_profile_options(const CompressOptions& o, const graph::M
                : !o.uniform.empty() ? std::vector<std::string>{"dense", o.uniform}
                : o.gguf             ? gguf_schemes()
                                     : default_schemes();
-  // A latency budget without --schemes: also int8-a8, the W8A8 kernel (int8's
-  // bytes, more damage, less time), the candidate a latency budget needs.
-  if (o.schemes.empty() && o.uniform.empty() && !o.gguf &&
+  // A latency budget on an ONNX model without --schemes: also int8-a8, the
+  // W8A8 kernel (int8's bytes, more damage, less time) a latency budget needs.
+  if (o.schemes.empty() && o.uniform.empty() && !o.gguf && !llama &&
       (o.max_latency || o.max_latency_fraction))
     po.schemes.push_back("int8-a8");
   po.min_params = o.min_params;
