@@ -19,6 +19,7 @@ packages=(
   openmpi-bin libopenmpi-dev  # optional: `mpirun -n N tailor profile` and its 2-rank test
   gnuplot-nox fonts-dejavu-core  # the report's SVG plots
   chromium python3-pil  # test-only: tests/report/report_page_test.cpp loads report.html headless
+  fonts-wqy-microhei  # bench: scripts/render-ocr-fixtures.py, bench/compress/ocr_lines.py (CJK lines)
 )
 
 missing=()
