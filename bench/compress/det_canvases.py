@@ -14,9 +14,9 @@ verifies on the odd ones, so no text line is in both sets.
 --fill: then fills the rest of each canvas with lines rendered in DejaVu Sans
 (Debian's fonts-dejavu-core): words of random letters, numbers, prices and
 dates, 12-28 px high, grey 0-90 on white, drawn from numpy's default_rng(1000
-+ k) for canvas k, so each canvas's rendered text is its own. The 19 fixture
-lines alone leave one or two lines per canvas at N = 16, and the two halves'
-damage then differs by line (the detector's held-out half measured 0.4-0.6x
++ k) for canvas k, so each canvas's rendered text is its own. The 38 fixture
+lines alone leave two or three short lines per canvas at N = 16, and the two
+halves' damage then differs by line (the detector's held-out half measured 0.4-0.6x
 the calibration half's for every plan and uniform scheme); filled canvases
 hold about ten lines each.
 
@@ -27,7 +27,7 @@ import sys
 
 if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
     sys.exit(__doc__.strip() if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help")
-             else "usage: bench/compress/det_canvases.py OUT [N=8] [SIZE=320]")
+             else "usage: bench/compress/det_canvases.py OUT [N=8] [SIZE=320] [--fill]")
 
 import numpy as np
 from PIL import Image
