@@ -471,9 +471,10 @@ CompressResult compress_model(const CompressOptions& o) {
                 "{}round {}: measured the plan's {} picks of fitted D, Σ D {:.4g} "
                 "fitted, {:.4g} measured{}, in {:.1f} s; re-solved: objective "
                 "{:.4g} → {:.4g}",
-                !latency_target           ? std::string()
-                : *latency_target < 1e299 ? fmt::format("at {:.4g} ms, ", *latency_target)
-                                          : std::string("without the latency budget, "),
+                !latency_target ? std::string()
+                : *latency_target < plan::kUnboundedLatency
+                    ? fmt::format("at {:.4g} ms, ", *latency_target)
+                    : std::string("without the latency budget, "),
                 i + 1, pr.fitted_picks, pr.fitted_sum, pr.measured_sum,
                 pr.fitted_sum > 0 ? fmt::format(" ({:.3g}×)", pr.measured_sum / pr.fitted_sum) : "",
                 pr.seconds, pr.objective_before, pr.objective_after));

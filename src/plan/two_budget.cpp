@@ -332,7 +332,7 @@ CalibratedPlan latency_calibrated_plan(
   };
   // The byte-only optimum (an unbounded latency budget): a plan of its
   // objective is one no looser budget improves on.
-  const double free_objective = solve(1e300).objective_value;
+  const double free_objective = solve(kUnboundedLatency).objective_value;
   for (int round = 0; round < kRounds; ++round) {
     Plan next_plan = solve(target);
     // The same plan again: its measurement stands, a new budget would follow

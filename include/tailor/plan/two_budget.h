@@ -45,6 +45,10 @@ double choice_latency(const Problem& problem, const Choice& choice);
 /// as solve_two_budgets' step (1). Needs problem.has_latency().
 double least_latency(const Problem& problem, const SolveOptions& options);
 
+/// The latency budget (ms) at which latency_calibrated_plan asks `solve` for
+/// the byte-only optimum: no plan's latency reaches it.
+inline constexpr double kUnboundedLatency = 1e300;
+
 /// One measured round of latency_calibrated_plan (ms): the solver's latency
 /// budget (fixed_latency included), the plan's predicted latency, the
 /// original's and the plan's measured latencies, and the plan's on the
@@ -67,7 +71,7 @@ struct CalibratedPlan {
 /// times the plan against the original with `measure` ({original ms, plan
 /// ms}). It stops when the plan measures within max_latency and either within
 /// 5% of it or with the objective of the byte-only optimum (`solve` at an
-/// unbounded budget, 1e300: a looser budget cannot lower it); otherwise the
+/// unbounded budget, kUnboundedLatency: a looser budget cannot lower it); otherwise the
 /// next round's budget maps max_latency through the line from the original
 /// (model_ms predicted and measured) to the last plan (predicted → measured),
 /// never below least_ms. At most 4 rounds; it stops when the budget or the
