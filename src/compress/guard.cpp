@@ -1,7 +1,7 @@
 // The uniform guard's statistics and verdict (compress::guard_pick and its
-// parts, compress.h): the plan's margin over the best uniform, and the
-// paired one-sided t bound of plan − uniform over the calibration inputs
-// (Student's t, 95%).
+// parts, compress.h): the paired one-sided t bound of plan − uniform over
+// the calibration inputs (Student's t, 95%) and the one-sided Wilcoxon
+// signed-rank test of the same differences.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,19 +29,17 @@ double student_t95(int64_t df) {
          (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * n * n);
 }
 
-double difference_bound(const GuardPoint& a, const GuardPoint& b) {
-  const size_t n = a.per_input.size();
-  if (n < 2 || b.per_input.size() != n) return std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> d(n);
-  for (size_t i = 0; i < n; ++i) d[i] = a.per_input[i] - b.per_input[i];  // NaN stays NaN
-  const double mean = std::accumulate(d.begin(), d.end(), 0.0) / static_cast<double>(n);
-  double ss = 0;
-  for (double v : d) ss += (v - mean) * (v - mean);
-  const double sd = std::sqrt(ss / static_cast<double>(n - 1));
-  return mean + student_t95(static_cast<int64_t>(n) - 1) * sd / std::sqrt(static_cast<double>(n));
-}
-
 namespace {
+
+/// The paired differences a_i − b_i; empty unless both hold the same n ≥ 1
+/// values.
+std::vector<double> differences(const GuardPoint& a, const GuardPoint& b) {
+  const size_t n = a.per_input.size();
+  if (n == 0 || b.per_input.size() != n) return {};
+  std::vector<double> d(n);
+  for (size_t i = 0; i < n; ++i) d[i] = a.per_input[i] - b.per_input[i];
+  return d;
+}
 
 /// Whether `plan` is below kPlanMargin × `uniform`'s damage (plan_holds).
 bool below_margin(const GuardPoint& plan, const GuardPoint& uniform) {
@@ -50,12 +48,84 @@ bool below_margin(const GuardPoint& plan, const GuardPoint& uniform) {
 
 }  // namespace
 
+double difference_bound(const GuardPoint& a, const GuardPoint& b) {
+  const std::vector<double> d = differences(a, b);  // NaN stays NaN
+  const size_t n = d.size();
+  if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+  const double mean = std::accumulate(d.begin(), d.end(), 0.0) / static_cast<double>(n);
+  double ss = 0;
+  for (double v : d) ss += (v - mean) * (v - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(n - 1));
+  return mean + student_t95(static_cast<int64_t>(n) - 1) * sd / std::sqrt(static_cast<double>(n));
+}
+
+double signed_rank_p(const GuardPoint& a, const GuardPoint& b) {
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> all = differences(a, b);
+  if (all.empty()) return nan;
+  std::vector<double> d;
+  for (double v : all) {
+    if (std::isnan(v)) return nan;  // NaN stays NaN
+    if (v != 0) d.push_back(v);     // Wilcoxon drops zero differences
+  }
+  const size_t m = d.size();
+  if (m == 0) return 1.0;
+  // Ranks of |d| from 1, ties at their average; doubled, so they are integers.
+  std::vector<size_t> order(m);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return std::abs(d[x]) < std::abs(d[y]); });
+  std::vector<int64_t> rank2(m);
+  double tie_term = 0;  // Σ (t³ − t) over groups of t tied |d|
+  for (size_t i = 0; i < m;) {
+    size_t j = i;
+    while (j + 1 < m && std::abs(d[order[j + 1]]) == std::abs(d[order[i]])) ++j;
+    for (size_t k = i; k <= j; ++k) rank2[order[k]] = static_cast<int64_t>(i + 1 + j + 1);
+    const double t = static_cast<double>(j - i + 1);
+    tie_term += t * t * t - t;
+    i = j + 1;
+  }
+  int64_t w2 = 0, total2 = 0;  // 2·W⁺ (ranks of the positive d) and 2·Σ ranks
+  for (size_t i = 0; i < m; ++i) {
+    total2 += rank2[i];
+    if (d[i] > 0) w2 += rank2[i];
+  }
+  if (m <= kSignedRankExactMax) {
+    // P(2·W⁺ = s) under H0 (each sign independently ± with probability ½),
+    // one rank at a time: p_k(s) = ½ p_{k−1}(s) + ½ p_{k−1}(s − 2·r_k).
+    std::vector<double> p(static_cast<size_t>(total2) + 1, 0.0);
+    p[0] = 1;
+    int64_t reach = 0;
+    for (int64_t r : rank2) {
+      reach += r;
+      for (int64_t s = reach; s >= 0; --s) p[s] = 0.5 * p[s] + (s >= r ? 0.5 * p[s - r] : 0.0);
+    }
+    double below = 0;
+    for (int64_t s = 0; s <= w2; ++s) below += p[s];
+    return std::min(1.0, below);
+  }
+  // Large m: the normal approximation, tie-corrected variance, continuity ½.
+  const double n = static_cast<double>(m);
+  const double mean = n * (n + 1) / 4;
+  const double var = n * (n + 1) * (2 * n + 1) / 24 - tie_term / 48;
+  const double z = (static_cast<double>(w2) / 2 + 0.5 - mean) / std::sqrt(var);
+  return 0.5 * std::erfc(-z / std::sqrt(2.0));
+}
+
+size_t lower_count(const GuardPoint& a, const GuardPoint& b) {
+  const std::vector<double> d = differences(a, b);
+  return static_cast<size_t>(std::count_if(d.begin(), d.end(), [](double v) { return v < 0; }));
+}
+
 bool plan_holds(const GuardPoint& plan, const GuardPoint& uniform) {
   if (std::isnan(uniform.damage)) return true;
   if (std::isnan(plan.damage)) return false;
-  if (below_margin(plan, uniform)) return true;
   const double bound = difference_bound(plan, uniform);
-  return std::isnan(bound) ? !(uniform.damage < plan.damage) : bound < 0;
+  if (std::isnan(bound)) return !(uniform.damage < plan.damage);
+  if (bound < 0) return true;
+  if (!(plan.damage < uniform.damage)) return false;
+  if (signed_rank_p(plan, uniform) < kSignedRankLevel) return true;
+  return below_margin(plan, uniform) && !(signed_rank_p(uniform, plan) < kSignedRankLevel);
 }
 
 size_t best_uniform(const std::vector<GuardPoint>& points, int64_t budget) {
@@ -84,21 +154,18 @@ std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, in
       fmt::format("{} uniform scheme{} within the budget, {} over it{}", within,
                   within == 1 ? "" : "s", points.size() - 1 - static_cast<size_t>(within),
                   folds > 1 ? fmt::format("; -gptq layers cross-fitted in {} folds", folds) : "");
-  // The paired test's outcome, as guard_pick decided it.
+  // The paired tests' outcomes, as guard_pick decided on them.
   auto paired = [&](const GuardPoint& u) {
     const double bound = difference_bound(mine, u);
-    return std::isnan(bound)
-               ? std::string("no paired bound (fewer than 2 calibration inputs, or a NaN)")
-               : fmt::format(
-                     "paired 95% upper bound of the mean per-input difference plan − it "
-                     "{:.3g} {} 0",
-                     bound, bound < 0 ? "<" : "≥");
-  };
-  // The margin, when the plan is below it.
-  auto margin = [&](const GuardPoint& u) {
-    return below_margin(mine, u) ? fmt::format("{:.3g}× its damage, below the {}× margin; ",
-                                               mine.damage / u.damage, kPlanMargin)
-                                 : std::string();
+    if (std::isnan(bound))
+      return std::string("no paired bound (fewer than 2 calibration inputs, or a NaN)");
+    const double p = signed_rank_p(mine, u), q = signed_rank_p(u, mine);
+    return fmt::format(
+        "paired 95% upper bound of the mean per-input difference plan − it {:.3g} {} 0; "
+        "Wilcoxon signed-rank p {:.3g} for the plan lower, {:.3g} for it lower (level {}), the "
+        "plan lower on {} of {} inputs",
+        bound, bound < 0 ? "<" : "≥", p, q, kSignedRankLevel, lower_count(mine, u),
+        mine.per_input.size());
   };
   if (kept == 0) {
     const size_t rival = best_uniform(points, budget);
@@ -106,23 +173,31 @@ std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, in
         "kept the {}: calibration {} {:.4g}{} ({} compared)", mine.name, metric, mine.damage,
         rival == 0
             ? std::string("; no uniform scheme within the budget")
-            : fmt::format("; against the best uniform, {} ({:.4g}), {}{}", points[rival].name,
-                          points[rival].damage, margin(points[rival]), paired(points[rival])),
+            : fmt::format("; against the best uniform, {} ({:.4g}), {:.3g}× its damage{}; {}",
+                          points[rival].name, points[rival].damage,
+                          mine.damage / points[rival].damage,
+                          below_margin(mine, points[rival])
+                              ? fmt::format(", below the {}× margin", kPlanMargin)
+                              : std::string(),
+                          paired(points[rival])),
         compared);
   }
   const GuardPoint& u = points[kept];
-  // A plan lower on the mean but not on paired evidence: the bound's width
-  // falls as 1/√n (t_{0.95, n−1}·s/√n), so more inputs may let it through.
+  // A plan lower on the mean but not on paired evidence, and the uniform not
+  // lower by rank: the bound's width falls as 1/√n (t_{0.95, n−1}·s/√n) and
+  // the signed-rank p as the inputs grow, so more inputs may let it through.
   const std::string more =
-      mine.damage < u.damage && mine.per_input.size() >= 2
+      mine.damage < u.damage && mine.per_input.size() >= 2 &&
+              !(signed_rank_p(u, mine) < kSignedRankLevel)
           ? fmt::format(
-                "; the plan is lower on the mean, but its per-input differences over {} "
-                "calibration inputs leave the bound wide: more inputs narrow it",
+                "; the plan is lower on the mean, but neither test shows it over {} "
+                "calibration inputs: more inputs narrow them",
                 mine.per_input.size())
           : "";
   return fmt::format(
       "kept {}: calibration {} {:.4g}, the lowest of the uniform schemes within the budget; {}'s "
-      "{:.4g} is neither below {}× it nor lower with 95% confidence ({}; {} compared){}",
+      "{:.4g} is not lower with 95% confidence on the mean or by rank, nor below {}× it with "
+      "the uniform not lower by rank ({}; {} compared){}",
       u.name, metric, u.damage, mine.name, mine.damage, kPlanMargin, paired(u), compared, more);
 }
 

@@ -4,6 +4,7 @@
 // the guard must keep uniform int4.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -207,19 +208,21 @@ TEST(UniformGuard, TheVerdictSaysWhatWasKeptAndOnWhatEvidence) {
   EXPECT_EQ(guard_verdict({plan, u1, u2, over}, 0, 100, "kl (mean)", 1),
             "kept the plan (exact): calibration kl (mean) 0.06; against the best uniform, "
             "uniform u2 (0.1), 0.6× its damage, below the 0.8× margin; paired 95% upper bound "
-            "of the mean per-input difference plan − it -0.0231 < 0 (2 uniform schemes within "
-            "the budget, 1 over it compared)");
+            "of the mean per-input difference plan − it -0.0231 < 0; Wilcoxon signed-rank p 0.125 "
+            "for the plan lower, 1 for it lower (level 0.05), the plan lower on 3 of 3 inputs (2 "
+            "uniform schemes within the budget, 1 over it compared)");
   // A uniform kept over a plan of lower mean: the line says more inputs
   // narrow the bound.
   const GuardPoint noisy{"plan (exact)", 100, 0.09, {0.01, 0.02, 0.24}};
   EXPECT_EQ(guard_verdict({noisy, u1, u2}, 2, 100, "kl (mean)", 3),
             "kept uniform u2: calibration kl (mean) 0.1, the lowest of the uniform schemes within "
-            "the budget; plan (exact)'s 0.09 is neither below 0.8× it nor lower with 95% "
-            "confidence (paired 95% upper bound of the mean per-input difference plan − it 0.209 "
-            "≥ 0; 2 uniform schemes "
-            "within the budget, 0 over it; -gptq layers cross-fitted in 3 folds compared); the "
-            "plan is lower on the mean, but its per-input differences over 3 calibration inputs "
-            "leave the bound wide: more inputs narrow it");
+            "the budget; plan (exact)'s 0.09 is not lower with 95% confidence on the mean or by "
+            "rank, nor below 0.8× it with the uniform not lower by rank (paired 95% upper bound "
+            "of the mean per-input difference plan − it 0.209 ≥ 0; Wilcoxon signed-rank p 0.625 "
+            "for the plan lower, 0.625 for it lower (level 0.05), the plan lower on 2 of 3 "
+            "inputs; 2 uniform schemes within the budget, 0 over it; -gptq layers cross-fitted in "
+            "3 folds compared); the plan is lower on the mean, but neither test shows it over 3 "
+            "calibration inputs: more inputs narrow them");
   // Over a plan of higher mean, no such advice.
   const GuardPoint worse{"plan (exact)", 100, 0.12, {0.11, 0.12, 0.13}};
   const std::string kept_u2 = guard_verdict({worse, u2}, 1, 100, "kl (mean)", 1);
@@ -234,13 +237,100 @@ TEST(UniformGuard, TheVerdictSaysWhatWasKeptAndOnWhatEvidence) {
       "guard", "kept point 2 of 2");
 }
 
+// signed_rank_p by brute force from the definition: every one of the 2^m
+// sign patterns of the non-zero |d_i|, ranked by counting (average ranks
+// for ties), W⁺ of each pattern against the observed one.
+double signed_rank_by_enumeration(const std::vector<double>& all) {
+  std::vector<double> d;
+  for (double v : all)
+    if (v != 0) d.push_back(v);
+  const size_t m = d.size();
+  std::vector<double> rank(m);
+  for (size_t i = 0; i < m; ++i) {
+    double below = 0, equal = 0;
+    for (size_t j = 0; j < m; ++j) {
+      below += std::abs(d[j]) < std::abs(d[i]);
+      equal += std::abs(d[j]) == std::abs(d[i]);
+    }
+    rank[i] = below + (equal + 1) / 2;  // the average of ranks below+1 .. below+equal
+  }
+  double observed = 0;
+  for (size_t i = 0; i < m; ++i) observed += d[i] > 0 ? rank[i] : 0;
+  size_t at_most = 0;
+  for (size_t bits = 0; bits < (size_t{1} << m); ++bits) {
+    double w = 0;
+    for (size_t i = 0; i < m; ++i) w += (bits >> i & 1) ? rank[i] : 0;
+    at_most += w <= observed + 1e-9;
+  }
+  return static_cast<double>(at_most) / static_cast<double>(size_t{1} << m);
+}
+
+compress::GuardPoint point_of(const std::vector<double>& per_input) {
+  double sum = 0;
+  for (double v : per_input) sum += v;
+  return {"p", 1, sum / static_cast<double>(per_input.size()), per_input};
+}
+
+TEST(UniformGuard, SignedRankPIsTheWilcoxonTestFromItsDefinition) {
+  using compress::signed_rank_p;
+  const compress::GuardPoint zero = point_of(std::vector<double>(12, 0.0));
+  auto p = [&](std::vector<double> d) {  // a = d, b = 0: the differences are d
+    const size_t n = d.size();
+    return signed_rank_p(point_of(d), point_of(std::vector<double>(n, 0.0)));
+  };
+  // By hand: all five lower, only W⁺ = 0 of 32 patterns: 1/32; with four,
+  // 1/16 (five inputs are the fewest that can reach 0.05). {−1..−4, +5}:
+  // W⁺ = 5; the subsets of {1..5} summing to ≤ 5 are {}, five singletons,
+  // {1,2}, {1,3}, {1,4}, {2,3}: 10/32.
+  EXPECT_DOUBLE_EQ(p({-1, -2, -3, -4, -5}), 1.0 / 32);
+  EXPECT_DOUBLE_EQ(p({-1, -2, -3, -4}), 1.0 / 16);
+  EXPECT_DOUBLE_EQ(p({-1, -2, -3, -4, 5}), 10.0 / 32);
+  // Zeros are dropped; ties share their average rank: {−1, −1, +1, −2} has
+  // ranks 2, 2, 2, 4 and W⁺ = 2: the patterns at ≤ 2 are {} and the three
+  // single 2s, 4/16.
+  EXPECT_DOUBLE_EQ(p({0, -1, -2, -3, 0, -4, -5}), 1.0 / 32);
+  EXPECT_DOUBLE_EQ(p({-1, -1, 1, -2}), 4.0 / 16);
+  EXPECT_DOUBLE_EQ(p({0, 0, 0}), 1.0);
+  // Against enumeration on seeded draws with ties and zeros (halves of −6..6).
+  uint64_t state = 38;
+  for (int trial = 0; trial < 200; ++trial) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const size_t n = 1 + (state >> 33) % 12;
+    std::vector<double> d(n);
+    for (double& v : d) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      v = static_cast<double>(static_cast<int>((state >> 33) % 13) - 6) / 2;
+    }
+    if (std::all_of(d.begin(), d.end(), [](double v) { return v == 0; })) continue;
+    EXPECT_NEAR(p(d), signed_rank_by_enumeration(d), 1e-12) << "trial " << trial;
+  }
+  // Above kSignedRankExactMax, the normal approximation: ranks 1..400, the
+  // pairs (k, 401 − k) for k ≤ 100 positive, so W⁺ = 100 · 401 = 40100, its
+  // mean 400 · 401 / 4; variance 400 · 401 · 801 / 24 = 5,353,350; z = 0.5 /
+  // 2313.7308 = 2.16101e-4, p = Φ(z) = 0.5 + z / √(2π) = 0.50008621.
+  std::vector<double> big(400);
+  for (int k = 1; k <= 400; ++k) big[k - 1] = -k;
+  for (int k = 1; k <= 100; ++k) {
+    big[k - 1] = k;
+    big[400 - k] = 401 - k;
+  }
+  EXPECT_NEAR(p(big), 0.50008621, 1e-8);
+  // NaN stays NaN; counts that differ or no inputs: NaN.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(p({-1, nan, -2})));
+  EXPECT_TRUE(std::isnan(signed_rank_p(point_of({1, 2}), zero)));
+  EXPECT_TRUE(std::isnan(signed_rank_p({"a", 1, 0.1, {}}, {"b", 1, 0.2, {}})));
+  EXPECT_EQ(compress::lower_count(point_of({1, 2, 3}), point_of({2, 2, 4})), 2u);
+}
+
 // Below kPlanMargin (0.8×) of the best uniform's calibration damage the
-// plan holds without paired evidence. plan {0.01, 0.02, 0.24} (mean 0.09)
-// against u {0.1, 0.1, 0.2} (mean 0.4/3 = 0.13333): 0.675×. d = −0.09,
-// −0.08, +0.04, mean −0.043333, s = √((0.046667² + 0.036667² + 0.083333²)
-// / 2) = 0.072342, bound −0.043333 + 2.920 · 0.072342 / √3 = 0.078625 ≥ 0:
-// the paired test alone would keep u. At 0.9× (u's inputs scaled so its
-// mean is 0.1) the margin does not hold and u is kept.
+// plan holds without paired evidence, unless the uniform is lower by rank.
+// plan {0.01, 0.02, 0.24} (mean 0.09) against u {0.1, 0.1, 0.2} (mean 0.4/3
+// = 0.13333): 0.675×. d = −0.09, −0.08, +0.04, mean −0.043333, s =
+// √((0.046667² + 0.036667² + 0.083333²) / 2) = 0.072342, bound −0.043333 +
+// 2.920 · 0.072342 / √3 = 0.078625 ≥ 0; three inputs cannot show a rank
+// either way (1/8 at best): the margin holds. At 0.9× (u's inputs scaled so
+// its mean is 0.1) it does not and u is kept.
 TEST(UniformGuard, APlanBelowTheMarginHoldsWithoutPairedEvidence) {
   using compress::difference_bound;
   using compress::guard_pick;
@@ -257,8 +347,69 @@ TEST(UniformGuard, APlanBelowTheMarginHoldsWithoutPairedEvidence) {
   EXPECT_EQ(guard_pick({plan, u9}, 100), 1u);
   EXPECT_NE(compress::guard_verdict({plan, u}, 0, 100, "kl (mean)", 1)
                 .find("0.675× its damage, below the 0.8× margin; paired 95% upper bound of the "
-                      "mean per-input difference plan − it 0.0786 ≥ 0"),
-            std::string::npos);
+                      "mean per-input difference plan − it 0.0786 ≥ 0; Wilcoxon signed-rank p "
+                      "0.25 for the plan lower, 0.875 for it lower (level 0.05), the plan lower "
+                      "on 2 of 3 inputs"),
+            std::string::npos)
+      << compress::guard_verdict({plan, u}, 0, 100, "kl (mean)", 1);
+}
+
+// Heavy-tailed per-input damage, both ways round. Lower on nine of ten
+// inputs, higher on one (t_{0.95, 9} = 1.833): d = −0.04 × 9, +0.3, means
+// 0.059 and 0.065 (0.908×, above the margin), d̄ −0.006, s = √((9 · 0.034² +
+// 0.306²) / 9) = 0.107517, t bound −0.006 + 1.833 · 0.107517 / √10 =
+// +0.056322 ≥ 0; ranks 5 (× 9, tied) and 10, W⁺ = 10, P(W⁺ ≤ 10) = (1 + 9 +
+// 36 + 1) / 1024 = 47/1024 = 0.045898 < 0.05: it holds by rank.
+// Below the margin through two inputs only (the recogniser at int8's
+// bytes, stop 37): 20 inputs, d = +0.01 × 18, −0.29 × 2, means 0.019 and
+// 0.039 (0.487×), d̄ −0.02, s = √((18 · 0.03² + 2 · 0.27²) / 19) =
+// 0.0923381, bound −0.02 + 1.729 · 0.0923381 / √20 = +0.0156994; for the
+// uniform lower, its d = −0.01 × 18 (rank 9.5), +0.29 × 2 (rank 19.5), W⁺
+// = 39, P(W⁺ ≤ 39) = (Σ_{a≤4} C(18, a) + 2 Σ_{a≤2} C(18, a) + 1) / 2²⁰ =
+// (4048 + 344 + 1) / 1048576 = 0.0041895 < 0.05: the uniform is lower by
+// rank, and kept.
+TEST(UniformGuard, ThePlanHoldsByRankAndTheMarginYieldsToRank) {
+  using compress::difference_bound;
+  using compress::guard_pick;
+  using compress::GuardPoint;
+  using compress::signed_rank_p;
+  std::vector<double> p9(9, 0.01), u9(9, 0.05);
+  p9.push_back(0.5);
+  u9.push_back(0.2);
+  const GuardPoint plan = point_of(p9), uniform = point_of(u9);
+  EXPECT_GT(plan.damage, compress::kPlanMargin * uniform.damage);
+  EXPECT_NEAR(difference_bound(plan, uniform), 0.056322, 1e-6);
+  EXPECT_DOUBLE_EQ(signed_rank_p(plan, uniform), 47.0 / 1024);
+  EXPECT_TRUE(compress::plan_holds(plan, uniform));
+  EXPECT_EQ(guard_pick({plan, uniform}, 100), 0u);
+  // The same ranks with the plan's mean above the uniform's: not kept.
+  std::vector<double> p_high = p9;
+  p_high.back() = 0.9;  // d = −0.04 × 9, +0.7: mean +0.034
+  EXPECT_DOUBLE_EQ(signed_rank_p(point_of(p_high), uniform), 47.0 / 1024);
+  EXPECT_FALSE(compress::plan_holds(point_of(p_high), uniform));
+
+  std::vector<double> p18(18, 0.02), u18(18, 0.01);
+  p18.insert(p18.end(), {0.01, 0.01});
+  u18.insert(u18.end(), {0.3, 0.3});
+  const GuardPoint two_inputs = point_of(p18), steady = point_of(u18);
+  EXPECT_NEAR(two_inputs.damage / steady.damage, 0.019 / 0.039, 1e-12);
+  EXPECT_NEAR(difference_bound(two_inputs, steady), 0.0156994, 1e-6);
+  EXPECT_NEAR(signed_rank_p(steady, two_inputs), 4393.0 / 1048576, 1e-15);
+  EXPECT_FALSE(compress::plan_holds(two_inputs, steady));
+  EXPECT_EQ(guard_pick({two_inputs, steady}, 100), 1u);
+  // The uniform lower by rank: no advice that more inputs would help.
+  const std::string vetoed = compress::guard_verdict({two_inputs, steady}, 1, 100, "kl (mean)", 1);
+  EXPECT_NE(vetoed.find("0.00419 for it lower (level 0.05), the plan lower on 2 of 20 inputs"),
+            std::string::npos)
+      << vetoed;
+  EXPECT_EQ(vetoed.find("more inputs"), std::string::npos) << vetoed;
+  EXPECT_NE(compress::guard_verdict({plan, uniform}, 0, 100, "kl (mean)", 1)
+                .find("0.908× its damage; paired 95% upper bound of the mean per-input "
+                      "difference plan − it 0.0563 ≥ 0; Wilcoxon signed-rank p 0.0459 for the "
+                      "plan lower, 0.99 for it lower (level 0.05), the plan lower on 9 of 10 "
+                      "inputs"),
+            std::string::npos)
+      << compress::guard_verdict({plan, uniform}, 0, 100, "kl (mean)", 1);
 }
 
 TEST(UniformGuard, StudentTQuantilesFromTablesAndExpansion) {
