@@ -196,8 +196,9 @@ std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, in
           : "";
   return fmt::format(
       "kept {}: calibration {} {:.4g}, the lowest of the uniform schemes within the budget; {}'s "
-      "{:.4g} is not lower with 95% confidence on the mean or by rank, nor below {}× it with "
-      "the uniform not lower by rank ({}; {} compared){}",
+      "{:.4g} holds by none of the rules: not lower on the mean with 95% confidence, nor lower "
+      "on the mean and by rank, nor below {}× it with the uniform not lower by rank ({}; {} "
+      "compared){}",
       u.name, metric, u.damage, mine.name, mine.damage, kPlanMargin, paired(u), compared, more);
 }
 

@@ -211,13 +211,14 @@ TEST(UniformGuard, TheVerdictSaysWhatWasKeptAndOnWhatEvidence) {
             "of the mean per-input difference plan − it -0.0231 < 0; Wilcoxon signed-rank p 0.125 "
             "for the plan lower, 1 for it lower (level 0.05), the plan lower on 3 of 3 inputs (2 "
             "uniform schemes within the budget, 1 over it compared)");
-  // A uniform kept over a plan of lower mean: the line says more inputs
-  // narrow the bound.
+  // A uniform kept over a plan of lower mean, the uniform not lower by rank:
+  // the line says more inputs narrow the tests.
   const GuardPoint noisy{"plan (exact)", 100, 0.09, {0.01, 0.02, 0.24}};
   EXPECT_EQ(guard_verdict({noisy, u1, u2}, 2, 100, "kl (mean)", 3),
             "kept uniform u2: calibration kl (mean) 0.1, the lowest of the uniform schemes within "
-            "the budget; plan (exact)'s 0.09 is not lower with 95% confidence on the mean or by "
-            "rank, nor below 0.8× it with the uniform not lower by rank (paired 95% upper bound "
+            "the budget; plan (exact)'s 0.09 holds by none of the rules: not lower on the mean "
+            "with 95% confidence, nor lower on the mean and by rank, nor below 0.8× it with the "
+            "uniform not lower by rank (paired 95% upper bound "
             "of the mean per-input difference plan − it 0.209 ≥ 0; Wilcoxon signed-rank p 0.625 "
             "for the plan lower, 0.625 for it lower (level 0.05), the plan lower on 2 of 3 "
             "inputs; 2 uniform schemes within the budget, 0 over it; -gptq layers cross-fitted in "
@@ -315,6 +316,28 @@ TEST(UniformGuard, SignedRankPIsTheWilcoxonTestFromItsDefinition) {
     big[400 - k] = 401 - k;
   }
   EXPECT_NEAR(p(big), 0.50008621, 1e-8);
+  // One group of ties, either side of kSignedRankExactMax: m differences of
+  // ±1, 130 positive. Every rank is (m + 1)/2, so W⁺ = 130·(m + 1)/2 and the
+  // test is the sign test: at m = 300, exact, P(Binomial(300, ½) ≤ 130),
+  // summed here; at m = 301 the normal approximation with the tie term: W⁺ =
+  // 130 · 151 = 19630, mean 301 · 302 / 4 = 22725.5, variance 301 · 302 ·
+  // 603 / 24 − (301³ − 301) / 48 = 2,283,912.75 − 568,137.5 = 1,715,775.25
+  // (= 151² · 301 / 4, the sign test's), z = (19630 + 0.5 − 22725.5) /
+  // 1309.8761 = −2.3628190, p = Φ(z) = 0.00906826 (without the tie term z
+  // would be −2.0479, p 0.0203).
+  ASSERT_EQ(compress::kSignedRankExactMax, 300u);
+  auto signs = [](int m, int positive) {
+    std::vector<double> d(static_cast<size_t>(m), -1.0);
+    std::fill(d.begin(), d.begin() + positive, 1.0);
+    return d;
+  };
+  double binomial = 0;
+  for (int i = 0; i <= 130; ++i)
+    binomial += std::exp(std::lgamma(301.0) - std::lgamma(i + 1.0) - std::lgamma(301.0 - i) -
+                         300 * std::log(2.0));
+  EXPECT_NEAR(p(signs(300, 130)), binomial, 1e-12);
+  EXPECT_NEAR(binomial, 0.0120910, 1e-7);
+  EXPECT_NEAR(p(signs(301, 130)), 0.00906826, 1e-8);
   // NaN stays NaN; counts that differ or no inputs: NaN.
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_TRUE(std::isnan(p({-1, nan, -2})));

@@ -71,7 +71,8 @@ void print_result(const compress::CompressResult& r) {
     // damage: over all calibration inputs (KL: the mean over every output
     // row), the statistic the best uniform within the budget is chosen by;
     // bound: the paired 95% upper bound of the mean per-input difference
-    // plan − point; the plan stays against that uniform only below 0.
+    // plan − point, one of the evidence compress::plan_holds weighs (the
+    // verdict line above names the rest).
     for (size_t i = 0; i < r.guard.size(); ++i)
       std::cout << fmt::format(
           "  {:<28} {:>12} bytes  damage {:.4g}{}{}\n", r.guard[i].name,
