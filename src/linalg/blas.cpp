@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <lapacke.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "tailor/core/error.h"
@@ -20,6 +21,21 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
     return;
   }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
+              static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
+           int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.0 : beta * c[i * ldc + j];
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
               static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
               static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
@@ -65,6 +81,29 @@ Matrix orthonormalize(Matrix a) {
                      static_cast<lapack_int>(k), a.data(), static_cast<lapack_int>(k), tau.data());
   check(info == 0, "linalg::orthonormalize", fmt::format("LAPACK sorgqr failed (info {})", info));
   return a;
+}
+
+bool inverse_cholesky_upper(double* a, int64_t n) {
+  if (n == 0) return true;
+  const auto ln = static_cast<lapack_int>(n);
+  const size_t nn = static_cast<size_t>(n) * static_cast<size_t>(n);
+  // Row-major (i, k) ↔ (n−1−i, n−1−k) is flat index f ↔ n²−1−f: J·A·J.
+  // LAPACK is called column-major on the row-major buffer, so its upper
+  // triangle is the row-major lower one (A symmetric: the same matrix) and
+  // LAPACKE copies nothing: dpotrf's U = L̃ᵀ, dtrtri's U⁻¹ = L̃⁻¹ᵀ there.
+  std::reverse(a, a + nn);
+  lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', ln, a, ln);
+  check(info >= 0, "linalg::inverse_cholesky_upper",
+        fmt::format("LAPACK dpotrf failed (info {})", info));
+  if (info > 0) return false;
+  info = LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'U', 'N', ln, a, ln);
+  check(info >= 0, "linalg::inverse_cholesky_upper",
+        fmt::format("LAPACK dtrtri failed (info {})", info));
+  if (info > 0) return false;
+  for (int64_t i = 0; i < n; ++i)  // dpotrf left A's upper triangle there
+    std::fill(a + i * n + i + 1, a + (i + 1) * n, 0.0);
+  std::reverse(a, a + nn);  // J·L̃⁻¹·J: upper triangular
+  return true;
 }
 
 }  // namespace tailor::linalg

@@ -16,6 +16,7 @@
 #include "quantized.h"
 #include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/blas.h"
 #include "tailor/linalg/threads.h"
 
 namespace tailor::schemes::detail {
@@ -75,7 +76,9 @@ std::vector<int32_t> gptq_pass(const float* pw, int64_t out, int64_t in, const M
         wp.block(0, c + 1, out, rest).noalias() -= err.col(i) * u.block(c, c + 1, 1, rest);
     }
     const int64_t after = in - i1 - n;
-    if (after > 0) wp.rightCols(after).noalias() -= err * u.block(i1, i1 + n, n, after);
+    if (after > 0)  // W[:, i1+n :] −= Err · U[i1 : i1+n, i1+n :]
+      linalg::dgemm(false, false, out, after, n, -1.0, err.data(), n, u.data() + i1 * in + i1 + n,
+                    in, 1.0, wp.data() + i1 + n, in);
   }
   return codes;
 }
@@ -124,7 +127,9 @@ void for_each_row_quadratic(const float* pw, int64_t out, int64_t in,
     }
     for (int64_t g2 = 0; g2 < groups; ++g2) {
       const int64_t j0 = g2 * group, n = std::min(in, j0 + group) - j0;
-      const MatD p = q.middleCols(j0, n) * h.middleRows(j0, n);  // [rows, in]: Σ_{b∈g2} q_b H_ab
+      MatD p(rows, in);  // [rows, in]: Σ_{b∈g2} q_b H_ab
+      linalg::dgemm(false, false, rows, in, n, 1.0, q.data() + j0, in,
+                    h.data() + j0 * h.outerStride(), h.outerStride(), 0.0, p.data(), in);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t g1 = 0; g1 < groups; ++g1) {
           const int64_t k0 = g1 * group, m = std::min(in, k0 + group) - k0;
@@ -156,9 +161,10 @@ std::unique_ptr<Encoded> encode_gptq(const Tensor& w, const SchemeParams& p) {
       fmt::format("needs the layer's calibration Gram XᵀX [{}, {}] (SchemeParams::gram)", in, in));
   check(p.damp >= 0 && std::isfinite(p.damp) && p.gptq_block >= 1, label,
         "damp must be finite and >= 0, the block >= 1");
-  // Serial products: Eigen's parallel GEMM blocks a long inner dimension
-  // (W·H, Q·H: `in`) differently from its serial one, and the refitted
-  // scales' f16 rounding would then depend on the caller's thread count.
+  // Serial products: the large ones (W·H, Q·H, the lazy batch updates) go to
+  // OpenBLAS, which runs serially (linalg/threads.h); Eigen's parallel GEMM
+  // would block a long inner dimension differently from its serial one, and
+  // the refitted scales' f16 rounding would then depend on the thread count.
   const linalg::ThreadLimit serial(1);
   const float* pw = m.data<float>();
   const int64_t group = p.group == 0 ? in : p.group;
@@ -173,32 +179,23 @@ std::unique_ptr<Encoded> encode_gptq(const Tensor& w, const SchemeParams& p) {
   if (p.act_order)
     std::stable_sort(perm.begin(), perm.end(),
                      [&](int64_t a, int64_t b) { return h(a, a) > h(b, b); });
-  MatD u(in, in);  // (H + λI)⁻¹ in perm's order, then its upper Cholesky factor
-  {
-    MatD hp(in, in);
-    for (int64_t i = 0; i < in; ++i)
-      for (int64_t k = 0; k < in; ++k) hp(i, k) = h(perm[i], perm[k]);
-    const double mean_diag = hp.diagonal().mean();
-    hp.diagonal().array() += mean_diag > 0 ? p.damp * mean_diag : 1.0;
-    Eigen::LLT<Eigen::Ref<MatD>> llt(hp);
-    check(llt.info() == Eigen::Success, label, "H + λI is not positive definite");
-    u.setIdentity();
-    llt.solveInPlace(u);
-  }
-  {
-    Eigen::LLT<Eigen::Ref<MatD>> llt_inv(u);  // L in the lower triangle
-    check(llt_inv.info() == Eigen::Success, label, "(H + λI)⁻¹ is not positive definite");
-  }
-  u.triangularView<Eigen::StrictlyUpper>() = u.transpose();  // U = Lᵀ
-  u.triangularView<Eigen::StrictlyLower>().setZero();
+  // H + λI in perm's order, then in place the upper Cholesky factor U of its
+  // inverse, (H + λI)⁻¹ = UᵀU (linalg::inverse_cholesky_upper).
+  MatD u(in, in);
+  for (int64_t i = 0; i < in; ++i)
+    for (int64_t k = 0; k < in; ++k) u(i, k) = h(perm[i], perm[k]);
+  const double mean_diag = u.diagonal().mean();
+  u.diagonal().array() += mean_diag > 0 ? p.damp * mean_diag : 1.0;
+  check(linalg::inverse_cholesky_upper(u.data(), in), label, "H + λI is not positive definite");
 
   std::vector<float> scales = mse_scales(pw, out, in, p.bits, p.group, label);
   std::vector<int32_t> codes = gptq_pass(pw, out, in, u, perm, scales, group, p.bits, p.gptq_block);
-  const MatD wh =
+  const MatD w64 =
       Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
           pw, out, in)
-          .cast<double>() *
-      h;
+          .cast<double>();
+  MatD wh(out, in);  // W·H
+  linalg::dgemm(false, false, out, in, in, 1.0, w64.data(), in, h.data(), in, 0.0, wh.data(), in);
   // Per row: `best`, the least e(s) so far, of the kept codes and scales;
   // `next`, the scales the next GPTQ pass runs with: the least-squares refit
   // of the row's kept codes (the scales it ran with where that refit is

@@ -19,6 +19,13 @@ using Vector = Eigen::VectorXf;
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+/// The same in double precision (cblas_dgemm), for the encoders' Gram
+/// products (GPTQ's H and its factors). OpenBLAS runs every call serially
+/// (threads.h), so results do not depend on the thread count.
+void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
+           int64_t ldc);
+
 /// y = alpha·op(A)·x + beta·y on row-major A [m, n] (cblas_sgemv): op(A) is A
 /// ([m, n], x has n elements, y m) or Aᵀ when `trans` (x has m, y n); lda is
 /// A's row stride in elements.
@@ -34,5 +41,17 @@ Matrix matmul(const Matrix& a, const Matrix& b, bool trans_a = false, bool trans
 /// "Matrix Computations", 4th ed., §5.2). Throws tailor::Error when m < k or
 /// LAPACK reports a failure.
 Matrix orthonormalize(Matrix a);
+
+/// The upper Cholesky factor of a symmetric positive definite matrix's
+/// inverse, in place: on entry `a` holds A [n, n] (row-major, both triangles);
+/// on return it holds U, upper triangular with a positive diagonal and zeros
+/// below it, such that A⁻¹ = UᵀU (the factor GPTQ's updates run through,
+/// Frantar et al. 2023, §3). Without forming A⁻¹: with J the reversal
+/// permutation, JAJ = L̃L̃ᵀ (LAPACK dpotrf) gives A⁻¹ = (JL̃⁻¹J)ᵀ(JL̃⁻¹J), and
+/// JL̃⁻¹J (dtrtri) is upper triangular: n³/3 + n³/3 flops, against ≈ 8n³/3
+/// for inverting A and factoring the inverse. Returns false, `a` then
+/// unspecified, when A is not positive definite (dpotrf) or its factor is
+/// singular (dtrtri); throws tailor::Error on any other LAPACK failure.
+bool inverse_cholesky_upper(double* a, int64_t n);
 
 }  // namespace tailor::linalg
