@@ -1,6 +1,7 @@
-// linalg::inverse_cholesky_upper against its definition (A⁻¹ = UᵀU, U upper
-// with a positive diagonal) on a 3×3 matrix worked by hand and on seeded
-// positive definite matrices, and against Eigen's inverse-then-factor route.
+// linalg::dgemm on a product worked by hand, and inverse_cholesky_upper
+// against its definition (A⁻¹ = UᵀU, U upper with a positive diagonal) on a
+// 3×3 matrix worked by hand and on seeded positive definite matrices, and
+// against Eigen's inverse-then-factor route.
 #include <gtest/gtest.h>
 
 #include <Eigen/Cholesky>
@@ -15,6 +16,24 @@ namespace tailor::linalg {
 namespace {
 
 using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// [[1, 2], [3, 4]] · [[5, 6], [7, 8]] = [[19, 22], [43, 50]]; with alpha 2,
+// beta −1 and C = 1 everywhere: 2·19 − 1 = 37, 43, 85, 99. Through the
+// transposed operands (A and B stored transposed): the same product. With
+// k = 0 C becomes beta·C.
+TEST(Dgemm, ProductsByHandAndAnEmptyInnerDimension) {
+  const std::vector<double> a = {1, 2, 3, 4}, b = {5, 6, 7, 8};
+  const std::vector<double> at = {1, 3, 2, 4}, bt = {5, 7, 6, 8};
+  std::vector<double> c(4, 1.0);
+  dgemm(false, false, 2, 2, 2, 2.0, a.data(), 2, b.data(), 2, -1.0, c.data(), 2);
+  EXPECT_EQ(c, (std::vector<double>{37, 43, 85, 99}));
+  std::vector<double> c2(4, 0.0);
+  dgemm(true, true, 2, 2, 2, 1.0, at.data(), 2, bt.data(), 2, 0.0, c2.data(), 2);
+  EXPECT_EQ(c2, (std::vector<double>{19, 22, 43, 50}));
+  std::vector<double> c3 = {1, 2, 3, 4};
+  dgemm(false, false, 2, 2, 0, 1.0, a.data(), 1, b.data(), 2, 0.5, c3.data(), 2);
+  EXPECT_EQ(c3, (std::vector<double>{0.5, 1, 1.5, 2}));
+}
 
 // A = [[4, 2, 0], [2, 9, 0], [0, 0, 16]]: its leading 2×2 block has
 // determinant 4·9 − 2·2 = 32, so A⁻¹ = [[9/32, −1/16, 0], [−1/16, 1/8, 0],
