@@ -1,5 +1,6 @@
-// Dense f32 matrices and the BLAS-3 / LAPACK operations the factorizations
-// need: matrix products (OpenBLAS cblas_sgemm) and Householder QR (LAPACK).
+// Dense matrices and the BLAS-3 / LAPACK operations the factorizations and
+// encoders need: f32 and f64 matrix products (OpenBLAS cblas_sgemm,
+// cblas_dgemm), Householder QR and the Cholesky factor of an inverse (LAPACK).
 #pragma once
 
 #include <Eigen/Core>
@@ -19,9 +20,11 @@ using Vector = Eigen::VectorXf;
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-/// The same in double precision (cblas_dgemm), for the encoders' Gram
-/// products (GPTQ's H and its factors). OpenBLAS runs every call serially
-/// (threads.h), so results do not depend on the thread count.
+/// The same in double precision (cblas_dgemm), for the encoders' products
+/// with a Gram H and its factors (GPTQ). OpenBLAS runs serially once
+/// set_threads has been called (threads.h; the tailor command and GPTQ's
+/// encoder do), so results do not depend on the thread count; its kernels
+/// are chosen for the CPU at run time, so they may differ between machines.
 void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
            const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
            int64_t ldc);
@@ -43,7 +46,8 @@ Matrix matmul(const Matrix& a, const Matrix& b, bool trans_a = false, bool trans
 Matrix orthonormalize(Matrix a);
 
 /// The upper Cholesky factor of a symmetric positive definite matrix's
-/// inverse, in place: on entry `a` holds A [n, n] (row-major, both triangles);
+/// inverse, in place: on entry `a` holds A [n, n] (row-major; only its upper
+/// triangle is read);
 /// on return it holds U, upper triangular with a positive diagonal and zeros
 /// below it, such that A⁻¹ = UᵀU (the factor GPTQ's updates run through,
 /// Frantar et al. 2023, §3). Without forming A⁻¹: with J the reversal
