@@ -9,7 +9,11 @@
 // odd-numbered, its verification), its frames, and each model's mean KL per
 // frame (compress::DamageMeter, kl_probabilities) and whether its greedy CTC
 // decoding still equals the original's; then each half's mean, median and
-// the share of its summed KL carried by its worst line.
+// the share of its summed KL carried by its worst line; last, the character
+// accuracy against labels.tsv (tasks::OcrScore's, 1 − Σ edits / Σ chars) of
+// the original and of every model, per half and over all lines (on a folder
+// calibration never saw, e.g. `ocr_lines.py OUT 400 11` without its first 38
+// fixture lines, the "all" figure is wholly held out).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -39,9 +43,17 @@ int main(int argc, char** argv) try {
     inputs.push_back({{in, tasks::ocr_rec_preprocess(tasks::read_png(dir + "/" + file))}});
     reference.push_back(original.run(inputs.back()));
   }
-  // kl[m][i]: model m's KL on line i; same[m][i]: its decoding equals the original's.
+  // kl[m][i]: model m's KL on line i; same[m][i]: its decoding equals the original's;
+  // edits[m][i]: edit distance of its decoding to the truth (m = kl.size(): the original).
   std::vector<std::vector<double>> kl(static_cast<size_t>(argc - 4));
   std::vector<std::vector<bool>> same(kl.size());
+  std::vector<std::vector<size_t>> edits(kl.size() + 1);
+  std::vector<size_t> chars;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    chars.push_back(tasks::utf8_code_points(labels[i].second).size());
+    edits.back().push_back(tasks::edit_distance(
+        labels[i].second, tasks::ctc_greedy_decode(reference[i].at(out), classes)));
+  }
   for (size_t m = 0; m < kl.size(); ++m) {
     runtime::Executor ex(load_model(argv[4 + m]));
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -49,8 +61,9 @@ int main(int argc, char** argv) try {
       compress::DamageMeter meter(compress::DamageMetric::kl_probabilities, {out});
       meter.add(reference[i], y);
       kl[m].push_back(meter.value());
-      same[m].push_back(tasks::ctc_greedy_decode(y.at(out), classes) ==
-                        tasks::ctc_greedy_decode(reference[i].at(out), classes));
+      const std::string text = tasks::ctc_greedy_decode(y.at(out), classes);
+      same[m].push_back(text == tasks::ctc_greedy_decode(reference[i].at(out), classes));
+      edits[m].push_back(tasks::edit_distance(labels[i].second, text));
     }
   }
   fmt::print("{:>4} {:>4} {:>6}", "line", "half", "frames");
@@ -73,6 +86,24 @@ int main(int argc, char** argv) try {
                  half ? "verification" : "calibration", m + 1, sum / double(v.size()),
                  v[v.size() / 2], v.back() / sum);
     }
+  // Character accuracy per half (0: calibration, 1: verification) and over all lines (2).
+  for (int half = 0; half < 3; ++half) {
+    fmt::print("{} character accuracy:", half == 0   ? "calibration"
+                                         : half == 1 ? "verification"
+                                                     : "all lines");
+    for (size_t m = 0; m < edits.size(); ++m) {
+      size_t e = 0, c = 0;
+      for (size_t i = half == 1 ? 1 : 0; i < inputs.size(); i += half == 2 ? 1 : 2) {
+        e += edits[m][i];
+        c += chars[i];
+      }
+      const double acc = c == 0 ? 0.0 : std::max(0.0, 1.0 - double(e) / double(c));
+      fmt::print(" {} {:.4f} ({} edits / {} chars)",
+                 m == kl.size() ? std::string("original") : fmt::format("model{}", m + 1), acc, e,
+                 c);
+    }
+    fmt::print("\n");
+  }
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "per_line_kl: {}\n", e.what());
