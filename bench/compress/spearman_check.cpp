@@ -2,7 +2,17 @@
 // output does, and how well does the scalable (fitted) damage predict the
 // measured one? (issue 13, items 1 and 2). On any model compress takes:
 //
-//   spearman_check MODEL LABEL [RANDOM] [--calib DIR] [--singles N]
+//   spearman_check MODEL LABEL [RANDOM] [--calib DIR] [--singles N] [--damage MODE]
+//
+// --damage fitted (or auto): the profile compress itself plans with on a
+// large model (ISNet: its probes measured, the other candidates α·e²), read
+// from the cache a `tailor compress --calib DIR` run left. Each plan's picks
+// of fitted D are then measured as compress measures them
+// (measure_fitted_picks; a solver's plan re-solved until none is left, as
+// compress's rounds do), so "predicted" is what compress would predict for
+// that plan, and "pred fitted" is Σ D of the profile as read, before any
+// pick was measured. The fit errors and the "exact (fitted)" plan are left
+// out. Default measured.
 //
 // The profile is compress's own (compress_model with --uniform LABEL, the
 // default catalog, the output objective with every candidate measured,
@@ -44,6 +54,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -57,6 +68,7 @@
 #include "tailor/io/load_model.h"
 #include "tailor/plan/plan.h"
 #include "tailor/plan/problem.h"
+#include "tailor/plan/sweep.h"
 
 using namespace tailor;
 
@@ -160,51 +172,66 @@ void print_fit_errors(const ModelProfile& measured, const ModelProfile& fitted) 
 
 int main(int argc, char** argv) try {
   std::vector<std::string> pos;
-  std::string calib_dir;
+  std::string calib_dir, damage = "measured";
   int n_singles = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--calib") == 0 && i + 1 < argc) {
       calib_dir = argv[++i];
     } else if (std::strcmp(argv[i], "--singles") == 0 && i + 1 < argc) {
       n_singles = std::stoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--damage") == 0 && i + 1 < argc) {
+      damage = argv[++i];
     } else {
       pos.emplace_back(argv[i]);
     }
   }
   if (pos.size() < 2) {
-    fmt::print(stderr, "usage: spearman_check MODEL LABEL [RANDOM] [--calib DIR] [--singles N]\n");
+    fmt::print(stderr,
+               "usage: spearman_check MODEL LABEL [RANDOM] [--calib DIR] [--singles N] "
+               "[--damage measured|fitted|auto]\n");
     return 2;
   }
+  if (damage != "measured" && damage != "fitted" && damage != "auto") {
+    fmt::print(stderr, "spearman_check: --damage must be measured, fitted or auto, not '{}'\n",
+               damage);
+    return 2;
+  }
+  const bool all_measured = damage == "measured";
   const std::string model_path = pos[0], label = pos[1];
   const int n_random = pos.size() > 2 ? std::stoi(pos[2]) : 10;
 
-  // compress's profile (every candidate's damage measured), and B.
+  // compress's profile (every candidate's damage measured, or as --damage
+  // says), and B.
   compress::CompressOptions co;
   co.model = model_path;
   co.uniform = label;
   // The default catalog: --uniform alone would profile dense and LABEL only.
   co.schemes = compress::default_schemes();
   co.calib_dir = calib_dir;
-  co.damage = "measured";
+  co.damage = damage;
   co.out_dir =
       (std::filesystem::temp_directory_path() / fmt::format("tailor-spearman-check-{}", ::getpid()))
           .string();
   const compress::CompressResult cr = compress::compress_model(co);
   std::filesystem::remove_all(co.out_dir);
-  const ModelProfile& profile = cr.profile;
+  // Under --damage fitted/auto the picks' D get measured below (as compress
+  // measures them), so the profile is a copy that changes.
+  ModelProfile profile = cr.profile;
   const int64_t budget = cr.plan.total_bytes;
-  ModelProfile fitted = profile;
-  for (LayerProfile& l : fitted.layers) {
-    // As the fitted pass leaves them: only the probes hold a measured D (a
-    // member measured since counts as measured in the fit).
-    const std::vector<size_t> probes = compress::damage_probes(l);
-    for (size_t c = 0; c < l.candidates.size(); ++c)
-      if (l.candidates[c].label != "dense" &&
-          std::find(probes.begin(), probes.end(), c) == probes.end())
-        l.candidates[c].output_damage.reset();
-    compress::fit_layer_damage(l);
+  ModelProfile fitted = profile;  // --damage fitted/auto: the profile is already the fitted one
+  if (all_measured) {
+    for (LayerProfile& l : fitted.layers) {
+      // As the fitted pass leaves them: only the probes hold a measured D (a
+      // member measured since counts as measured in the fit).
+      const std::vector<size_t> probes = compress::damage_probes(l);
+      for (size_t c = 0; c < l.candidates.size(); ++c)
+        if (l.candidates[c].label != "dense" &&
+            std::find(probes.begin(), probes.end(), c) == probes.end())
+          l.candidates[c].output_damage.reset();
+      compress::fit_layer_damage(l);
+    }
+    print_fit_errors(profile, fitted);
   }
-  print_fit_errors(profile, fitted);
 
   // The Grams compress encodes with, and the inputs it verifies on.
   const graph::Model mf = load_model(model_path);
@@ -222,16 +249,46 @@ int main(int argc, char** argv) try {
   const compress::PlanDamage cal_meter(llama ? *llama : mf, cal.inputs, cal.metric, cal.outputs, 0);
 
   // The plans.
-  const plan::Problem problem =
-      plan::make_problem(profile, plan::Objective::output, budget, model_path);
+  plan::Problem problem = plan::make_problem(profile, plan::Objective::output, budget, model_path);
   const plan::Problem problem_fitted =
       plan::make_problem(fitted, plan::Objective::output, budget, model_path);
   plan::SolveOptions so;
   so.seed = 1;
+  // Under --damage fitted/auto, what compress predicts for a plan: each pick
+  // whose D is fitted measured (measure_fitted_picks, as compress does) and,
+  // for a solver's plan, re-solved until none is left (compress's rounds); a
+  // fixed plan (uniform, another objective, random) keeps its choice.
+  const graph::Model& run_model = llama ? *llama : mf;
+  auto as_plan = [&](const plan::Choice& c, const std::string& name) {
+    plan::Solution sol;
+    sol.choice = c;
+    sol.bytes = plan::choice_bytes(problem, c);
+    sol.objective = plan::evaluate(problem, c);
+    return plan::make_plan(profile, problem, sol, name, plan::Objective::output, 0);
+  };
+  auto measure_picks = [&](const plan::Choice& c, const std::string& name,
+                           const std::function<plan::Choice()>& resolve, int rounds) {
+    if (all_measured) return c;
+    auto solve = [&] {
+      problem = plan::make_problem(profile, plan::Objective::output, budget, model_path);
+      return as_plan(resolve(), name);
+    };
+    compress::MeasuredPicks m = compress::measure_fitted_picks(
+        run_model, objective, po, objective.grams, profile, as_plan(c, name), solve, rounds);
+    problem = plan::make_problem(profile, plan::Objective::output, budget, model_path);
+    size_t picks = 0;
+    for (const compress::PickRound& r : m.rounds) picks += r.fitted_picks;
+    fmt::print(stderr, "{}: {} rounds, {} fitted picks measured, {} left\n", name, m.rounds.size(),
+               picks, m.fitted_left);
+    return plan::find_candidates(profile, m.plan, name);
+  };
   std::vector<Named> plans;
-  for (const std::string& s : plan::solver_names())
-    plans.push_back({s + " (output)", false, plan::solve(s, problem, so).choice});
-  plans.push_back({"exact (fitted)", false, plan::solve("exact", problem_fitted, so).choice});
+  for (const std::string& s : plan::solver_names()) {
+    auto resolve = [&] { return plan::solve(s, problem, so).choice; };
+    plans.push_back({s + " (output)", false, measure_picks(resolve(), s, resolve, 8)});
+  }
+  if (all_measured)
+    plans.push_back({"exact (fitted)", false, plan::solve("exact", problem_fitted, so).choice});
   for (const plan::Objective obj : {plan::Objective::numel, plan::Objective::sum})
     plans.push_back(
         {fmt::format("exact ({})", plan::objective_name(obj)), false,
@@ -241,11 +298,7 @@ int main(int argc, char** argv) try {
       plans.push_back({"uniform " + u, false, std::move(c)});
   // A choice as a plan, encoded as compress encodes it.
   auto encode_choice = [&](const plan::Choice& c, const std::string& name) {
-    plan::Solution sol;
-    sol.choice = c;
-    sol.bytes = plan::choice_bytes(problem, c);
-    sol.objective = plan::evaluate(problem, c);
-    const plan::Plan pl = plan::make_plan(profile, problem, sol, name, plan::Objective::output, 0);
+    const plan::Plan pl = as_plan(c, name);
     auto enc = compress::encode_plan(mf, pl, po.scheme_defaults, 0x7a11, 0, objective.grams);
     if (llama)  // the decoder graph holds f32 [out, in] linears, as compress stores them
       for (compress::EncodedLayer& e : enc) e.stored_dtype = DType::f32;
@@ -307,9 +360,23 @@ int main(int argc, char** argv) try {
     ++made;
   }
 
-  fmt::print("{}: B = {} bytes (uniform {}), {} plans; D on {}; measured ({}) on {}\n", model_path,
-             budget, label, plans.size(), profile.calibration,
-             compress::damage_metric_name(eval.metric), eval.description);
+  // The fixed plans' fitted picks measured (--damage fitted/auto).
+  for (size_t i = plan::solver_names().size(); i < plans.size(); ++i) {
+    const plan::Choice c = plans[i].choice;
+    plans[i].choice = measure_picks(
+        c, plans[i].name, [c] { return c; }, 1);
+  }
+  size_t n_fitted = 0, n_candidates = 0;
+  for (const LayerProfile& l : cr.profile.layers)
+    for (const Candidate& c : l.candidates) {
+      ++n_candidates;
+      n_fitted += c.output_damage_fitted ? 1 : 0;
+    }
+  fmt::print(
+      "{}: B = {} bytes (uniform {}), {} plans; D on {} (--damage {}: {} of {} candidates' D "
+      "fitted); measured ({}) on {}\n",
+      model_path, budget, label, plans.size(), profile.calibration, damage, n_fitted, n_candidates,
+      compress::damage_metric_name(eval.metric), eval.description);
   fmt::print("{:<18} {:>10} {:>11} {:>11} {:>11} {:>7} {:>7} {:>11} {:>7}\n", "plan", "bytes",
              "predicted", "pred fitted", "measured", "pred/m", "fit/m", "meas calib", "pred/c");
   std::vector<double> pred, fit, meas, pred_r, fit_r, meas_r, ratio, ratio_f, meas_c, ratio_c;
@@ -333,23 +400,27 @@ int main(int argc, char** argv) try {
                p.name, pl.total_bytes, predicted, f, m, predicted / m, f / m, mc, predicted / mc);
     std::fflush(stdout);
   }
+  // The two predictions' names: measured D and fitted D, or (--damage
+  // fitted/auto) the plan's picks measured and the profile as read.
+  const std::string pred_name = all_measured ? "measured D" : "D, picks measured",
+                    fit_name = all_measured ? "fitted D" : "D as read";
   auto rho_r = [&](const std::vector<double>& a) {
     return a.size() > 1 ? spearman(a, meas_r) : std::nan("");
   };
   fmt::print(
-      "Spearman rho vs measured: measured D: all {} plans {:.3f}, the {} random ones {:.3f}; "
-      "fitted D: all {:.3f}, random {:.3f}\n",
-      pred.size(), spearman(pred, meas), pred_r.size(), rho_r(pred_r), spearman(fit, meas),
-      rho_r(fit_r));
-  fmt::print("on the calibration inputs: Spearman rho of measured D vs measured {:.3f}\n",
+      "Spearman rho vs measured: {}: all {} plans {:.3f}, the {} random ones {:.3f}; "
+      "{}: all {:.3f}, random {:.3f}\n",
+      pred_name, pred.size(), spearman(pred, meas), pred_r.size(), rho_r(pred_r), fit_name,
+      spearman(fit, meas), rho_r(fit_r));
+  fmt::print("on the calibration inputs: Spearman rho of {} vs measured {:.3f}\n", pred_name,
              spearman(pred, meas_c));
   std::sort(ratio.begin(), ratio.end());
   std::sort(ratio_f.begin(), ratio_f.end());
   std::sort(ratio_c.begin(), ratio_c.end());
   fmt::print(
-      "predicted/measured: measured D min {:.3f}, median {:.3f}, max {:.3f}; fitted D min "
+      "predicted/measured: {} min {:.3f}, median {:.3f}, max {:.3f}; {} min "
       "{:.3f}, median {:.3f}, max {:.3f}\n",
-      ratio.front(), ratio[ratio.size() / 2], ratio.back(), ratio_f.front(),
+      pred_name, ratio.front(), ratio[ratio.size() / 2], ratio.back(), fit_name, ratio_f.front(),
       ratio_f[ratio_f.size() / 2], ratio_f.back());
   fmt::print(
       "predicted/measured on the calibration inputs: min {:.3f}, median {:.3f}, max {:.3f}\n",
