@@ -49,10 +49,11 @@ int main(int argc, char** argv) try {
   std::vector<std::vector<bool>> same(kl.size());
   std::vector<std::vector<size_t>> edits(kl.size() + 1);
   std::vector<size_t> chars;
+  std::vector<std::string> reference_text;  // the original's decoding of each line
   for (size_t i = 0; i < inputs.size(); ++i) {
     chars.push_back(tasks::utf8_code_points(labels[i].second).size());
-    edits.back().push_back(tasks::edit_distance(
-        labels[i].second, tasks::ctc_greedy_decode(reference[i].at(out), classes)));
+    reference_text.push_back(tasks::ctc_greedy_decode(reference[i].at(out), classes));
+    edits.back().push_back(tasks::edit_distance(labels[i].second, reference_text.back()));
   }
   for (size_t m = 0; m < kl.size(); ++m) {
     runtime::Executor ex(load_model(argv[4 + m]));
@@ -62,7 +63,7 @@ int main(int argc, char** argv) try {
       meter.add(reference[i], y);
       kl[m].push_back(meter.value());
       const std::string text = tasks::ctc_greedy_decode(y.at(out), classes);
-      same[m].push_back(text == tasks::ctc_greedy_decode(reference[i].at(out), classes));
+      same[m].push_back(text == reference_text[i]);
       edits[m].push_back(tasks::edit_distance(labels[i].second, text));
     }
   }
@@ -92,15 +93,14 @@ int main(int argc, char** argv) try {
                                          : half == 1 ? "verification"
                                                      : "all lines");
     for (size_t m = 0; m < edits.size(); ++m) {
-      size_t e = 0, c = 0;
+      tasks::OcrScore score;
       for (size_t i = half == 1 ? 1 : 0; i < inputs.size(); i += half == 2 ? 1 : 2) {
-        e += edits[m][i];
-        c += chars[i];
+        score.edits += edits[m][i];
+        score.chars += chars[i];
       }
-      const double acc = c == 0 ? 0.0 : std::max(0.0, 1.0 - double(e) / double(c));
       fmt::print(" {} {:.4f} ({} edits / {} chars)",
-                 m == kl.size() ? std::string("original") : fmt::format("model{}", m + 1), acc, e,
-                 c);
+                 m == kl.size() ? std::string("original") : fmt::format("model{}", m + 1),
+                 score.char_accuracy(), score.edits, score.chars);
     }
     fmt::print("\n");
   }

@@ -275,7 +275,7 @@ int main(int argc, char** argv) try {
     };
     compress::MeasuredPicks m = compress::measure_fitted_picks(
         run_model, objective, po, objective.grams, profile, as_plan(c, name), solve, rounds);
-    problem = plan::make_problem(profile, plan::Objective::output, budget, model_path);
+    // `problem` is current: each round ends with solve() after its measurements.
     size_t picks = 0;
     for (const compress::PickRound& r : m.rounds) picks += r.fitted_picks;
     fmt::print(stderr, "{}: {} rounds, {} fitted picks measured, {} left\n", name, m.rounds.size(),
