@@ -299,7 +299,8 @@ int main(int argc, char** argv) try {
   // A choice as a plan, encoded as compress encodes it.
   auto encode_choice = [&](const plan::Choice& c, const std::string& name) {
     const plan::Plan pl = as_plan(c, name);
-    auto enc = compress::encode_plan(mf, pl, po.scheme_defaults, 0x7a11, 0, objective.grams);
+    auto enc = compress::encode_plan(mf, pl, po.scheme_defaults, 0x7a11, 0,
+                                     objective.grams.get(compress::gram_weights(pl)));
     if (llama)  // the decoder graph holds f32 [out, in] linears, as compress stores them
       for (compress::EncodedLayer& e : enc) e.stored_dtype = DType::f32;
     return std::pair{pl, std::move(enc)};

@@ -155,16 +155,17 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
 /// every uniform quantizer plan on the calibration inputs (those over `budget` too: the
 /// report shows them all), records them in r.guard, replaces r.plan by the
 /// kept one (guard_pick: within the budget) and returns its encoded layers
-/// (`encode(plan, grams)`, every -gptq layer against `grams`). A plan with a
+/// (`encode(plan, grams)`, every -gptq layer against `grams`' Grams). A plan with a
 /// -gptq layer is measured cross-fitted as its damage D was (cross_fit_folds
 /// of the inputs): input k in fold f runs that plan with its -gptq layers
 /// encoded against the Gram of the inputs outside f (calibration_grams, one
 /// fold's at a time); the returned layers use `grams`, every input's.
 /// Clears `grams` once every plan is encoded, before the folds' Grams: two
-/// sets of in² doubles per layer at once reached 22.7 GB on ISNet.
+/// sets of in² doubles per layer at once reached 22.7 GB on ISNet. The folds'
+/// Grams are those of the plans' -gptq layers alone.
 std::vector<EncodedLayer> run_guard(
     const graph::Model& run_model, const Calibration& c, CompressResult& r, int64_t budget,
-    const CompressOptions& o, plan::Objective objective, Grams& grams,
+    const CompressOptions& o, plan::Objective objective, GramSource& grams,
     const std::function<std::vector<EncodedLayer>(const plan::Plan&, const Grams&)>& encode) {
   const auto t0 = Clock::now();
   const PlanDamage meter(run_model, c.inputs, c.metric, c.outputs, o.threads);
@@ -182,8 +183,10 @@ std::vector<EncodedLayer> run_guard(
   std::vector<plan::Plan> plans{r.plan};
   for (const std::string& label : labels)
     plans.push_back(uniform_plan(r.profile, label, objective, o.seed, o.model));
+  std::set<std::string> gptq_layers;
+  for (const plan::Plan& p : plans) gptq_layers.merge(gram_weights(p));
   std::vector<std::vector<EncodedLayer>> layers;
-  for (const plan::Plan& p : plans) layers.push_back(encode(p, grams));
+  for (const plan::Plan& p : plans) layers.push_back(encode(p, grams.get(gptq_layers)));
   grams.clear();
   // The plans' -gptq layers once more per fold; [plan][fold], empty for a
   // plan without one.
@@ -203,7 +206,7 @@ std::vector<EncodedLayer> run_guard(
     std::vector<std::map<std::string, Tensor>> outside;
     for (size_t k = 0; k < c.inputs.size(); ++k)
       if (k % n_folds != f) outside.push_back(c.inputs[k]);
-    const Grams fold_grams = calibration_grams(run_model, outside);
+    const Grams fold_grams = calibration_grams(run_model, outside, &gptq_layers);
     for (size_t p = 0; p < plans.size(); ++p) {
       std::vector<EncodedLayer> refit = encode(gptq_only(plans[p]), fold_grams);
       if (refit.empty()) continue;
@@ -365,11 +368,12 @@ CompressResult compress_model(const CompressOptions& o) {
   // come from it.
   std::optional<OutputObjective> output;
   if (objective == plan::Objective::output) {
-    output = prepare_output_objective(mf, llama ? &*llama : nullptr, o, po);
-    r.gram_seconds = output->gram_seconds;
+    output = prepare_output_objective(mf, llama ? &*llama : nullptr, o, po, /*lazy_grams=*/true);
   }
   const Calibration* calibration = output ? &output->calibration : nullptr;
-  Grams grams = output ? output->grams : Grams{};
+  // Computed as they are needed: every layer's to profile (a cache miss), else
+  // only those of the -gptq layers the plans pick.
+  GramSource grams = output ? output->grams : GramSource{};
   // 2b. the latency input: the first calibration input (never verification's).
   std::map<std::string, Tensor> latency_input;
   const LatencyOptions latency_options{1, 9};
@@ -393,6 +397,7 @@ CompressResult compress_model(const CompressOptions& o) {
     cached = load_cached_profile(key);
   }
   r.profile_cached = cached.has_value();
+  if (!cached) po.grams = grams.all();
   r.profile = cached ? *cached : profile_model(mf, po);
   r.profile.model = o.model;
   if (calibration && !cached) {
@@ -421,16 +426,19 @@ CompressResult compress_model(const CompressOptions& o) {
         fmt::format("--max-latency {:.4g}% of the original's {:.4g} ms: {:.4g} ms",
                     100 * *o.max_latency_fraction, *r.profile.latency_model_ms, *max_latency));
   }
-  if (output) output->grams.clear();  // `grams` alone holds them: run_guard frees them
-  po.grams.clear();
+  po.grams.clear();  // `grams` alone holds them: run_guard frees them
+  r.gram_seconds = grams.seconds();
   if (const std::string fits = damage_fit_summary(r.profile); !fits.empty()) say("profile", fits);
   done("profile",
        fmt::format("{} layers, dense {} bytes{}{}", r.profile.layers.size(), r.profile.dense_bytes,
                    cached ? ", from the profile cache" : "",
                    calibration
-                       ? fmt::format("; Grams of {} layers in {:.2f} s; output damage ({}) on {}{}",
-                                     grams.size(), r.gram_seconds, r.profile.output_metric,
-                                     r.profile.calibration,
+                       ? fmt::format("; {}output damage ({}) on {}{}",
+                                     cached || r.gram_seconds == 0
+                                         ? std::string()
+                                         : fmt::format("Grams of {} layers in {:.2f} s; ",
+                                                       grams.get({}).size(), r.gram_seconds),
+                                     r.profile.output_metric, r.profile.calibration,
                                      cached ? "" : fmt::format(" in {:.2f} s", r.damage_seconds))
                        : std::string()));
 
@@ -494,8 +502,9 @@ CompressResult compress_model(const CompressOptions& o) {
           *max_latency, r.profile.latency_model_ms.value_or(least), least,
           [&](double target) { return measured_solve(target); },
           [&](const plan::Plan& p) {
-            const graph::Model after = runnable_model(rewrite_standard(
-                mf, encode_plan(mf, p, po.scheme_defaults, 0x7a11, o.threads, grams)));
+            const graph::Model after = runnable_model(
+                rewrite_standard(mf, encode_plan(mf, p, po.scheme_defaults, 0x7a11, o.threads,
+                                                 grams.get(gram_weights(p)))));
             const std::vector<double> ms =
                 interleaved_latency_ms({&before, &after}, latency_input, whole_model_options);
             return std::make_pair(ms[0], ms[1]);
@@ -528,7 +537,7 @@ CompressResult compress_model(const CompressOptions& o) {
       for (EncodedLayer& e : l) e.stored_dtype = DType::f32;
     return l;
   };
-  auto encode = [&](const plan::Plan& p) { return encode_with(p, grams); };
+  auto encode = [&](const plan::Plan& p) { return encode_with(p, grams.get(gram_weights(p))); };
   std::optional<std::vector<EncodedLayer>> guarded;
   if (calibration && o.uniform.empty() && o.uniform_guard && !second_budget) {
     begin("guard", "");
@@ -545,6 +554,11 @@ CompressResult compress_model(const CompressOptions& o) {
   // 4. rewrite
   begin("rewrite", "");
   std::vector<EncodedLayer> layers = guarded ? std::move(*guarded) : encode(r.plan);
+  if (const double profiled = r.gram_seconds; grams.seconds() > profiled)
+    say("rewrite",
+        fmt::format("Grams of the picked -gptq layers in {:.2f} s", grams.seconds() - profiled));
+  r.gram_seconds = grams.seconds();
+  grams.clear();
   std::optional<graph::Model> standard, tailor_graph, original;
   if (llama) {
     original = std::move(*llama);

@@ -129,7 +129,8 @@ ProfileOptions compress_profile_options(const CompressOptions& o, const graph::M
 }
 
 OutputObjective prepare_output_objective(const graph::Model& model, const graph::Model* llama,
-                                         const CompressOptions& o, ProfileOptions& po) {
+                                         const CompressOptions& o, ProfileOptions& po,
+                                         bool lazy_grams) {
   OutputObjective out;
   if (o.damage != "auto" && o.damage != "measured" && o.damage != "fitted")
     throw Error("--damage", "unknown damage mode '" + o.damage + "' (auto, measured, fitted)");
@@ -147,22 +148,89 @@ OutputObjective prepare_output_objective(const graph::Model& model, const graph:
                     std::any_of(po.schemes.begin(), po.schemes.end(), [](const std::string& s) {
                       return s.find("gptq") != std::string::npos;
                     });
-  if (gptq) {
-    const auto t0 = std::chrono::steady_clock::now();
-    out.grams = calibration_grams(llama ? *llama : model, out.calibration.inputs);
-    out.gram_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  po.grams = out.grams;
+  if (gptq) out.grams = GramSource(llama ? *llama : model, out.calibration.inputs);
+  po.grams = lazy_grams ? Grams{} : out.grams.all();
   return out;
 }
 
 Grams calibration_grams(const graph::Model& model,
-                        const std::vector<std::map<std::string, Tensor>>& inputs) {
+                        const std::vector<std::map<std::string, Tensor>>& inputs,
+                        const std::set<std::string>* weights) {
   graph::Model promoted = model;
   graph::promote_f16_to_f32(promoted);
   Grams out;
-  for (auto& [name, g] : runtime::gram(promoted, inputs))
+  for (auto& [name, g] : runtime::gram(promoted, inputs, weights))
     out[name] = std::make_shared<const schemes::Gram>(std::move(g));
+  return out;
+}
+
+struct GramSource::State {
+  const graph::Model* model = nullptr;
+  std::vector<std::map<std::string, Tensor>> inputs;
+  Grams grams;
+  /// Weights asked for that no layer reads (never computed again).
+  std::set<std::string> none;
+  bool complete = false;
+  double seconds = 0;
+};
+
+GramSource::GramSource(Grams grams) : state_(std::make_shared<State>()) {
+  state_->grams = std::move(grams);
+  state_->complete = true;
+}
+
+GramSource::GramSource(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs)
+    : state_(std::make_shared<State>()) {
+  state_->model = &model;
+  state_->inputs = std::move(inputs);
+}
+
+const Grams& GramSource::get(const std::set<std::string>& weights) const {
+  static const Grams kNone;
+  if (!state_) return kNone;
+  State& s = *state_;
+  if (s.complete || !s.model) return s.grams;
+  std::set<std::string> missing;
+  for (const std::string& w : weights)
+    if (!s.grams.count(w) && !s.none.count(w)) missing.insert(w);
+  if (missing.empty()) return s.grams;
+  const auto t0 = std::chrono::steady_clock::now();
+  Grams got = calibration_grams(*s.model, s.inputs, &missing);
+  s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const std::string& w : missing)
+    if (!got.count(w)) s.none.insert(w);
+  s.grams.merge(got);
+  return s.grams;
+}
+
+const Grams& GramSource::all() const {
+  static const Grams kNone;
+  if (!state_) return kNone;
+  State& s = *state_;
+  if (s.complete || !s.model) return s.grams;
+  std::set<std::string> missing;
+  for (const runtime::LayerInput& l : runtime::layer_inputs(*s.model))
+    if (!s.grams.count(l.weight)) missing.insert(l.weight);
+  get(missing);
+  s.complete = true;
+  return s.grams;
+}
+
+double GramSource::seconds() const {
+  return state_ ? state_->seconds : 0.0;
+}
+
+void GramSource::clear() {
+  if (!state_ || !state_->model) return;  // a fixed set is all there is
+  state_->grams.clear();
+  state_->none.clear();
+  state_->complete = false;
+}
+
+std::set<std::string> gram_weights(const plan::Plan& plan) {
+  std::set<std::string> out;
+  for (const plan::PlanChoice& ch : plan.choices)
+    if (reads_gram(ch.label)) out.insert(ch.layer);
   return out;
 }
 
@@ -186,7 +254,9 @@ void measure_profile_damage(const graph::Model& run_model, const OutputObjective
   d.metric = c.metric;
   d.outputs = c.outputs;
   d.scheme_defaults = po.scheme_defaults;
-  d.grams = objective.grams;
+  std::set<std::string> names;
+  for (const LayerProfile& l : part.layers) names.insert(l.name);
+  d.grams = objective.grams.get(names);
   d.threads = po.threads;
   d.fitted = objective.fitted;
   d.layer_done = std::move(layer_done);
@@ -237,7 +307,7 @@ std::map<size_t, std::vector<size_t>> fitted_picks(const ModelProfile& profile,
 }  // namespace
 
 MeasuredPicks measure_fitted_picks(const graph::Model& run_model, const OutputObjective& objective,
-                                   const ProfileOptions& po, const Grams& grams,
+                                   const ProfileOptions& po, const GramSource& grams,
                                    ModelProfile& profile, plan::Plan plan,
                                    const std::function<plan::Plan()>& solve, int max_rounds) {
   MeasuredPicks out;
@@ -252,7 +322,11 @@ MeasuredPicks measure_fitted_picks(const graph::Model& run_model, const OutputOb
     d.metric = objective.calibration.metric;
     d.outputs = objective.calibration.outputs;
     d.scheme_defaults = po.scheme_defaults;
-    d.grams = grams;
+    std::set<std::string> gptq;
+    for (const auto& [l, candidates] : d.only)
+      for (size_t c : candidates)
+        if (reads_gram(profile.layers[l].candidates[c].label)) gptq.insert(profile.layers[l].name);
+    d.grams = grams.get(gptq);
     d.threads = po.threads;
     measure_output_damage(run_model, objective.calibration.inputs, profile, d);
     for (const auto& [l, candidates] : d.only)

@@ -202,9 +202,13 @@ std::map<std::string, std::vector<float>> InputStats::mean_squares() const {
 }
 
 std::map<std::string, schemes::Gram> gram(const graph::Model& model,
-                                          const std::vector<std::map<std::string, Tensor>>& feeds) {
+                                          const std::vector<std::map<std::string, Tensor>>& feeds,
+                                          const std::set<std::string>* weights) {
   check(!feeds.empty(), "calibration", "no calibration inputs to collect statistics from");
-  InputStats stats(layer_inputs(model), true);
+  std::vector<LayerInput> layers = layer_inputs(model);
+  if (weights)
+    std::erase_if(layers, [&](const LayerInput& l) { return !weights->count(l.weight); });
+  InputStats stats(std::move(layers), true);
   graph::Model m = model;
   const std::set<std::string> inputs(m.graph.inputs.begin(), m.graph.inputs.end());
   for (const std::string& v : stats.values())

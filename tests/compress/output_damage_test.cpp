@@ -8,8 +8,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <set>
 
 #include "compress/output_damage_util.h"
@@ -371,6 +375,59 @@ TEST(OutputDamage, CompressQuantizesGptqWithTheGramsOfItsCalibrationInputs) {
   }
   EXPECT_GT(r.verification.measured_damage, 0.0);
   EXPECT_GT(r.gram_seconds, 0.0);
+}
+
+/// Bytes of a file.
+std::string file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+TEST(OutputDamage, ACachedProfileComputesOnlyTheGramsItsPlanEncodes) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  write_npy(dir.file("calib/a.npy"), wavy(3));
+  write_npy(dir.file("calib/b.npy"), wavy(4));
+  struct CacheDir {  // the profile cache in `dir`, the caller's restored after
+    std::optional<std::string> saved;
+    explicit CacheDir(const std::string& d) {
+      if (const char* v = std::getenv("TAILOR_CACHE_DIR")) saved = v;
+      setenv("TAILOR_CACHE_DIR", d.c_str(), 1);
+    }
+    ~CacheDir() {
+      if (saved)
+        setenv("TAILOR_CACHE_DIR", saved->c_str(), 1);
+      else
+        unsetenv("TAILOR_CACHE_DIR");
+    }
+  } cache_dir(dir.file("cache"));
+  compress::CompressOptions o = cls_options(dir);
+  o.calib_dir = dir.file("calib");
+  o.schemes = {"dense", "int4", "int4-gptq"};
+  // Without the cache, every layer's Gram before profiling: the reference.
+  o.uniform = "int4-gptq";
+  o.out_dir = dir.file("eager");
+  EXPECT_GT(compress::compress_model(o).gram_seconds, 0.0);
+  o.cache = true;
+  o.uniform = "int4";
+  o.out_dir = dir.file("miss");
+  const compress::CompressResult miss = compress::compress_model(o);
+  EXPECT_FALSE(miss.profile_cached);
+  EXPECT_GT(miss.gram_seconds, 0.0);  // profiling int4-gptq reads them all
+  o.out_dir = dir.file("hit");
+  const compress::CompressResult hit = compress::compress_model(o);
+  EXPECT_TRUE(hit.profile_cached);
+  EXPECT_EQ(hit.gram_seconds, 0.0);  // round-to-nearest picks read no Gram
+  o.uniform = "int4-gptq";
+  o.out_dir = dir.file("lazy");
+  const compress::CompressResult lazy = compress::compress_model(o);
+  EXPECT_TRUE(lazy.profile_cached);
+  EXPECT_GT(lazy.gram_seconds, 0.0);
+  // The Grams computed on request encode the same file as those computed up front.
+  const std::string want = file_bytes(dir.file("eager/weights.safetensors"));
+  EXPECT_FALSE(want.empty());
+  EXPECT_TRUE(file_bytes(dir.file("lazy/weights.safetensors")) == want);
 }
 
 }  // namespace

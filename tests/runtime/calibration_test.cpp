@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
@@ -108,6 +109,28 @@ TEST(Calibration, GramIsTheSumOfOuterProductsOfInputRows) {
   }
   EXPECT_EQ(g.at("W").rows, 18);
   for (int i = 0; i < 16; ++i) EXPECT_NEAR(g.at("W").h[i], hw[i], 1e-9 * (1 + std::abs(hw[i])));
+}
+
+TEST(Calibration, GramOfChosenWeightsEqualsTheirEntriesOfTheFullGram) {
+  const graph::Model m = model();
+  const std::vector<std::map<std::string, Tensor>> feeds{{{"X", randn({1, 3, 6, 5}, 5)}},
+                                                         {{"X", randn({1, 3, 6, 5}, 6)}}};
+  const auto full = gram(m, feeds);
+  for (const std::set<std::string>& only :
+       {std::set<std::string>{"W"}, std::set<std::string>{"K"}, std::set<std::string>{"K", "W"},
+        std::set<std::string>{"W", "not a weight"}}) {
+    const auto some = gram(m, feeds, &only);
+    std::set<std::string> got;
+    for (const auto& [w, g] : some) {
+      got.insert(w);
+      EXPECT_EQ(g.rows, full.at(w).rows) << w;
+      EXPECT_EQ(g.h, full.at(w).h) << w;  // the same sums in the same order: bit for bit
+    }
+    std::set<std::string> want;
+    for (const std::string& w : only)
+      if (full.count(w)) want.insert(w);
+    EXPECT_EQ(got, want);
+  }
 }
 
 TEST(Calibration, ZeroInputsGiveZeroGramAndNaNIsRefused) {

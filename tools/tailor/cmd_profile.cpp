@@ -205,7 +205,7 @@ void measure_damage(const OutputMode& m, const graph::Model& model, const Profil
         part.output_metric, indices.size(), indices.size() - unmeasured_indices.size(),
         part.calibration,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-        m.objective.gram_seconds);
+        m.objective.grams.seconds());
   if (const std::string fits = compress::damage_fit_summary(part); say && !fits.empty())
     std::cout << fits << "\n";
 }

@@ -272,7 +272,9 @@ struct CompressResult {
   /// Seconds spent measuring output damage (0 when cached or not measured).
   double damage_seconds = 0;
   /// Seconds spent computing the calibration Grams (0 without the output
-  /// objective, or without a -gptq scheme: only GPTQ reads them).
+  /// objective, or without a -gptq scheme: only GPTQ reads them): every
+  /// layer's for a profile not in the cache, else only those of the -gptq
+  /// layers the plans pick (the guard's uniform -gptq plans: every layer's).
   double gram_seconds = 0;
   plan::Plan plan;
   /// The uniform guard's points (empty when it did not run) and the index kept.

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,13 +61,47 @@ int32_t kld_length(const CompressOptions& options, const graph::Model& llama);
 ProfileOptions compress_profile_options(const CompressOptions& options, const graph::Model* llama,
                                         const std::string& calib_path = "");
 
+/// The calibration Grams XᵀX of one model's weight layers over one input set
+/// (calibration_grams), each computed on its first request and kept: a
+/// compress run whose profile comes from the cache computes only the Grams of
+/// the -gptq layers its plans encode (ISNet: 933 s for all 119 layers on two
+/// 1024² images, none for a round-to-nearest --uniform). Copies share the
+/// Grams computed; the model must outlive them. Not thread-safe.
+class GramSource {
+ public:
+  /// No Grams: every request gives none (a catalog without a -gptq label).
+  GramSource() = default;
+  /// Exactly `grams`, nothing computed (a test's or a bench's own set).
+  explicit GramSource(Grams grams);
+  /// Grams of `model`'s layers over `inputs` (copied), computed on request.
+  GramSource(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs);
+
+  /// The Grams held once those of `weights` (weight names) are: the missing
+  /// ones computed in one pass over the inputs (a weight no layer reads as
+  /// runtime::layer_inputs defines gets none). Throws Error as runtime::gram does.
+  const Grams& get(const std::set<std::string>& weights) const;
+  /// The same for every layer.
+  const Grams& all() const;
+  /// Seconds spent computing Grams so far.
+  double seconds() const;
+  /// Drops the Grams computed (a later request computes them again).
+  void clear();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+/// The weights whose pick in `plan` reads a Gram (reads_gram): what encoding
+/// it needs of a GramSource.
+std::set<std::string> gram_weights(const plan::Plan& plan);
+
 /// What the output objective measures with.
 struct OutputObjective {
   Calibration calibration;
-  /// Per weight name, its Gram XᵀX over the calibration inputs.
-  Grams grams;
-  /// Seconds computing the Grams.
-  double gram_seconds = 0;
+  /// The Grams XᵀX over the calibration inputs, per weight name: what the
+  /// -gptq candidates are encoded with (none without a -gptq label).
+  GramSource grams;
   /// Scalable damage (damage_fit.h): measure only each layer's probes and
   /// predict the rest as α · e² (CompressOptions::damage).
   bool fitted = false;
@@ -77,26 +113,27 @@ struct OutputObjective {
 /// logits; for an ONNX `model` the even-numbered OCR fixture lines of a
 /// recogniser, the even-numbered calib_dir inputs, else random_inputs N(0, 1)
 /// inputs seeded seed + 2 (metric: detect_damage_metric of the first output).
-/// Computes each layer's Gram XᵀX (runtime::gram, f16 run in f32) and sets
+/// Its `grams` compute each layer's Gram XᵀX (runtime::gram, f16 run in f32)
+/// on request, over those inputs; unless `lazy_grams`, every layer's now, in
+/// `profile_options.grams` (what profile_model encodes -gptq with). Sets
 /// `profile_options.damage_key` ("grams+damage+folds<K>:", K the cross-fitting
 /// folds of the inputs, and the SHA-256 of the inputs
-/// and metric; "fitted+" before it under the fitted mode) and
-/// `profile_options.grams`. The fitted mode: options.damage "fitted", or
-/// "auto" when the weights profile_options would profile (min_params, the
-/// layer regex) hold more than kFittedDamageAboveParams elements. Throws
-/// Error naming the model for an input of undeclared type without
-/// calib_dir, for a damage mode other than auto / measured / fitted, and as
+/// and metric; "fitted+" before it under the fitted mode). The fitted mode: options.damage
+/// "fitted", or "auto" when the weights profile_options would profile (min_params, the layer regex)
+/// hold more than kFittedDamageAboveParams elements. Throws Error naming the model for an input of
+/// undeclared type without calib_dir, for a damage mode other than auto / measured / fitted, and as
 /// the readers do.
 OutputObjective prepare_output_objective(const graph::Model& model, const graph::Model* llama,
                                          const CompressOptions& options,
-                                         ProfileOptions& profile_options);
+                                         ProfileOptions& profile_options, bool lazy_grams = false);
 
 /// H = XᵀX per weight layer of `model` over `inputs` (runtime::gram), by
 /// weight name: what the -gptq labels quantize against. f16 models run in
-/// f32 (graph::promote_f16_to_f32), as the damage pass runs them. Throws
-/// Error as runtime::gram does.
+/// f32 (graph::promote_f16_to_f32), as the damage pass runs them; `weights`
+/// as runtime::gram's. Throws Error as runtime::gram does.
 Grams calibration_grams(const graph::Model& model,
-                        const std::vector<std::map<std::string, Tensor>>& inputs);
+                        const std::vector<std::map<std::string, Tensor>>& inputs,
+                        const std::set<std::string>* weights = nullptr);
 
 /// The inputs compress_model verifies on, as a Calibration with the same
 /// metric and outputs (the half prepare_output_objective never uses): for a
@@ -154,14 +191,15 @@ struct MeasuredPicks {
 /// 39× its Σ D). While `plan` picks a candidate whose D is fitted, this
 /// measures D of every such pick on `objective`'s calibration inputs, as a
 /// probe is measured (measure_output_damage with DamageOptions::only, -gptq
-/// cross-fitted; `grams` the Grams compress encodes with), refits the
+/// cross-fitted; `grams` the Grams compress encodes with, those of the picks'
+/// -gptq layers requested), refits the
 /// picks' layers (fit_layer_damage), and takes `solve()`'s plan of the
 /// updated `profile`; at most `max_rounds` rounds, one PickRound each.
 /// Returns the last plan (`plan` itself when none of its picks is fitted).
 /// Throws Error as plan::find_candidates does for a plan not of `profile`
 /// (naming the layer and label), and as measure_output_damage does.
 MeasuredPicks measure_fitted_picks(const graph::Model& run_model, const OutputObjective& objective,
-                                   const ProfileOptions& profile_options, const Grams& grams,
+                                   const ProfileOptions& profile_options, const GramSource& grams,
                                    ModelProfile& profile, plan::Plan plan,
                                    const std::function<plan::Plan()>& solve, int max_rounds);
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,8 +76,11 @@ class InputStats {
 /// activations exposed as outputs). Accumulated in double. A layer whose
 /// inputs are all zero has H = 0 (GPTQ damps it). Throws Error (source
 /// "calibration") when `feeds` is empty or an activation holds NaN/Inf, and as
-/// Executor::run does for a bad feed.
+/// Executor::run does for a bad feed. `weights`: only these layers (by weight
+/// name; the others' activations are neither exposed nor accumulated, so the
+/// cost is the runs plus these layers' rows·in² each); nullptr: every layer.
 std::map<std::string, schemes::Gram> gram(const graph::Model& model,
-                                          const std::vector<std::map<std::string, Tensor>>& feeds);
+                                          const std::vector<std::map<std::string, Tensor>>& feeds,
+                                          const std::set<std::string>* weights = nullptr);
 
 }  // namespace tailor::runtime
