@@ -10,6 +10,7 @@
 
 #include "tailor/core/error.h"
 #include "tailor/graph/weights.h"
+#include "tailor/linalg/parallel.h"
 #include "tailor/linalg/svd.h"
 #include "tailor/runtime/executor.h"
 
@@ -128,10 +129,22 @@ std::vector<std::string> InputStats::values() const {
 }
 
 void InputStats::add(const std::map<std::string, Tensor>& values) {
+  // Checked in order first (the first bad activation is the one named), then
+  // accumulated one weight per item of a parallel loop: each weight's entries
+  // in layers_ order, each its rows in order, so no sum depends on the thread
+  // count. Costliest first (rows · in², in for the diagonal alone; a conv's
+  // rows counted as its input pixels), for balance.
+  struct Work {
+    std::string weight;
+    std::vector<std::pair<const LayerInput*, Tensor>> entries;
+    double cost = 0;
+  };
+  std::vector<Work> work;
+  std::map<std::string, size_t> at;
   for (const LayerInput& l : layers_) {
     const auto it = values.find(l.value);
     if (it == values.end()) continue;
-    const Tensor x = it->second.contiguous();
+    Tensor x = it->second.contiguous();
     const bool conv = !l.kernel.empty();
     const bool ok = x.dtype() == DType::f32 &&
                     (conv ? x.rank() == 4 && x.dim(1) % l.group == 0 &&
@@ -140,20 +153,34 @@ void InputStats::add(const std::map<std::string, Tensor>& values) {
     check(ok, "calibration",
           fmt::format("activation '{}' of layer {} is {} {}, expected f32 rows of {} inputs",
                       l.value, l.weight, dtype_name(x.dtype()), shape_to_string(x.shape()), l.in));
-    schemes::Gram& g = acc_.at(l.weight);
-    for_row_blocks(l, x, [&](const float* rows, int64_t n) {
-      g.rows += n;
-      if (!full_.empty()) {
-        linalg::gram_accumulate(rows, n, l.in, /*trans=*/true, full_.at(l.weight));
-      } else {
-        for (int64_t r = 0; r < n; ++r)
-          for (int64_t j = 0; j < l.in; ++j) {
-            const double v = rows[r * l.in + j];
-            g.h[static_cast<size_t>(j)] += v * v;
-          }
-      }
-    });
+    const auto [w, fresh] = at.emplace(l.weight, work.size());
+    if (fresh) work.push_back({l.weight, {}, 0});
+    Work& item = work[w->second];
+    const double rows = conv ? static_cast<double>(x.numel()) / x.dim(1) * l.group
+                             : static_cast<double>(x.numel()) / l.in;
+    item.cost += rows * static_cast<double>(l.in) * (full_.empty() ? 1.0 : double(l.in));
+    item.entries.emplace_back(&l, std::move(x));
   }
+  std::stable_sort(work.begin(), work.end(),
+                   [](const Work& a, const Work& b) { return a.cost > b.cost; });
+  linalg::parallel_for(static_cast<int64_t>(work.size()), work.size() > 1, [&](int64_t i) {
+    const Work& item = work[static_cast<size_t>(i)];
+    schemes::Gram& g = acc_.at(item.weight);
+    linalg::MatrixD* h = full_.empty() ? nullptr : &full_.at(item.weight);
+    for (const auto& [l, x] : item.entries)
+      for_row_blocks(*l, x, [&](const float* rows, int64_t n) {
+        g.rows += n;
+        if (h) {
+          linalg::gram_accumulate(rows, n, l->in, /*trans=*/true, *h);
+        } else {
+          for (int64_t r = 0; r < n; ++r)
+            for (int64_t j = 0; j < l->in; ++j) {
+              const double v = rows[r * l->in + j];
+              g.h[static_cast<size_t>(j)] += v * v;
+            }
+        }
+      });
+  });
 }
 
 std::map<std::string, schemes::Gram> InputStats::grams() const {

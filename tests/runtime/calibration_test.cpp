@@ -11,6 +11,7 @@
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/executor.h"
 #include "test_util.h"
 
@@ -131,6 +132,39 @@ TEST(Calibration, GramOfChosenWeightsEqualsTheirEntriesOfTheFullGram) {
       if (full.count(w)) want.insert(w);
     EXPECT_EQ(got, want);
   }
+}
+
+TEST(Calibration, GramsDoNotDependOnTheThreadCount) {
+  // The layers accumulate in parallel, one weight per item: the same bits on
+  // one thread and on two, full Grams and diagonals alike.
+  const graph::Model m = model();
+  const std::vector<std::map<std::string, Tensor>> feeds{{{"X", randn({1, 3, 6, 5}, 7)}},
+                                                         {{"X", randn({1, 3, 6, 5}, 8)}}};
+  const int before = linalg::threads();
+  linalg::set_threads(1);
+  const auto one = gram(m, feeds);
+  InputStats diag_one(layer_inputs(m), false);
+  linalg::set_threads(2);
+  const auto two = gram(m, feeds);
+  InputStats diag_two(layer_inputs(m), false);
+  graph::Model exposed = m;
+  exposed.graph.outputs.push_back("T");
+  Executor ex(exposed);
+  for (const auto& f : feeds) {
+    std::map<std::string, Tensor> values = ex.run(f);
+    values.emplace("X", f.at("X"));
+    linalg::set_threads(1);
+    diag_one.add(values);
+    linalg::set_threads(2);
+    diag_two.add(values);
+  }
+  linalg::set_threads(before);
+  ASSERT_EQ(one.size(), 2u);
+  for (const auto& [w, g] : one) {
+    EXPECT_EQ(g.rows, two.at(w).rows) << w;
+    EXPECT_EQ(g.h, two.at(w).h) << w;
+  }
+  EXPECT_EQ(diag_one.mean_squares(), diag_two.mean_squares());
 }
 
 TEST(Calibration, ZeroInputsGiveZeroGramAndNaNIsRefused) {
