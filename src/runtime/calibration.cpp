@@ -5,6 +5,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "tailor/graph/weights.h"
 #include "tailor/linalg/parallel.h"
 #include "tailor/linalg/svd.h"
+#include "tailor/linalg/threads.h"
 #include "tailor/runtime/executor.h"
 
 namespace tailor::runtime {
@@ -163,8 +165,7 @@ void InputStats::add(const std::map<std::string, Tensor>& values) {
   }
   std::stable_sort(work.begin(), work.end(),
                    [](const Work& a, const Work& b) { return a.cost > b.cost; });
-  linalg::parallel_for(static_cast<int64_t>(work.size()), work.size() > 1, [&](int64_t i) {
-    const Work& item = work[static_cast<size_t>(i)];
+  const auto accumulate = [&](const Work& item) {
     schemes::Gram& g = acc_.at(item.weight);
     linalg::MatrixD* h = full_.empty() ? nullptr : &full_.at(item.weight);
     for (const auto& [l, x] : item.entries)
@@ -180,6 +181,14 @@ void InputStats::add(const std::map<std::string, Tensor>& values) {
             }
         }
       });
+  };
+  // One item per thread of the team, each taking the next weight from a
+  // shared counter (longest first: parallel_for's chunks of consecutive items
+  // gave one thread ISNet's 14 costliest layers, 216 → 183 s on 2 cores).
+  std::atomic<size_t> next{0};
+  const auto team = std::min<int64_t>(linalg::threads(), static_cast<int64_t>(work.size()));
+  linalg::parallel_for(team, team > 1, [&](int64_t) {
+    for (size_t i; (i = next.fetch_add(1)) < work.size();) accumulate(work[i]);
   });
 }
 
