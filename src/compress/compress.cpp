@@ -363,9 +363,9 @@ CompressResult compress_model(const CompressOptions& o) {
   begin("profile", "");
   ProfileOptions po = compress_profile_options(o, llama ? &*llama : nullptr, calib_path);
   // 2a. calibration inputs of the output objective (never verification's),
-  // and their Grams XᵀX, which give every layer its -gptq candidates. The
-  // cache key holds the calibration set (damage_key): D and the Grams both
-  // come from it.
+  // and the source of their Grams XᵀX, which give every layer its -gptq
+  // candidates (computed as they are needed, below). The cache key holds the
+  // calibration set (damage_key): D and the Grams both come from it.
   std::optional<OutputObjective> output;
   if (objective == plan::Objective::output) {
     output = prepare_output_objective(mf, llama ? &*llama : nullptr, o, po, /*lazy_grams=*/true);
@@ -556,9 +556,13 @@ CompressResult compress_model(const CompressOptions& o) {
   std::vector<EncodedLayer> layers = guarded ? std::move(*guarded) : encode(r.plan);
   if (const double profiled = r.gram_seconds; grams.seconds() > profiled)
     say("rewrite",
-        fmt::format("Grams of the picked -gptq layers in {:.2f} s", grams.seconds() - profiled));
+        fmt::format(
+            "Grams of the -gptq layers the plans picked (plan, guard, encoding) in {:.2f} s",
+            grams.seconds() - profiled));
   r.gram_seconds = grams.seconds();
-  grams.clear();
+  // Freed, and no source is left pointing at the decoder graph moved below.
+  grams = GramSource{};
+  if (output) output->grams = GramSource{};
   std::optional<graph::Model> standard, tailor_graph, original;
   if (llama) {
     original = std::move(*llama);

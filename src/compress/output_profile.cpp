@@ -149,7 +149,12 @@ OutputObjective prepare_output_objective(const graph::Model& model, const graph:
                       return s.find("gptq") != std::string::npos;
                     });
   if (gptq) out.grams = GramSource(llama ? *llama : model, out.calibration.inputs);
-  po.grams = lazy_grams ? Grams{} : out.grams.all();
+  if (!lazy_grams) {
+    // Every Gram now, held as a fixed set: the source keeps no pointer to a
+    // model the caller may move (tailor profile moves its decoder graph).
+    po.grams = out.grams.all();
+    out.grams = GramSource(po.grams, out.grams.seconds());
+  }
   return out;
 }
 
@@ -174,9 +179,10 @@ struct GramSource::State {
   double seconds = 0;
 };
 
-GramSource::GramSource(Grams grams) : state_(std::make_shared<State>()) {
+GramSource::GramSource(Grams grams, double seconds) : state_(std::make_shared<State>()) {
   state_->grams = std::move(grams);
   state_->complete = true;
+  state_->seconds = seconds;
 }
 
 GramSource::GramSource(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs)
@@ -318,7 +324,6 @@ MeasuredPicks measure_fitted_picks(const graph::Model& run_model, const OutputOb
     d.only = fitted_picks(profile, plan, &pr.fitted_sum);
     if (d.only.empty()) break;
     for (const auto& [l, candidates] : d.only) pr.fitted_picks += candidates.size();
-    const auto t0 = std::chrono::steady_clock::now();
     d.metric = objective.calibration.metric;
     d.outputs = objective.calibration.outputs;
     d.scheme_defaults = po.scheme_defaults;
@@ -326,8 +331,9 @@ MeasuredPicks measure_fitted_picks(const graph::Model& run_model, const OutputOb
     for (const auto& [l, candidates] : d.only)
       for (size_t c : candidates)
         if (reads_gram(profile.layers[l].candidates[c].label)) gptq.insert(profile.layers[l].name);
-    d.grams = grams.get(gptq);
+    d.grams = grams.get(gptq);  // its time counts as the Grams', not the round's
     d.threads = po.threads;
+    const auto t0 = std::chrono::steady_clock::now();
     measure_output_damage(run_model, objective.calibration.inputs, profile, d);
     for (const auto& [l, candidates] : d.only)
       for (size_t c : candidates) pr.measured_sum += *profile.layers[l].candidates[c].output_damage;

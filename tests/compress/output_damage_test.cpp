@@ -428,6 +428,24 @@ TEST(OutputDamage, ACachedProfileComputesOnlyTheGramsItsPlanEncodes) {
   const std::string want = file_bytes(dir.file("eager/weights.safetensors"));
   EXPECT_FALSE(want.empty());
   EXPECT_TRUE(file_bytes(dir.file("lazy/weights.safetensors")) == want);
+  // A budget with the uniform guard (every uniform -gptq plan encoded, and
+  // its folds): from the cache, the same files as without it.
+  o.uniform.clear();
+  o.budget = "55%";
+  o.cache = false;
+  o.out_dir = dir.file("budget-eager");
+  const compress::CompressResult eager = compress::compress_model(o);
+  o.cache = true;
+  o.out_dir = dir.file("budget-lazy");
+  const compress::CompressResult cached = compress::compress_model(o);
+  EXPECT_TRUE(cached.profile_cached);
+  EXPECT_FALSE(cached.guard.empty());
+  EXPECT_GT(cached.gram_seconds, 0.0);
+  EXPECT_EQ(cached.guard_kept, eager.guard_kept);
+  for (const char* f : {"weights.safetensors", "plan.json", "model.onnx"})
+    EXPECT_TRUE(file_bytes(dir.file(std::string("budget-lazy/") + f)) ==
+                file_bytes(dir.file(std::string("budget-eager/") + f)))
+        << f;
 }
 
 }  // namespace

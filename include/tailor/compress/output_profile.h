@@ -71,8 +71,9 @@ class GramSource {
  public:
   /// No Grams: every request gives none (a catalog without a -gptq label).
   GramSource() = default;
-  /// Exactly `grams`, nothing computed (a test's or a bench's own set).
-  explicit GramSource(Grams grams);
+  /// Exactly `grams`, nothing computed (a test's or a bench's own set);
+  /// `seconds`: what computing them took, for seconds().
+  explicit GramSource(Grams grams, double seconds = 0);
   /// Grams of `model`'s layers over `inputs` (copied), computed on request.
   GramSource(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs);
 
@@ -114,8 +115,9 @@ struct OutputObjective {
 /// recogniser, the even-numbered calib_dir inputs, else random_inputs N(0, 1)
 /// inputs seeded seed + 2 (metric: detect_damage_metric of the first output).
 /// Its `grams` compute each layer's Gram XᵀX (runtime::gram, f16 run in f32)
-/// on request, over those inputs; unless `lazy_grams`, every layer's now, in
-/// `profile_options.grams` (what profile_model encodes -gptq with). Sets
+/// on request, over those inputs (`model` or `llama` must outlive them);
+/// unless `lazy_grams`, every layer's now, in `profile_options.grams` (what
+/// profile_model encodes -gptq with) and in `grams` as a fixed set. Sets
 /// `profile_options.damage_key` ("grams+damage+folds<K>:", K the cross-fitting
 /// folds of the inputs, and the SHA-256 of the inputs
 /// and metric; "fitted+" before it under the fitted mode). The fitted mode: options.damage
