@@ -209,21 +209,17 @@ Measurement Harness::measure(const AppliedConfiguration& c) const {
 
 std::vector<std::vector<double>> Harness::paired(
     const std::vector<AppliedConfiguration>& candidates, int rounds) const {
-  std::vector<std::unique_ptr<runtime::Executor>> ex;
-  for (const auto& c : candidates) {
-    linalg::set_threads(std::max(1, c.threads));
-    ex.push_back(std::make_unique<runtime::Executor>(c.model));
-    ex.back()->run(inputs_.front());  // warm-up
-  }
   std::vector<std::vector<double>> times(static_cast<size_t>(rounds),
                                          std::vector<double>(candidates.size()));
+  const bool cpu = options_.clock == "cpu";
   for (int r = 0; r < rounds; ++r) {
     flush();
     for (size_t k = 0; k < candidates.size(); ++k) {
       const size_t i = (k + static_cast<size_t>(r)) % candidates.size();
       linalg::set_threads(std::max(1, candidates[i].threads));
-      times[static_cast<size_t>(r)][i] =
-          time_ms(options_.clock == "cpu", [&] { ex[i]->run(inputs_.front()); });
+      runtime::Executor ex(candidates[i].model);
+      for (int w = 0; w < std::max(1, options_.warmup); ++w) ex.run(inputs_.front());
+      times[static_cast<size_t>(r)][i] = time_ms(cpu, [&] { ex.run(inputs_.front()); });
     }
   }
   return times;
