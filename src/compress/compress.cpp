@@ -185,8 +185,9 @@ std::vector<EncodedLayer> run_guard(
     plans.push_back(uniform_plan(r.profile, label, objective, o.seed, o.model));
   std::set<std::string> gptq_layers;
   for (const plan::Plan& p : plans) gptq_layers.merge(gram_weights(p));
+  const Grams& every = grams.get(gptq_layers);
   std::vector<std::vector<EncodedLayer>> layers;
-  for (const plan::Plan& p : plans) layers.push_back(encode(p, grams.get(gptq_layers)));
+  for (const plan::Plan& p : plans) layers.push_back(encode(p, every));
   grams.clear();
   // The plans' -gptq layers once more per fold; [plan][fold], empty for a
   // plan without one.
@@ -426,6 +427,7 @@ CompressResult compress_model(const CompressOptions& o) {
         fmt::format("--max-latency {:.4g}% of the original's {:.4g} ms: {:.4g} ms",
                     100 * *o.max_latency_fraction, *r.profile.latency_model_ms, *max_latency));
   }
+  const size_t profiled_grams = po.grams.size();
   po.grams.clear();  // `grams` alone holds them: run_guard frees them
   r.gram_seconds = grams.seconds();
   if (const std::string fits = damage_fit_summary(r.profile); !fits.empty()) say("profile", fits);
@@ -437,7 +439,7 @@ CompressResult compress_model(const CompressOptions& o) {
                                      cached || r.gram_seconds == 0
                                          ? std::string()
                                          : fmt::format("Grams of {} layers in {:.2f} s; ",
-                                                       grams.get({}).size(), r.gram_seconds),
+                                                       profiled_grams, r.gram_seconds),
                                      r.profile.output_metric, r.profile.calibration,
                                      cached ? "" : fmt::format(" in {:.2f} s", r.damage_seconds))
                        : std::string()));

@@ -195,7 +195,7 @@ const Grams& GramSource::get(const std::set<std::string>& weights) const {
   static const Grams kNone;
   if (!state_) return kNone;
   State& s = *state_;
-  if (s.complete || !s.model) return s.grams;
+  if (s.complete) return s.grams;  // every Gram there is, or a fixed set
   std::set<std::string> missing;
   for (const std::string& w : weights)
     if (!s.grams.count(w) && !s.none.count(w)) missing.insert(w);
@@ -213,7 +213,7 @@ const Grams& GramSource::all() const {
   static const Grams kNone;
   if (!state_) return kNone;
   State& s = *state_;
-  if (s.complete || !s.model) return s.grams;
+  if (s.complete) return s.grams;
   std::set<std::string> missing;
   for (const runtime::LayerInput& l : runtime::layer_inputs(*s.model))
     if (!s.grams.count(l.weight)) missing.insert(l.weight);

@@ -64,8 +64,9 @@ ProfileOptions compress_profile_options(const CompressOptions& options, const gr
 /// The calibration Grams XᵀX of one model's weight layers over one input set
 /// (calibration_grams), each computed on its first request and kept: a
 /// compress run whose profile comes from the cache computes only the Grams of
-/// the -gptq layers its plans encode (ISNet: 933 s for all 119 layers on two
-/// 1024² images, none for a round-to-nearest --uniform). Copies share the
+/// the -gptq layers its plans encode (ISNet: all 119 layers on two 1024²
+/// images take 150 s on 2 cores, none for a round-to-nearest --uniform
+/// reads one). Copies share the
 /// Grams computed; the model must outlive them. Not thread-safe.
 class GramSource {
  public:
