@@ -16,6 +16,7 @@
 #include "tailor/compress/gguf_out.h"
 #include "tailor/compress/output_damage.h"
 #include "tailor/compress/output_profile.h"
+#include "tailor/compress/sequential_gptq.h"
 #include "tailor/core/error.h"
 #include "tailor/core/warning.h"
 #include "tailor/graph/passes.h"
@@ -155,18 +156,16 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
 /// every uniform quantizer plan on the calibration inputs (those over `budget` too: the
 /// report shows them all), records them in r.guard, replaces r.plan by the
 /// kept one (guard_pick: within the budget) and returns its encoded layers
-/// (`encode(plan, grams)`, every -gptq layer against `grams`' Grams). A plan with a
-/// -gptq layer is measured cross-fitted as its damage D was (cross_fit_folds
-/// of the inputs): input k in fold f runs that plan with its -gptq layers
-/// encoded against the Gram of the inputs outside f (calibration_grams, one
-/// fold's at a time); the returned layers use `grams`, every input's.
-/// Clears `grams` once every plan is encoded, before the folds' Grams: two
-/// sets of in² doubles per layer at once reached 22.7 GB on ISNet. The folds'
-/// Grams are those of the plans' -gptq layers alone.
+/// (`encode(plan, inputs)`: its -gptq layers sequentially against `inputs`,
+/// encode_plan_sequential). A plan with a -gptq layer is measured cross-fitted
+/// as its damage D was (cross_fit_folds of the inputs): input k in fold f runs
+/// that plan encoded against the inputs outside f; the returned layers use
+/// every input.
 std::vector<EncodedLayer> run_guard(
     const graph::Model& run_model, const Calibration& c, CompressResult& r, int64_t budget,
-    const CompressOptions& o, plan::Objective objective, GramSource& grams,
-    const std::function<std::vector<EncodedLayer>(const plan::Plan&, const Grams&)>& encode) {
+    const CompressOptions& o, plan::Objective objective,
+    const std::function<std::vector<EncodedLayer>(
+        const plan::Plan&, const std::vector<std::map<std::string, Tensor>>&)>& encode) {
   const auto t0 = Clock::now();
   const PlanDamage meter(run_model, c.inputs, c.metric, c.outputs, o.threads);
   // The quantizers (reference, -mse, -gptq, ggml), in the profile's order:
@@ -183,40 +182,21 @@ std::vector<EncodedLayer> run_guard(
   std::vector<plan::Plan> plans{r.plan};
   for (const std::string& label : labels)
     plans.push_back(uniform_plan(r.profile, label, objective, o.seed, o.model));
-  std::set<std::string> gptq_layers;
-  for (const plan::Plan& p : plans) gptq_layers.merge(gram_weights(p));
-  const Grams& every = grams.get(gptq_layers);
   std::vector<std::vector<EncodedLayer>> layers;
-  for (const plan::Plan& p : plans) layers.push_back(encode(p, every));
-  grams.clear();
-  // The plans' -gptq layers once more per fold; [plan][fold], empty for a
+  for (const plan::Plan& p : plans) layers.push_back(encode(p, c.inputs));
+  // The plans with a -gptq layer once more per fold; [plan][fold], empty for a
   // plan without one.
-  auto gptq_only = [](plan::Plan p) {
-    for (plan::PlanChoice& ch : p.choices)
-      if (!reads_gram(ch.label)) ch.label = "dense";  // not encoded
-    return p;
-  };
   std::vector<std::vector<std::vector<EncodedLayer>>> folds(plans.size());
   const size_t n_folds = cross_fit_folds(c.inputs.size());
-  const bool any_gptq = std::any_of(plans.begin(), plans.end(), [](const plan::Plan& p) {
-    return std::any_of(p.choices.begin(), p.choices.end(),
-                       [](const plan::PlanChoice& ch) { return reads_gram(ch.label); });
-  });
+  const bool any_gptq = std::any_of(plans.begin(), plans.end(),
+                                    [](const plan::Plan& p) { return !gram_weights(p).empty(); });
   r.guard_folds = any_gptq && n_folds > 1 ? n_folds : 1;
   for (size_t f = 0; r.guard_folds > 1 && f < r.guard_folds; ++f) {
     std::vector<std::map<std::string, Tensor>> outside;
     for (size_t k = 0; k < c.inputs.size(); ++k)
       if (k % n_folds != f) outside.push_back(c.inputs[k]);
-    const Grams fold_grams = calibration_grams(run_model, outside, &gptq_layers);
-    for (size_t p = 0; p < plans.size(); ++p) {
-      std::vector<EncodedLayer> refit = encode(gptq_only(plans[p]), fold_grams);
-      if (refit.empty()) continue;
-      std::vector<EncodedLayer> mine = layers[p];
-      for (EncodedLayer& e : refit)
-        for (EncodedLayer& m : mine)
-          if (m.name == e.name) m = std::move(e);
-      folds[p].push_back(std::move(mine));
-    }
+    for (size_t p = 0; p < plans.size(); ++p)
+      if (!gram_weights(plans[p]).empty()) folds[p].push_back(encode(plans[p], outside));
   }
   for (size_t p = 0; p < plans.size(); ++p) {
     GuardPoint point{p == 0 ? "plan (" + r.plan.solver + ")" : "uniform " + labels[p - 1],
@@ -531,20 +511,24 @@ CompressResult compress_model(const CompressOptions& o) {
                    r.plan.total_bytes, budget_bytes,
                    percent(r.plan.total_bytes, r.profile.dense_bytes), r.plan.objective_value));
 
-  auto encode_with = [&](const plan::Plan& p, const Grams& with) {
-    std::vector<EncodedLayer> l = encode_plan(mf, p, po.scheme_defaults, 0x7a11, o.threads, with);
-    // The decoder graph holds every linear as an f32 [out, in] initializer
-    // read by Gemm(transB = 1), half-precision checkpoints widened.
-    if (llama)
-      for (EncodedLayer& e : l) e.stored_dtype = DType::f32;
+  // -gptq layers sequentially, against the original's products on `in`; the
+  // decoder graph holds every linear as an f32 [out, in] initializer read by
+  // Gemm(transB = 1), half-precision checkpoints widened.
+  double sequential_seconds = 0;
+  auto encode_on = [&](const plan::Plan& p, const std::vector<std::map<std::string, Tensor>>& in) {
+    const auto t0 = Clock::now();
+    std::vector<EncodedLayer> l =
+        encode_plan_sequential(mf, llama ? *llama : mf, p, po.scheme_defaults, 0x7a11, o.threads,
+                               in, llama ? std::optional<DType>(DType::f32) : std::nullopt);
+    if (!gram_weights(p).empty())
+      sequential_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     return l;
   };
-  auto encode = [&](const plan::Plan& p) { return encode_with(p, grams.get(gram_weights(p))); };
   std::optional<std::vector<EncodedLayer>> guarded;
   if (calibration && o.uniform.empty() && o.uniform_guard && !second_budget) {
     begin("guard", "");
-    guarded = run_guard(llama ? *llama : mf, *calibration, r, budget_bytes, o, objective, grams,
-                        encode_with);
+    guarded =
+        run_guard(llama ? *llama : mf, *calibration, r, budget_bytes, o, objective, encode_on);
     // What `damage` is: KL's mean over every output row of the calibration
     // inputs; relative error's Σ‖y − ŷ‖² / Σ‖y‖² over them all.
     const std::string metric =
@@ -555,12 +539,17 @@ CompressResult compress_model(const CompressOptions& o) {
 
   // 4. rewrite
   begin("rewrite", "");
-  std::vector<EncodedLayer> layers = guarded ? std::move(*guarded) : encode(r.plan);
+  std::vector<EncodedLayer> layers =
+      guarded ? std::move(*guarded)
+              : encode_on(r.plan, calibration ? calibration->inputs
+                                              : std::vector<std::map<std::string, Tensor>>{});
   if (const double profiled = r.gram_seconds; grams.seconds() > profiled)
-    say("rewrite",
-        fmt::format(
-            "Grams of the -gptq layers the plans picked (plan, guard, encoding) in {:.2f} s",
-            grams.seconds() - profiled));
+    say("rewrite", fmt::format("Grams of the -gptq layers the plan's rounds measured in {:.2f} s",
+                               grams.seconds() - profiled));
+  if (sequential_seconds > 0)
+    say("rewrite", fmt::format("-gptq layers encoded in schedule order against the original's "
+                               "products (sequential GPTQ; guard and encoding) in {:.2f} s",
+                               sequential_seconds));
   r.gram_seconds = grams.seconds();
   // Freed, and no source is left pointing at the decoder graph moved below.
   grams = GramSource{};

@@ -28,14 +28,8 @@
 
 namespace tailor::compress {
 
-namespace {
+namespace detail {
 
-const char* kSource = "output damage";
-
-/// Runs f(k) for k = 0 … count − 1, one k at a time per worker (`workers`
-/// threads, this one included); a worker's linalg calls take one thread, or
-/// all of them when it is the only worker. The first exception is rethrown
-/// once every worker is done.
 void for_each_input(size_t count, size_t workers, const std::function<void(size_t)>& f) {
   std::atomic<size_t> next{0};
   std::exception_ptr failure;
@@ -57,6 +51,14 @@ void for_each_input(size_t count, size_t workers, const std::function<void(size_
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
 }
+
+}  // namespace detail
+
+using detail::for_each_input;
+
+namespace {
+
+const char* kSource = "output damage";
 
 const graph::Node* producer(const graph::Graph& g, const std::string& value) {
   for (const graph::Node& n : g.nodes)

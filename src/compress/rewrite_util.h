@@ -2,6 +2,7 @@
 // weight, removing a weight's source, and the node list rebuilt at the end.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -84,5 +85,11 @@ Tensor to_stored(const Tensor& out_in, WeightLayout layout, const Shape& stored_
 
 /// ONNX TensorProto element type code of `dtype` (Cast's `to`).
 int64_t onnx_type_code(DType dtype);
+
+/// Runs f(k) for k = 0 … count − 1, one k at a time per worker (`workers`
+/// threads, this one included); a worker's linalg calls take one thread, or
+/// all of them when it is the only worker. The first exception is rethrown
+/// once every worker is done. (Defined in output_damage.cpp.)
+void for_each_input(size_t count, size_t workers, const std::function<void(size_t)>& f);
 
 }  // namespace tailor::compress::detail

@@ -488,15 +488,28 @@ Tensor CutRun::value(const std::string& value) const {
   return *t;
 }
 
-std::map<std::string, Tensor> CutRun::finish(const std::map<std::string, Tensor>& replaced) {
-  const Plan& plan = *frame_.plan;
-  Frame f = frame_;
-  for (const auto& [name, t] : replaced) {
+namespace {
+
+void replace_values(Frame& f, const std::map<std::string, Tensor>& values) {
+  const Plan& plan = *f.plan;
+  for (const auto& [name, t] : values) {
     auto it = plan.slot_of.find(name);
     if (it == plan.slot_of.end())
       throw Error("value '" + name + "'", "the model has no such value in its main graph");
     f.values[static_cast<size_t>(it->second)] = t;
   }
+}
+
+}  // namespace
+
+void CutRun::replace(const std::map<std::string, Tensor>& values) {
+  replace_values(frame_, values);
+}
+
+std::map<std::string, Tensor> CutRun::finish(const std::map<std::string, Tensor>& replaced) {
+  const Plan& plan = *frame_.plan;
+  Frame f = frame_;
+  replace_values(f, replaced);
   run_steps(f, position_, plan.steps.size(), arena_);
   std::map<std::string, Tensor> result;
   const std::vector<std::string>& names = executor_->output_names();

@@ -11,6 +11,7 @@
 #include "compress/output_damage_util.h"
 #include "tailor/compress/compress.h"
 #include "tailor/compress/output_damage.h"
+#include "tailor/compress/sequential_gptq.h"
 #include "tailor/graph/weights.h"
 #include "tailor/io/npy.h"
 #include "tailor/io/onnx.h"
@@ -30,9 +31,9 @@ using testing::with_decoded_weight;
 
 // The guard measures a plan of -gptq layers cross-fitted as D is: with three
 // calibration inputs (a, c, e of six --calib files) in three folds, input k
-// runs every layer GPTQ-encoded against runtime::gram of the other two; the
-// guard's "uniform int4-gptq" damage is the KL of those full runs, by
-// definition, over every output row.
+// runs every layer GPTQ-encoded (sequentially, encode_plan_sequential) on the
+// other two; the guard's "uniform int4-gptq" damage is the KL of those full
+// runs, by definition, over every output row.
 TEST(CrossFit, TheGuardScoresGptqPlansOnInputsOutsideTheirGram) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   TempDir dir;
@@ -61,18 +62,20 @@ TEST(CrossFit, TheGuardScoresGptqPlansOnInputsOutsideTheirGram) {
     std::vector<std::map<std::string, Tensor>> others;
     for (size_t j = 0; j < calib.size(); ++j)
       if (j != k) others.push_back(calib[j]);
-    const auto grams = runtime::gram(m, others);
-    graph::Model changed = m;
+    plan::Plan uniform;
     for (const LayerProfile& layer : r.profile.layers) {
-      if (std::none_of(layer.candidates.begin(), layer.candidates.end(),
-                       [](const Candidate& c) { return c.label == "int4-gptq"; }))
-        continue;
-      const graph::WeightView& w = *graph::find_weight(ws, layer.name);
-      schemes::SchemeParams params;
-      params.gram = std::make_shared<const schemes::Gram>(grams.at(layer.name));
-      const compress::EncodedLayer e = compress::encode_layer(w, "int4-gptq", params, 0x7a11, 0);
-      with_decoded_weight(changed, w, e);
+      plan::PlanChoice ch;
+      ch.layer = layer.name;
+      ch.label = std::any_of(layer.candidates.begin(), layer.candidates.end(),
+                             [](const Candidate& c) { return c.label == "int4-gptq"; })
+                     ? "int4-gptq"
+                     : "dense";
+      uniform.choices.push_back(ch);
     }
+    graph::Model changed = m;
+    for (const compress::EncodedLayer& e :
+         compress::encode_plan_sequential(m, m, uniform, {}, 0x7a11, 1, others))
+      with_decoded_weight(changed, *graph::find_weight(ws, e.name), e);
     const std::vector<float> p = ref.run(calib[k]).at(out).to_f32_vector();
     const std::vector<float> q = runtime::Executor(changed).run(calib[k]).at(out).to_f32_vector();
     for (size_t i = 0; i < q.size(); i += 2, ++rows)

@@ -423,8 +423,8 @@ TEST(OutputDamage, ACachedProfileComputesOnlyTheGramsItsPlanEncodes) {
   o.out_dir = dir.file("lazy");
   const compress::CompressResult lazy = compress::compress_model(o);
   EXPECT_TRUE(lazy.profile_cached);
-  EXPECT_GT(lazy.gram_seconds, 0.0);
-  // The Grams computed on request encode the same file as those computed up front.
+  EXPECT_EQ(lazy.gram_seconds, 0.0);  // encoding takes its own, in schedule order
+  // The same file as the run that computed every Gram up front.
   const std::string want = file_bytes(dir.file("eager/weights.safetensors"));
   EXPECT_FALSE(want.empty());
   EXPECT_TRUE(file_bytes(dir.file("lazy/weights.safetensors")) == want);
@@ -440,7 +440,6 @@ TEST(OutputDamage, ACachedProfileComputesOnlyTheGramsItsPlanEncodes) {
   const compress::CompressResult cached = compress::compress_model(o);
   EXPECT_TRUE(cached.profile_cached);
   EXPECT_FALSE(cached.guard.empty());
-  EXPECT_GT(cached.gram_seconds, 0.0);
   EXPECT_EQ(cached.guard_kept, eager.guard_kept);
   for (const char* f : {"weights.safetensors", "plan.json", "model.onnx"})
     EXPECT_TRUE(file_bytes(dir.file(std::string("budget-lazy/") + f)) ==

@@ -176,6 +176,11 @@ class CutRun {
   /// every graph output by name. The run stays at its cut. Throws Error naming
   /// a value the main graph lacks, and as Executor::run for a kernel failure.
   std::map<std::string, Tensor> finish(const std::map<std::string, Tensor>& replaced = {});
+  /// Replaces the named values (initializers, inputs or values computed before
+  /// the cut) for every step after the cut, this run's own steps and finish's:
+  /// a weight swapped mid-run (sequential GPTQ). Throws Error naming a value
+  /// the main graph lacks.
+  void replace(const std::map<std::string, Tensor>& values);
   /// Main-graph value `value` at the cut (an initializer, an input or a value
   /// computed before the cut and still live); its storage may be reused once
   /// the run advances. Throws Error naming the value when the main graph lacks
