@@ -152,13 +152,20 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
   sol.objective = plan::evaluate(p, sol.choice);
   return plan::make_plan(profile, p, sol, "uniform " + label, objective, seed);
 }
+/// Folds of the guard's cross-fitting. Each fold encodes every plan with a
+/// -gptq layer sequentially once more (encode_plan_sequential, a pass over
+/// the fold's inputs per plan), so the guard takes two, where D takes up to
+/// kCrossFitFolds: on the recogniser's 40 calibration lines, eight folds made
+/// the guard about 21 minutes per budget against 5 with two.
+constexpr int kGuardFolds = 2;
+
 /// The uniform guard (CompressOptions::uniform_guard): measures r.plan and
 /// every uniform quantizer plan on the calibration inputs (those over `budget` too: the
 /// report shows them all), records them in r.guard, replaces r.plan by the
 /// kept one (guard_pick: within the budget) and returns its encoded layers
 /// (`encode(plan, inputs)`: its -gptq layers sequentially against `inputs`,
 /// encode_plan_sequential). A plan with a -gptq layer is measured cross-fitted
-/// as its damage D was (cross_fit_folds of the inputs): input k in fold f runs
+/// as its damage D was, in kGuardFolds folds (cross_fit_folds): input k in fold f runs
 /// that plan encoded against the inputs outside f; the returned layers use
 /// every input.
 std::vector<EncodedLayer> run_guard(
@@ -187,7 +194,7 @@ std::vector<EncodedLayer> run_guard(
   // The plans with a -gptq layer once more per fold; [plan][fold], empty for a
   // plan without one.
   std::vector<std::vector<std::vector<EncodedLayer>>> folds(plans.size());
-  const size_t n_folds = cross_fit_folds(c.inputs.size());
+  const size_t n_folds = cross_fit_folds(c.inputs.size(), kGuardFolds);
   const bool any_gptq = std::any_of(plans.begin(), plans.end(),
                                     [](const plan::Plan& p) { return !gram_weights(p).empty(); });
   r.guard_folds = any_gptq && n_folds > 1 ? n_folds : 1;
