@@ -154,10 +154,12 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
 }
 /// Folds of the guard's cross-fitting. Each fold encodes every plan with a
 /// -gptq layer sequentially once more (encode_plan_sequential, a pass over
-/// the fold's inputs per plan), so the guard takes two, where D takes up to
-/// kCrossFitFolds: on the recogniser's 40 calibration lines, eight folds made
-/// the guard about 21 minutes per budget against 5 with two.
-constexpr int kGuardFolds = 2;
+/// the fold's inputs per plan), so the guard takes at most four, where D takes
+/// up to kCrossFitFolds. On the recogniser's 40 calibration lines at int4-g32's
+/// bytes, two folds (GPTQ fitted to 20 lines) kept a plan that read 1.27× uniform
+/// int4-g32-gptq's KL on 400 unseen lines; four kept int4-g32-gptq (guard
+/// 695 s on one thread, against 323 s with two folds on two).
+constexpr int kGuardFolds = 4;
 
 /// The uniform guard (CompressOptions::uniform_guard): measures r.plan and
 /// every uniform quantizer plan on the calibration inputs (those over `budget` too: the
@@ -165,7 +167,7 @@ constexpr int kGuardFolds = 2;
 /// kept one (guard_pick: within the budget) and returns its encoded layers
 /// (`encode(plan, inputs)`: its -gptq layers sequentially against `inputs`,
 /// encode_plan_sequential). A plan with a -gptq layer is measured cross-fitted
-/// as its damage D was, in kGuardFolds folds (cross_fit_folds): input k in fold f runs
+/// as its damage D was, in up to kGuardFolds folds (cross_fit_folds): input k in fold f runs
 /// that plan encoded against the inputs outside f; the returned layers use
 /// every input.
 std::vector<EncodedLayer> run_guard(

@@ -82,8 +82,8 @@ TEST(CompressOutput, AnOutputSymlinkToAFolderIsWrittenThrough) {
 
 // Beside Σ D, compress prints the written plan's damage run whole on the
 // calibration inputs: the guard's figure for the plan it kept, and the folds
-// its -gptq layers were cross-fitted in (4 random calibration inputs: the
-// guard's 2 folds; no -gptq label: none said).
+// its -gptq layers were cross-fitted in (4 random calibration inputs: 4
+// folds; no -gptq label: none said).
 TEST(CompressOutput, PrintsTheKeptPlansWholeCalibrationDamage) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   for (const bool gptq : {true, false}) {
@@ -99,7 +99,7 @@ TEST(CompressOutput, PrintsTheKeptPlansWholeCalibrationDamage) {
     const std::string listing = r.output.substr(line, kept - line);
     const std::string damage = listing.substr(listing.find("damage ") + 7);
     const std::string whole = "run whole on the calibration inputs (the guard" +
-                              std::string(gptq ? ", -gptq layers cross-fitted in 2 folds" : "") +
+                              std::string(gptq ? ", -gptq layers cross-fitted in 4 folds" : "") +
                               ") " + damage.substr(0, damage.find(' ')) + ", measured/that ";
     EXPECT_NE(r.output.find(whole), std::string::npos) << whole << "\n" << r.output;
   }

@@ -280,7 +280,7 @@ struct CompressResult {
   /// The uniform guard's points (empty when it did not run) and the index kept.
   std::vector<GuardPoint> guard;
   size_t guard_kept = 0;
-  /// Folds the guard measured plans with -gptq layers in (two, or one per
+  /// Folds the guard measured plans with -gptq layers in (four, or one per
   /// input with fewer; 1: not cross-fitted, or the guard did not run).
   size_t guard_folds = 1;
   double guard_seconds = 0;
