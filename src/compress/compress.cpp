@@ -156,7 +156,7 @@ plan::Plan uniform_plan(const ModelProfile& profile, const std::string& label,
 /// -gptq layer sequentially once more (encode_plan_sequential, a pass over
 /// the fold's inputs per plan), so the guard takes at most four, where D takes
 /// up to kCrossFitFolds. On the recogniser's 40 calibration lines at int4-g32's
-/// bytes, two folds (GPTQ fitted to 20 lines) kept a plan that read 1.27× uniform
+/// bytes, two folds (GPTQ fitted to 20 lines) kept a plan that read 1.26× uniform
 /// int4-g32-gptq's KL on 400 unseen lines; four kept int4-g32-gptq (guard
 /// 695 s on one thread, against 323 s with two folds on two).
 constexpr int kGuardFolds = 4;
