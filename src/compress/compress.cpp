@@ -417,7 +417,7 @@ CompressResult compress_model(const CompressOptions& o) {
                     100 * *o.max_latency_fraction, *r.profile.latency_model_ms, *max_latency));
   }
   const size_t profiled_grams = po.grams.size();
-  po.grams.clear();  // `grams` alone holds them: run_guard frees them
+  po.grams.clear();  // `grams` alone holds them until the plan is made
   r.gram_seconds = grams.seconds();
   if (const std::string fits = damage_fit_summary(r.profile); !fits.empty()) say("profile", fits);
   done("profile",
@@ -520,6 +520,15 @@ CompressResult compress_model(const CompressOptions& o) {
                    r.plan.total_bytes, budget_bytes,
                    percent(r.plan.total_bytes, r.profile.dense_bytes), r.plan.objective_value));
 
+  if (const double profiled = r.gram_seconds; grams.seconds() > profiled)
+    say("plan", fmt::format("Grams of the -gptq layers the plan's rounds measured in {:.2f} s",
+                            grams.seconds() - profiled));
+  r.gram_seconds = grams.seconds();
+  // Encoding reads none of them: freed here, and no source is left pointing
+  // at the decoder graph moved below.
+  grams = GramSource{};
+  if (output) output->grams = GramSource{};
+
   // -gptq layers sequentially, against the original's products on `in`; the
   // decoder graph holds every linear as an f32 [out, in] initializer read by
   // Gemm(transB = 1), half-precision checkpoints widened.
@@ -552,17 +561,10 @@ CompressResult compress_model(const CompressOptions& o) {
       guarded ? std::move(*guarded)
               : encode_on(r.plan, calibration ? calibration->inputs
                                               : std::vector<std::map<std::string, Tensor>>{});
-  if (const double profiled = r.gram_seconds; grams.seconds() > profiled)
-    say("rewrite", fmt::format("Grams of the -gptq layers the plan's rounds measured in {:.2f} s",
-                               grams.seconds() - profiled));
   if (sequential_seconds > 0)
     say("rewrite", fmt::format("-gptq layers encoded in schedule order against the original's "
                                "products (sequential GPTQ; guard and encoding) in {:.2f} s",
                                sequential_seconds));
-  r.gram_seconds = grams.seconds();
-  // Freed, and no source is left pointing at the decoder graph moved below.
-  grams = GramSource{};
-  if (output) output->grams = GramSource{};
   std::optional<graph::Model> standard, tailor_graph, original;
   if (llama) {
     original = std::move(*llama);

@@ -10,9 +10,9 @@
 #include <cmath>
 #include <limits>
 
+#include "compress/rewrite_util.h"
 #include "tailor/compress/rewrite.h"
 #include "tailor/core/error.h"
-#include "tailor/core/rng.h"
 #include "tailor/graph/weights.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/calibration.h"
@@ -21,12 +21,7 @@
 namespace tailor::compress {
 namespace {
 
-Tensor randn(const Shape& s, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(static_cast<size_t>(shape_numel(s)));
-  for (float& x : v) x = static_cast<float>(rng.normal());
-  return Tensor::from_f32(s, v);
-}
+using rewrite_test::randn;
 
 graph::Node node(const std::string& op, std::vector<std::string> in, std::string out) {
   graph::Node n;
