@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -168,8 +169,10 @@ constexpr int kGuardFolds = 4;
 /// (`encode(plan, inputs)`: its -gptq layers sequentially against `inputs`,
 /// encode_plan_sequential). A plan with a -gptq layer is measured cross-fitted
 /// as its damage D was, in up to kGuardFolds folds (cross_fit_folds): input k in fold f runs
-/// that plan encoded against the inputs outside f; the returned layers use
-/// every input.
+/// that plan encoded against the inputs outside f; a uniform one over `budget`,
+/// which the guard cannot keep, is measured in-sample instead (GPTQ fitted
+/// to the inputs it is scored on; GuardPoint::in_sample). The returned
+/// layers use every input.
 std::vector<EncodedLayer> run_guard(
     const graph::Model& run_model, const Calibration& c, CompressResult& r, int64_t budget,
     const CompressOptions& o, plan::Objective objective,
@@ -191,34 +194,43 @@ std::vector<EncodedLayer> run_guard(
   std::vector<plan::Plan> plans{r.plan};
   for (const std::string& label : labels)
     plans.push_back(uniform_plan(r.profile, label, objective, o.seed, o.model));
-  std::vector<std::vector<EncodedLayer>> layers;
-  for (const plan::Plan& p : plans) layers.push_back(encode(p, c.inputs));
-  // The plans with a -gptq layer once more per fold; [plan][fold], empty for a
-  // plan without one.
-  std::vector<std::vector<std::vector<EncodedLayer>>> folds(plans.size());
   const size_t n_folds = cross_fit_folds(c.inputs.size(), kGuardFolds);
   const bool any_gptq = std::any_of(plans.begin(), plans.end(),
                                     [](const plan::Plan& p) { return !gram_weights(p).empty(); });
   r.guard_folds = any_gptq && n_folds > 1 ? n_folds : 1;
-  for (size_t f = 0; r.guard_folds > 1 && f < r.guard_folds; ++f) {
-    std::vector<std::map<std::string, Tensor>> outside;
+  std::vector<std::vector<std::map<std::string, Tensor>>> outside(r.guard_folds);
+  for (size_t f = 0; r.guard_folds > 1 && f < r.guard_folds; ++f)
     for (size_t k = 0; k < c.inputs.size(); ++k)
-      if (k % n_folds != f) outside.push_back(c.inputs[k]);
-    for (size_t p = 0; p < plans.size(); ++p)
-      if (!gram_weights(plans[p]).empty()) folds[p].push_back(encode(plans[p], outside));
-  }
+      if (k % n_folds != f) outside[f].push_back(c.inputs[k]);
+  // Every input's encoding of each plan: measured where a plan is not
+  // cross-fitted, written for the kept one (encoded after the pick where the
+  // measurement did not need it).
+  std::vector<std::optional<std::vector<EncodedLayer>>> layers(plans.size());
   for (size_t p = 0; p < plans.size(); ++p) {
     GuardPoint point{p == 0 ? "plan (" + r.plan.solver + ")" : "uniform " + labels[p - 1],
                      plans[p].total_bytes};
-    point.damage = folds[p].empty() ? meter.measure(layers[p], &point.per_input)
-                                    : meter.measure_cross_fitted(folds[p], &point.per_input);
+    const bool cross = r.guard_folds > 1 && !gram_weights(plans[p]).empty();
+    if (cross && point.bytes <= budget) {
+      std::vector<std::vector<EncodedLayer>> folds;
+      for (const auto& fold_inputs : outside) folds.push_back(encode(plans[p], fold_inputs));
+      point.damage = meter.measure_cross_fitted(folds, &point.per_input);
+    } else {
+      // Not cross-fitted, or a -gptq plan the guard cannot keep (over the
+      // budget; in the report only): in-sample, one encoding, not
+      // kGuardFolds.
+      layers[p] = encode(plans[p], c.inputs);
+      point.damage = meter.measure(*layers[p], &point.per_input);
+      if (cross) point.in_sample = "over the budget";
+    }
     r.guard.push_back(std::move(point));
   }
   r.guard_kept = guard_pick(r.guard, budget);
+  std::vector<EncodedLayer> kept = layers[r.guard_kept] ? std::move(*layers[r.guard_kept])
+                                                        : encode(plans[r.guard_kept], c.inputs);
   r.plan = std::move(plans[r.guard_kept]);
   r.plan.budget_bytes = budget;  // a kept uniform plan: the user's budget, not its own bytes
   r.guard_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  return std::move(layers[r.guard_kept]);
+  return kept;
 }
 }  // namespace
 
@@ -643,8 +655,8 @@ CompressResult compress_model(const CompressOptions& o) {
     report::Report rep = report::make_report(r.profile, r.plan, "plan", study, r.verification);
     if (!r.guard.empty()) rep.measured_metric = r.profile.output_metric;
     for (size_t i = 0; i < r.guard.size(); ++i)
-      rep.measured.push_back(
-          {r.guard[i].name, r.guard[i].bytes, r.guard[i].damage, i == r.guard_kept});
+      rep.measured.push_back({r.guard[i].name, r.guard[i].bytes, r.guard[i].damage,
+                              i == r.guard_kept, r.guard[i].in_sample});
     rep.latency_original_ms = r.latency_original_ms;
     rep.latency_compressed_ms = r.latency_compressed_ms;
     report::write_report(staging.file(""), rep);

@@ -150,10 +150,13 @@ std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, in
   const GuardPoint& mine = points.front();
   const auto within = std::count_if(points.begin() + 1, points.end(),
                                     [&](const GuardPoint& p) { return p.bytes <= budget; });
+  const auto in_sample = std::count_if(points.begin(), points.end(),
+                                       [](const GuardPoint& p) { return !p.in_sample.empty(); });
   const std::string compared =
-      fmt::format("{} uniform scheme{} within the budget, {} over it{}", within,
+      fmt::format("{} uniform scheme{} within the budget, {} over it{}{}", within,
                   within == 1 ? "" : "s", points.size() - 1 - static_cast<size_t>(within),
-                  folds > 1 ? fmt::format("; -gptq layers cross-fitted in {} folds", folds) : "");
+                  folds > 1 ? fmt::format("; -gptq layers cross-fitted in {} folds", folds) : "",
+                  in_sample > 0 ? fmt::format(", {} over it in-sample", in_sample) : "");
   // The paired tests' outcomes, as guard_pick decided on them.
   auto paired = [&](const GuardPoint& u) {
     const double bound = difference_bound(mine, u);

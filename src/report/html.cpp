@@ -74,7 +74,8 @@ std::string measured_svg(const Report& r) {
     const std::string row = fmt::format("{:.17g} {:.17g}\n", double(m.bytes), m.damage);
     (m.kept ? kept : plans) += row;
     labels += fmt::format("set label {} at {:.17g},{:.17g} offset 0.6,0.4 font ',8'\n",
-                          gnuplot_quote(m.name, 40), double(m.bytes), m.damage);
+                          gnuplot_quote(m.name + (m.in_sample.empty() ? "" : " (in-sample)"), 52),
+                          double(m.bytes), m.damage);
   }
   const std::string script =
       terminal(760, 460) +
@@ -227,9 +228,12 @@ std::string measured_table(const Report& r) {
       "<table><thead><tr><th>plan</th><th>bytes</th><th>% of dense</th><th>damage</th>"
       "</tr></thead><tbody>\n";
   for (const MeasuredPlan& m : r.measured)
-    t += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{}</td></tr>\n",
-                     m.kept ? " class=\"chosen\"" : "", html_escape(m.name), with_commas(m.bytes),
-                     percent(m.bytes, r.dense_bytes), num(m.damage));
+    t += fmt::format(
+        "<tr{}><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{}</td></tr>\n",
+        m.kept ? " class=\"chosen\"" : "", html_escape(m.name), with_commas(m.bytes),
+        percent(m.bytes, r.dense_bytes),
+        num(m.damage) + (m.in_sample.empty() ? std::string()
+                                             : " (in-sample: " + html_escape(m.in_sample) + ")"));
   return t + "</tbody></table>\n";
 }
 

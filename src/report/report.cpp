@@ -243,8 +243,11 @@ std::string report_to_json(const Report& r) {
   }
   OJson measured = OJson::array();
   for (const MeasuredPlan& m : r.measured)
-    measured.push_back(
-        {{"name", m.name}, {"bytes", m.bytes}, {"damage", number(m.damage)}, {"kept", m.kept}});
+    measured.push_back({{"name", m.name},
+                        {"bytes", m.bytes},
+                        {"damage", number(m.damage)},
+                        {"kept", m.kept},
+                        {"in_sample", m.in_sample}});
   OJson out = {{"report_version", 1},
                {"model", r.model},
                {"dense_bytes", r.dense_bytes},

@@ -2,15 +2,19 @@
 // uniform guard score each input on GPTQ fitted to the inputs outside its
 // fold, checked against full runs with weights encoded here against
 // runtime::gram of those inputs and KL computed by definition.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <stdexcept>
 
 #include "compress/output_damage_util.h"
 #include "tailor/compress/compress.h"
 #include "tailor/compress/output_damage.h"
+#include "tailor/compress/output_profile.h"
 #include "tailor/compress/sequential_gptq.h"
 #include "tailor/graph/weights.h"
 #include "tailor/io/npy.h"
@@ -29,6 +33,69 @@ using testing::TempDir;
 using testing::wavy;
 using testing::with_decoded_weight;
 
+// The classifier's --calib inputs a, c, e (of six files wavy(1..6)).
+std::vector<std::map<std::string, Tensor>> calib_ace(const graph::Model& m) {
+  const std::string in = m.graph.inputs[0];
+  return {{{in, wavy(1)}}, {{in, wavy(3)}}, {{in, wavy(5)}}};
+}
+
+// `label` at every layer of `profile` that has it, dense elsewhere.
+plan::Plan uniform_of(const ModelProfile& profile, const std::string& label) {
+  plan::Plan uniform;
+  for (const LayerProfile& layer : profile.layers) {
+    plan::PlanChoice ch;
+    ch.layer = layer.name;
+    ch.label = std::any_of(layer.candidates.begin(), layer.candidates.end(),
+                           [&](const Candidate& c) { return c.label == label; })
+                   ? label
+                   : "dense";
+    uniform.choices.push_back(ch);
+  }
+  return uniform;
+}
+
+// The classifier's KL (mean over its output rows, two classes each) of
+// `plan` on `calib`, each input k run with the plan's layers encoded by
+// encode_plan_sequential against fit(k) (cross-fitted: the other inputs;
+// in-sample: all of them), by definition.
+double kl_of(const graph::Model& m, const plan::Plan& plan,
+             const std::vector<std::map<std::string, Tensor>>& calib,
+             const std::function<std::vector<std::map<std::string, Tensor>>(size_t)>& fit) {
+  const std::string out = m.graph.outputs[0];
+  const std::vector<graph::WeightView> ws = graph::weights(m);
+  runtime::Executor ref(m);
+  double kl = 0;
+  int64_t rows = 0;
+  for (size_t k = 0; k < calib.size(); ++k) {
+    graph::Model changed = m;
+    for (const compress::EncodedLayer& e :
+         compress::encode_plan_sequential(m, m, plan, {}, 0x7a11, 1, fit(k)))
+      with_decoded_weight(changed, *graph::find_weight(ws, e.name), e);
+    const std::vector<float> p = ref.run(calib[k]).at(out).to_f32_vector();
+    const std::vector<float> q = runtime::Executor(changed).run(calib[k]).at(out).to_f32_vector();
+    for (size_t i = 0; i < q.size(); i += 2, ++rows)
+      for (size_t v = 0; v < 2; ++v) kl += p[i + v] * std::log(double(p[i + v]) / double(q[i + v]));
+  }
+  return kl / static_cast<double>(rows);
+}
+
+compress::CompressOptions ace_options(const TempDir& dir) {
+  fs::create_directories(dir.file("calib"));
+  for (int k = 0; k < 6; ++k)
+    write_npy(dir.file(std::string("calib/") + static_cast<char>('a' + k) + ".npy"), wavy(k + 1));
+  compress::CompressOptions o = cls_options(dir);
+  o.calib_dir = dir.file("calib");
+  return o;
+}
+
+const compress::GuardPoint& point_named(const compress::CompressResult& r,
+                                        const std::string& name) {
+  const auto it =
+      std::find_if(r.guard.begin(), r.guard.end(), [&](const auto& p) { return p.name == name; });
+  if (it == r.guard.end()) throw std::runtime_error("no guard point " + name);
+  return *it;
+}
+
 // The guard measures a plan of -gptq layers cross-fitted: with three
 // calibration inputs (a, c, e of six --calib files) in three folds, input k
 // runs every layer GPTQ-encoded (sequentially, encode_plan_sequential) on the
@@ -37,51 +104,81 @@ using testing::with_decoded_weight;
 TEST(CrossFit, TheGuardScoresGptqPlansOnInputsOutsideTheirGram) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   TempDir dir;
-  fs::create_directories(dir.file("calib"));
-  for (int k = 0; k < 6; ++k)
-    write_npy(dir.file(std::string("calib/") + static_cast<char>('a' + k) + ".npy"), wavy(k + 1));
-  compress::CompressOptions o = cls_options(dir);
-  o.calib_dir = dir.file("calib");
+  compress::CompressOptions o = ace_options(dir);
   o.schemes = {"dense", "int4", "int4-gptq"};
   o.budget = "60%";
   const compress::CompressResult r = compress::compress_model(o);
-  const auto point = std::find_if(r.guard.begin(), r.guard.end(),
-                                  [](const auto& p) { return p.name == "uniform int4-gptq"; });
-  ASSERT_NE(point, r.guard.end());
+  const compress::GuardPoint& point = point_named(r, "uniform int4-gptq");
   EXPECT_EQ(r.guard_folds, 3u);  // three inputs, three folds
+  EXPECT_EQ(point.in_sample, "");
 
   const graph::Model m = graph::import_onnx(kCls);
-  const std::string in = m.graph.inputs[0], out = m.graph.outputs[0];
-  const std::vector<std::map<std::string, Tensor>> calib = {
-      {{in, wavy(1)}}, {{in, wavy(3)}}, {{in, wavy(5)}}};  // a, c, e
-  const std::vector<graph::WeightView> ws = graph::weights(m);
-  runtime::Executor ref(m);
-  double kl = 0;
-  int64_t rows = 0;
-  for (size_t k = 0; k < calib.size(); ++k) {
+  const auto calib = calib_ace(m);
+  const double kl = kl_of(m, uniform_of(r.profile, "int4-gptq"), calib, [&](size_t k) {
     std::vector<std::map<std::string, Tensor>> others;
     for (size_t j = 0; j < calib.size(); ++j)
       if (j != k) others.push_back(calib[j]);
-    plan::Plan uniform;
-    for (const LayerProfile& layer : r.profile.layers) {
-      plan::PlanChoice ch;
-      ch.layer = layer.name;
-      ch.label = std::any_of(layer.candidates.begin(), layer.candidates.end(),
-                             [](const Candidate& c) { return c.label == "int4-gptq"; })
-                     ? "int4-gptq"
-                     : "dense";
-      uniform.choices.push_back(ch);
-    }
-    graph::Model changed = m;
-    for (const compress::EncodedLayer& e :
-         compress::encode_plan_sequential(m, m, uniform, {}, 0x7a11, 1, others))
-      with_decoded_weight(changed, *graph::find_weight(ws, e.name), e);
-    const std::vector<float> p = ref.run(calib[k]).at(out).to_f32_vector();
-    const std::vector<float> q = runtime::Executor(changed).run(calib[k]).at(out).to_f32_vector();
-    for (size_t i = 0; i < q.size(); i += 2, ++rows)
-      for (size_t v = 0; v < 2; ++v) kl += p[i + v] * std::log(double(p[i + v]) / double(q[i + v]));
-  }
-  EXPECT_NEAR(point->damage, kl / static_cast<double>(rows), 1e-9 + 1e-6 * point->damage);
+    return others;
+  });
+  EXPECT_NEAR(point.damage, kl, 1e-9 + 1e-6 * point.damage);
+
+  // The kept plan (one with -gptq layers) is written encoded on all three
+  // inputs: model.onnx computes what the original does with the weights
+  // encode_plan_sequential gives on a, c and e.
+  ASSERT_FALSE(compress::gram_weights(r.plan).empty());
+  const std::vector<graph::WeightView> ws = graph::weights(m);
+  graph::Model kept = m;
+  for (const compress::EncodedLayer& e :
+       compress::encode_plan_sequential(m, m, r.plan, {}, 0x7a11, 1, calib))
+    with_decoded_weight(kept, *graph::find_weight(ws, e.name), e);
+  const std::string in = m.graph.inputs[0], out = m.graph.outputs[0];
+  const std::map<std::string, Tensor> x = {{in, wavy(2)}};
+  const std::vector<float> want = runtime::Executor(kept).run(x).at(out).to_f32_vector();
+  const std::vector<float> got = runtime::Executor(graph::import_onnx(dir.file("out/model.onnx")))
+                                     .run(x)
+                                     .at(out)
+                                     .to_f32_vector();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+}
+
+// A uniform -gptq plan over the budget, which the guard cannot keep, is not
+// cross-fitted: int8-gptq at 54% keeps its damage with GPTQ fitted to all
+// three inputs (in-sample), by definition the KL with every layer encoded on
+// a, c and e, and says why; the plan and the uniforms within the budget
+// (int3-gptq, int4-gptq) are cross-fitted as before.
+TEST(CrossFit, TheGuardMeasuresUniformsOverTheBudgetInSample) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  compress::CompressOptions o = ace_options(dir);
+  o.schemes = {"dense", "int8-gptq", "int3-gptq", "int4-gptq"};
+  o.budget = "54%";
+  const compress::CompressResult r = compress::compress_model(o);
+  EXPECT_EQ(r.guard_folds, 3u);
+  ASSERT_FALSE(r.guard.empty());
+
+  const graph::Model m = graph::import_onnx(kCls);
+  const auto calib = calib_ace(m);
+  const compress::GuardPoint& int8 = point_named(r, "uniform int8-gptq");
+  EXPECT_GT(int8.bytes, r.plan.budget_bytes);
+  EXPECT_EQ(int8.in_sample, "over the budget");
+  EXPECT_NEAR(int8.damage,
+              kl_of(m, uniform_of(r.profile, "int8-gptq"), calib, [&](size_t) { return calib; }),
+              1e-9 + 1e-6 * int8.damage);
+  const compress::GuardPoint& int3 = point_named(r, "uniform int3-gptq");
+  EXPECT_LE(int3.bytes, r.plan.budget_bytes);
+  EXPECT_EQ(int3.in_sample, "");
+  EXPECT_NEAR(int3.damage,
+              kl_of(m, uniform_of(r.profile, "int3-gptq"), calib,
+                    [&](size_t k) {
+                      std::vector<std::map<std::string, Tensor>> others;
+                      for (size_t j = 0; j < calib.size(); ++j)
+                        if (j != k) others.push_back(calib[j]);
+                      return others;
+                    }),
+              1e-9 + 1e-6 * int3.damage);
+  EXPECT_EQ(r.guard[0].in_sample, "");
+  EXPECT_EQ(point_named(r, "uniform int4-gptq").in_sample, "");
 }
 
 // Cross-fitted -gptq damage: with 3 inputs in 2 folds ({0, 2} and {1}),

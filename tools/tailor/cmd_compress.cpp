@@ -75,8 +75,11 @@ void print_result(const compress::CompressResult& r) {
     // verdict line above names the rest).
     for (size_t i = 0; i < r.guard.size(); ++i)
       std::cout << fmt::format(
-          "  {:<28} {:>12} bytes  damage {:.4g}{}{}\n", r.guard[i].name,
+          "  {:<28} {:>12} bytes  damage {:.4g}{}{}{}\n", r.guard[i].name,
           with_commas(r.guard[i].bytes), r.guard[i].damage,
+          r.guard[i].in_sample.empty()
+              ? std::string()
+              : " (in-sample, not cross-fitted: " + r.guard[i].in_sample + ")",
           i == 0 ? std::string()
                  : fmt::format("  bound of plan − it {:+.3g}",
                                compress::difference_bound(r.guard[0], r.guard[i])),

@@ -164,6 +164,13 @@ struct GuardPoint {
   /// Each calibration input's own damage (PlanDamage::measure's per_input);
   /// empty when not measured per input.
   std::vector<double> per_input = {};
+  /// Why a plan with -gptq layers was measured with its GPTQ fitted to the
+  /// calibration inputs themselves (which flatters it: on the recogniser's
+  /// 19 fixture lines, uniform int4-g32-gptq read 0.00052 so and 0.0399
+  /// cross-fitted) instead of cross-fitted: "over the budget" (the guard
+  /// cannot keep it; its point is for the report); empty when measured as
+  /// the rest.
+  std::string in_sample = {};
 };
 
 /// Student's t one-sided 95% quantile t_{0.95, df} (df ≥ 1): a table to 3

@@ -122,6 +122,9 @@ struct MeasuredPlan {
   double damage = std::numeric_limits<double>::quiet_NaN();
   /// The plan compress kept (the lowest damage within the budget).
   bool kept = false;
+  /// Why its -gptq layers were fitted to the calibration inputs themselves
+  /// (compress::GuardPoint::in_sample); empty when cross-fitted as the rest.
+  std::string in_sample;
 };
 
 /// Everything the report shows; report.json and report.html hold the same numbers.
