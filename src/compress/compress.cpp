@@ -169,7 +169,9 @@ constexpr int kGuardFolds = 4;
 /// (`encode(plan, inputs)`: its -gptq layers sequentially against `inputs`,
 /// encode_plan_sequential). A plan with a -gptq layer is measured cross-fitted
 /// as its damage D was, in up to kGuardFolds folds (cross_fit_folds): input k in fold f runs
-/// that plan encoded against the inputs outside f; a uniform one over `budget`,
+/// that plan encoded against the inputs outside f, once with its -gptq layers
+/// fitted sequentially and once per layer (GptqFit), and takes the lower
+/// (GuardPoint::fit; the kept plan is written so); a uniform one over `budget`,
 /// which the guard cannot keep, is measured in-sample instead (GPTQ fitted
 /// to the inputs it is scored on; GuardPoint::in_sample). The returned
 /// layers use every input.
@@ -177,7 +179,7 @@ std::vector<EncodedLayer> run_guard(
     const graph::Model& run_model, const Calibration& c, CompressResult& r, int64_t budget,
     const CompressOptions& o, plan::Objective objective,
     const std::function<std::vector<EncodedLayer>(
-        const plan::Plan&, const std::vector<std::map<std::string, Tensor>>&)>& encode) {
+        const plan::Plan&, const std::vector<std::map<std::string, Tensor>>&, GptqFit)>& encode) {
   const auto t0 = Clock::now();
   const PlanDamage meter(run_model, c.inputs, c.metric, c.outputs, o.threads);
   // The quantizers (reference, -mse, -gptq, ggml), in the profile's order:
@@ -206,27 +208,45 @@ std::vector<EncodedLayer> run_guard(
   // cross-fitted, written for the kept one (encoded after the pick where the
   // measurement did not need it).
   std::vector<std::optional<std::vector<EncodedLayer>>> layers(plans.size());
+  std::vector<GptqFit> fits(plans.size(), GptqFit::sequential);
   for (size_t p = 0; p < plans.size(); ++p) {
     GuardPoint point{p == 0 ? "plan (" + r.plan.solver + ")" : "uniform " + labels[p - 1],
                      plans[p].total_bytes};
     const bool cross = r.guard_folds > 1 && !gram_weights(plans[p]).empty();
     if (cross && point.bytes <= budget) {
-      std::vector<std::vector<EncodedLayer>> folds;
-      for (const auto& fold_inputs : outside) folds.push_back(encode(plans[p], fold_inputs));
-      point.damage = meter.measure_cross_fitted(folds, &point.per_input);
+      auto cross_fitted = [&](GptqFit fit, std::vector<double>* per_input) {
+        std::vector<std::vector<EncodedLayer>> folds;
+        for (const auto& fold_inputs : outside) folds.push_back(encode(plans[p], fold_inputs, fit));
+        return meter.measure_cross_fitted(folds, per_input);
+      };
+      // Both fits: the lower is the point, and how the plan is written.
+      point.damage = cross_fitted(GptqFit::sequential, &point.per_input);
+      std::vector<double> per_input;
+      const double per_layer = cross_fitted(GptqFit::per_layer, &per_input);
+      if (p == 0) r.plan_damage_sequential = point.damage, r.plan_damage_per_layer = per_layer;
+      fits[p] = GptqFit::sequential;
+      if (per_layer < point.damage) {
+        point.damage = per_layer;
+        point.per_input = std::move(per_input);
+        fits[p] = GptqFit::per_layer;
+      }
+      point.fit = gptq_fit_name(fits[p]);
     } else {
       // Not cross-fitted, or a -gptq plan the guard cannot keep (over the
       // budget; in the report only): in-sample, one encoding, not
       // kGuardFolds.
-      layers[p] = encode(plans[p], c.inputs);
+      layers[p] = encode(plans[p], c.inputs, GptqFit::sequential);
       point.damage = meter.measure(*layers[p], &point.per_input);
-      if (cross) point.in_sample = "over the budget";
+      if (cross) point.in_sample = "over the budget", point.fit = gptq_fit_name(fits[p]);
     }
     r.guard.push_back(std::move(point));
   }
   r.guard_kept = guard_pick(r.guard, budget);
-  std::vector<EncodedLayer> kept = layers[r.guard_kept] ? std::move(*layers[r.guard_kept])
-                                                        : encode(plans[r.guard_kept], c.inputs);
+  const GptqFit fit = fits[r.guard_kept];
+  r.gptq_fit = gptq_fit_name(fit);
+  std::vector<EncodedLayer> kept = layers[r.guard_kept]
+                                       ? std::move(*layers[r.guard_kept])
+                                       : encode(plans[r.guard_kept], c.inputs, fit);
   r.plan = std::move(plans[r.guard_kept]);
   r.plan.budget_bytes = budget;  // a kept uniform plan: the user's budget, not its own bytes
   r.guard_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -545,11 +565,12 @@ CompressResult compress_model(const CompressOptions& o) {
   // decoder graph holds every linear as an f32 [out, in] initializer read by
   // Gemm(transB = 1), half-precision checkpoints widened.
   double sequential_seconds = 0;
-  auto encode_on = [&](const plan::Plan& p, const std::vector<std::map<std::string, Tensor>>& in) {
+  auto encode_on = [&](const plan::Plan& p, const std::vector<std::map<std::string, Tensor>>& in,
+                       GptqFit fit) {
     const auto t0 = Clock::now();
     std::vector<EncodedLayer> l =
         encode_plan_sequential(mf, llama ? *llama : mf, p, po.scheme_defaults, 0x7a11, o.threads,
-                               in, llama ? std::optional<DType>(DType::f32) : std::nullopt);
+                               in, llama ? std::optional<DType>(DType::f32) : std::nullopt, fit);
     if (!gram_weights(p).empty())
       sequential_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     return l;
@@ -564,19 +585,28 @@ CompressResult compress_model(const CompressOptions& o) {
     const std::string metric =
         std::string(damage_metric_name(calibration->metric)) +
         (calibration->metric == DamageMetric::relative_error ? " (all inputs pooled)" : " (mean)");
-    done("guard", guard_verdict(r.guard, r.guard_kept, budget_bytes, metric, r.guard_folds));
+    done("guard",
+         guard_verdict(r.guard, r.guard_kept, budget_bytes, metric, r.guard_folds) +
+             (std::isnan(r.plan_damage_per_layer)
+                  ? std::string()
+                  : fmt::format("; the plan with its -gptq layers fitted sequentially {:.4g}, "
+                                "per layer {:.4g} (GptqFit): it is measured at the lower",
+                                r.plan_damage_sequential, r.plan_damage_per_layer)));
   }
 
   // 4. rewrite
   begin("rewrite", "");
   std::vector<EncodedLayer> layers =
       guarded ? std::move(*guarded)
-              : encode_on(r.plan, calibration ? calibration->inputs
-                                              : std::vector<std::map<std::string, Tensor>>{});
+              : encode_on(r.plan,
+                          calibration ? calibration->inputs
+                                      : std::vector<std::map<std::string, Tensor>>{},
+                          GptqFit::sequential);
   if (sequential_seconds > 0)
-    say("rewrite", fmt::format("-gptq layers encoded in schedule order against the original's "
-                               "products (sequential GPTQ; guard and encoding) in {:.2f} s",
-                               sequential_seconds));
+    say("rewrite",
+        fmt::format("-gptq layers fitted {} (GptqFit; sequential: in schedule order against the "
+                    "original's products); GPTQ encodings of the guard and the file in {:.2f} s",
+                    r.gptq_fit, sequential_seconds));
   std::optional<graph::Model> standard, tailor_graph, original;
   if (llama) {
     original = std::move(*llama);

@@ -65,7 +65,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor asymmetric_target(const graph::WeightView& w, const schemes::Gram& h,
-                         const std::vector<double>& cross, double damp) {
+                         const std::vector<double>& cross, double damp, double alpha) {
   const int64_t in = h.in;
   const Tensor w32 = w.out_in();
   check(
@@ -81,7 +81,7 @@ Tensor asymmetric_target(const graph::WeightView& w, const schemes::Gram& h,
   if (!(mean_diag > 0)) return w.tensor.to(DType::f32);  // no rows to fit: W itself
   const MatD delta = (Eigen::Map<const MatD>(cross.data(), in, in) - hd) * wt;
   hd.diagonal().array() += damp * mean_diag;
-  const MatD target = wt + hd.llt().solve(delta);
+  const MatD target = wt + alpha * hd.llt().solve(delta);
   std::vector<float> o(static_cast<size_t>(out * in));
   for (int64_t r = 0; r < out; ++r)
     for (int64_t j = 0; j < in; ++j)
@@ -92,7 +92,8 @@ Tensor asymmetric_target(const graph::WeightView& w, const schemes::Gram& h,
 std::vector<EncodedLayer> encode_plan_sequential(
     const graph::Model& weights_model, const graph::Model& run_model, const plan::Plan& plan,
     const schemes::SchemeParams& defaults, uint64_t seed, int threads,
-    const std::vector<std::map<std::string, Tensor>>& feeds, std::optional<DType> stored_dtype) {
+    const std::vector<std::map<std::string, Tensor>>& feeds, std::optional<DType> stored_dtype,
+    GptqFit fit) {
   plan::Plan rest = plan;
   for (plan::PlanChoice& ch : rest.choices)
     if (reads_gram(ch.label)) ch.label = "dense";  // encoded below
@@ -114,9 +115,11 @@ std::vector<EncodedLayer> encode_plan_sequential(
   std::vector<runtime::CutRun> runs, orig;
   runs.reserve(feeds.size());
   orig.reserve(feeds.size());
+  // Per layer, the compressed runs keep the original weights: X̃ = X.
+  const bool sequential = fit == GptqFit::sequential;
   for (const auto& feed : feeds) {
     runs.emplace_back(ex, feed);
-    orig.emplace_back(ex, feed);
+    if (sequential) orig.emplace_back(ex, feed);
   }
   const size_t workers =
       std::min(static_cast<size_t>(linalg::resolve_threads(threads)), runs.size());
@@ -126,6 +129,7 @@ std::vector<EncodedLayer> encode_plan_sequential(
 
   // The decoded weights of `layers` in the compressed runs, from the cut on.
   auto put = [&](const std::vector<EncodedLayer>& layers) {
+    if (!sequential) return;
     std::map<std::string, Tensor> values;
     for (const EncodedLayer& e : layers)
       if (const auto dt = run_dtype.find(e.name); dt != run_dtype.end())
@@ -155,14 +159,14 @@ std::vector<EncodedLayer> encode_plan_sequential(
   for (const auto& [step, group] : at_step) {
     detail::for_each_input(runs.size(), workers, [&](size_t k) {
       runs[k].advance(step);
-      orig[k].advance(step);
+      if (sequential) orig[k].advance(step);
     });
     // A value whose compressed and original activations agree bit for bit in
     // every run adds X̃ᵀX̃ (= X̃ᵀX); the others add [X̃ | X].
     std::map<std::string, bool> differs;
     for (const runtime::LayerInput* l : group) {
       bool& d = differs.try_emplace(l->value, false).first->second;
-      for (size_t k = 0; k < runs.size() && !d; ++k)
+      for (size_t k = 0; k < orig.size() && !d; ++k)
         d = !same_bits(runs[k].value(l->value), orig[k].value(l->value));
     }
     std::vector<runtime::LayerInput> plain, paired;
@@ -241,7 +245,7 @@ std::vector<EncodedLayer> encode_plan_sequential(
             cross[static_cast<size_t>(a * in + b)] =
                 p.gram.h[static_cast<size_t>(a * 2 * in + in + b)];  // (X̃ᵀX)_ab
           }
-        target.tensor = asymmetric_target(view, *h, cross, defaults.damp);
+        target.tensor = asymmetric_target(view, *h, cross, defaults.damp, kAsymmetricAlpha);
       } else {
         *h = std::move(p.gram);
       }
@@ -269,6 +273,10 @@ std::vector<EncodedLayer> encode_plan_sequential(
     return plan_index.at(a.name) < plan_index.at(b.name);
   });
   return done;
+}
+
+const char* gptq_fit_name(GptqFit fit) {
+  return fit == GptqFit::sequential ? "sequential" : "per layer";
 }
 
 }  // namespace tailor::compress

@@ -57,10 +57,11 @@ plan::Plan uniform_of(const ModelProfile& profile, const std::string& label) {
 // The classifier's KL (mean over its output rows, two classes each) of
 // `plan` on `calib`, each input k run with the plan's layers encoded by
 // encode_plan_sequential against fit(k) (cross-fitted: the other inputs;
-// in-sample: all of them), by definition.
+// in-sample: all of them), its -gptq layers fitted `how`, by definition.
 double kl_of(const graph::Model& m, const plan::Plan& plan,
              const std::vector<std::map<std::string, Tensor>>& calib,
-             const std::function<std::vector<std::map<std::string, Tensor>>(size_t)>& fit) {
+             const std::function<std::vector<std::map<std::string, Tensor>>(size_t)>& fit,
+             compress::GptqFit how = compress::GptqFit::sequential) {
   const std::string out = m.graph.outputs[0];
   const std::vector<graph::WeightView> ws = graph::weights(m);
   runtime::Executor ref(m);
@@ -69,7 +70,7 @@ double kl_of(const graph::Model& m, const plan::Plan& plan,
   for (size_t k = 0; k < calib.size(); ++k) {
     graph::Model changed = m;
     for (const compress::EncodedLayer& e :
-         compress::encode_plan_sequential(m, m, plan, {}, 0x7a11, 1, fit(k)))
+         compress::encode_plan_sequential(m, m, plan, {}, 0x7a11, 1, fit(k), std::nullopt, how))
       with_decoded_weight(changed, *graph::find_weight(ws, e.name), e);
     const std::vector<float> p = ref.run(calib[k]).at(out).to_f32_vector();
     const std::vector<float> q = runtime::Executor(changed).run(calib[k]).at(out).to_f32_vector();
@@ -114,22 +115,31 @@ TEST(CrossFit, TheGuardScoresGptqPlansOnInputsOutsideTheirGram) {
 
   const graph::Model m = graph::import_onnx(kCls);
   const auto calib = calib_ace(m);
-  const double kl = kl_of(m, uniform_of(r.profile, "int4-gptq"), calib, [&](size_t k) {
-    std::vector<std::map<std::string, Tensor>> others;
+  const auto others = [&](size_t k) {
+    std::vector<std::map<std::string, Tensor>> o;
     for (size_t j = 0; j < calib.size(); ++j)
-      if (j != k) others.push_back(calib[j]);
-    return others;
-  });
-  EXPECT_NEAR(point.damage, kl, 1e-9 + 1e-6 * point.damage);
+      if (j != k) o.push_back(calib[j]);
+    return o;
+  };
+  // Both fits; the point is the lower and says which.
+  const double seq = kl_of(m, uniform_of(r.profile, "int4-gptq"), calib, others);
+  const double per_layer =
+      kl_of(m, uniform_of(r.profile, "int4-gptq"), calib, others, compress::GptqFit::per_layer);
+  EXPECT_NEAR(point.damage, std::min(seq, per_layer), 1e-9 + 1e-6 * point.damage);
+  EXPECT_EQ(point.fit, per_layer < seq ? "per layer" : "sequential");
+  EXPECT_NE(seq, per_layer);
 
   // The kept plan (one with -gptq layers) is written encoded on all three
   // inputs: model.onnx computes what the original does with the weights
   // encode_plan_sequential gives on a, c and e.
   ASSERT_FALSE(compress::gram_weights(r.plan).empty());
+  EXPECT_EQ(r.gptq_fit, r.guard[r.guard_kept].fit);
   const std::vector<graph::WeightView> ws = graph::weights(m);
   graph::Model kept = m;
   for (const compress::EncodedLayer& e :
-       compress::encode_plan_sequential(m, m, r.plan, {}, 0x7a11, 1, calib))
+       compress::encode_plan_sequential(m, m, r.plan, {}, 0x7a11, 1, calib, std::nullopt,
+                                        r.gptq_fit == "sequential" ? compress::GptqFit::sequential
+                                                                   : compress::GptqFit::per_layer))
     with_decoded_weight(kept, *graph::find_weight(ws, e.name), e);
   const std::string in = m.graph.inputs[0], out = m.graph.outputs[0];
   const std::map<std::string, Tensor> x = {{in, wavy(2)}};
@@ -168,14 +178,16 @@ TEST(CrossFit, TheGuardMeasuresUniformsOverTheBudgetInSample) {
   const compress::GuardPoint& int3 = point_named(r, "uniform int3-gptq");
   EXPECT_LE(int3.bytes, r.plan.budget_bytes);
   EXPECT_EQ(int3.in_sample, "");
+  const auto others = [&](size_t k) {
+    std::vector<std::map<std::string, Tensor>> o;
+    for (size_t j = 0; j < calib.size(); ++j)
+      if (j != k) o.push_back(calib[j]);
+    return o;
+  };
   EXPECT_NEAR(int3.damage,
-              kl_of(m, uniform_of(r.profile, "int3-gptq"), calib,
-                    [&](size_t k) {
-                      std::vector<std::map<std::string, Tensor>> others;
-                      for (size_t j = 0; j < calib.size(); ++j)
-                        if (j != k) others.push_back(calib[j]);
-                      return others;
-                    }),
+              std::min(kl_of(m, uniform_of(r.profile, "int3-gptq"), calib, others),
+                       kl_of(m, uniform_of(r.profile, "int3-gptq"), calib, others,
+                             compress::GptqFit::per_layer)),
               1e-9 + 1e-6 * int3.damage);
   EXPECT_EQ(r.guard[0].in_sample, "");
   EXPECT_EQ(point_named(r, "uniform int4-gptq").in_sample, "");

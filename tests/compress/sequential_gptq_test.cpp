@@ -129,7 +129,8 @@ TEST(SequentialGptq, ALayerAfterACompressedOneFitsTheOriginalProducts) {
 
   // W2 sees X̃ = relu(X·Ŵ1ᵀ) where the original sees X = relu(X·W1ᵀ). By
   // definition: H̃ = Σ x̃x̃ᵀ, C = Σ x̃xᵀ, and the ridge target
-  // W2'ᵀ = W2ᵀ + (H̃ + λI)⁻¹(C − H̃)W2ᵀ, λ = 0.01 · mean diag H̃.
+  // W2'ᵀ = W2ᵀ + α(H̃ + λI)⁻¹(C − H̃)W2ᵀ, λ = 0.01 · mean diag H̃ (α = 1 and
+  // the encoder's kAsymmetricAlpha).
   const std::vector<float> w1hat = decoded(w1);
   const std::vector<float> w1f =
       m.graph.initializers.at("W1").transpose(0, 1).contiguous().to_f32_vector();  // [out, in]
@@ -157,11 +158,15 @@ TEST(SequentialGptq, ALayerAfterACompressedOneFitsTheOriginalProducts) {
   const std::vector<double> y = solve(hd, rhs, 16, 8);
   schemes::Gram hg{16, 18, h};
   const std::vector<graph::WeightView> ws = graph::weights(m);
-  const std::vector<float> target =
-      asymmetric_target(*graph::find_weight(ws, "W2"), hg, c, 0.01).to_f32_vector();
-  ASSERT_EQ(target.size(), 16u * 8u);
-  for (int k = 0; k < 16 * 8; ++k)
-    EXPECT_NEAR(target[k], w2[k] + y[k], 1e-4 * (1 + std::abs(w2[k] + y[k]))) << k;
+  for (const double alpha : {1.0, kAsymmetricAlpha}) {
+    const std::vector<float> target =
+        asymmetric_target(*graph::find_weight(ws, "W2"), hg, c, 0.01, alpha).to_f32_vector();
+    ASSERT_EQ(target.size(), 16u * 8u);
+    for (int k = 0; k < 16 * 8; ++k) {
+      const double want = w2[k] + alpha * y[k];
+      EXPECT_NEAR(target[k], want, 1e-4 * (1 + std::abs(want))) << k << " alpha " << alpha;
+    }
+  }
 
   // Its codes: GPTQ of that target against H̃, the Grams taken here by
   // runtime::gram over the rows [X̃ | X] (the sums the encoder accumulates).
@@ -202,7 +207,7 @@ TEST(SequentialGptq, ALayerAfterACompressedOneFitsTheOriginalProducts) {
     }
   EXPECT_EQ(hr->rows, 18);
   graph::WeightView v2 = *graph::find_weight(ws, "W2");
-  v2.tensor = asymmetric_target(v2, *hr, cr, 0.01);
+  v2.tensor = asymmetric_target(v2, *hr, cr, 0.01, kAsymmetricAlpha);
   schemes::SchemeParams params;
   params.gram = hr;
   EXPECT_EQ(decoded(got[1]), decoded(encode_layer(v2, "int4-gptq", params, 0x7a11, 1)));
@@ -229,6 +234,15 @@ TEST(SequentialGptq, ALayerAfterACompressedOneFitsTheOriginalProducts) {
     return e;
   };
   EXPECT_LT(miss(decoded(got[1])), miss(decoded(parallel)));
+
+  // Fitted per layer (GptqFit::per_layer), every layer is GPTQ on the
+  // original's own Gram, W2 included.
+  const std::vector<EncodedLayer> per_layer =
+      encode_plan_sequential(m, m, p, {}, 0x7a11, 1, feeds(), std::nullopt, GptqFit::per_layer);
+  ASSERT_EQ(per_layer.size(), 3u);
+  EXPECT_EQ(decoded(per_layer[0]), decoded(w1));
+  EXPECT_EQ(decoded(per_layer[1]), decoded(parallel));
+  EXPECT_EQ(decoded(per_layer[2]), decoded(got[2]));
 }
 
 TEST(SequentialGptq, DoesNotDependOnTheThreadCount) {

@@ -77,9 +77,10 @@ void print_result(const compress::CompressResult& r) {
       std::cout << fmt::format(
           "  {:<28} {:>12} bytes  damage {:.4g}{}{}{}\n", r.guard[i].name,
           with_commas(r.guard[i].bytes), r.guard[i].damage,
-          r.guard[i].in_sample.empty()
-              ? std::string()
-              : " (in-sample, not cross-fitted: " + r.guard[i].in_sample + ")",
+          (r.guard[i].fit.empty() ? std::string() : " (-gptq fitted " + r.guard[i].fit + ")") +
+              (r.guard[i].in_sample.empty()
+                   ? std::string()
+                   : " (in-sample, not cross-fitted: " + r.guard[i].in_sample + ")"),
           i == 0 ? std::string()
                  : fmt::format("  bound of plan − it {:+.3g}",
                                compress::difference_bound(r.guard[0], r.guard[i])),

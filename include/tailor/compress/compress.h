@@ -171,6 +171,9 @@ struct GuardPoint {
   /// cannot keep it; its point is for the report); empty when measured as
   /// the rest.
   std::string in_sample = {};
+  /// How its -gptq layers were fitted (gptq_fit_name): the lower of the two
+  /// fits where cross-fitted; empty for a plan without -gptq layers.
+  std::string fit = {};
 };
 
 /// Student's t one-sided 95% quantile t_{0.95, df} (df ≥ 1): a table to 3
@@ -291,6 +294,16 @@ struct CompressResult {
   /// input with fewer; 1: not cross-fitted, or the guard did not run).
   size_t guard_folds = 1;
   double guard_seconds = 0;
+  /// How the written plan's -gptq layers were fitted (gptq_fit_name): the
+  /// guard measures each plan within the budget cross-fitted both
+  /// sequentially and per layer and keeps the lower; a run without the guard
+  /// (--uniform, --no-guard), sequentially.
+  std::string gptq_fit = "sequential";
+  /// The guard's cross-fitted damage of the solver's plan with its -gptq
+  /// layers fitted sequentially and per layer (NaN unless it measured both;
+  /// GuardPoint 0 holds the lower).
+  double plan_damage_sequential = std::numeric_limits<double>::quiet_NaN();
+  double plan_damage_per_layer = std::numeric_limits<double>::quiet_NaN();
   std::vector<LayerRewrite> rewrites;
   report::Verification verification;
   /// ONNX: the written model.onnx, run by tailor's runtime on the first
