@@ -193,6 +193,33 @@ TEST(CrossFit, TheGuardMeasuresUniformsOverTheBudgetInSample) {
   EXPECT_EQ(point_named(r, "uniform int4-gptq").in_sample, "");
 }
 
+// A --uniform -gptq file is written with the fit of the lower cross-fitted
+// damage, as the guard writes a plan: the two KLs by definition.
+TEST(CrossFit, AUniformGptqFileTakesTheFitOfLowerCrossFittedDamage) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  compress::CompressOptions o = ace_options(dir);
+  o.schemes = {"dense", "int4-gptq"};
+  o.uniform = "int4-gptq";
+  const compress::CompressResult r = compress::compress_model(o);
+  ASSERT_EQ(r.guard.size(), 1u);
+  const graph::Model m = graph::import_onnx(kCls);
+  const auto calib = calib_ace(m);
+  const auto others = [&](size_t k) {
+    std::vector<std::map<std::string, Tensor>> o;
+    for (size_t j = 0; j < calib.size(); ++j)
+      if (j != k) o.push_back(calib[j]);
+    return o;
+  };
+  const plan::Plan u = uniform_of(r.profile, "int4-gptq");
+  const double seq = kl_of(m, u, calib, others);
+  const double per_layer = kl_of(m, u, calib, others, compress::GptqFit::per_layer);
+  EXPECT_NEAR(r.plan_damage_sequential, seq, 1e-9 + 1e-6 * seq);
+  EXPECT_NEAR(r.plan_damage_per_layer, per_layer, 1e-9 + 1e-6 * per_layer);
+  EXPECT_EQ(r.gptq_fit, per_layer < seq ? "per layer" : "sequential");
+  EXPECT_NEAR(r.guard[0].damage, std::min(seq, per_layer), 1e-9 + 1e-6 * r.guard[0].damage);
+}
+
 // Cross-fitted -gptq damage: with 3 inputs in 2 folds ({0, 2} and {1}),
 // inputs 0 and 2 are measured on the candidate GPTQ-encoded against the Gram
 // of input 1 alone, input 1 on the one encoded against inputs 0 and 2
