@@ -80,6 +80,18 @@ double kl_of(const graph::Model& m, const plan::Plan& plan,
   return kl / static_cast<double>(rows);
 }
 
+// For input k, the inputs of `calib` outside its fold (three inputs, three
+// folds: all but k).
+std::function<std::vector<std::map<std::string, Tensor>>(size_t)> outside_of(
+    const std::vector<std::map<std::string, Tensor>>& calib) {
+  return [calib](size_t k) {
+    std::vector<std::map<std::string, Tensor>> o;
+    for (size_t j = 0; j < calib.size(); ++j)
+      if (j != k) o.push_back(calib[j]);
+    return o;
+  };
+}
+
 compress::CompressOptions ace_options(const TempDir& dir) {
   fs::create_directories(dir.file("calib"));
   for (int k = 0; k < 6; ++k)
@@ -115,12 +127,7 @@ TEST(CrossFit, TheGuardScoresGptqPlansOnInputsOutsideTheirGram) {
 
   const graph::Model m = graph::import_onnx(kCls);
   const auto calib = calib_ace(m);
-  const auto others = [&](size_t k) {
-    std::vector<std::map<std::string, Tensor>> o;
-    for (size_t j = 0; j < calib.size(); ++j)
-      if (j != k) o.push_back(calib[j]);
-    return o;
-  };
+  const auto others = outside_of(calib);
   // Both fits; the point is the lower and says which.
   const double seq = kl_of(m, uniform_of(r.profile, "int4-gptq"), calib, others);
   const double per_layer =
@@ -178,12 +185,7 @@ TEST(CrossFit, TheGuardMeasuresUniformsOverTheBudgetInSample) {
   const compress::GuardPoint& int3 = point_named(r, "uniform int3-gptq");
   EXPECT_LE(int3.bytes, r.plan.budget_bytes);
   EXPECT_EQ(int3.in_sample, "");
-  const auto others = [&](size_t k) {
-    std::vector<std::map<std::string, Tensor>> o;
-    for (size_t j = 0; j < calib.size(); ++j)
-      if (j != k) o.push_back(calib[j]);
-    return o;
-  };
+  const auto others = outside_of(calib);
   EXPECT_NEAR(int3.damage,
               std::min(kl_of(m, uniform_of(r.profile, "int3-gptq"), calib, others),
                        kl_of(m, uniform_of(r.profile, "int3-gptq"), calib, others,
@@ -205,12 +207,7 @@ TEST(CrossFit, AUniformGptqFileTakesTheFitOfLowerCrossFittedDamage) {
   ASSERT_EQ(r.guard.size(), 1u);
   const graph::Model m = graph::import_onnx(kCls);
   const auto calib = calib_ace(m);
-  const auto others = [&](size_t k) {
-    std::vector<std::map<std::string, Tensor>> o;
-    for (size_t j = 0; j < calib.size(); ++j)
-      if (j != k) o.push_back(calib[j]);
-    return o;
-  };
+  const auto others = outside_of(calib);
   const plan::Plan u = uniform_of(r.profile, "int4-gptq");
   const double seq = kl_of(m, u, calib, others);
   const double per_layer = kl_of(m, u, calib, others, compress::GptqFit::per_layer);
