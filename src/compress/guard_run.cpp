@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <regex>
@@ -101,7 +102,8 @@ std::vector<EncodedLayer> run_guard(const graph::Model& run_model, const Calibra
       const double per_layer = cross_fitted(GptqFit::per_layer, &per_input);
       if (p == 0) r.plan_damage_sequential = point.damage, r.plan_damage_per_layer = per_layer;
       fits[p] = GptqFit::sequential;
-      if (per_layer < point.damage) {
+      // NaN (a non-finite output) loses to any figure.
+      if (per_layer < point.damage || (std::isnan(point.damage) && !std::isnan(per_layer))) {
         point.damage = per_layer;
         point.per_input = std::move(per_input);
         fits[p] = GptqFit::per_layer;
