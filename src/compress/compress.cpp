@@ -431,7 +431,7 @@ CompressResult compress_model(const CompressOptions& o) {
   // -gptq layers sequentially, against the original's products on `in`; the
   // decoder graph holds every linear as an f32 [out, in] initializer read by
   // Gemm(transB = 1), half-precision checkpoints widened.
-  double sequential_seconds = 0;
+  double gptq_seconds = 0;
   auto encode_on = [&](const plan::Plan& p, const std::vector<std::map<std::string, Tensor>>& in,
                        GptqFit fit) {
     const auto t0 = Clock::now();
@@ -439,7 +439,7 @@ CompressResult compress_model(const CompressOptions& o) {
         encode_plan_sequential(mf, llama ? *llama : mf, p, po.scheme_defaults, 0x7a11, o.threads,
                                in, llama ? std::optional<DType>(DType::f32) : std::nullopt, fit);
     if (!gram_weights(p).empty())
-      sequential_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+      gptq_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     return l;
   };
   std::optional<std::vector<EncodedLayer>> guarded;
@@ -481,11 +481,11 @@ CompressResult compress_model(const CompressOptions& o) {
                           calibration ? calibration->inputs
                                       : std::vector<std::map<std::string, Tensor>>{},
                           GptqFit::sequential);
-  if (sequential_seconds > 0)
+  if (gptq_seconds > 0)
     say("rewrite",
         fmt::format("-gptq layers fitted {} (GptqFit; sequential: in schedule order against the "
                     "original's products); GPTQ encodings of the guard and the file in {:.2f} s",
-                    r.gptq_fit, sequential_seconds));
+                    r.gptq_fit, gptq_seconds));
   std::optional<graph::Model> standard, tailor_graph, original;
   if (llama) {
     original = std::move(*llama);

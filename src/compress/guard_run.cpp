@@ -100,7 +100,10 @@ std::vector<EncodedLayer> run_guard(const graph::Model& run_model, const Calibra
       point.damage = cross_fitted(GptqFit::sequential, &point.per_input);
       std::vector<double> per_input;
       const double per_layer = cross_fitted(GptqFit::per_layer, &per_input);
-      if (p == 0) r.plan_damage_sequential = point.damage, r.plan_damage_per_layer = per_layer;
+      if (p == 0) {
+        r.plan_damage_sequential = point.damage;
+        r.plan_damage_per_layer = per_layer;
+      }
       fits[p] = GptqFit::sequential;
       // NaN (a non-finite output) loses to any figure.
       if (per_layer < point.damage || (std::isnan(point.damage) && !std::isnan(per_layer))) {
@@ -115,7 +118,10 @@ std::vector<EncodedLayer> run_guard(const graph::Model& run_model, const Calibra
       // kGuardFolds.
       layers[p] = encode(plans[p], c.inputs, GptqFit::sequential);
       point.damage = meter.measure(*layers[p], &point.per_input);
-      if (cross) point.in_sample = "over the budget", point.fit = gptq_fit_name(fits[p]);
+      if (cross) {
+        point.in_sample = "over the budget";
+        point.fit = gptq_fit_name(GptqFit::sequential);
+      }
     }
     r.guard.push_back(std::move(point));
   }

@@ -65,9 +65,11 @@ void print_result(const compress::CompressResult& r) {
           with_commas(weights), with_commas(2 * weights));
   }
   if (!r.guard.empty()) {
-    std::cout << fmt::format(
-        "\nuniform guard (whole plans on the calibration inputs, {} in {:.1f} s)\n",
-        r.profile.output_metric, r.guard_seconds);
+    std::cout << fmt::format("\n{} (whole plans on the calibration inputs, {} in {:.1f} s)\n",
+                             r.plan.solver.rfind("uniform", 0) == 0 && r.guard.size() == 1
+                                 ? "fit of the -gptq layers"
+                                 : "uniform guard",
+                             r.profile.output_metric, r.guard_seconds);
     // damage: over all calibration inputs (KL: the mean over every output
     // row), the statistic the best uniform within the budget is chosen by;
     // bound: the paired 95% upper bound of the mean per-input difference

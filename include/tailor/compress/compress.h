@@ -166,10 +166,9 @@ struct GuardPoint {
   std::vector<double> per_input = {};
   /// Why a plan with -gptq layers was measured with its GPTQ fitted to the
   /// calibration inputs themselves (which flatters it: on the recogniser's
-  /// 19 fixture lines, uniform int4-g32-gptq read 0.00052 so and 0.0399
-  /// cross-fitted) instead of cross-fitted: "over the budget" (the guard
-  /// cannot keep it; its point is for the report); empty when measured as
-  /// the rest.
+  /// 19 fixture lines, uniform int4-g32-gptq fitted sequentially at α = 1
+  /// read 0.00052 in-sample and 0.0399 cross-fitted) instead of cross-fitted: "over the budget"
+  /// (the guard cannot keep it; its point is for the report); empty when measured as the rest.
   std::string in_sample = {};
   /// How its -gptq layers were fitted (gptq_fit_name): the lower of the two
   /// fits where cross-fitted; empty for a plan without -gptq layers.
@@ -296,8 +295,9 @@ struct CompressResult {
   double guard_seconds = 0;
   /// How the written plan's -gptq layers were fitted (gptq_fit_name): the
   /// guard measures each plan within the budget cross-fitted both
-  /// sequentially and per layer and keeps the lower; a run without the guard
-  /// (--uniform, --no-guard), sequentially.
+  /// sequentially and per layer and keeps the lower, and a --uniform run
+  /// with ≥ 2 calibration inputs measures its plan so; otherwise (--no-guard,
+  /// one input) sequentially.
   std::string gptq_fit = "sequential";
   /// The guard's cross-fitted damage of the solver's plan with its -gptq
   /// layers fitted sequentially and per layer (NaN unless it measured both;
