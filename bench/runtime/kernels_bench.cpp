@@ -82,6 +82,8 @@ const Layer kLayers[] = {
     {"isnet_conv3x3d2_32_128", 32, 128, 128, 32, 3, 1, 1, 2, 1},  // dilated RSU conv
     {"isnet_conv3x3_64_256", 64, 256, 256, 64, 3, 1, 1, 1, 1},    // RSU conv, large plane
     {"det_conv3x3_96to24_80", 96, 80, 80, 24, 3, 1, 1, 1, 1},     // Winograd, det's third
+    {"det_dw5x5_192_20", 192, 20, 20, 192, 5, 1, 1, 1, 192},      // det at 320²: 20 columns
+    {"det_dw5x5_384_10", 384, 10, 10, 384, 5, 1, 1, 1, 384},      // det at 320²: 10 columns
 };
 
 void BM_Conv(benchmark::State& state) {

@@ -8,8 +8,10 @@
 // phase (kx·dil_w) mod s, row oy·stride_h + ky·dil_h, index ox + (kx·dil_w) / s.
 // Outputs are accumulated in registers 32 columns at a time, two rows at a
 // time (three for the first rows of a plane of an odd number of rows), taps
-// in row-major order starting from the bias; the scalar tail uses the same
-// fma order, so every output is the same sequence of FMAs whatever its path.
+// in row-major order starting from the bias; the last 1..31 columns of a row
+// are one block of up to four vectors, the last masked (no scalar tail, so a
+// narrow plane, 20 or 10 columns, keeps 4–12 FMA chains in flight). Every
+// output is the same sequence of FMAs whatever its path.
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
@@ -81,85 +83,75 @@ void fill_phases(const Conv2dParams& p, const Geometry& g, const float* x, float
   }
 }
 
-// One output row: yr[ox] = b0 + Σ_t wc[t]·base[off[t] + ox], taps in order.
-void dw_row(const float* base, const int64_t* off, int64_t taps, const float* wc, float b0,
-            float* yr, int64_t ow) {
-  int64_t ox = 0;
-  for (; ox + 32 <= ow; ox += 32) {
-    __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t t = 0; t < taps; ++t) {
-      const __m256 wv = _mm256_broadcast_ss(wc + t);
-      const float* src = base + off[t] + ox;
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(src), wv, a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 8), wv, a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 16), wv, a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 24), wv, a3);
-    }
-    _mm256_storeu_ps(yr + ox, a0);
-    _mm256_storeu_ps(yr + ox + 8, a1);
-    _mm256_storeu_ps(yr + ox + 16, a2);
-    _mm256_storeu_ps(yr + ox + 24, a3);
+// Lanes [0, n) of a 256-bit vector, n in 1..8.
+inline __m256i first_lanes(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// R output rows × NV vectors of 8 columns at once: yr[r·ow + ox] = b0 +
+// Σ_t wc[t]·base[r·step + off[t] + ox], taps in order, one accumulator per
+// (row, vector) (R·NV independent FMA chains hide the FMA latency). The last
+// vector keeps its first `last` lanes (1..8): it reads up to 7 floats past
+// the row's last tap, which the phase buffer's slack and the next row hold,
+// and stores only its own columns. Row r's taps start r·`step` floats later
+// and it is written r·ow floats later.
+template <int R, int NV>
+void dw_block(const float* base, int64_t step, const int64_t* off, int64_t taps, const float* wc,
+              float b0, float* yr, int64_t ow, int64_t last) {
+  __m256 acc[R][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < NV; ++q) acc[r][q] = _mm256_set1_ps(b0);
+  for (int64_t t = 0; t < taps; ++t) {
+    const __m256 wv = _mm256_broadcast_ss(wc + t);
+    const float* src = base + off[t];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int q = 0; q < NV; ++q)
+        acc[r][q] = _mm256_fmadd_ps(_mm256_loadu_ps(src + r * step + 8 * q), wv, acc[r][q]);
   }
-  for (; ox + 8 <= ow; ox += 8) {
-    __m256 a0 = _mm256_set1_ps(b0);
-    for (int64_t t = 0; t < taps; ++t) {
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(base + off[t] + ox), _mm256_broadcast_ss(wc + t), a0);
-    }
-    _mm256_storeu_ps(yr + ox, a0);
-  }
-  for (; ox < ow; ++ox) {
-    float a = b0;
-    for (int64_t t = 0; t < taps; ++t) a = std::fma(base[off[t] + ox], wc[t], a);
-    yr[ox] = a;
+  const __m256i mask = first_lanes(last);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int q = 0; q + 1 < NV; ++q) _mm256_storeu_ps(yr + r * ow + 8 * q, acc[r][q]);
+    if (last == 8)
+      _mm256_storeu_ps(yr + r * ow + 8 * (NV - 1), acc[r][NV - 1]);
+    else
+      _mm256_maskstore_ps(yr + r * ow + 8 * (NV - 1), mask, acc[r][NV - 1]);
   }
 }
 
-// R output rows at once (R = 2: 8 independent accumulators over 32 columns,
-// enough to hide the FMA latency; R = 3: 12, so a plane of an odd number of
-// rows starts with three and no row is left to dw_row's four accumulators,
-// which wait on the FMA latency: the classifier's 3-row planes). Row r's
-// taps start r·`step` floats later and it is written r·ow floats later.
-// Each element's sum has the same order as in dw_row.
+// R output rows (R = 2 in pairs; 3 for the first rows of a plane of an odd
+// number of rows, so no row is left alone: the classifier's 3-row planes; 1
+// for the last row of an even plane that started with three): 32 columns at
+// a time, then the rest (1..31 columns) as one block of 1..4 vectors, the
+// last masked. Each element's sum is the same FMA chain on every path.
 template <int R>
 void dw_rows(const float* base, int64_t step, const int64_t* off, int64_t taps, const float* wc,
              float b0, float* yr, int64_t ow) {
   int64_t ox = 0;
-  for (; ox + 32 <= ow; ox += 32) {
-    __m256 acc[R][4];
-#pragma GCC unroll 3
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_set1_ps(b0);
-    for (int64_t t = 0; t < taps; ++t) {
-      const __m256 wv = _mm256_broadcast_ss(wc + t);
-      const float* src = base + off[t] + ox;
-#pragma GCC unroll 3
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q)
-          acc[r][q] = _mm256_fmadd_ps(_mm256_loadu_ps(src + r * step + 8 * q), wv, acc[r][q]);
-    }
-#pragma GCC unroll 3
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) _mm256_storeu_ps(yr + r * ow + ox + 8 * q, acc[r][q]);
-  }
-  for (; ox + 8 <= ow; ox += 8) {
-    __m256 acc[R];
-#pragma GCC unroll 3
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_set1_ps(b0);
-    for (int64_t t = 0; t < taps; ++t) {
-      const __m256 wv = _mm256_broadcast_ss(wc + t);
-#pragma GCC unroll 3
-      for (int r = 0; r < R; ++r)
-        acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(base + r * step + off[t] + ox), wv, acc[r]);
-    }
-#pragma GCC unroll 3
-    for (int r = 0; r < R; ++r) _mm256_storeu_ps(yr + r * ow + ox, acc[r]);
-  }
-  if (ox < ow) {
-    for (int64_t r = 0; r < R; ++r)
-      dw_row(base + r * step + ox, off, taps, wc, b0, yr + r * ow + ox, ow - ox);
+  for (; ox + 32 <= ow; ox += 32)
+    dw_block<R, 4>(base + ox, step, off, taps, wc, b0, yr + ox, ow, 8);
+  const int64_t rest = ow - ox;
+  if (rest == 0) return;
+  const int64_t nv = (rest + 7) / 8, last = rest - 8 * (nv - 1);
+  switch (nv) {
+    case 1:
+      dw_block<R, 1>(base + ox, step, off, taps, wc, b0, yr + ox, ow, last);
+      break;
+    case 2:
+      dw_block<R, 2>(base + ox, step, off, taps, wc, b0, yr + ox, ow, last);
+      break;
+    case 3:
+      dw_block<R, 3>(base + ox, step, off, taps, wc, b0, yr + ox, ow, last);
+      break;
+    default:
+      dw_block<R, 4>(base + ox, step, off, taps, wc, b0, yr + ox, ow, last);
+      break;
   }
 }
 
@@ -183,7 +175,9 @@ void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w
     }
   }
   const int64_t planes = p.n * p.c_in;
-  const size_t buf_n = static_cast<size_t>(g.s * g.hp * g.pw);
+  // Plus 8 floats of slack: a masked block's loads run up to 7 floats past
+  // the last row's last tap (dw_block).
+  const size_t buf_n = static_cast<size_t>(g.s * g.hp * g.pw + 8);
   // One phase buffer per thread, kept across calls (no allocation per call),
   // zeroed once per call on each thread that runs planes of it (the call's
   // number tells): fill_phases rewrites only the interior.
@@ -214,9 +208,8 @@ void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w
     for (; oy + 2 <= oh; oy += 2) {
       dw_rows<2>(buf + oy * row_step, row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
     }
-    if (oy < oh) {
-      dw_row(buf + oy * row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
-    }
+    if (oy < oh)
+      dw_rows<1>(buf + oy * row_step, row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
     if (act.kind != ActivationKind::none) f32_bias_act_avx2(act, 0.f, yp, yp, oh * ow);
   };
   // Below the threads rule the planes run here, with no synchronisation at all.
