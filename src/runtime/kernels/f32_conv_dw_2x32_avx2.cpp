@@ -7,7 +7,8 @@
 // contiguous, in-bounds columns: tap (ky, kx) of output (oy, ox) is
 // phase (kx·dil_w) mod s, row oy·stride_h + ky·dil_h, index ox + (kx·dil_w) / s.
 // Outputs are accumulated in registers 32 columns at a time, two rows at a
-// time (three for the first rows of a plane of an odd number of rows), taps
+// time (three for the first rows of a plane of an odd number of rows, four
+// where a row is at most 16 columns), taps
 // in row-major order starting from the bias; the last 1..31 columns of a row
 // are one block of up to four vectors, the last masked (no scalar tail, so a
 // narrow plane, 20 or 10 columns, keeps 4–12 FMA chains in flight). Every
@@ -205,6 +206,12 @@ void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w
       dw_rows<3>(buf, row_step, tap_offset.data(), taps, wc, b0, yp, ow);
       oy = 3;
     }
+    // A plane of at most 16 columns (two vectors a row) takes four rows at
+    // a time: eight FMA chains in flight instead of four.
+    if (ow <= 16)
+      for (; oy + 4 <= oh; oy += 4)
+        dw_rows<4>(buf + oy * row_step, row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow,
+                   ow);
     for (; oy + 2 <= oh; oy += 2) {
       dw_rows<2>(buf + oy * row_step, row_step, tap_offset.data(), taps, wc, b0, yp + oy * ow, ow);
     }

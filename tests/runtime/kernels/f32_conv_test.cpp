@@ -289,7 +289,7 @@ TEST_F(F32Conv, Depthwise2x32MatchesReference) {
 
 // Every output of the depthwise kernel is one FMA chain, the bias then the
 // taps in row-major order (the padding read as zeros), whichever path
-// computes it (three rows, two rows, one row; 32 columns, then a block of
+// computes it (four rows, three, two, one; 32 columns, then a block of
 // 1–4 vectors whose last is masked): bit for bit against that chain written
 // out here.
 TEST_F(F32Conv, Depthwise2x32IsOneFmaChainPerOutput) {
@@ -302,7 +302,8 @@ TEST_F(F32Conv, Depthwise2x32IsOneFmaChainPerOutput) {
       {1, 2, 9, 37, 2, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, 2, 0},   // 9 rows, stride-2 columns
       {1, 2, 11, 30, 2, 3, 3, 2, 1, 0, 1, 0, 1, 2, 1, 2, 0},  // dilated rows
       {1, 2, 7, 20, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 0},   // 20 = 8 + 8 + 4 (det at 320²)
-      {1, 2, 2, 10, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 0},   // 10 = 8 + 2
+      {1, 2, 11, 10, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2, 0},  // 10 = 8 + 2; 11 rows: 3 + 4 + 4
+      {1, 2, 10, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0},  // 16 columns; 10 rows: 4 + 4 + 2
       {1, 2, 3, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0},    // 3 columns: one masked vector
       {1, 2, 6, 63, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0},   // 63 = 32 + 31 (the last of 7)
       {1, 2, 8, 17, 2, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 2, 0},   // stride 2, 9 columns = 8 + 1
