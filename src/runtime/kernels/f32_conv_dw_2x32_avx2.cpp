@@ -8,11 +8,11 @@
 // phase (kx·dil_w) mod s, row oy·stride_h + ky·dil_h, index ox + (kx·dil_w) / s.
 // Outputs are accumulated in registers 32 columns at a time, two rows at a
 // time (three for the first rows of a plane of an odd number of rows, four
-// where a row is at most 16 columns), taps
-// in row-major order starting from the bias; the last 1..31 columns of a row
-// are one block of up to four vectors, the last masked (no scalar tail, so a
-// narrow plane, 20 or 10 columns, keeps 4–12 FMA chains in flight). Every
-// output is the same sequence of FMAs whatever its path.
+// where a row is at most 16 columns), taps in row-major order starting from
+// the bias; the last 1..31 columns of a row are one block of up to four
+// vectors, the last masked (no scalar tail, so a narrow plane, 20 or 10
+// columns, keeps 6–12 FMA chains in flight). Every output is the same
+// sequence of FMAs whatever its path.
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
