@@ -84,6 +84,8 @@ const Layer kLayers[] = {
     {"det_conv3x3_96to24_80", 96, 80, 80, 24, 3, 1, 1, 1, 1},     // Winograd, det's third
     {"det_dw5x5_192_20", 192, 20, 20, 192, 5, 1, 1, 1, 192},      // det at 320²: 20 columns
     {"det_dw5x5_384_10", 384, 10, 10, 384, 5, 1, 1, 1, 384},      // det at 320²: 10 columns
+    {"det_conv3x3_96to24_10", 96, 10, 10, 24, 3, 1, 1, 1, 1},     // det at 320²: below Winograd
+    {"det_conv3x3s2_3to16_320", 3, 320, 320, 16, 3, 2, 2, 1, 1},  // stem at 320²
 };
 
 void BM_Conv(benchmark::State& state) {

@@ -84,6 +84,8 @@ TEST(ConvTransposeKernel, MatchesDefinitionOnRandomShapes) {
       {1, 6, 5, 4, 4, 3, 2, 1, 2, 0, 1, 2, 0, 0, 1, 1, 1, 2},  // asymmetric pads, groups 2
       {1, 3, 4, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 2, 2, 3},  // dilation 2, depthwise-like
       {1, 4, 3, 7, 2, 4, 3, 3, 2, 2, 0, 1, 1, 2, 1, 1, 1, 1},  // stride 3, output_padding 2
+      {2, 4, 4, 5, 6, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 2},  // 3×3 stride 3 tiles, groups 2
+      {1, 2, 3, 9, 3, 1, 2, 1, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // 1×2 stride (1, 2) tiles
   };
   uint64_t seed = 500;
   for (const auto& c : cases) {

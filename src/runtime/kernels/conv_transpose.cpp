@@ -78,9 +78,20 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
               const float bo = bias ? bias[g * cog + co] : 0.f;
               for (int64_t ky = 0; ky < p.kh; ++ky) {
                 float* yr = yg + co * ohw + (iy * p.kh + ky) * ow;
-                for (int64_t kx = 0; kx < p.kw; ++kx) {
-                  const float* col = scratch + ((co * p.kh + ky) * p.kw + kx) * hw + iy * p.w;
-                  for (int64_t ix = 0; ix < p.w; ++ix) yr[ix * p.kw + kx] = bo + col[ix];
+                const float* col = scratch + (co * p.kh + ky) * p.kw * hw + iy * p.w;
+                if (p.kw == 2) {
+                  // The common 2×2 upsampling: one pass over the output row,
+                  // which the compiler vectorises as an interleave of the
+                  // two column planes (contiguous stores).
+                  const float* c1 = col + hw;
+                  for (int64_t ix = 0; ix < p.w; ++ix) {
+                    yr[2 * ix] = bo + col[ix];
+                    yr[2 * ix + 1] = bo + c1[ix];
+                  }
+                } else {
+                  for (int64_t kx = 0; kx < p.kw; ++kx)
+                    for (int64_t ix = 0; ix < p.w; ++ix)
+                      yr[ix * p.kw + kx] = bo + col[kx * hw + ix];
                 }
                 kt.bias_act(act, 0.f, yr, yr, ow);
               }
