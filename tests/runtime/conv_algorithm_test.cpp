@@ -15,6 +15,7 @@
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
 #include "tailor/runtime/executor.h"
+#include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime {
 namespace {
@@ -117,8 +118,9 @@ TEST(ConvAlgorithm, OverrideOnAWinogradConvMatchesTheGlobalSwitch) {
 }
 
 TEST(ConvAlgorithm, WinogradCanBeForcedBelowTheRulesPlaneSize) {
-  // An 8×8 plane: the rule takes the implicit GEMM; Winograd still applies.
-  const int64_t c = 16, hw = 8;
+  // A plane one below the rule's side (registry.h: winograd_min_plane, 16
+  // or 8): the rule takes the implicit GEMM; Winograd still applies.
+  const int64_t c = 16, hw = tailor::runtime::kernels::active_kernels().winograd_min_plane - 1;
   unsetenv("TAILOR_CONV_WINOGRAD");
   const Tensor dflt = run(conv_model(c, hw, 1, {}), c, hw);
   EXPECT_TRUE(

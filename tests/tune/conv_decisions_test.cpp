@@ -21,9 +21,10 @@ using testing::declare_input;
 using testing::make_node;
 using testing::random_tensor;
 
-// x [1, 16, 20, 20] → a: 3×3 s1 pad 1 (16→16, 20×20 plane) → b: 3×3 stride 2
-// pad 1 (→ 10×10) → c: 1×1 → d: 3×3 s1 pad 1 (10×10) → e: depthwise 3×3 →
-// f: 3×3 s1 pad 1 (16→4) → y [1, 4, 10, 10].
+// x [1, 16, 20, 20] → a: 3×3 s1 pad 1 (16→16, 20×20 plane) → b: 3×3 stride 3
+// pad 1 (→ 7×7) → c: 1×1 → d: 3×3 s1 pad 1 (7×7) → e: depthwise 3×3 →
+// f: 3×3 s1 pad 1 (16→4) → y [1, 4, 7, 7]. a's plane is at least, d's below,
+// either kernel table's winograd_min_plane (16, or 8 with AVX-512).
 graph::Model chain_model() {
   graph::Model m;
   m.opset = 13;
@@ -38,7 +39,7 @@ graph::Model chain_model() {
   g.nodes = {
       make_node("Conv", "a", {"x", "wa"}, {"va"}, {{"pads", pads}}),
       make_node("Conv", "b", {"va", "wb"}, {"vb"},
-                {{"pads", pads}, {"strides", graph::Attribute::of_ints({2, 2})}}),
+                {{"pads", pads}, {"strides", graph::Attribute::of_ints({3, 3})}}),
       make_node("Conv", "c", {"vb", "wc"}, {"vc"}),
       make_node("Conv", "d", {"vc", "wd"}, {"vd"}, {{"pads", pads}}),
       make_node("Conv", "e", {"vd", "we"}, {"ve"},
@@ -68,7 +69,7 @@ TEST(TuneConvDecisions, SpaceListsExactlyTheEligibleChoices) {
   unsetenv("TAILOR_CONV_WINOGRAD");
   // Winograd serves a and d (3×3 s1, 16 channels); not b (stride 2), c
   // (1×1), e (depthwise), f (4 output channels). The rule takes it on a's
-  // 20×20 plane, not on d's 10×10.
+  // 20×20 plane, not on d's 7×7.
   const DecisionSpace s = space_of(chain_model(), 1, int64_t{1} << 24);
   EXPECT_EQ(names_of_kind(s, "conv_algo"),
             (std::vector<std::string>{"conv_algo:a", "conv_algo:d"}));
@@ -79,8 +80,8 @@ TEST(TuneConvDecisions, SpaceListsExactlyTheEligibleChoices) {
   EXPECT_EQ(d.choices, (std::vector<std::string>{"gemm", "winograd"}));
   EXPECT_EQ(d.default_choice, 0);
   EXPECT_TRUE(names_of_kind(s, "op_threads").empty());  // one thread offered
-  // Multiply-adds: a 16·400·144 = 921600, b and d 16·100·144 = 230400,
-  // c 16·100·16 = 25600, e 16·100·9 = 14400, f 4·100·144 = 57600; under a
+  // Multiply-adds: a 16·400·144 = 921600, b and d 16·49·144 = 112896,
+  // c 16·49·16 = 12544, e 16·49·9 = 7056, f 4·49·144 = 28224; under a
   // 500000 limit every conv but a is small.
   EXPECT_EQ(names_of_kind(space_of(chain_model(), 4, 500000), "op_threads"),
             (std::vector<std::string>{"op_threads:b", "op_threads:c", "op_threads:d",
@@ -107,7 +108,7 @@ TEST(TuneConvDecisions, AppliedChoicesReachTheRuntimeAndTheCostModel) {
   const auto in = random_inputs(m, {}, 3);
   runtime::Executor e0(dflt.model), e1(swapped.model);
   const Tensor y0 = e0.run(in).at("y"), y1 = e1.run(in).at("y");
-  ASSERT_EQ(y0.numel(), 400);
+  ASSERT_EQ(y0.numel(), 196);
   double diff = 0, scale = 0;
   for (int64_t i = 0; i < y0.numel(); ++i) {
     diff = std::max(diff, std::fabs(double(y0.data<float>()[i]) - y1.data<float>()[i]));
@@ -116,14 +117,14 @@ TEST(TuneConvDecisions, AppliedChoicesReachTheRuntimeAndTheCostModel) {
   EXPECT_GT(diff, 0.0);
   EXPECT_LT(diff, 1e-4 * scale);
   // The cost model's Winograd term: a's FLOPs (2·16·400·144 = 1843200) by
-  // default, d's (2·16·100·144 = 460800) after the swap.
+  // default, d's (2·16·49·144 = 225792) after the swap.
   const auto& names = feature_names();
   const size_t wf = static_cast<size_t>(
       std::find(names.begin(), names.end(), "winograd_flops_1e7_per_thread") - names.begin());
   ASSERT_LT(wf, names.size());
   const MachineInfo machine;
   EXPECT_NEAR(graph_features(dflt.model, 1, shapes, machine)[wf], 1843200 / 1e7, 1e-12);
-  EXPECT_NEAR(graph_features(swapped.model, 1, shapes, machine)[wf], 460800 / 1e7, 1e-12);
+  EXPECT_NEAR(graph_features(swapped.model, 1, shapes, machine)[wf], 225792 / 1e7, 1e-12);
 }
 
 TEST(TuneConvDecisions, WinogradOnAConstantNodesWeightPassesTheCheck) {

@@ -59,9 +59,12 @@ bool winograd_weights_pay(const Conv2dParams& p) {
          p.c_in * p.c_out <= kMaxWinogradPairs;
 }
 
-// Where the Winograd kernel beats the implicit GEMM (kernels_bench
-// BM_Conv3x3Path, Zen 3, 1 thread: 1.3–2.8× from 16×16 on for 8–128
-// channels; on 8×8 planes slower from 32 channels): planes of ≥ 16×16 outputs.
+// Where the Winograd kernel beats the implicit GEMM: output planes of at
+// least the table's winograd_min_plane in each dimension (registry.h: 16
+// for the AVX2 products, kernels_bench BM_Conv3x3Path, Zen 3, 1 thread:
+// 1.3–2.8× from 16×16 on for 8–128 channels, on 8×8 planes slower from 32
+// channels; 8 for the AVX-512 products, Zen 4: 1.8–2.8× at 8×8 for 8–256
+// channels, 1.4× at 512).
 // On unless TAILOR_CONV_WINOGRAD=0 (the switch to rule it out when chasing a
 // numerical difference). F(4×4, 3×3) rounds ~3× more than the direct sum
 // (bound in registry.h): on the detector's random-input check, whose output
@@ -76,7 +79,8 @@ constexpr double kMinTileUse = 0.5;
 bool winograd_pays(const Conv2dParams& p) {
   const char* off = std::getenv("TAILOR_CONV_WINOGRAD");
   if (off != nullptr && std::string(off) == "0") return false;
-  if (p.out_h() < 16 || p.out_w() < 16) return false;
+  const int64_t min_plane = active_kernels().winograd_min_plane;
+  if (p.out_h() < min_plane || p.out_w() < min_plane) return false;
   return !is_dilated(p) ||
          static_cast<double>(p.out_h() * p.out_w()) >=
              kMinTileUse * 16.0 * static_cast<double>(detail::winograd_tile_count(p));

@@ -141,6 +141,7 @@ const KernelTable& avx2_table() {
       t.conv1x1 = f32_conv1x1_12x32_avx512;
       t.conv1x1_max_pixels = std::numeric_limits<int64_t>::max();
       t.conv_winograd = f32_conv_winograd_f43_avx512;
+      t.winograd_min_plane = 8;
     }
 #endif
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)

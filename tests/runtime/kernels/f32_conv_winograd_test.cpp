@@ -271,11 +271,13 @@ TEST_F(F32ConvWinograd, DilatedTilesByHand) {
 
 TEST_F(F32ConvWinograd, Conv2dPicksItWherePackedAndThePlanePays) {
   // Packed at load for 3×3 stride-1 one-group convs with ≥ 8 channels each
-  // way; conv2d then runs conv_winograd on planes of ≥ 16×16 outputs and the
+  // way; conv2d then runs conv_winograd on planes of at least the table's
+  // winograd_min_plane (16, or 8 with the AVX-512 products) a side and the
   // implicit GEMM below, bit for bit as those kernels alone (by default;
   // with TAILOR_CONV_WINOGRAD=0 never).
   unsetenv("TAILOR_CONV_WINOGRAD");
-  for (const int64_t side : {12, 24}) {
+  const int64_t min_plane = active_kernels().winograd_min_plane;
+  for (const int64_t side : {min_plane - 1, min_plane, int64_t{24}}) {
     const WinogradCase c{1, 8, side, side, 9, 1, 1, 1, 1};
     const Conv2dParams p = params(c);
     const auto x = uniform(p.c_in * p.h * p.w, 900);
@@ -285,7 +287,7 @@ TEST_F(F32ConvWinograd, Conv2dPicksItWherePackedAndThePlanePays) {
     const size_t ny = static_cast<size_t>(p.c_out * p.out_h() * p.out_w());
     std::vector<float> got(ny), want(ny);
     conv2d(p, x.data(), nullptr, nullptr, got.data(), Activation::relu(), nullptr, &pw);
-    if (side >= 16) {
+    if (side >= min_plane) {
       active_kernels().conv_winograd(p, x.data(), pw.winograd.data(), nullptr, want.data(),
                                      Activation::relu());
     } else {

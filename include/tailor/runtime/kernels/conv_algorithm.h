@@ -20,7 +20,8 @@ enum class ConvAlgorithm { automatic, gemm, winograd };
 bool conv_winograd_eligible(const Conv2dParams& p);
 
 /// The algorithm conv2d's automatic rule picks for p: winograd when
-/// conv_winograd_eligible(p), the output plane is at least 16×16, for a
+/// conv_winograd_eligible(p), the output plane is at least active_kernels().winograd_min_plane
+/// on each side (16, or 8 with the AVX-512 products), for a
 /// dilated p its tiles keep at least half their outputs (out_h·out_w ≥ 8 per
 /// tile), and the environment does not set TAILOR_CONV_WINOGRAD=0; else gemm.
 ConvAlgorithm conv_default_algorithm(const Conv2dParams& p);

@@ -393,6 +393,10 @@ struct KernelTable {
   /// int8-a8 CompressedConv other than 1×1 stride 1 unpadded (groups 1), and its weight packing
   Q8Q8ConvPackFn q8q8_conv_pack;
   Q8Q8ConvFn q8q8_conv;
+  /// The smallest output plane side (rows and columns) on which conv2d's
+  /// automatic rule picks conv_winograd over the implicit GEMM (conv.cpp:
+  /// 16, or 8 with the AVX-512 products, kernels_bench BM_Conv3x3Path)
+  int64_t winograd_min_plane = 16;
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
