@@ -287,7 +287,9 @@ int64_t f32_conv1x1_pack_12x32(const Conv2dParams& p, const float* w, float* pac
 void f32_conv1x1_12x32_avx512(const Conv2dParams& p, const float* x, const float* packed,
                               const float* bias, float* y, const Activation& act);
 /// Direct depthwise conv (groups == c_in == c_out): 2 output rows × 32
-/// columns in registers, from a zero-padded, stride-phase-split plane copy.
+/// columns in registers (4 rows on planes of at most 16 columns), a row's
+/// last 1..31 columns as one block of up to 4 vectors, the last masked, from
+/// a zero-padded, stride-phase-split plane copy.
 void f32_conv_dw_2x32_avx2(const Conv2dParams& p, const float* x, const float* w, const float* bias,
                            float* y, const Activation& act);
 /// 6 output channels × 16 pixels per register tile, the 6 rows of Ŵ decoded
