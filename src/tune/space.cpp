@@ -194,6 +194,11 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
   AppliedConfiguration out;
   std::map<std::string, int64_t> blocks;
   std::map<std::string, std::string> algorithms;
+  // Nodes left at a Winograd default: the runtime's automatic rule takes
+  // Winograd only on weights packed at load (initializers), so where an
+  // earlier choice (fold off) leaves the weight computed, the choice is
+  // written out to hold.
+  std::set<std::string> default_winograd;
   std::set<std::string> serial;
   bool rounded_scales = false;
   for (size_t i = 0; i < c.size(); ++i) {
@@ -211,7 +216,10 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
     } else if (d.kind == "conv_block") {
       if (choice != "full") blocks[d.name.substr(11)] = std::stoll(choice);
     } else if (d.kind == "conv_algo") {
-      if (c[i] != d.default_choice) algorithms[d.name.substr(10)] = choice;
+      if (c[i] != d.default_choice)
+        algorithms[d.name.substr(10)] = choice;
+      else if (choice == "winograd")
+        default_winograd.insert(d.name.substr(10));
     } else if (d.kind == "op_threads") {
       if (choice == "1") serial.insert(d.name.substr(11));
     } else if (d.kind == "fold_scales") {
@@ -242,13 +250,16 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
     prefix_cache_[full_key] = done;
   }
   out.model = *done;
-  if (!blocks.empty() || !algorithms.empty() || !serial.empty())
+  if (!blocks.empty() || !algorithms.empty() || !default_winograd.empty() || !serial.empty())
     for (graph::Node& n : out.model.graph.nodes) {
       if (!is_conv(n)) continue;
       if (auto it = blocks.find(n.name); it != blocks.end())
         n.set("column_block", graph::Attribute::of_int(it->second));
       if (auto it = algorithms.find(n.name); it != algorithms.end())
         n.set("conv_algorithm", graph::Attribute::of_string(it->second));
+      else if (default_winograd.count(n.name) && n.inputs.size() > 1 &&
+               out.model.graph.initializers.count(n.inputs[1]) == 0)
+        n.set("conv_algorithm", graph::Attribute::of_string("winograd"));
       if (serial.count(n.name)) n.set("threads", graph::Attribute::of_int(1));
     }
   return out;

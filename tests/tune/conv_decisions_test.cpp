@@ -158,6 +158,49 @@ TEST(TuneConvDecisions, WinogradOnAConstantNodesWeightPassesTheCheck) {
   EXPECT_TRUE(check.ok) << check.error;
 }
 
+TEST(TuneConvDecisions, AWinogradDefaultHoldsOnAWeightNotPackedAtLoad) {
+  // a's weight from a Constant node: with fold on (the default) it becomes
+  // an initializer, is packed at load, and the automatic rule runs Winograd
+  // with no attribute; with fold off it stays computed, and the default
+  // choice (winograd, a's 20×20 plane) is written out, else the runtime
+  // would run the GEMM: the run differs from the gemm choice's.
+  unsetenv("TAILOR_CONV_WINOGRAD");
+  graph::Model m = chain_model();
+  m.graph.initializers.erase("wa");
+  std::erase(m.graph.initializer_order, "wa");
+  m.graph.nodes.insert(
+      m.graph.nodes.begin(),
+      make_node("Constant", "ka", {}, {"wa"},
+                {{"value", graph::Attribute::of_tensor(random_tensor({16, 16, 3, 3}, 7))}}));
+  const DecisionSpace s = space_of(m, 1, int64_t{1} << 24);
+  const int da = s.find("conv_algo:a");
+  ASSERT_GE(da, 0);
+  ASSERT_EQ(s.decisions[static_cast<size_t>(da)].default_choice, 1);  // winograd
+  Applier applier(m, s, runtime::default_pass_options());
+  const auto algo_of_a = [](const AppliedConfiguration& a) {
+    for (const auto& n : a.model.graph.nodes)
+      if (n.name == "a") return n.attr_string("conv_algorithm", "");
+    return std::string("no node a");
+  };
+  Configuration c = s.default_configuration();
+  EXPECT_EQ(algo_of_a(applier.apply(c)), "");  // folded: packed, the rule's Winograd
+  c[static_cast<size_t>(s.find("pass:fold"))] = 0;
+  const AppliedConfiguration wino = applier.apply(c);
+  EXPECT_EQ(algo_of_a(wino), "winograd");
+  c[static_cast<size_t>(da)] = 0;
+  const AppliedConfiguration gemm = applier.apply(c);
+  EXPECT_EQ(algo_of_a(gemm), "gemm");
+  const auto in = random_inputs(m, {}, 5);
+  runtime::Executor e0(wino.model), e1(gemm.model);
+  const Tensor y0 = e0.run(in).at("y"), y1 = e1.run(in).at("y");
+  double diff = 0;
+  for (int64_t i = 0; i < y0.numel(); ++i)
+    diff = std::max(diff, std::fabs(double(y0.data<float>()[i]) - y1.data<float>()[i]));
+  EXPECT_GT(diff, 0.0);  // different kernels ran
+  const Harness harness(m, {}, 1, HarnessOptions{});
+  EXPECT_TRUE(harness.check(wino).ok);
+}
+
 TEST(TuneConvDecisions, GradientSearchOverConvChoicesIsSeeded) {
   unsetenv("TAILOR_CONV_WINOGRAD");
   const graph::Model m = chain_model();

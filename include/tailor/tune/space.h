@@ -125,7 +125,11 @@ class Applier {
   /// The model after the configuration's passes (in pipeline order, with the
   /// chosen fusion candidates) and with each conv's "column_block",
   /// "conv_algorithm" and "threads" attributes set where the choice is not
-  /// the default, verified; and its thread count. Throws Error from a pass.
+  /// the default, verified; and its thread count. A conv left at a Winograd
+  /// default whose weight is not an initializer after the passes (fold off
+  /// on a Constant-fed weight: nothing packed at load, so the runtime's
+  /// automatic rule would run the GEMM) gets "conv_algorithm" = "winograd"
+  /// too. Throws Error from a pass.
   AppliedConfiguration apply(const Configuration& c);
 
  private:
