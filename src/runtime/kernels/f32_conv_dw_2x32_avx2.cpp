@@ -127,10 +127,11 @@ void dw_block(const float* base, int64_t step, const int64_t* off, int64_t taps,
 }
 
 // R output rows (R = 2 in pairs; 3 for the first rows of a plane of an odd
-// number of rows, so no row is left alone: the classifier's 3-row planes; 1
-// for the last row of an even plane that started with three): 32 columns at
-// a time, then the rest (1..31 columns) as one block of 1..4 vectors, the
-// last masked. Each element's sum is the same FMA chain on every path.
+// number of rows, so no row is left alone: the classifier's 3-row planes; 4
+// on planes of at most 16 columns, whose blocks have at most 2 vectors, so
+// at most 8 accumulators; 1 for a last row left over): 32 columns at a time,
+// then the rest (1..31 columns) as one block of 1..4 vectors, the last
+// masked. Each element's sum is the same FMA chain on every path.
 template <int R>
 void dw_rows(const float* base, int64_t step, const int64_t* off, int64_t taps, const float* wc,
              float b0, float* yr, int64_t ow) {
