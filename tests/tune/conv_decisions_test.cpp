@@ -50,6 +50,20 @@ graph::Model chain_model() {
   return m;
 }
 
+// chain_model with the 16→16 3×3 weight `w` (wa, wb or wd) fed by a
+// Constant node instead of an initializer: an initializer only once fold
+// runs, so with fold off nothing is packed at load.
+graph::Model with_constant_weight(const std::string& w) {
+  graph::Model m = chain_model();
+  m.graph.initializers.erase(w);
+  std::erase(m.graph.initializer_order, w);
+  m.graph.nodes.insert(
+      m.graph.nodes.begin(),
+      make_node("Constant", "k_" + w, {}, {w},
+                {{"value", graph::Attribute::of_tensor(random_tensor({16, 16, 3, 3}, 7))}}));
+  return m;
+}
+
 DecisionSpace space_of(const graph::Model& m, int threads, int64_t small_macs) {
   SpaceOptions o;
   o.max_threads = threads;
@@ -133,13 +147,7 @@ TEST(TuneConvDecisions, WinogradOnAConstantNodesWeightPassesTheCheck) {
   // (offered on d's shape) must still run and agree with the reference
   // (it was an Error, so the candidate failed its check).
   unsetenv("TAILOR_CONV_WINOGRAD");
-  graph::Model m = chain_model();
-  m.graph.initializers.erase("wd");
-  std::erase(m.graph.initializer_order, "wd");
-  m.graph.nodes.insert(
-      m.graph.nodes.begin(),
-      make_node("Constant", "kd", {}, {"wd"},
-                {{"value", graph::Attribute::of_tensor(random_tensor({16, 16, 3, 3}, 7))}}));
+  const graph::Model m = with_constant_weight("wd");
   const DecisionSpace s = space_of(m, 1, int64_t{1} << 24);
   ASSERT_GE(s.find("conv_algo:d"), 0);
   Applier applier(m, s, runtime::default_pass_options());
@@ -165,13 +173,7 @@ TEST(TuneConvDecisions, AWinogradDefaultHoldsOnAWeightNotPackedAtLoad) {
   // choice (winograd, a's 20×20 plane) is written out, else the runtime
   // would run the GEMM: the run differs from the gemm choice's.
   unsetenv("TAILOR_CONV_WINOGRAD");
-  graph::Model m = chain_model();
-  m.graph.initializers.erase("wa");
-  std::erase(m.graph.initializer_order, "wa");
-  m.graph.nodes.insert(
-      m.graph.nodes.begin(),
-      make_node("Constant", "ka", {}, {"wa"},
-                {{"value", graph::Attribute::of_tensor(random_tensor({16, 16, 3, 3}, 7))}}));
+  const graph::Model m = with_constant_weight("wa");
   const DecisionSpace s = space_of(m, 1, int64_t{1} << 24);
   const int da = s.find("conv_algo:a");
   ASSERT_GE(da, 0);
