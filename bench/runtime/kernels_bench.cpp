@@ -86,6 +86,7 @@ const Layer kLayers[] = {
     {"det_dw5x5_384_10", 384, 10, 10, 384, 5, 1, 1, 1, 384},      // det at 320²: 10 columns
     {"det_conv3x3_96to24_10", 96, 10, 10, 24, 3, 1, 1, 1, 1},     // det at 320²: below Winograd
     {"det_conv3x3s2_3to16_320", 3, 320, 320, 16, 3, 2, 2, 1, 1},  // stem at 320²
+    {"isnet_conv3x3s2_3to64_1024", 3, 1024, 1024, 64, 3, 2, 2, 1, 1},  // ISNet's stem
 };
 
 void BM_Conv(benchmark::State& state) {

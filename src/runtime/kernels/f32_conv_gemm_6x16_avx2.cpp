@@ -7,7 +7,9 @@
 // multiplication", TOMS 34(3), 2008) runs the full reduction for each tile. Work items are (image,
 // group, block of output pixels), a partition fixed by the shape; bias and activation are applied
 // per block while it is in cache. Each output element sums its K products in ascending k order
-// whatever the threads, so results are reproducible.
+// whatever the threads, so results are reproducible. Two shapes skip the gather and read the
+// image directly with the same FMA chains: groups of ≤ 3 channels on stride-1 columns, and
+// stride-2 columns with K ≤ 64 (the 3-channel stems), from each input row's two column phases.
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
@@ -205,6 +207,119 @@ void direct_row(const Conv2dParams& p, const float* xg, int64_t cig, int64_t cog
   }
 }
 
+// Stride-2 columns and a short reduction (the 3-channel stems: K = 27):
+// the gather of 16-pixel panels would cost more than the products. Direct,
+// items (image, group, output row). Per row, each input row (ci, ky) the
+// row reads is split once into its two column phases, phase φ holding
+// x[iy, 2j + φ] at j (zero outside the image); tap (ci, ky, kx), whose
+// column for output ox is 2·ox − pad_left + kx·dil_w = 2(ox + s) + φ, then
+// reads the contiguous run of phase φ from j = ox + s. An R×16 register
+// tile (R ≤ 6 channels of a packed panel, 16 outputs) runs over k = (ci,
+// ky, kx) ascending from +0, padding taps included as products with 0: each
+// output is the gathering path's FMA chain, so the bits are the same.
+constexpr int64_t kStride2DirectMaxK = 64;
+
+// Groups of ≤ 3 channels keep the gathering path's wider few-row tiles; a
+// column block (a tuning decision) is the gathering path's.
+bool stride2_direct(const Conv2dParams& p, int64_t k, int64_t cog) {
+  return p.stride_w == 2 && k <= kStride2DirectMaxK && cog > 3 && p.column_block == 0;
+}
+
+// acc rows r < R of out (row stride ld) = Σ_i ap[i·6 + r]·taps[i][ox0 .. ox0 + 16).
+template <int R>
+void stride2_tile(int64_t k, const float* ap, const float* const* taps, int64_t ox0, float* out,
+                  int64_t ld) {
+  __m256 acc[R][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < k; ++i) {
+    const float* t = taps[i] + ox0;
+    const __m256 b0 = _mm256_loadu_ps(t), b1 = _mm256_loadu_ps(t + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 a = _mm256_broadcast_ss(ap + i * kMr + r);
+      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(out + r * ld + ox0, acc[r][0]);
+    _mm256_storeu_ps(out + r * ld + ox0 + 8, acc[r][1]);
+  }
+}
+
+using Stride2TileFn = void (*)(int64_t, const float*, const float* const*, int64_t, float*,
+                               int64_t);
+constexpr Stride2TileFn kStride2Tiles[kMr] = {stride2_tile<1>, stride2_tile<2>, stride2_tile<3>,
+                                              stride2_tile<4>, stride2_tile<5>, stride2_tile<6>};
+
+// dst[m] = row[2(m − lead) + φ] for m < len (0 outside [0, w)).
+void column_phase(const float* row, int64_t w, int64_t phi, int64_t lead, int64_t len, float* dst) {
+  int64_t m = 0;
+  for (; m < len; ++m) {  // left edge, until the source is inside
+    const int64_t ix = 2 * (m - lead) + phi;
+    if (ix >= 0) break;
+    dst[m] = 0.f;
+  }
+  for (; m + 8 <= len && 2 * (m - lead) + phi + 16 <= w; m += 8) {
+    // The even elements of 16 consecutive floats; restore the lane order.
+    const float* s = row + 2 * (m - lead) + phi;
+    const __m256 e = _mm256_shuffle_ps(_mm256_loadu_ps(s), _mm256_loadu_ps(s + 8), 0x88);
+    _mm256_storeu_ps(dst + m, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xD8)));
+  }
+  for (; m < len; ++m) {
+    const int64_t ix = 2 * (m - lead) + phi;
+    dst[m] = ix >= 0 && ix < w ? row[ix] : 0.f;
+  }
+}
+
+// Output row oy of one image and group: all cog channels, bias and activation.
+void stride2_row(const Conv2dParams& p, const float* xg, int64_t cig, int64_t cog, const float* ag,
+                 const float* bias, const Activation& act, int64_t oy, float* yg) {
+  const int64_t ow = p.out_w(), ohw = p.out_h() * ow, k = cig * p.kh * p.kw;
+  const int64_t owp = (ow + kNr - 1) / kNr * kNr;  // tiles read up to owp
+  // Tap shifts s = ⌊(kx·dil − pad_left) / 2⌋ span [s_lo, s_hi]; phase
+  // arrays start at j = s_lo ("lead" = −s_lo zeros' worth of columns).
+  auto shift = [&](int64_t kx) {
+    const int64_t c = kx * p.dil_w - p.pad_left;
+    return c >= 0 ? c / 2 : -((1 - c) / 2);
+  };
+  const int64_t s_lo = shift(0), s_hi = shift(p.kw - 1), len = owp + s_hi - s_lo;
+  thread_local std::vector<float> phases, out;
+  thread_local std::vector<const float*> taps;
+  phases.resize(static_cast<size_t>(cig * p.kh * 2 * len));
+  out.resize(static_cast<size_t>(kMr * owp));
+  taps.resize(static_cast<size_t>(k));
+  for (int64_t ci = 0; ci < cig; ++ci)
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
+      float* ph = phases.data() + (ci * p.kh + ky) * 2 * len;
+      for (int64_t phi = 0; phi < 2; ++phi) {
+        if (iy < 0 || iy >= p.h) {
+          std::fill(ph + phi * len, ph + (phi + 1) * len, 0.f);
+        } else {
+          column_phase(xg + (ci * p.h + iy) * p.w, p.w, phi, -s_lo, len, ph + phi * len);
+        }
+      }
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        const int64_t c = kx * p.dil_w - p.pad_left, s = shift(kx);
+        taps[static_cast<size_t>((ci * p.kh + ky) * p.kw + kx)] =
+            ph + (c - 2 * s) * len + (s - s_lo);
+      }
+    }
+  for (int64_t pn = 0; pn * kMr < cog; ++pn) {
+    const int64_t rows = std::min(kMr, cog - pn * kMr);
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += kNr)
+      kStride2Tiles[rows - 1](k, ag + pn * k * kMr, taps.data(), ox0, out.data(), owp);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t o = pn * kMr + r;
+      f32_bias_act_avx2(act, bias ? bias[o] : 0.f, out.data() + r * owp, yg + o * ohw + oy * ow,
+                        ow);
+    }
+  }
+}
+
 // Output pixels [j0, j0 + nb) of all of one group's cog channels of one
 // image: yg[o, j] = act(Σ_k W[o, k]·im2col(xg)[k, j] + bias[o]), k ascending
 // (in chunks of 256). `ag` is that group's packed weights, `bias` that
@@ -280,13 +395,20 @@ void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const
   const int64_t blocks = (ohw + bn - 1) / bn;
   const int64_t items = p.n * p.groups * blocks;
   const int64_t packed_group = (cog + kMr - 1) / kMr * kMr * k;
-  if (cog <= 3 && p.stride_w == 1) {  // few channels: direct, items (image, group, row)
+  if ((cog <= 3 && p.stride_w == 1) || stride2_direct(p, k, cog)) {  // direct: (image, group, row)
+    const bool few = cog <= 3 && p.stride_w == 1;
     const int64_t oh = p.out_h(), rows = p.n * p.groups * oh;
     const bool par = rows > 1 && detail::worth_threads(p.n * p.c_out * ohw * k);
     linalg::parallel_for(rows, par, [&](int64_t item) {
       const int64_t oy = item % oh, g = (item / oh) % p.groups, b = item / (oh * p.groups);
-      direct_row(p, x + (b * p.c_in + g * cig) * p.h * p.w, cig, cog, packed + g * packed_group,
-                 bias ? bias + g * cog : nullptr, act, oy, y + (b * p.c_out + g * cog) * ohw);
+      const float* xg = x + (b * p.c_in + g * cig) * p.h * p.w;
+      const float* bg = bias ? bias + g * cog : nullptr;
+      float* yg = y + (b * p.c_out + g * cog) * ohw;
+      if (few) {
+        direct_row(p, xg, cig, cog, packed + g * packed_group, bg, act, oy, yg);
+      } else {
+        stride2_row(p, xg, cig, cog, packed + g * packed_group, bg, act, oy, yg);
+      }
     });
     return;
   }

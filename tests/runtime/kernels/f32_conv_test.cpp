@@ -171,39 +171,40 @@ TEST_F(F32Conv, FewChannelsMatchReference) {
   }
 }
 
+// Each output of `c` by opt().conv_gemm is one FMA chain over k = (ci, ky,
+// kx) ascending from +0, padding taps included as products with 0 (no bias,
+// no activation): computed here with std::fma, the kernel's bits exactly.
+void expect_one_fma_chain_per_output(const ConvCase& c, uint64_t seed) {
+  const Conv2dParams p = params(c);
+  const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
+  const auto x = uniform(p.n * p.c_in * p.h * p.w, seed);
+  const auto w = uniform(p.c_out * cig * p.kh * p.kw, seed + 1);
+  const int64_t oh = p.out_h(), ow = p.out_w();
+  std::vector<float> want(static_cast<size_t>(p.n * p.c_out * oh * ow)), got(want.size(), -9.f);
+  for (int64_t b = 0; b < p.n; ++b)
+    for (int64_t o = 0; o < p.c_out; ++o)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          float acc = 0.f;
+          const int64_t g = o / cog;
+          for (int64_t ci = 0; ci < cig; ++ci)
+            for (int64_t ky = 0; ky < p.kh; ++ky)
+              for (int64_t kx = 0; kx < p.kw; ++kx) {
+                const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
+                const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dil_w;
+                const bool in = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w;
+                const float xv = in ? x[((b * p.c_in + g * cig + ci) * p.h + iy) * p.w + ix] : 0.f;
+                acc = std::fma(w[((o * cig + ci) * p.kh + ky) * p.kw + kx], xv, acc);
+              }
+          want[((b * p.c_out + o) * oh + oy) * ow + ox] = acc + 0.f;
+        }
+  kernel_table(Isa::avx2).conv_gemm(p, x.data(), w.data(), nullptr, got.data(), Activation::none());
+  expect_same(got, want, label(c));
+}
+
 TEST_F(F32Conv, FewChannelsAreOneFmaChainPerOutput) {
-  // Each output is one FMA chain over k = (ci, ky, kx) ascending from +0,
-  // padding taps included as products with 0 (no bias, no activation):
-  // computed here with std::fma, the kernel's bits exactly.
   uint64_t seed = 1400;
-  for (const ConvCase& c : kFewChannelCases) {
-    const Conv2dParams p = params(c);
-    const int64_t cig = p.c_in / p.groups, cog = p.c_out / p.groups;
-    const auto x = uniform(p.n * p.c_in * p.h * p.w, seed += 3);
-    const auto w = uniform(p.c_out * cig * p.kh * p.kw, seed + 1);
-    const int64_t oh = p.out_h(), ow = p.out_w();
-    std::vector<float> want(static_cast<size_t>(p.n * p.c_out * oh * ow)), got(want.size(), -9.f);
-    for (int64_t b = 0; b < p.n; ++b)
-      for (int64_t o = 0; o < p.c_out; ++o)
-        for (int64_t oy = 0; oy < oh; ++oy)
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            float acc = 0.f;
-            const int64_t g = o / cog;
-            for (int64_t ci = 0; ci < cig; ++ci)
-              for (int64_t ky = 0; ky < p.kh; ++ky)
-                for (int64_t kx = 0; kx < p.kw; ++kx) {
-                  const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
-                  const int64_t ix = ox * p.stride_w - p.pad_left + kx * p.dil_w;
-                  const bool in = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w;
-                  const float xv =
-                      in ? x[((b * p.c_in + g * cig + ci) * p.h + iy) * p.w + ix] : 0.f;
-                  acc = std::fma(w[((o * cig + ci) * p.kh + ky) * p.kw + kx], xv, acc);
-                }
-            want[((b * p.c_out + o) * oh + oy) * ow + ox] = acc + 0.f;
-          }
-    opt().conv_gemm(p, x.data(), w.data(), nullptr, got.data(), Activation::none());
-    expect_same(got, want, label(c));
-  }
+  for (const ConvCase& c : kFewChannelCases) expect_one_fma_chain_per_output(c, seed += 3);
 }
 
 TEST_F(F32Conv, FewChannelsGiveTheSameBitsAtOneAndTwoThreadsAndKeepNaN) {
@@ -229,6 +230,65 @@ TEST_F(F32Conv, FewChannelsGiveTheSameBitsAtOneAndTwoThreadsAndKeepNaN) {
       const bool near = std::abs(oy - 33) <= 1 && std::abs(ox - 47) <= 1;
       EXPECT_EQ(std::isnan(one[oy * p.out_w() + ox]), near) << oy << "," << ox;
     }
+}
+
+// Stride-2 columns, K ≤ 64, more than 3 channels a group: direct from the
+// input rows' column phases (stride2_row). The detector's 3→16 stem on an
+// odd plane; pads 0 and 2 (the first tap in phase 0 or shifted left by
+// one); a dilated 5-wide kernel; row stride 1 and 3; panels of 1 and 5
+// rows (7 and 11 channels); two images; groups of 4 channels; widths below
+// 16 (one tile past the row) and 8 (no vector phase split); K = 64 exactly.
+const ConvCase kStride2DirectCases[] = {
+    // n, c_in, h, w, c_out, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, column_block
+    {1, 3, 33, 47, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0},
+    {1, 3, 20, 70, 7, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1, 0},
+    {2, 2, 17, 61, 11, 3, 5, 1, 2, 1, 2, 1, 2, 1, 2, 1, 0},
+    {1, 1, 25, 40, 6, 5, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0},
+    {1, 6, 15, 29, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 0},
+    {1, 3, 9, 11, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0},
+    {1, 3, 9, 7, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0},
+    {1, 4, 18, 90, 9, 4, 4, 2, 2, 1, 1, 2, 2, 1, 1, 1, 0},
+};
+
+TEST_F(F32Conv, Stride2DirectMatchesReference) {
+  uint64_t seed = 1600;
+  for (const ConvCase& c : kStride2DirectCases) {
+    for (const Activation& act : kActs) check(c, opt().conv_gemm, act, true, seed += 3);
+    check(c, nullptr, Activation::none(), false, seed += 3, true);
+  }
+}
+
+TEST_F(F32Conv, Stride2DirectIsOneFmaChainPerOutput) {
+  uint64_t seed = 1700;
+  for (const ConvCase& c : kStride2DirectCases) expect_one_fma_chain_per_output(c, seed += 3);
+}
+
+TEST_F(F32Conv, Stride2DirectGivesTheSameBitsAtOneAndTwoThreadsAndKeepsNaN) {
+  const Conv2dParams p = params({1, 3, 160, 160, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0});
+  auto x = uniform(p.c_in * p.h * p.w, 1800);
+  const auto w = uniform(p.c_out * p.c_in * 9, 1801);
+  const auto bias = uniform(p.c_out, 1802);
+  x[(1 * p.h + 41) * p.w + 67] = std::numeric_limits<float>::quiet_NaN();
+  const size_t ny = static_cast<size_t>(p.c_out * p.out_h() * p.out_w());
+  std::vector<float> one(ny), two(ny, -99.f);
+  {
+    linalg::ThreadLimit limit(1);
+    opt().conv_gemm(p, x.data(), w.data(), bias.data(), one.data(), Activation::hard_swish());
+  }
+  {
+    linalg::ThreadLimit limit(2);
+    opt().conv_gemm(p, x.data(), w.data(), bias.data(), two.data(), Activation::hard_swish());
+  }
+  expect_same(two, one, "stride-2 direct at 2 threads against 1");
+  // Input (41, 67) is read by outputs oy with 2·oy − 1 + ky = 41 (oy 20, 21)
+  // and ox with 2·ox − 1 + kx = 67 (ox 33, 34), in every channel.
+  for (int64_t o = 0; o < p.c_out; ++o)
+    for (int64_t oy = 0; oy < p.out_h(); ++oy)
+      for (int64_t ox = 0; ox < p.out_w(); ++ox) {
+        const bool near = (oy == 20 || oy == 21) && (ox == 33 || ox == 34);
+        EXPECT_EQ(std::isnan(one[(o * p.out_h() + oy) * p.out_w() + ox]), near)
+            << o << ": " << oy << "," << ox;
+      }
 }
 
 TEST_F(F32Conv, PackedWeightsMatchReference) {
