@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "tailor/core/checked.h"
 #include "tailor/core/error.h"
@@ -49,6 +50,7 @@ Problem make_problem(const ModelProfile& profile, Objective objective, int64_t b
                        fmt::format("the byte total up to layer \"{}\" (largest candidate {} bytes)",
                                    l.name, with_commas(largest)));
   }
+  double worst_total = 0;  // the largest cost of every layer, summed
   for (const LayerProfile& l : profile.layers) {
     const double weight =
         total_numel > 0 ? static_cast<double>(static_cast<long double>(l.numel) / total_numel) : 0;
@@ -82,8 +84,20 @@ Problem make_problem(const ModelProfile& profile, Objective objective, int64_t b
           cost = *c.output_damage;
           break;
       }
+      // Finite inputs can still overflow (a rel_error of 1e160 squared): the
+      // solvers sort and subtract costs, where inf − inf is NaN.
+      if (!std::isfinite(cost))
+        throw Error(source, fmt::format("layer \"{}\" candidate \"{}\": its {} objective term "
+                                        "is not finite (rel_error {})",
+                                        l.name, c.label, objective_name(objective), c.rel_error));
       options.push_back({c.bytes, cost});
     }
+    double largest = 0;
+    for (const Option& o : options) largest = std::max(largest, o.cost);
+    worst_total += largest;
+    if (!std::isfinite(worst_total))
+      throw Error(source, fmt::format("the {} objective summed up to layer \"{}\" is not finite",
+                                      objective_name(objective), l.name));
     p.layers.push_back(std::move(options));
   }
   return p;

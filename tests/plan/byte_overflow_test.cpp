@@ -84,6 +84,35 @@ TEST(ByteOverflow, SumsOverAProblemBuiltByHandAreChecked) {
   testing::expect_error_naming([&] { plan::min_bytes(p); }, "hand", "overflows 64 bits");
 }
 
+// Finite errors whose objective term overflows: rel_error 1e160 squared is
+// inf under numel, and two of 1.5e308 sum to inf under sum. The exact
+// solver's reduced-cost sort met inf − inf = NaN and crashed (`tailor plan`,
+// SIGSEGV); the problem now refuses them, naming the layer.
+TEST(ByteOverflow, ProblemRefusesObjectiveTermsThatOverflow) {
+  ModelProfile p = huge_profile();
+  for (LayerProfile& l : p.layers)
+    for (Candidate& c : l.candidates) c.bytes = 100;
+  EXPECT_NO_THROW(plan::make_problem(p, plan::Objective::numel, 1000, "big.json"));
+  p.layers[0].candidates[1].rel_error = 1e160;
+  testing::expect_error_naming(
+      [&] { plan::make_problem(p, plan::Objective::numel, 1000, "big.json"); }, "big.json",
+      "layer \"l0\" candidate \"int8\": its numel objective term is not finite");
+  EXPECT_NO_THROW(plan::make_problem(p, plan::Objective::sum, 1000, "big.json"));
+  p.layers[0].candidates[1].rel_error = 1.5e308;
+  p.layers[1].candidates[0].rel_error = 1.5e308;
+  testing::expect_error_naming(
+      [&] { plan::make_problem(p, plan::Objective::sum, 1000, "big.json"); }, "big.json",
+      "the sum objective summed up to layer \"l1\" is not finite");
+  TempDir dir;
+  p.layers[0].candidates[1].rel_error = 1e160;
+  write_profile(dir.file("huge.json"), p);
+  const auto r = testing::run_cli("plan " + dir.file("huge.json") + " --budget 150 -o " +
+                                  dir.file("plan.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;  // one line
+  EXPECT_NE(r.output.find("is not finite"), std::string::npos) << r.output;
+}
+
 TEST(ByteOverflow, PlanCommandGivesOneLineError) {
   TempDir dir;
   const std::string path = dir.file("big.json");
