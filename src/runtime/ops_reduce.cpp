@@ -82,11 +82,11 @@ void reduce(OpContext& ctx, Red op, std::vector<int64_t> axes, bool keepdims, bo
                                case Red::sum:
                                  acc += v;
                                  break;
-                               case Red::max:
-                                 acc = std::max(acc, v);
+                               case Red::max:  // NaN stays NaN (std::max drops it)
+                                 if (v > acc || std::isnan(v)) acc = v;
                                  break;
                                case Red::min:
-                                 acc = std::min(acc, v);
+                                 if (v < acc || std::isnan(v)) acc = v;
                                  break;
                                case Red::prod:
                                  acc *= v;

@@ -31,6 +31,21 @@ TEST(OpsReduce, MeanSumMaxOverAxes) {
              {2, 1, 2}, {1, 2, 5, 6});
 }
 
+// A NaN anywhere in a row makes its max and min NaN, wherever it lies (the
+// first element, later ones); a row without one keeps its value. std::max
+// and std::min had dropped it: [1, NaN] gave 1.
+TEST(OpsReduce, MaxAndMinKeepNaN) {
+  const float nan = std::nanf("");
+  const Tensor x = f32({4, 3}, {nan, 1, 2, 1, nan, 3, -1, 5, nan, 4, -2, 0});
+  for (const char* op : {"ReduceMax", "ReduceMin"}) {
+    const Tensor y = OneOp{op, {x}, {{"axes", Attribute::of_ints({1})}}}.run1();
+    ASSERT_EQ(y.shape(), (Shape{4, 1})) << op;
+    const float* p = y.data<float>();
+    for (int r = 0; r < 3; ++r) EXPECT_TRUE(std::isnan(p[r])) << op << " row " << r;
+    EXPECT_EQ(p[3], std::string(op) == "ReduceMax" ? 4.f : -2.f) << op;
+  }
+}
+
 TEST(OpsReduce, SoftmaxPerAxisAndCoercedTo2D) {
   // softmax([0, ln 3]) = [1/4, 3/4].
   const float l3 = std::log(3.0f);
