@@ -1,6 +1,9 @@
 // A decoder graph with a KV cache run through the executor, and greedy
 // decoding (include/tailor/llm/llama.h).
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "llm/decoder_fusions.h"
@@ -245,6 +248,11 @@ std::vector<int32_t> generate_greedy(Decoder& decoder, std::span<const int32_t> 
   std::vector<int32_t> out;
   for (int32_t i = 0; i < n_tokens; ++i) {
     const float* last = logits.data() + (logits.size() - vocab);
+    // No source: the caller knows the file (attribute_errors).
+    if (std::any_of(last, last + vocab, [](float v) { return std::isnan(v); }))
+      throw Error("", fmt::format("the logits of generated token {} hold NaN (a weight or an "
+                                  "activation of the model is not finite)",
+                                  i + 1));
     const auto next = static_cast<int32_t>(std::max_element(last, last + vocab) - last);
     out.push_back(next);
     if (next == stop_token || i + 1 == n_tokens) break;

@@ -3,6 +3,9 @@
 // linears (CompressedLinear nodes) against their decoded weights, the CLI.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -221,6 +224,27 @@ TEST(Decoder, RejectsBadInput) {
   no_past.source = "g.onnx";
   expect_error_naming([&] { decoder_signature(no_past); }, "g.onnx", "'extra'");
   expect_error_naming([&] { Decoder(m, {"no_such_value"}); }, kStories, "no_such_value");
+}
+
+// A NaN weight (inside the first layer's wq) makes every logit NaN: generate
+// refuses in one line naming the checkpoint, instead of printing <unk> tokens
+// (an argmax over NaN) and exiting 0.
+TEST(DecoderCli, GenerateRefusesNaNLogitsNamingTheFile) {
+  TempDir dir;
+  std::ifstream in(kStories, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The header's 7 int32, then the 512×64 embedding and 5×64 attention norms.
+  const size_t at = 28 + 4 * (512 * 64 + 5 * 64 + 12);
+  ASSERT_LT(at + 4, bytes.size());
+  const float nan = std::nanf("");
+  std::memcpy(bytes.data() + at, &nan, 4);
+  const std::string path = dir.file("nan.bin");
+  std::ofstream(path, std::ios::binary) << bytes;
+  const auto r = run_cli("generate " + path + " --tokenizer " + kTok + " --tokens 4");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;  // one line
+  EXPECT_NE(r.output.find(path + ": the logits of generated token 1 hold NaN"), std::string::npos)
+      << r.output;
 }
 
 // `tailor run` on the checkpoint: inputs the declared types allow but the

@@ -66,9 +66,11 @@ void add_generate(CLI::App& app) {
     llm::Decoder decoder(std::move(model), {}, llm::llama_graph_passes());
     decoder.executor().set_profiling(profile);
     const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<int32_t> out =
-        llm::generate_greedy(decoder, ids, static_cast<int32_t>(std::min<int64_t>(tokens, room)),
-                             /*stop_token=*/2);
+    const std::vector<int32_t> out = attribute_errors(path, [&] {
+      return llm::generate_greedy(decoder, ids,
+                                  static_cast<int32_t>(std::min<int64_t>(tokens, room)),
+                                  /*stop_token=*/2);
+    });
     if (profile) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const size_t steps = out.size();  // the prompt step, then one per token but the last
