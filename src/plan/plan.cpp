@@ -1,5 +1,8 @@
 #include "tailor/plan/plan.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -143,6 +146,8 @@ Plan read_plan(const std::string& path) {
   p.total_bytes = get<int64_t>(j, "total_bytes", path, "");
   p.solver = get<std::string>(j, "solver", path, "");
   p.objective = get<std::string>(j, "objective", path, "");
+  if (j.contains("seed") && !j["seed"].is_number_unsigned())
+    throw Error(path, "\"seed\" must be an integer in [0, 2^64), found " + j["seed"].dump());
   p.seed = j.contains("seed") ? get<uint64_t>(j, "seed", path, "") : 0;
   p.objective_value = bound(j, "objective_value", path);
   p.lower_bound = bound(j, "lower_bound", path);
@@ -175,6 +180,18 @@ Plan read_plan(const std::string& path) {
                                {"fixed_bytes", p.fixed_bytes},
                                {"total_bytes", p.total_bytes}})
     if (v < 0) throw Error(path, std::string("\"") + key + "\" must be ≥ 0");
+  int64_t sum = p.fixed_bytes;
+  for (const PlanChoice& c : p.choices)
+    sum = checked_add(sum, c.bytes, path, "fixed_bytes plus the choices' bytes");
+  if (sum != p.total_bytes)
+    throw Error(path, fmt::format("\"total_bytes\" is {}, but fixed_bytes plus the choices' bytes "
+                                  "is {}",
+                                  p.total_bytes, sum));
+  const auto& names = solver_names();
+  if (std::find(names.begin(), names.end(), p.solver) == names.end() &&
+      p.solver.rfind("uniform ", 0) != 0)
+    throw Error(path, "\"solver\" \"" + p.solver +
+                          "\" is none of exact, greedy, cem, dado, gumbel or \"uniform LABEL\"");
   return p;
 }
 

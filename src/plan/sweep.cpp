@@ -1,6 +1,8 @@
 // The error-vs-budget sweep and the solver comparison of a chosen plan.
 #include "tailor/plan/sweep.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -56,12 +58,31 @@ std::vector<int> find_candidates(const ModelProfile& profile, const Plan& plan,
   return out;
 }
 
+void check_plan_numbers(const ModelProfile& profile, const Plan& plan, const std::string& source) {
+  const std::vector<int> picked = find_candidates(profile, plan, source);
+  check(plan.fixed_bytes == profile.fixed_bytes, source,
+        fmt::format("\"fixed_bytes\" {} but the profile's are {}: not a plan of this profile",
+                    plan.fixed_bytes, profile.fixed_bytes));
+  for (size_t i = 0; i < picked.size(); ++i) {
+    const Candidate& c = profile.layers[i].candidates[static_cast<size_t>(picked[i])];
+    const PlanChoice& ch = plan.choices[i];
+    check(ch.bytes == c.bytes && ch.rel_error == c.rel_error, source,
+          fmt::format("layer \"{}\" {}: {} bytes at rel_error {} in the plan, {} at {} in the "
+                      "profile",
+                      ch.layer, ch.label, ch.bytes, ch.rel_error, c.bytes, c.rel_error));
+  }
+}
+
 PlanStudy study_plan(const ModelProfile& profile, const Plan& chosen, const std::string& source,
                      const StudyOptions& options) {
   check(options.curve_points >= 2, "report", "curve_points must be ≥ 2");
   find_candidates(profile, chosen, source);
-  const Objective objective =
-      attribute_errors(source, [&] { return parse_objective(chosen.objective); });
+  Objective objective{};
+  try {
+    objective = parse_objective(chosen.objective);
+  } catch (const Error& e) {  // parse_objective names the flag; here it is the file's field
+    throw Error(source, "\"objective\": " + e.message());
+  }
   SolveOptions solve_options;
   solve_options.seed = chosen.seed;
   solve_options.time_limit_s = options.time_limit_s;

@@ -97,6 +97,7 @@ TEST(PlanJson, PlanNamesLayersAndLabelsAndRoundTrips) {
 
 TEST(PlanJson, UnknownBoundsAreNull) {
   Plan p;
+  p.solver = "exact";
   p.lower_bound = std::nan("");
   p.gap = std::nan("");
   const nlohmann::json j = nlohmann::json::parse(plan_to_json(p));

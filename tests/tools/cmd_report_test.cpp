@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "tailor/io/atomic_file.h"
@@ -112,6 +113,48 @@ TEST_F(ReportCli, ErrorsExitTwoAndWriteNothing) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(dir_.file("other_plan.json")), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("other.weight"), std::string::npos) << r.output;
+
+  // A plan of this profile whose numbers were edited: the report printed
+  // "5 of 534,660 bytes" from them. Each edit is refused, naming the file.
+  const std::string good = dir_.file("good_plan.json");
+  ASSERT_EQ(run_cli("plan " + profile_ + " --budget 40% -o " + good).exit_code, 0);
+  const nlohmann::json base = nlohmann::json::parse(read_file(good));
+  struct Edit {
+    const char* what;
+    std::function<void(nlohmann::json&)> apply;
+    const char* message;
+  };
+  const Edit edits[] = {
+      {"total", [](nlohmann::json& j) { j["total_bytes"] = 5; }, "\"total_bytes\" is 5"},
+      {"bytes",
+       [](nlohmann::json& j) {
+         j["choices"][0]["bytes"] = j["choices"][0]["bytes"].get<int64_t>() + 1;
+         j["total_bytes"] = j["total_bytes"].get<int64_t>() + 1;
+       },
+       "in the plan"},
+      {"rel_error", [](nlohmann::json& j) { j["choices"][1]["rel_error"] = 0.5; }, "rel_error 0.5"},
+      {"fixed",
+       [](nlohmann::json& j) {
+         j["fixed_bytes"] = 0;
+         j["total_bytes"] = j["total_bytes"].get<int64_t>() - 500;
+       },
+       "\"fixed_bytes\" 0"},
+      {"solver", [](nlohmann::json& j) { j["solver"] = "magic"; }, "\"solver\" \"magic\""},
+      {"seed", [](nlohmann::json& j) { j["seed"] = -1; }, "\"seed\" must be an integer"},
+      {"objective", [](nlohmann::json& j) { j["objective"] = "magic"; },
+       "\"objective\": unknown objective"},
+  };
+  for (const Edit& e : edits) {
+    nlohmann::json j = base;
+    e.apply(j);
+    const std::string edited = dir_.file(std::string("edited_") + e.what + ".json");
+    testing::write_bytes(edited, j.dump(2));
+    r = run_cli("report " + profile_ + " --plan " + edited + " -o " + out);
+    EXPECT_EQ(r.exit_code, 2) << e.what << ": " << r.output;
+    EXPECT_NE(r.output.find(edited + ": "), std::string::npos) << e.what << ": " << r.output;
+    EXPECT_NE(r.output.find(e.message), std::string::npos) << e.what << ": " << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out + "/report.json")) << e.what;
+  }
 
   // No gnuplot on PATH: a clear error, and no half report.
   const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";

@@ -35,6 +35,7 @@ void run_report(const ReportArgs& a) {
   std::string plan_source = a.plan;
   if (!a.plan.empty()) {
     chosen = plan::read_plan(a.plan);
+    plan::check_plan_numbers(profile, chosen, a.plan);
   } else {
     if (a.budget.empty())
       throw Error("tailor report", "give --plan plan.json, or --budget to plan here");

@@ -48,6 +48,13 @@ std::vector<SweepPoint> sweep_budgets(const Problem& problem, const std::vector<
 std::vector<int> find_candidates(const ModelProfile& profile, const Plan& plan,
                                  const std::string& source);
 
+/// find_candidates, and a plan.json's numbers against `profile`: each
+/// choice's "bytes" and "rel_error" those of its candidate, "fixed_bytes" the
+/// profile's. For a plan read from a file (`tailor report --plan`), whose
+/// totals the report prints. Throws Error naming `source` at the first
+/// mismatch.
+void check_plan_numbers(const ModelProfile& profile, const Plan& plan, const std::string& source);
+
 /// Settings of study_plan.
 struct StudyOptions {
   /// Points of the error-vs-budget sweep (≥ 2).
