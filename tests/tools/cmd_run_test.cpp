@@ -93,11 +93,19 @@ TEST(RunCli, InputErrorsNameTheInput) {
   EXPECT_NE(r.output.find("input 'x': missing"), std::string::npos) << r.output;
   r = run_cli("run " + model + " --input x=" + dir.file("bad_shape.npy"));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("input 'x': shape [3, 2], the model expects [2, 3]"), std::string::npos)
+  // The .npy is named first: the file to fix.
+  EXPECT_NE(r.output.find(dir.file("bad_shape.npy") +
+                          ": input 'x': shape [3, 2], the model expects [2, 3]"),
+            std::string::npos)
       << r.output;
   r = run_cli("run " + model + " --input x=" + dir.file("bad_type.npy"));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("input 'x': dtype i64"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(dir.file("bad_type.npy") + ": input 'x': dtype i64"), std::string::npos)
+      << r.output;
+  r = run_cli("run " + model + " --input x=");  // was "cannot open", naming nothing
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--input: expected NAME=FILE.npy, got \"x=\""), std::string::npos)
+      << r.output;
   r = run_cli("run " + model + " --input " + dir.file("bad_type.npy"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("NAME=FILE.npy"), std::string::npos) << r.output;

@@ -122,21 +122,39 @@ void add_run(CLI::App& app) {
           pass_line +=
               fmt::format("  pass {:<9} {:>9.1f} ms  -> {} nodes\n", t.name, t.ms, t.nodes_after);
     }
-    runtime::Executor ex(std::move(model));
+    runtime::Executor ex = [&] {
+      try {
+        return runtime::Executor(std::move(model));
+      } catch (const Error& e) {  // a node's error: name the model too
+        if (e.source() != path) throw Error(path, e.what());
+        throw;
+      }
+    }();
 
     std::map<std::string, Tensor> feeds;
+    std::map<std::string, std::string> files;  // input name → its .npy
     for (const std::string& spec : inputs) {
       const size_t eq = spec.find('=');
-      if (eq == std::string::npos || eq == 0)
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
         throw Error("--input", "expected NAME=FILE.npy, got \"" + printable(spec) + "\"");
       const std::string name = spec.substr(0, eq);
       if (feeds.count(name)) throw Error("input '" + printable(name) + "'", "given twice");
-      feeds[name] = read_npy(spec.substr(eq + 1));
+      files[name] = spec.substr(eq + 1);
+      feeds[name] = read_npy(files[name]);
     }
     for (auto& [name, t] : llm::empty_pasts(ex.model(), feeds)) feeds[name] = std::move(t);
     llm::check_decoder_feeds(ex.model(), feeds);
     auto t0 = std::chrono::steady_clock::now();
-    std::map<std::string, Tensor> outs = ex.run(feeds);
+    std::map<std::string, Tensor> outs;
+    try {
+      outs = ex.run(feeds);
+    } catch (const Error& e) {
+      // The executor names the input or the node; the file is ours to add.
+      for (const auto& [name, file] : files)
+        if (e.source() == "input '" + name + "'") throw Error(file, e.what());
+      if (e.source() != path) throw Error(path, e.what());
+      throw;
+    }
     const double first_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
