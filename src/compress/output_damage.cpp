@@ -248,6 +248,15 @@ void measure_output_damage(const graph::Model& model,
   for (const auto& in : inputs) {
     runs.emplace_back(ex, in);
     reference.push_back(runs.back().finish());
+    // A non-finite output makes every damage NaN (no plan can be chosen on it).
+    for (const std::string& name : outputs)
+      if (const auto it = reference.back().find(name); it != reference.back().end())
+        if (const NonFinite bad = find_non_finite(it->second); bad.count > 0)
+          throw Error(name, fmt::format("the original model's output holds {} non-finite value{} "
+                                        "(element {} is {}) on calibration input {} of {}; no "
+                                        "output damage can be measured from it",
+                                        bad.count, bad.count == 1 ? "" : "s", bad.first,
+                                        bad.first_value, reference.size() - 1, inputs.size()));
   }
 
   // Layers in the order of their first reader, so every cut moves forward.

@@ -229,7 +229,9 @@ class Recogniser(unittest.TestCase):
         with self.assertRaises(tailor.Error) as e:
             tailor.run(self.model, {"x": bad})
         np.save(self.path("bad.npy"), bad)
-        self.assertEqual(str(e.exception), cli_error("run", REC, "-i", f"x={self.path('bad.npy')}"))
+        # The command also names the .npy it read; the binding has none.
+        self.assertEqual(f"{self.path('bad.npy')}: {e.exception}",
+                         cli_error("run", REC, "-i", f"x={self.path('bad.npy')}"))
         self.profile.save(self.path("e.json"))
         with self.assertRaises(tailor.Error) as e:
             tailor.plan(self.profile, budget="lots")
