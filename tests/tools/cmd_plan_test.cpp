@@ -137,6 +137,23 @@ TEST_F(PlanCli, BadArgumentsExitTwo) {
   const auto missing = run_cli("plan " + dir_.file("none.json") + " --budget 25%");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.output.find("none.json"), std::string::npos) << missing.output;
+  // Refused with a message in the option's terms: a negative thread count
+  // printed the range up to DBL_MAX in 309 digits, a nan time limit ran, a
+  // seed of -1 became 2^64 − 1. Report takes the same options the same way.
+  const std::pair<const char*, const char*> bad[] = {
+      {"--threads -3", "--threads: Value -3 not in range 0 to 1024"},
+      {"--time-limit nan", "expected a finite number >= 0, got \"nan\""},
+      {"--time-limit inf", "expected a finite number >= 0, got \"inf\""},
+      {"--seed -1", "expected an integer >= 0, got \"-1\""},
+  };
+  for (const auto& [opt, message] : bad)
+    for (const std::string cmd : {"plan ", "report "}) {
+      const auto r =
+          run_cli(cmd + profile_ + " --budget 25% " + opt + " -o " + dir_.file("out_" + cmd));
+      EXPECT_EQ(r.exit_code, 2) << cmd << opt << ": " << r.output;
+      EXPECT_NE(r.output.find(message), std::string::npos) << cmd << opt << ": " << r.output;
+      EXPECT_EQ(r.output.find("17976931"), std::string::npos) << r.output;
+    }
 }
 
 }  // namespace

@@ -214,7 +214,8 @@ void add_compress(CLI::App& app) {
                   "(2-3 measured probes per layer and scheme family, the rest alpha * rel_error^2) "
                   "or auto (default: fitted above 20M profiled weights)")
       ->check(CLI::IsMember({"auto", "measured", "fitted"}));
-  cmd->add_option("--seed", o.seed, "Seed of solvers and verification inputs (default 0)");
+  cmd->add_option("--seed", o.seed, "Seed of solvers and verification inputs (default 0)")
+      ->check(kUnsigned);
   cmd->add_option("--calib", o.calib_dir,
                   "Folder of verification inputs (one input: every .npy, and .png for an image "
                   "input [1,3,H,W]; several: one subfolder per sample holding <input>.npy)");

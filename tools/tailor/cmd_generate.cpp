@@ -120,7 +120,7 @@ void add_kld(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--length", options.length, "Tokens per sequence after BOS")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--seed", options.seed, "Sampling seed");
+  cmd->add_option("--seed", options.seed, "Sampling seed")->check(kUnsigned);
   cmd->add_flag("--json", json, "Print the result as JSON");
   cmd->callback([] {
     check(!scheme.empty() || !plan_path.empty(), "kld", "give --scheme or --plan");

@@ -144,12 +144,12 @@ void add_plan(CLI::App& app) {
       ->check(CLI::IsMember(solvers));
   cmd->add_option("--objective", args.objective, "numel (default), sum or activation")
       ->check(CLI::IsMember({"numel", "sum", "activation"}));
-  cmd->add_option("--seed", args.seed, "Seed of the search solvers (default 0)");
+  cmd->add_option("--seed", args.seed, "Seed of the search solvers (default 0)")->check(kUnsigned);
   cmd->add_option("--time-limit", args.time_limit,
                   "Seconds per solver (0: none); exact then reports its certified gap")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kFiniteNonNegative);
   cmd->add_option("--threads", args.threads, "Worker threads (default 0: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kThreadCount);
   cmd->add_option("-o,--output", args.output,
                   "Write plan.json (schema in docs/formats.md; with --solver all, exact's plan)");
   cmd->add_option("--max-latency", args.max_latency,

@@ -93,13 +93,14 @@ void add_report(CLI::App& app) {
       ->check(CLI::IsMember({"numel", "sum", "activation"}))
       ->excludes(plan_opt);
   cmd->add_option("--seed", args.seed, "Without --plan: seed of the search solvers (default 0)")
-      ->excludes(plan_opt);
+      ->excludes(plan_opt)
+      ->check(kUnsigned);
   cmd->add_option("--verify", args.verify,
                   "verify.json with measured output errors (schema in docs/formats.md)");
   cmd->add_option("--time-limit", args.time_limit, "Seconds per solver run (default 30)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kFiniteNonNegative);
   cmd->add_option("--threads", args.threads, "Worker threads (default 0: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kThreadCount);
   cmd->add_option("-o,--output", args.output, "Folder for report.html and report.json")->required();
   cmd->callback([] {
     linalg::set_threads(args.threads);

@@ -92,7 +92,8 @@ void add_tune(CLI::App& app) {
   cmd->add_option("MODEL", path, "ONNX model (with --replay: defaults to the record's model)");
   cmd->add_option("--measurements", measurements, "Measurements per method")->capture_default_str();
   cmd->add_option("--seed", seed, "Seed of the random inputs and the searches")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kUnsigned);
   cmd->add_option("--threads", threads, "Most threads offered (0: OpenMP's default)")
       ->capture_default_str();
   cmd->add_option("--repeats", repeats, "Timed runs per candidate")->capture_default_str();

@@ -68,7 +68,8 @@ void add_tune_train(CLI::App& app) {
   cmd->add_option("--measurements", measurements, "Configurations measured per model")
       ->capture_default_str();
   cmd->add_option("--seed", seed, "Seed of the inputs, the sampling and the split")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kUnsigned);
   cmd->add_option("--threads", threads, "Most threads offered (0: OpenMP's default)")
       ->capture_default_str();
   cmd->add_option("--repeats", repeats, "Timed runs per configuration")->capture_default_str();

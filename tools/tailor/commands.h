@@ -3,6 +3,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 
 namespace tailor::cli {
 
@@ -38,6 +41,30 @@ void add_tune(CLI::App& app);
 /// `tailor tune-train MODEL... [--measurements N] [--seed S] [--evaluate MODEL...] [-o DIR]`:
 /// one cost model fitted to measured configurations of several models (DIR/cost_model.json).
 void add_tune_train(CLI::App& app);
+/// Option checks whose messages read as the option's: CLI11's NonNegativeNumber
+/// printed "not in range 0.000000 to 1797693…" (309 digits) and took nan, and
+/// an unsigned option took "-1" as 2^64 − 1.
+/// A finite number ≥ 0.
+inline const CLI::Validator kFiniteNonNegative(
+    [](std::string& s) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (s.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
+        return "expected a finite number >= 0, got \"" + s + "\"";
+      return "";
+    },
+    "NUMBER>=0");
+/// An integer in [0, 2^64): decimal digits only.
+inline const CLI::Validator kUnsigned(
+    [](std::string& s) -> std::string {
+      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+        return "expected an integer >= 0, got \"" + s + "\"";
+      return "";
+    },
+    "UINT");
+/// A thread count, 0 (all cores) to 1024.
+inline const CLI::Range kThreadCount(0, 1024);
+
 /// A value name as a safe file name (bytes outside [A-Za-z0-9._-] become '_'; "", ".", ".." are
 /// prefixed with '_').
 std::string sanitize_file_name(const std::string& name);
