@@ -8,6 +8,7 @@
 
 #include "tailor/core/checked.h"
 #include "tailor/core/error.h"
+#include "tailor/core/json.h"
 #include "tailor/io/atomic_file.h"
 #include "tailor/plan/cem.h"
 #include "tailor/plan/dado.h"
@@ -134,7 +135,7 @@ double bound(const nlohmann::json& j, const char* key, const std::string& path) 
 Plan read_plan(const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(path));
+    j = parse_json_unique_keys(read_file(path), path);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(path, std::string("not valid JSON: ") + e.what());
   }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "tailor/core/error.h"
+#include "tailor/core/json.h"
 #include "tailor/io/atomic_file.h"
 
 namespace tailor {
@@ -152,7 +153,7 @@ ModelProfile read_profile(const std::string& path) {
 ModelProfile parse_profile(const std::string& text, const std::string& path) {
   Json j;
   try {
-    j = Json::parse(text);
+    j = parse_json_unique_keys(text, path);
   } catch (const Json::parse_error& e) {
     throw Error(path, std::string("not valid JSON: ") + e.what());
   }

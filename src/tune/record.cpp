@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tailor/core/error.h"
+#include "tailor/core/json.h"
 #include "tailor/io/atomic_file.h"
 
 namespace tailor::tune {
@@ -213,7 +214,7 @@ void from_json(const json& j, TuneRecord& r) {
 
 TuneRecord read_record(const std::string& path) {
   try {
-    const json j = json::parse(read_file(path));
+    const json j = parse_json_unique_keys<json>(read_file(path), path);
     if (!j.is_object() || j.value("format", "") != "tailor.tune/1")
       throw Error(path, "not a tailor tune decision record (format tailor.tune/1)");
     return j.get<TuneRecord>();

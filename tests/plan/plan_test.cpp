@@ -136,6 +136,14 @@ TEST(PlanJson, ReadPlanRejectsMalformedFiles) {
   tailor::testing::write_bytes(
       path, head + R"({"layer": "a", "label": "int8", "rel_error": 0, "bytes": -3}]})");
   expect_error_naming([&] { read_plan(path); }, path, "choices[0]: \"bytes\" must be ≥ 0");
+  tailor::testing::write_bytes(
+      path, R"({"model": "m", "budget_bytes": 10, "total_bytes": 5, "total_bytes": 7})");
+  expect_error_naming([&] { read_plan(path); }, path, "key \"total_bytes\" appears twice");
+  // Checked against each other: the total, the solver, the seed.
+  tailor::testing::write_bytes(
+      path, head + R"({"layer": "a", "label": "int8", "rel_error": 0, "bytes": 4}]})");
+  expect_error_naming([&] { read_plan(path); }, path,
+                      "\"total_bytes\" is 5, but fixed_bytes plus the choices' bytes is 4");
 }
 
 TEST(PlanJson, SolveDispatchesByName) {

@@ -150,6 +150,18 @@ TEST(ProfileJson, RejectsNaNAndBrokenJson) {
   expect_error_naming([&] { read_profile(path); }, path, "not valid JSON");
   expect_error_naming([&] { read_profile(dir.file("missing.json")); }, dir.file("missing.json"),
                       "missing.json");
+  // A repeated key, legal JSON that nlohmann read as its last value: the
+  // second "layers" (empty) silently replaced the first.
+  write_bytes(path, R"({"model": "m", "dense_bytes": 4, "fixed_bytes": 0, "layers": [
+    {"name": "w", "shape_out_in": [1, 1], "numel": 1, "dense_bytes": 4,
+     "candidates": [{"label": "dense", "rel_error": 0, "bytes": 4, "macs": 1}]}],
+     "layers": []})");
+  expect_error_naming([&] { read_profile(path); }, path, "key \"layers\" appears twice");
+  // The same name in two different objects is no repeat.
+  write_bytes(path, R"({"model": "m", "dense_bytes": 4, "fixed_bytes": 0, "layers": [
+    {"name": "w", "shape_out_in": [1, 1], "numel": 1, "dense_bytes": 4,
+     "candidates": [{"label": "dense", "rel_error": 0, "bytes": 4, "macs": 1}]}]})");
+  EXPECT_EQ(read_profile(path).layers.size(), 1u);
 }
 
 }  // namespace
