@@ -61,6 +61,35 @@ void BM_SgemmPeak(benchmark::State& state) {
 }
 BENCHMARK(BM_SgemmPeak)->ArgsProduct({{1024}, {1, 2}})->ArgNames({"n", "threads"})->UseRealTime();
 
+// matmul y [m, n] = a [m, k] · b [k, n] (the recogniser's CTC head: 40 ×
+// 120 · 120 × 6625; a decoder's prompt step), 1 thread: path 0 the table's
+// gemm (OpenBLAS), 1 matmul itself (the 1×1-conv kernel, a as its weights,
+// where KernelTable::matmul_conv1x1).
+void BM_MatmulFewRows(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  tailor::linalg::set_threads(1);
+  const auto a = random_values(m * k, 1);
+  const auto b = random_values(k * n, 2);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  const int64_t as[] = {m, k}, bs[] = {k, n};
+  const KernelTable& t = active_kernels();
+  const double t0 = process_cpu_seconds();
+  for (auto _ : state) {
+    if (state.range(3) == 0) {
+      t.gemm(false, false, m, n, k, 1.f, a.data(), k, b.data(), n, 0.f, y.data(), n);
+    } else {
+      matmul(a.data(), as, b.data(), bs, y.data());
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flop_counters(state, 2.0 * m * n * k, process_cpu_seconds() - t0);
+}
+BENCHMARK(BM_MatmulFewRows)
+    ->ArgsProduct({{5, 16, 40, 64, 96, 160, 256, 512}, {120}, {6625}, {0, 1}})
+    ->ArgsProduct({{5, 40, 64}, {64, 480}, {512, 2048}, {0, 1}})
+    ->ArgNames({"m", "k", "n", "path"})
+    ->UseRealTime();
+
 // One conv layer: {c_in, h, w, c_out, k, stride_h, stride_w, dil, groups}.
 struct Layer {
   const char* name;

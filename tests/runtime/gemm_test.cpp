@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "runtime/kernel_test_util.h"
 #include "tailor/core/error.h"
+#include "tailor/linalg/threads.h"
+#include "tailor/runtime/kernels/conv.h"
 #include "tailor/runtime/kernels/gemm.h"
+#include "tailor/runtime/kernels/registry.h"
 
 namespace tailor::runtime::kernels {
 namespace {
@@ -100,6 +104,42 @@ TEST(MatmulKernel, MatchesDefinitionWithBroadcasting) {
   check_matmul({6}, {2, 6, 3}, 7);
   check_matmul({2, 4, 6}, {6}, 8);
   check_matmul({3, 1, 5}, {1, 5, 4}, 9);  // batch dims 3 vs 1
+  // Past the small products: one b of n ≥ 16 columns takes the 1×1 conv
+  // kernel where the table says so (matmul_conv1x1), with m not a multiple
+  // of its 12 rows and n not of its 32 columns; n = 15 keeps gemm.
+  check_matmul({40, 120}, {120, 700}, 10);
+  check_matmul({3, 13, 64}, {64, 50}, 11);
+  check_matmul({5, 64}, {64, 16}, 12);
+  check_matmul({300, 64}, {64, 15}, 13);
+}
+
+// With KernelTable::matmul_conv1x1, a product with one b is the 1×1 conv
+// kernel's, a as its weights: the same bits as calling it here, at 1 and 2
+// threads (NaN in a reaches its row of y only).
+TEST(MatmulKernel, OneWeightMatrixIsTheConv1x1KernelsProductWhereTheTableSaysSo) {
+  const KernelTable& kt = active_kernels();
+  if (!kt.matmul_conv1x1) GTEST_SKIP() << "matmul_conv1x1 is off for this CPU's table";
+  const int64_t m = 29, k = 96, n = 1000;
+  auto a = random_values(m * k, 21);
+  const auto b = random_values(k * n, 22);
+  a[7 * k + 5] = std::nanf("");
+  Conv2dParams cp;
+  cp.c_out = m, cp.c_in = k, cp.h = 1, cp.w = n;
+  std::vector<float> packed(static_cast<size_t>(kt.conv1x1_pack(cp, a.data(), nullptr)));
+  kt.conv1x1_pack(cp, a.data(), packed.data());
+  std::vector<float> want(static_cast<size_t>(m * n)), one(want.size()), two(want.size());
+  kt.conv1x1(cp, b.data(), packed.data(), nullptr, want.data(), Activation{});
+  for (auto [threads, y] : {std::pair{1, &one}, std::pair{2, &two}}) {
+    linalg::ThreadLimit limit(threads);
+    matmul(a.data(), Shape{m, k}, b.data(), Shape{k, n}, y->data());
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    const bool nan_row = static_cast<int64_t>(i) / n == 7;
+    ASSERT_EQ(std::isnan(one[i]), nan_row) << i;
+    if (nan_row) continue;
+    ASSERT_EQ(one[i], want[i]) << i;
+    ASSERT_EQ(two[i], want[i]) << i;
+  }
 }
 
 TEST(GemmKernel, HandComputedWithBroadcastC) {

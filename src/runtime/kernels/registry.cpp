@@ -140,6 +140,7 @@ const KernelTable& avx2_table() {
       t.conv1x1_pack = f32_conv1x1_pack_12x32;
       t.conv1x1 = f32_conv1x1_12x32_avx512;
       t.conv1x1_max_pixels = std::numeric_limits<int64_t>::max();
+      t.matmul_conv1x1 = true;
       t.conv_winograd = f32_conv_winograd_f43_avx512;
       t.winograd_min_plane = 8;
     }

@@ -399,6 +399,12 @@ struct KernelTable {
   /// automatic rule picks conv_winograd over the implicit GEMM (conv.cpp:
   /// 16, or 8 with the AVX-512 products, kernels_bench BM_Conv3x3Path)
   int64_t winograd_min_plane = 16;
+  /// Whether matmul runs a product y = a·b with one b [k, n] (n ≥ 16) as the
+  /// 1×1 conv kernel, a as its weights (conv1x1_pack per call) and b as its
+  /// [k, n] image, instead of gemm: where conv1x1 is
+  /// f32_conv1x1_12x32_avx512, 1.7–2.0× OpenBLAS's AVX2 sgemm on every shape
+  /// of kernels_bench BM_MatmulFewRows (m 5–512, k 64–480, n 512–6625).
+  bool matmul_conv1x1 = false;
 };
 
 /// Whether `isa`'s table was compiled in and this CPU runs it (cpu_features():
@@ -406,8 +412,9 @@ struct KernelTable {
 /// AVX512-VNNI kernel where the CPU has AVX512-VNNI and AVX512-VL, its
 /// q8q8_conv (with q8q8_conv_pack) q8_q8_conv_6x32_avx512vnni where it has
 /// AVX512-F, BW, VL and VNNI, and its
-/// conv1x1 (with conv1x1_pack) f32_conv1x1_12x32_avx512 and its conv_winograd
-/// f32_conv_winograd_f43_avx512 where it has AVX-512F.
+/// conv1x1 (with conv1x1_pack) f32_conv1x1_12x32_avx512, also for matmul
+/// (matmul_conv1x1), and its conv_winograd f32_conv_winograd_f43_avx512 where
+/// it has AVX-512F.
 bool isa_available(Isa isa);
 /// The table of `isa`; throws tailor::Error when it is not available.
 const KernelTable& kernel_table(Isa isa);
