@@ -58,7 +58,9 @@ SearchResult search_random(const DecisionSpace& space, const Oracle& oracle, int
   Recorder r(oracle, "random");
   Rng rng(seed);
   r.eval(space.default_configuration());
-  for (int tries = 0; r.count() < budget && tries < 100 * budget; ++tries) {
+  // 64-bit: 100 · budget overflowed int from budget 21,474,837 on.
+  const int64_t max_tries = int64_t{100} * budget;
+  for (int64_t tries = 0; r.count() < budget && tries < max_tries; ++tries) {
     Configuration c;
     for (const auto& d : space.decisions)
       c.push_back(static_cast<int>(rng.below(d.choices.size())));

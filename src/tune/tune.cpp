@@ -269,18 +269,36 @@ double sign_test_p_value(const std::vector<std::vector<double>>& rounds, size_t 
   return p / std::ldexp(1.0, n);
 }
 
-Configuration replay(const graph::Model& model, const TuneRecord& record) {
-  const ValueShapes& shapes = record.value_shapes;
-  const graph::PassOptions popt = runtime::default_pass_options();
-  const DecisionSpace space = build_space(model, shapes, popt, space_options(record.threads));
+namespace {
+
+/// The decision space of `model` as tune builds it for `record`, checked to be
+/// the record's, decision by decision (name, kind, choices, default): a
+/// record is applied only through choices derived here, never parsed from
+/// the file. Throws Error(who, ...) at the first difference.
+DecisionSpace model_space(const graph::Model& model, const TuneRecord& record,
+                          const std::string& who) {
+  if (record.threads < 1) throw Error(who, "the record's threads must be >= 1");
+  const DecisionSpace space = build_space(
+      model, record.value_shapes, runtime::default_pass_options(), space_options(record.threads));
   const DecisionSpace& recorded = record.space;
   if (space.decisions.size() != recorded.decisions.size())
-    throw Error("replay", "the model's decision space differs from the record's (another model?)");
-  for (size_t i = 0; i < space.decisions.size(); ++i)
-    if (space.decisions[i].name != recorded.decisions[i].name ||
-        space.decisions[i].choices != recorded.decisions[i].choices)
-      throw Error("replay",
-                  "decision '" + recorded.decisions[i].name + "' differs from the model's");
+    throw Error(who, "the model's decision space differs from the record's (another model?)");
+  for (size_t i = 0; i < space.decisions.size(); ++i) {
+    const Decision &a = space.decisions[i], &b = recorded.decisions[i];
+    if (a.name != b.name || a.kind != b.kind || a.choices != b.choices ||
+        a.default_choice != b.default_choice)
+      throw Error(who, "decision '" + b.name + "' differs from the model's");
+  }
+  space.validate(record.chosen.config);
+  return space;
+}
+
+}  // namespace
+
+Configuration replay(const graph::Model& model, const TuneRecord& record) {
+  const DecisionSpace space = model_space(model, record, "replay");
+  const ValueShapes& shapes = record.value_shapes;
+  const graph::PassOptions popt = runtime::default_pass_options();
   const std::string& statistic = record.harness.statistic;
   std::map<std::string, const MeasuredConfiguration*> by_key;
   for (const MeasuredConfiguration& m : record.measured) by_key[m.key] = &m;
@@ -313,7 +331,9 @@ AppliedConfiguration apply_record(const graph::Model& model, const TuneRecord& r
     throw Error("tuning", "the record was made for a model with " +
                               std::to_string(record.model_nodes) + " nodes, this one has " +
                               std::to_string(model.graph.nodes.size()));
-  Applier applier(model, record.space, runtime::default_pass_options());
+  const DecisionSpace space =
+      model_space(model, record, "tuning");  // the Applier keeps a reference
+  Applier applier(model, space, runtime::default_pass_options());
   return applier.apply(record.chosen.config);
 }
 

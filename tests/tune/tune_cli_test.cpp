@@ -80,6 +80,21 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
                        " --tuning " + tuned + "/decisions.json");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("tuning"), std::string::npos) << r.output;
+  // An edited record whose choices are not the model's: "abc" for a column
+  // block or a thread count ended in `tailor: internal error: stoll` (exit
+  // 3). Choices are now taken from the space built from the model, and a
+  // record whose space differs is refused naming the file and the decision.
+  json edited = json::parse(read_file(tuned + "/decisions.json"));
+  for (json& d : edited["space"]["decisions"])
+    if (d["kind"] == "threads") d["choices"][0] = "abc";
+  write_file_atomic(dir.file("edited.json"), edited.dump());
+  r = testing::run_cli("run " + model + " --tuning " + dir.file("edited.json") +
+                       " --input x=" + dir.file("x.npy"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir.file("edited.json") +
+                          ": tuning: decision 'threads' differs from the model's"),
+            std::string::npos)
+      << r.output;
   // A record missing a field is refused naming the file and the field.
   json partial = json::parse(read_file(tuned + "/decisions.json"));
   partial.erase("paired");

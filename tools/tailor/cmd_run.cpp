@@ -102,7 +102,14 @@ void add_run(CLI::App& app) {
         pass_line;  // printed with the outputs, once they are written (errors stay one line)
     if (!tuning.empty()) {
       const size_t before = model.graph.nodes.size();
-      tune::AppliedConfiguration tuned = tune::apply_record(model, tune::read_record(tuning));
+      const tune::TuneRecord record = tune::read_record(tuning);
+      tune::AppliedConfiguration tuned = [&] {
+        try {
+          return tune::apply_record(model, record);
+        } catch (const Error& e) {  // the record does not fit this model: name both
+          throw Error(tuning, e.what());
+        }
+      }();
       model = std::move(tuned.model);
       if (threads == 0) linalg::set_threads(tuned.threads);
       pass_line = fmt::format("tuning: {} ({} -> {} nodes)\n", printable(tuning), before,
