@@ -166,6 +166,9 @@ double softplus(double x) {
 }
 
 namespace {
+/// |θ| bound of a cost model read or fitted: coefficients up to 10^6 ms per
+/// feature unit, far past any fitted one.
+constexpr double kMaxTheta = 1e6;
 double sigmoid(double x) {
   return 1.0 / (1.0 + std::exp(-x));
 }
@@ -228,7 +231,15 @@ double CostModel::fit(const std::vector<std::vector<double>>& X, const std::vect
       grad[j] /= static_cast<double>(X.size());
       if (anchor_weight > 0) grad[j] += 2 * anchor_weight * (theta_[j] - (*anchor)[j]);
     }
+    const std::vector<double> before = theta_;
     adam.step(theta_, grad);
+    // A step that leaves θ non-finite or out of range ends the fit at the
+    // last good θ (what to_json writes must read back).
+    if (!std::all_of(theta_.begin(), theta_.end(),
+                     [](double t) { return std::fabs(t) <= kMaxTheta; })) {
+      theta_ = before;
+      break;
+    }
   }
   return loss;
 }
@@ -245,6 +256,12 @@ CostModel CostModel::from_json(const nlohmann::json& j, const std::vector<std::s
   CostModel m(names.size());
   m.theta_ = j.at("theta").get<std::vector<double>>();
   if (m.theta_.size() != names.size()) throw Error("cost model", "theta has the wrong length");
+  // Coefficients are softplus(θ) ≈ θ above 30: a θ of 1e308 made every
+  // prediction inf and the fit NaN, written back as null.
+  for (size_t i = 0; i < m.theta_.size(); ++i)
+    if (!(std::fabs(m.theta_[i]) <= kMaxTheta))
+      throw Error("cost model", "theta of term \"" + names[i] + "\" must be finite and within ±" +
+                                    std::to_string(static_cast<int>(kMaxTheta)));
   return m;
 }
 

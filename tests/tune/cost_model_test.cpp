@@ -6,6 +6,7 @@
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
 #include "tailor/tune/cost_model.h"
+#include "test_util.h"
 
 namespace tailor::tune {
 namespace {
@@ -37,6 +38,19 @@ TEST(TuneCostModel, AdamRecoversKnownCoefficients) {
   EXPECT_EQ(CostModel::from_json(m.to_json(names), names).theta(), m.theta());
   const std::vector<std::string> other = {"a", "b"};
   EXPECT_THROW(CostModel::from_json(m.to_json(names), other), Error);
+  // A θ of 1e308 (finite) made every prediction inf, the fit NaN and the
+  // written cost model null: refused on reading, naming the term.
+  nlohmann::json huge = m.to_json(names);
+  huge["theta"][2] = 1e308;
+  testing::expect_error_naming([&] { CostModel::from_json(huge, names); }, "cost model",
+                               "theta of term \"c\" must be finite and within ±1000000");
+  // A fit that would step past the bound stops at its last θ in range.
+  nlohmann::json near = m.to_json(names);
+  for (auto& t : near["theta"]) t = 999999.0;
+  CostModel edge = CostModel::from_json(near, names);
+  edge.fit(X, y, 50, 10.0);
+  for (double t : edge.theta()) EXPECT_LE(std::fabs(t), 1e6);
+  EXPECT_NO_THROW(CostModel::from_json(edge.to_json(names), names));
 }
 
 TEST(TuneCostModel, SpearmanByHand) {
