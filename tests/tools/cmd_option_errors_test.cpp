@@ -99,6 +99,12 @@ TEST(CmdOptionErrors, CompressBudgetInHexadecimalOrOutOfRangeIsNamed) {
                  "--budget: cannot read \"0x10\": hexadecimal numbers are not accepted", out);
   expect_refused("compress " + model + " --budget 1e400 -o " + out,
                  "--budget: cannot read \"1e400\": the number is out of range", out);
+  // Empty --schemes items fell back to the whole default catalog (compress),
+  // where profile refused them: both read the list the same way now.
+  expect_refused("compress " + model + " --budget 50% --schemes=int8,,int4 -o " + out,
+                 "--schemes: empty item in \"int8,,int4\"", out);
+  expect_refused("compress " + model + " --budget 50% --schemes=, -o " + out,
+                 "--schemes: empty item in \",\"", out);
 }
 
 // --calib on a llama and --tokenizer without --gguf were accepted and ignored.

@@ -17,14 +17,6 @@
 namespace tailor::cli {
 namespace {
 
-std::vector<std::string> comma_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 void print_result(const compress::CompressResult& r) {
   const plan::Plan& p = r.plan;
   std::map<std::string, const compress::LayerRewrite*> forms;
@@ -269,7 +261,7 @@ void add_compress(CLI::App& app) {
   cmd->add_option("--length", o.kld_length, "llama: tokens per sequence")->capture_default_str();
   cmd->callback([] {
     linalg::set_threads(o.threads);
-    if (!schemes.empty()) o.schemes = comma_list(schemes);
+    if (!schemes.empty()) o.schemes = split_scheme_list(schemes);
     for (float v : mean)
       if (!std::isfinite(v)) throw Error("--image-mean", fmt::format("must be finite, got {}", v));
     for (float v : stdev)

@@ -37,21 +37,6 @@ namespace {
 /// A candidate is "good enough" within this relative error (the table's mark).
 constexpr double kMarkError = 0.02;
 
-/// "int8,int4, lowrank" → {"int8", "int4", "lowrank"}; empty items are refused.
-std::vector<std::string> split_list(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (item.empty()) throw tailor::Error("--schemes", fmt::format("empty item in \"{}\"", list));
-    out.push_back(item);
-  }
-  if (out.empty()) throw tailor::Error("--schemes", "no scheme given");
-  return out;
-}
-
 /// The error the table marks by: activation-aware when calibrated.
 double mark_error(const Candidate& c) {
   return c.rel_error_activation ? *c.rel_error_activation : c.rel_error;
@@ -289,6 +274,20 @@ void profile_shard(const std::string& path, std::string output, bool output_give
 
 }  // namespace
 
+std::vector<std::string> split_scheme_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (item.empty()) throw tailor::Error("--schemes", fmt::format("empty item in \"{}\"", list));
+    out.push_back(item);
+  }
+  if (out.empty()) throw tailor::Error("--schemes", "no scheme given");
+  return out;
+}
+
 void add_profile(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "profile", "Measure every layer under every applicable scheme; write profile.json");
@@ -353,7 +352,7 @@ void add_profile(CLI::App& app) {
                   "writes a shard file for `tailor profile-merge` (finished layers are cached)");
   cmd->callback([] {
     tailor::linalg::set_threads(options.threads);
-    if (!scheme_list.empty()) options.schemes = split_list(scheme_list);
+    if (!scheme_list.empty()) options.schemes = split_scheme_list(scheme_list);
     options.progress = true;
     std::optional<compress::CompressOptions> calib;
     if (!objective.empty() && objective != "output")

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace tailor::cli {
 
@@ -64,6 +65,10 @@ inline const CLI::Validator kUnsigned(
     "UINT");
 /// A thread count, 0 (all cores) to 1024.
 inline const CLI::Range kThreadCount(0, 1024);
+
+/// A --schemes list, "int8,int4, lowrank" → {"int8", "int4", "lowrank"} (profile and
+/// compress); an empty item or list is an Error naming --schemes.
+std::vector<std::string> split_scheme_list(const std::string& list);
 
 /// A value name as a safe file name (bytes outside [A-Za-z0-9._-] become '_'; "", ".", ".." are
 /// prefixed with '_').
