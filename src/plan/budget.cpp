@@ -70,6 +70,9 @@ Budget parse_budget(const std::string& text) {
     if (!iequals(unit, u.name)) continue;
     Budget b;
     b.kind = u.kind;
+    // "1.5" was read as 1 byte: a count of bytes is whole (1.5MB is not).
+    if (u.kind == Budget::Kind::bytes && u.scale == 1 && value != std::floor(value))
+      bad(text, "a byte count must be a whole number");
     b.value = u.kind == Budget::Kind::bytes ? value * u.scale : value;
     b.text = text;
     if (b.kind == Budget::Kind::bytes) to_bytes(b.value, text);

@@ -47,7 +47,6 @@ TEST(PlanBudget, ParsesEveryForm) {
       {"123456B", 123456},
       {"1e6", 1000000},
       {" 7MiB ", 7 * 1048576},
-      {"0.9", 0},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
@@ -74,6 +73,12 @@ TEST(PlanBudget, HexadecimalAndOutOfRangeNumbersSayWhatIsWrong) {
   for (const char* text : {"1e400", "1e400%", "1e-400MB"})
     expect_error_naming([&] { parse_budget(text); }, "--budget",
                         std::string("\"") + text + "\": the number is out of range");
+  // "1.5" was read as 1 byte; a fraction of a larger unit is fine.
+  for (const char* text : {"1.5", "0.9", "1000.25B"})
+    expect_error_naming([&] { parse_budget(text); }, "--budget",
+                        std::string("\"") + text + "\": a byte count must be a whole number");
+  EXPECT_EQ(parse_budget("1.5kB").value, 1500);
+  EXPECT_EQ(parse_budget("1000").value, 1000);
 }
 
 }  // namespace

@@ -121,11 +121,14 @@ void print_result(const compress::CompressResult& r) {
     const bool kl = v.damage_metric == "kl";
     std::cout << fmt::format(
         "  output damage ({}): predicted {:.4g} (Σ per-layer D on {}), measured {:.4g} "
-        "(verification inputs), measured/predicted {:.3g}\n",
+        "(verification inputs), measured/predicted {}\n",
         kl ? "mean KL of the output distribution, nats"
            : "mean squared relative output error; the output is not a distribution",
         v.predicted_damage, r.profile.calibration.empty() ? "-" : r.profile.calibration,
-        v.measured_damage, v.measured_damage / v.predicted_damage);
+        v.measured_damage,
+        v.predicted_damage > 0  // 0 for a plan of dense layers only (--uniform dense)
+            ? fmt::format("{:.3g}", v.measured_damage / v.predicted_damage)
+            : std::string("n/a (nothing predicted)"));
     // The other prediction compress holds: the kept plan run whole on the
     // calibration inputs (the guard), where layers' damages need not add up.
     if (!r.guard.empty()) {
