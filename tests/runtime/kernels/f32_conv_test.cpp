@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "runtime/kernels/kernel_compare.h"
 #include "tailor/core/error.h"
@@ -202,6 +203,24 @@ void expect_one_fma_chain_per_output(const ConvCase& c, uint64_t seed) {
   expect_same(got, want, label(c));
 }
 
+/// opt().conv_gemm of `p` (seeded inputs, x[nan_at] = NaN, bias, `act`) at 1
+/// and at 2 threads, checked to give the same bits; returns the 1-thread output.
+std::vector<float> same_bits_at_one_and_two_threads(const Conv2dParams& p, int64_t nan_at,
+                                                    const Activation& act, uint64_t seed) {
+  auto x = uniform(p.n * p.c_in * p.h * p.w, seed);
+  const auto w = uniform(p.c_out * (p.c_in / p.groups) * p.kh * p.kw, seed + 1);
+  const auto bias = uniform(p.c_out, seed + 2);
+  x[static_cast<size_t>(nan_at)] = std::numeric_limits<float>::quiet_NaN();
+  const size_t ny = static_cast<size_t>(p.n * p.c_out * p.out_h() * p.out_w());
+  std::vector<float> one(ny), two(ny, -99.f);
+  for (auto [threads, y] : {std::pair{1, &one}, std::pair{2, &two}}) {
+    linalg::ThreadLimit limit(threads);
+    kernel_table(Isa::avx2).conv_gemm(p, x.data(), w.data(), bias.data(), y->data(), act);
+  }
+  expect_same(two, one, "2 threads against 1");
+  return one;
+}
+
 TEST_F(F32Conv, FewChannelsAreOneFmaChainPerOutput) {
   uint64_t seed = 1400;
   for (const ConvCase& c : kFewChannelCases) expect_one_fma_chain_per_output(c, seed += 3);
@@ -209,21 +228,8 @@ TEST_F(F32Conv, FewChannelsAreOneFmaChainPerOutput) {
 
 TEST_F(F32Conv, FewChannelsGiveTheSameBitsAtOneAndTwoThreadsAndKeepNaN) {
   const Conv2dParams p = params({1, 64, 70, 90, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0});
-  auto x = uniform(p.c_in * p.h * p.w, 1500);
-  const auto w = uniform(p.c_out * p.c_in * 9, 1501);
-  const auto bias = uniform(p.c_out, 1502);
-  x[(5 * p.h + 33) * p.w + 47] = std::numeric_limits<float>::quiet_NaN();
-  const size_t ny = static_cast<size_t>(p.c_out * p.out_h() * p.out_w());
-  std::vector<float> one(ny), two(ny, -99.f);
-  {
-    linalg::ThreadLimit limit(1);
-    opt().conv_gemm(p, x.data(), w.data(), bias.data(), one.data(), Activation::relu());
-  }
-  {
-    linalg::ThreadLimit limit(2);
-    opt().conv_gemm(p, x.data(), w.data(), bias.data(), two.data(), Activation::relu());
-  }
-  expect_same(two, one, "one channel at 2 threads against 1");
+  const std::vector<float> one =
+      same_bits_at_one_and_two_threads(p, (5 * p.h + 33) * p.w + 47, Activation::relu(), 1500);
   // The NaN at (33, 47) reaches the outputs (32–34, 46–48), and only those.
   for (int64_t oy = 0; oy < p.out_h(); ++oy)
     for (int64_t ox = 0; ox < p.out_w(); ++ox) {
@@ -265,21 +271,8 @@ TEST_F(F32Conv, Stride2DirectIsOneFmaChainPerOutput) {
 
 TEST_F(F32Conv, Stride2DirectGivesTheSameBitsAtOneAndTwoThreadsAndKeepsNaN) {
   const Conv2dParams p = params({1, 3, 160, 160, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0});
-  auto x = uniform(p.c_in * p.h * p.w, 1800);
-  const auto w = uniform(p.c_out * p.c_in * 9, 1801);
-  const auto bias = uniform(p.c_out, 1802);
-  x[(1 * p.h + 41) * p.w + 67] = std::numeric_limits<float>::quiet_NaN();
-  const size_t ny = static_cast<size_t>(p.c_out * p.out_h() * p.out_w());
-  std::vector<float> one(ny), two(ny, -99.f);
-  {
-    linalg::ThreadLimit limit(1);
-    opt().conv_gemm(p, x.data(), w.data(), bias.data(), one.data(), Activation::hard_swish());
-  }
-  {
-    linalg::ThreadLimit limit(2);
-    opt().conv_gemm(p, x.data(), w.data(), bias.data(), two.data(), Activation::hard_swish());
-  }
-  expect_same(two, one, "stride-2 direct at 2 threads against 1");
+  const std::vector<float> one = same_bits_at_one_and_two_threads(p, (1 * p.h + 41) * p.w + 67,
+                                                                  Activation::hard_swish(), 1800);
   // Input (41, 67) is read by outputs oy with 2·oy − 1 + ky = 41 (oy 20, 21)
   // and ox with 2·ox − 1 + kx = 67 (ox 33, 34), in every channel.
   for (int64_t o = 0; o < p.c_out; ++o)
