@@ -206,6 +206,9 @@ TEST(TuneTrain, CliTrainsAndTuneWarmStartsFromIt) {
   ASSERT_EQ(ws.at("models")[0].at("curve").size(), 2u);
   EXPECT_EQ(ws.at("models")[0].at("curve")[1].at("k"), 2);
   EXPECT_GT(ws.at("models")[0].at("curve")[1].at("trained").at("best_ms").get<double>(), 0.0);
+  // k = 0 measures nothing: no best latency (it was written and printed as 0).
+  EXPECT_TRUE(ws.at("models")[0].at("curve")[0].at("trained").at("best_ms").is_null());
+  EXPECT_EQ(r.output.find(" 0.000 ms"), std::string::npos) << r.output;
 
   // tune --cost-model starts its gradient method from the trained θ.
   r = testing::run_cli("tune " + b +

@@ -191,20 +191,25 @@ void add_tune_train(CLI::App& app) {
         const auto a = tune::warm_start_curve(bench, pool, cold, ks, seed + 1, go);
         const auto b = tune::warm_start_curve(bench, pool, r.model, ks, seed + 1, go);
         json rows = json::array();
+        // k = 0 measures nothing: no best (it printed 0.000 ms).
+        auto best_text = [](double ms) {
+          return ms > 0 ? fmt::format("{:>10.3f} ms", ms) : fmt::format("{:>13}", "n/a");
+        };
+        auto best_json = [](double ms) { return ms > 0 ? json(ms) : json(nullptr); };
         for (size_t i = 0; i < a.size(); ++i) {
-          std::cout << fmt::format(
-              "{:<40} {:>3} {:>9} ({:>2}) {:>9} ({:>2}) {:>10.3f} ms {:>10.3f} ms\n",
-              printable(path), a[i].k, rho_text(a[i].spearman), a[i].held_out,
-              rho_text(b[i].spearman), b[i].held_out, a[i].best_ms, b[i].best_ms);
+          std::cout << fmt::format("{:<40} {:>3} {:>9} ({:>2}) {:>9} ({:>2}) {} {}\n",
+                                   printable(path), a[i].k, rho_text(a[i].spearman), a[i].held_out,
+                                   rho_text(b[i].spearman), b[i].held_out, best_text(a[i].best_ms),
+                                   best_text(b[i].best_ms));
           rows.push_back({{"k", a[i].k},
                           {"default",
                            {{"spearman", opt(a[i].spearman)},
                             {"held_out", a[i].held_out},
-                            {"best_ms", a[i].best_ms}}},
+                            {"best_ms", best_json(a[i].best_ms)}}},
                           {"trained",
                            {{"spearman", opt(b[i].spearman)},
                             {"held_out", b[i].held_out},
-                            {"best_ms", b[i].best_ms}}}});
+                            {"best_ms", best_json(b[i].best_ms)}}}});
         }
         ws.push_back({{"model", path},
                       {"pool", pool.latency_ms.size()},
