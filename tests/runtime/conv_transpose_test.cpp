@@ -86,6 +86,9 @@ TEST(ConvTransposeKernel, MatchesDefinitionOnRandomShapes) {
       {1, 4, 3, 7, 2, 4, 3, 3, 2, 2, 0, 1, 1, 2, 1, 1, 1, 1},  // stride 3, output_padding 2
       {2, 4, 4, 5, 6, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 1, 1, 2},  // 3×3 stride 3 tiles, groups 2
       {1, 2, 3, 9, 3, 1, 2, 1, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // 1×2 stride (1, 2) tiles
+      // The detector's upsampling at full width: columns of 96 rows over
+      // 21×23 pixels (the 1×1 kernel's tiles and masked tail on AVX-512).
+      {1, 24, 21, 23, 24, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},
   };
   uint64_t seed = 500;
   for (const auto& c : cases) {

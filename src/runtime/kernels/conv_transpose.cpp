@@ -1,4 +1,5 @@
-// ConvTranspose 2-D operator: columns = Wᵀ·X by the registry's gemm kernel, then col2im scatters
+// ConvTranspose 2-D operator: columns = Wᵀ·X by the registry's gemm kernel (its 1×1 conv kernel
+// where KernelTable::matmul_conv1x1), then col2im scatters
 // every column entry to its output pixel (Dumoulin & Visin, "A guide to convolution arithmetic for
 // deep learning", 2016, §4: the transpose of im2col + GEMM). Where the stride equals the kernel
 // (no pads, dilation or output padding) the windows tile the output and col2im is a plain
@@ -65,8 +66,17 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
     for (int64_t g = 0; g < p.groups; ++g) {
       const float* xg = x + (b * p.c_in + g * cig) * hw;
       const float* wg = w + g * cig * rows;  // [cig, rows]
-      detail::gemm_blocked(gemm_fn, true, false, rows, hw, cig, 1.f, wg, rows, xg, hw, 0.f, scratch,
-                           hw);
+      if (kt.matmul_conv1x1 && hw >= 16) {
+        // The columns by the AVX-512 1×1 kernel, Wᵀ [rows, cig] as its weights.
+        std::vector<float> wt(static_cast<size_t>(rows * cig));
+        for (int64_t c = 0; c < cig; ++c)
+          for (int64_t r = 0; r < rows; ++r)
+            wt[static_cast<size_t>(r * cig + c)] = wg[c * rows + r];
+        detail::matmul_by_conv1x1(kt, wt.data(), xg, scratch, rows, cig, hw);
+      } else {
+        detail::gemm_blocked(gemm_fn, true, false, rows, hw, cig, 1.f, wg, rows, xg, hw, 0.f,
+                             scratch, hw);
+      }
       float* yg = y + (b * p.c_out + g * cog) * ohw;
       if (tiles_output(p)) {
         // Each output pixel takes one column entry: row iy·kh + ky of channel

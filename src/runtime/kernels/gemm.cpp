@@ -89,21 +89,6 @@ void small_matmul(const float* a, const float* b, float* y, int64_t m, int64_t k
 /// masked lanes.
 constexpr int64_t kConv1x1MatmulMinColumns = 16;
 
-/// y [m, n] = a [m, k] · b [k, n] by the table's 1×1 conv kernel: a is the
-/// conv's weight [c_out = m, c_in = k] (packed here, m·k floats), b its image
-/// [c_in, h·w = n], y its output [c_out, n] (KernelTable::matmul_conv1x1).
-void conv1x1_matmul(const KernelTable& kt, const float* a, const float* b, float* y, int64_t m,
-                    int64_t k, int64_t n) {
-  Conv2dParams cp;
-  cp.c_out = m;
-  cp.c_in = k;
-  cp.h = 1;
-  cp.w = n;
-  std::vector<float> packed(static_cast<size_t>(kt.conv1x1_pack(cp, a, nullptr)));
-  kt.conv1x1_pack(cp, a, packed.data());
-  kt.conv1x1(cp, b, packed.data(), nullptr, y, Activation{});
-}
-
 }  // namespace
 
 std::vector<int64_t> matmul_output_shape(std::span<const int64_t> a_shape,
@@ -131,7 +116,7 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
     if (batches * p.m == 1)
       return detail::gemv_blocked(active_kernels().gemv, false, p.n, p.k, 1.f, a, b, p.n, 0.f, y);
     if (kt.matmul_conv1x1 && p.n >= kConv1x1MatmulMinColumns)
-      return conv1x1_matmul(kt, a, b, y, batches * p.m, p.k, p.n);
+      return detail::matmul_by_conv1x1(kt, a, b, y, batches * p.m, p.k, p.n);
     detail::gemm_blocked(gemm_fn, false, false, batches * p.m, p.n, p.k, 1.f, a, p.k, b, p.n, 0.f,
                          y, p.n);
     return;

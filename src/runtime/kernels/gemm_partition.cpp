@@ -5,8 +5,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "tailor/linalg/parallel.h"
+#include "tailor/runtime/kernels/conv.h"
 
 namespace tailor::runtime::kernels::detail {
 
@@ -60,6 +62,18 @@ void gemv_blocked(F32GemvFn gemv, bool trans_b, int64_t n, int64_t k, float alph
     gemv(trans_b, std::min(bn, n - j0), k, alpha, x, trans_b ? b + j0 * ldb : b + j0, ldb, beta,
          y + j0);
   });
+}
+
+void matmul_by_conv1x1(const KernelTable& kt, const float* a, const float* b, float* y, int64_t m,
+                       int64_t k, int64_t n) {
+  Conv2dParams cp;
+  cp.c_out = m;
+  cp.c_in = k;
+  cp.h = 1;
+  cp.w = n;
+  std::vector<float> packed(static_cast<size_t>(kt.conv1x1_pack(cp, a, nullptr)));
+  kt.conv1x1_pack(cp, a, packed.data());
+  kt.conv1x1(cp, b, packed.data(), nullptr, y, Activation{});
 }
 
 }  // namespace tailor::runtime::kernels::detail

@@ -75,4 +75,12 @@ void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t
 void gemv_blocked(F32GemvFn gemv, bool trans_b, int64_t n, int64_t k, float alpha, const float* x,
                   const float* b, int64_t ldb, float beta, float* y);
 
+/// y [m, n] = a [m, k] · b [k, n], all row-major, by the table's 1×1 conv
+/// kernel: a is the conv's weight [c_out = m, c_in = k] (conv1x1_pack, per
+/// call: m·k floats), b its image [c_in, h·w = n], y its output [c_out, n].
+/// For the tables whose KernelTable::matmul_conv1x1 is set (matmul, and
+/// ConvTranspose's columns).
+void matmul_by_conv1x1(const KernelTable& kt, const float* a, const float* b, float* y, int64_t m,
+                       int64_t k, int64_t n);
+
 }  // namespace tailor::runtime::kernels::detail

@@ -401,7 +401,8 @@ struct KernelTable {
   int64_t winograd_min_plane = 16;
   /// Whether matmul runs a product y = a·b with one b [k, n] (n ≥ 16) as the
   /// 1×1 conv kernel, a as its weights (conv1x1_pack per call) and b as its
-  /// [k, n] image, instead of gemm: where conv1x1 is
+  /// [k, n] image, instead of gemm (ConvTranspose's columns Wᵀ·X the same
+  /// way): where conv1x1 is
   /// f32_conv1x1_12x32_avx512, 1.7–2.0× OpenBLAS's AVX2 sgemm on every shape
   /// of kernels_bench BM_MatmulFewRows (m 5–512, k 64–480, n 512–6625).
   bool matmul_conv1x1 = false;
