@@ -245,18 +245,25 @@ void measure_output_damage(const graph::Model& model,
   std::vector<runtime::CutRun> runs;
   std::vector<std::map<std::string, Tensor>> reference;
   runs.reserve(inputs.size());
-  for (const auto& in : inputs) {
-    runs.emplace_back(ex, in);
-    reference.push_back(runs.back().finish());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::string label = k < o.input_labels.size()
+                                  ? o.input_labels[k]
+                                  : fmt::format("calibration input {} of {}", k, inputs.size());
+    try {
+      runs.emplace_back(ex, inputs[k]);
+      reference.push_back(runs.back().finish());
+    } catch (const Error& e) {  // a node's error on this input: name the input too
+      throw Error(label, e.what());
+    }
     // A non-finite output makes every damage NaN (no plan can be chosen on it).
     for (const std::string& name : outputs)
       if (const auto it = reference.back().find(name); it != reference.back().end())
         if (const NonFinite bad = find_non_finite(it->second); bad.count > 0)
           throw Error(name, fmt::format("the original model's output holds {} non-finite value{} "
-                                        "(element {} is {}) on calibration input {} of {}; no "
-                                        "output damage can be measured from it",
+                                        "(element {} is {}) on {}; no output damage can be "
+                                        "measured from it",
                                         bad.count, bad.count == 1 ? "" : "s", bad.first,
-                                        bad.first_value, reference.size() - 1, inputs.size()));
+                                        bad.first_value, label));
   }
 
   // Layers in the order of their first reader, so every cut moves forward.

@@ -285,6 +285,7 @@ void measure_profile_damage(const graph::Model& run_model, const OutputObjective
       part.layers[k] = std::move(whole.layers[indices[k]]);
   };
   try {
+    d.input_labels = c.labels;
     measure_output_damage(run_model, c.inputs, whole, d);
   } catch (...) {
     put_back();
@@ -334,6 +335,7 @@ MeasuredPicks measure_fitted_picks(const graph::Model& run_model, const OutputOb
     d.grams = grams.get(gptq);  // its time counts as the Grams', not the round's
     d.threads = po.threads;
     const auto t0 = std::chrono::steady_clock::now();
+    d.input_labels = objective.calibration.labels;
     measure_output_damage(run_model, objective.calibration.inputs, profile, d);
     for (const auto& [l, candidates] : d.only)
       for (size_t c : candidates) pr.measured_sum += *profile.layers[l].candidates[c].output_damage;

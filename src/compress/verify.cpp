@@ -149,6 +149,13 @@ std::vector<Inputs> calib_inputs(const std::string& dir, const graph::Model& m,
       labels.push_back(f.filename().string());
     }
   } else {
+    // One layout: files at the top (one model input) or one subfolder per run;
+    // files beside the subfolders were ignored without a word.
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && (e.path().extension() == ".npy" || e.path().extension() == ".png"))
+        throw Error(e.path().string(),
+                    "--calib: a file beside subfolders; give files (one model input) or one "
+                    "subfolder per input set, not both");
     for (const fs::path& d : subdirs) {
       Inputs in;
       for (const std::string& n : names) {
@@ -332,13 +339,17 @@ Calibration onnx_calibration(const graph::Model& original, const CompressOptions
       c.inputs.push_back({{original.graph.inputs[0], attribute_errors(path, [&] {
                              return tasks::ocr_rec_preprocess(tasks::read_png(path));
                            })}});
+      c.labels.push_back(path);
     }
     c.description = fmt::format("{} OCR fixture lines ({}-numbered lines of {})", c.inputs.size(),
                                 which, lines);
   } else if (!o.calib_dir.empty()) {
     std::vector<std::string> labels;
     const std::vector<Inputs> runs = calib_inputs(o.calib_dir, original, o, labels);
-    for (size_t i : half(runs.size(), parity)) c.inputs.push_back(runs[i]);
+    for (size_t i : half(runs.size(), parity)) {
+      c.inputs.push_back(runs[i]);
+      c.labels.push_back((fs::path(o.calib_dir) / labels[i]).string());
+    }
     c.description =
         runs.size() == 1
             ? fmt::format("the one --calib input of {} (verified on the same input)", o.calib_dir)
@@ -347,6 +358,7 @@ Calibration onnx_calibration(const graph::Model& original, const CompressOptions
   } else {
     const uint64_t seed = verification ? o.seed : o.seed + 2;
     c.inputs = random_inputs(original, o.random_inputs, seed);
+    for (size_t k = 0; k < c.inputs.size(); ++k) c.labels.push_back(fmt::format("random-{}", k));
     for (const std::string& name : original.graph.inputs)
       if (const graph::ValueType* t = original.graph.type_of(name); t && t->shape)
         for (size_t d = 1; d < t->shape->size(); ++d)
@@ -446,13 +458,19 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
     sal.output = outs.empty() ? std::string() : outs[0];
     for (size_t k = 0; k < runs.size(); ++k) {
       const Inputs& in = runs[k];
-      const auto y = timed(original_seconds, [&] { return ex_orig.run(in); });
-      const auto h = timed(compressed_seconds, [&] { return ex_comp.run(in); });
+      const std::string label = k < labels.size() ? labels[k] : fmt::format("random-{}", k);
+      std::map<std::string, Tensor> y, h;
+      try {
+        y = timed(original_seconds, [&] { return ex_orig.run(in); });
+        h = timed(compressed_seconds, [&] { return ex_comp.run(in); });
+      } catch (const Error& e) {  // a node's error on this input: name the input too
+        throw Error(o.calib_dir.empty() ? label : (fs::path(o.calib_dir) / label).string(),
+                    e.what());
+      }
       if (first.empty()) {
         first = in;
         first_out = h;
       }
-      const std::string label = k < labels.size() ? labels[k] : fmt::format("random-{}", k);
       for (size_t i = 0; i < outs.size(); ++i)
         sums[i].add(y.at(outs[i]), h.at(outs[i]), outs[i], label);
       damage.add(y, h);

@@ -291,6 +291,27 @@ TEST(OutputDamage, CalibrationInputWithNanIsRefusedNamingTheFile) {
                                "holds 1 non-finite value (element 17 is nan)");
 }
 
+// A --calib input of a shape the model declares loosely but cannot run (the
+// classifier's first MaxPool leaves nothing of a 1×1 image) failed at the
+// node, naming no file; files beside subfolders were ignored without a word.
+TEST(OutputDamage, CalibrationFilesTheModelCannotRunOrBesideSubfoldersAreNamed) {
+  if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
+  TempDir dir;
+  fs::create_directories(dir.file("calib"));
+  write_npy(dir.file("calib/a.npy"), wavy(1));
+  write_npy(dir.file("calib/b.npy"), Tensor::zeros(DType::f32, {1, 3, 1, 1}));
+  compress::CompressOptions o = cls_options(dir);
+  o.budget = "60%";
+  o.calib_dir = dir.file("calib");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, dir.file("calib/b.npy"),
+                               "pool output would be empty");
+  EXPECT_FALSE(fs::exists(o.out_dir));
+  fs::remove(dir.file("calib/b.npy"));
+  fs::create_directories(dir.file("calib/set1"));
+  testing::expect_error_naming([&] { compress::compress_model(o); }, dir.file("calib/a.npy"),
+                               "--calib: a file beside subfolders");
+}
+
 TEST(OutputDamage, OneCalibrationInputAndUniformBaseline) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   TempDir dir;

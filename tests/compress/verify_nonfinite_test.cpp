@@ -93,11 +93,12 @@ TEST(VerifyNonFinite, NonFiniteOutputsFailVerificationNamingTheOutput) {
   // on NaN damages (the exact solver's sort crashed on them).
   testing::expect_error_naming([&] { compress::compress_model(o); }, "y",
                                "the original model's output holds");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, "y",
+                               "on " + dir.file("calib/a.npy"));
   EXPECT_FALSE(fs::exists(o.out_dir));
   // Random inputs too: the input is named.
   o.calib_dir.clear();
-  testing::expect_error_naming([&] { compress::compress_model(o); }, "y",
-                               "on calibration input 0 of 2");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, "y", "on random-0");
 }
 
 }  // namespace

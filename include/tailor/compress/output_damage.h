@@ -97,6 +97,8 @@ struct DamageOptions {
   DamageMetric metric = DamageMetric::relative_error;
   /// Outputs compared; empty: every graph output (KL metrics: the first).
   std::vector<std::string> outputs;
+  /// What each input is (Calibration::labels), naming it in errors; may be empty.
+  std::vector<std::string> input_labels;
   /// Scheme parameters and seed the candidates are encoded with (as
   /// compress's encode_plan encodes them: layer i's SVDs Rng(seed).split(i)).
   schemes::SchemeParams scheme_defaults;

@@ -34,6 +34,9 @@ struct Calibration {
   std::vector<std::string> outputs;
   /// What the inputs are, for the output and profile.json.
   std::string description;
+  /// What each input is, for its errors (a file path, "random-K"); may be
+  /// empty (then "calibration input K of N").
+  std::vector<std::string> labels;
   /// Whether the inputs are random draws whose shape was guessed (no --calib,
   /// no task fixtures, a symbolic dim past the first set to 64): not the
   /// shape the model runs on, as far as compress knows.
