@@ -148,7 +148,8 @@ OutputObjective prepare_output_objective(const graph::Model& model, const graph:
                     std::any_of(po.schemes.begin(), po.schemes.end(), [](const std::string& s) {
                       return s.find("gptq") != std::string::npos;
                     });
-  if (gptq) out.grams = GramSource(llama ? *llama : model, out.calibration.inputs);
+  if (gptq)
+    out.grams = GramSource(llama ? *llama : model, out.calibration.inputs, out.calibration.labels);
   if (!lazy_grams) {
     // Every Gram now, held as a fixed set: the source keeps no pointer to a
     // model the caller may move (tailor profile moves its decoder graph).
@@ -172,6 +173,7 @@ Grams calibration_grams(const graph::Model& model,
 struct GramSource::State {
   const graph::Model* model = nullptr;
   std::vector<std::map<std::string, Tensor>> inputs;
+  std::vector<std::string> labels;
   Grams grams;
   /// Weights asked for that no layer reads (never computed again).
   std::set<std::string> none;
@@ -185,10 +187,12 @@ GramSource::GramSource(Grams grams, double seconds) : state_(std::make_shared<St
   state_->seconds = seconds;
 }
 
-GramSource::GramSource(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs)
+GramSource::GramSource(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs,
+                       std::vector<std::string> labels)
     : state_(std::make_shared<State>()) {
   state_->model = &model;
   state_->inputs = std::move(inputs);
+  state_->labels = std::move(labels);
 }
 
 const Grams& GramSource::get(const std::set<std::string>& weights) const {
@@ -201,7 +205,24 @@ const Grams& GramSource::get(const std::set<std::string>& weights) const {
     if (!s.grams.count(w) && !s.none.count(w)) missing.insert(w);
   if (missing.empty()) return s.grams;
   const auto t0 = std::chrono::steady_clock::now();
-  Grams got = calibration_grams(*s.model, s.inputs, &missing);
+  Grams got;
+  try {
+    got = calibration_grams(*s.model, s.inputs, &missing);
+  } catch (const Error&) {
+    // The pass does not say which input failed: run them one by one (only
+    // now, on failure) and name the first the model cannot run.
+    graph::Model promoted = *s.model;
+    graph::promote_f16_to_f32(promoted);
+    runtime::Executor ex(std::move(promoted));
+    for (size_t k = 0; k < s.inputs.size() && k < s.labels.size(); ++k) {
+      try {
+        ex.run(s.inputs[k]);
+      } catch (const Error& e) {
+        throw Error(s.labels[k], e.what());
+      }
+    }
+    throw;
+  }
   s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const std::string& w : missing)
     if (!got.count(w)) s.none.insert(w);

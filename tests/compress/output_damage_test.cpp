@@ -306,6 +306,13 @@ TEST(OutputDamage, CalibrationFilesTheModelCannotRunOrBesideSubfoldersAreNamed) 
   testing::expect_error_naming([&] { compress::compress_model(o); }, dir.file("calib/b.npy"),
                                "pool output would be empty");
   EXPECT_FALSE(fs::exists(o.out_dir));
+  // Alone, it fails while the Grams are computed, before any damage run.
+  fs::create_directories(dir.file("alone"));
+  fs::copy_file(dir.file("calib/b.npy"), dir.file("alone/b.npy"));
+  o.calib_dir = dir.file("alone");
+  testing::expect_error_naming([&] { compress::compress_model(o); }, dir.file("alone/b.npy"),
+                               "pool output would be empty");
+  o.calib_dir = dir.file("calib");
   fs::remove(dir.file("calib/b.npy"));
   fs::create_directories(dir.file("calib/set1"));
   testing::expect_error_naming([&] { compress::compress_model(o); }, dir.file("calib/a.npy"),

@@ -78,12 +78,15 @@ class GramSource {
   /// Exactly `grams`, nothing computed (a test's or a bench's own set);
   /// `seconds`: what computing them took, for seconds().
   explicit GramSource(Grams grams, double seconds = 0);
-  /// Grams of `model`'s layers over `inputs` (copied), computed on request.
-  GramSource(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs);
+  /// Grams of `model`'s layers over `inputs` (copied), computed on request;
+  /// `labels` (Calibration::labels, may be empty) name a failing input.
+  GramSource(const graph::Model& model, std::vector<std::map<std::string, Tensor>> inputs,
+             std::vector<std::string> labels = {});
 
   /// The Grams held once those of `weights` (weight names) are: the missing
   /// ones computed in one pass over the inputs (a weight no layer reads as
-  /// runtime::layer_inputs defines gets none). Throws Error as runtime::gram does.
+  /// runtime::layer_inputs defines gets none). Throws Error as runtime::gram
+  /// does; a node's error names the first input the model cannot run, by its label.
   const Grams& get(const std::set<std::string>& weights) const;
   /// The same for every layer.
   const Grams& all() const;
