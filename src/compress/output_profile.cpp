@@ -161,11 +161,12 @@ OutputObjective prepare_output_objective(const graph::Model& model, const graph:
 
 Grams calibration_grams(const graph::Model& model,
                         const std::vector<std::map<std::string, Tensor>>& inputs,
-                        const std::set<std::string>* weights) {
+                        const std::set<std::string>* weights,
+                        const std::vector<std::string>* labels) {
   graph::Model promoted = model;
   graph::promote_f16_to_f32(promoted);
   Grams out;
-  for (auto& [name, g] : runtime::gram(promoted, inputs, weights))
+  for (auto& [name, g] : runtime::gram(promoted, inputs, weights, labels))
     out[name] = std::make_shared<const schemes::Gram>(std::move(g));
   return out;
 }
@@ -205,24 +206,7 @@ const Grams& GramSource::get(const std::set<std::string>& weights) const {
     if (!s.grams.count(w) && !s.none.count(w)) missing.insert(w);
   if (missing.empty()) return s.grams;
   const auto t0 = std::chrono::steady_clock::now();
-  Grams got;
-  try {
-    got = calibration_grams(*s.model, s.inputs, &missing);
-  } catch (const Error&) {
-    // The pass does not say which input failed: run them one by one (only
-    // now, on failure) and name the first the model cannot run.
-    graph::Model promoted = *s.model;
-    graph::promote_f16_to_f32(promoted);
-    runtime::Executor ex(std::move(promoted));
-    for (size_t k = 0; k < s.inputs.size() && k < s.labels.size(); ++k) {
-      try {
-        ex.run(s.inputs[k]);
-      } catch (const Error& e) {
-        throw Error(s.labels[k], e.what());
-      }
-    }
-    throw;
-  }
+  Grams got = calibration_grams(*s.model, s.inputs, &missing, &s.labels);
   s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const std::string& w : missing)
     if (!got.count(w)) s.none.insert(w);

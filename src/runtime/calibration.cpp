@@ -239,7 +239,8 @@ std::map<std::string, std::vector<float>> InputStats::mean_squares() const {
 
 std::map<std::string, schemes::Gram> gram(const graph::Model& model,
                                           const std::vector<std::map<std::string, Tensor>>& feeds,
-                                          const std::set<std::string>* weights) {
+                                          const std::set<std::string>* weights,
+                                          const std::vector<std::string>* labels) {
   check(!feeds.empty(), "calibration", "no calibration inputs to collect statistics from");
   std::vector<LayerInput> layers = layer_inputs(model);
   if (weights)
@@ -252,8 +253,15 @@ std::map<std::string, schemes::Gram> gram(const graph::Model& model,
         std::find(m.graph.outputs.begin(), m.graph.outputs.end(), v) == m.graph.outputs.end())
       m.graph.outputs.push_back(v);
   Executor ex(std::move(m));
-  for (const std::map<std::string, Tensor>& feed : feeds) {
-    std::map<std::string, Tensor> values = ex.run(feed);
+  for (size_t k = 0; k < feeds.size(); ++k) {
+    const std::map<std::string, Tensor>& feed = feeds[k];
+    std::map<std::string, Tensor> values;
+    try {
+      values = ex.run(feed);
+    } catch (const Error& e) {  // a node's error on this feed: name the feed too
+      if (!labels || k >= labels->size()) throw;
+      throw Error((*labels)[k], e.what());
+    }
     for (const auto& [name, t] : feed)
       if (inputs.count(name)) values.emplace(name, t);
     stats.add(values);

@@ -139,10 +139,11 @@ OutputObjective prepare_output_objective(const graph::Model& model, const graph:
 /// H = XᵀX per weight layer of `model` over `inputs` (runtime::gram), by
 /// weight name: what the -gptq labels quantize against. f16 models run in
 /// f32 (graph::promote_f16_to_f32), as the damage pass runs them; `weights`
-/// as runtime::gram's. Throws Error as runtime::gram does.
+/// and `labels` as runtime::gram's. Throws Error as runtime::gram does.
 Grams calibration_grams(const graph::Model& model,
                         const std::vector<std::map<std::string, Tensor>>& inputs,
-                        const std::set<std::string>* weights = nullptr);
+                        const std::set<std::string>* weights = nullptr,
+                        const std::vector<std::string>* labels = nullptr);
 
 /// The inputs compress_model verifies on, as a Calibration with the same
 /// metric and outputs (the half prepare_output_objective never uses): for a

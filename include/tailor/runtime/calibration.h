@@ -79,8 +79,11 @@ class InputStats {
 /// Executor::run does for a bad feed. `weights`: only these layers (by weight
 /// name; the others' activations are neither exposed nor accumulated, so the
 /// cost is the runs plus these layers' rows·in² each); nullptr: every layer.
+/// `labels` (one per feed, e.g. its file; nullptr: none): a feed the model
+/// cannot run throws the executor's Error with the feed's label as source.
 std::map<std::string, schemes::Gram> gram(const graph::Model& model,
                                           const std::vector<std::map<std::string, Tensor>>& feeds,
-                                          const std::set<std::string>* weights = nullptr);
+                                          const std::set<std::string>* weights = nullptr,
+                                          const std::vector<std::string>* labels = nullptr);
 
 }  // namespace tailor::runtime
