@@ -66,7 +66,7 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
     for (int64_t g = 0; g < p.groups; ++g) {
       const float* xg = x + (b * p.c_in + g * cig) * hw;
       const float* wg = w + g * cig * rows;  // [cig, rows]
-      if (kt.matmul_conv1x1 && hw >= 16) {
+      if (kt.matmul_conv1x1 && hw >= detail::kConv1x1MatmulMinColumns) {
         // The columns by the AVX-512 1×1 kernel, Wᵀ [rows, cig] as its weights.
         std::vector<float> wt(static_cast<size_t>(rows * cig));
         for (int64_t c = 0; c < cig; ++c)

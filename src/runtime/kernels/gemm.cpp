@@ -85,10 +85,6 @@ void small_matmul(const float* a, const float* b, float* y, int64_t m, int64_t k
   }
 }
 
-/// Fewer columns of b than this keep gemm: a 32-column tile would be mostly
-/// masked lanes.
-constexpr int64_t kConv1x1MatmulMinColumns = 16;
-
 }  // namespace
 
 std::vector<int64_t> matmul_output_shape(std::span<const int64_t> a_shape,
@@ -114,8 +110,8 @@ void matmul(const float* a, std::span<const int64_t> a_shape, const float* b,
     if (batches * p.m * p.k * p.n <= kSmallMatmulMacs)
       return small_matmul(a, b, y, batches * p.m, p.k, p.n);
     if (batches * p.m == 1)
-      return detail::gemv_blocked(active_kernels().gemv, false, p.n, p.k, 1.f, a, b, p.n, 0.f, y);
-    if (kt.matmul_conv1x1 && p.n >= kConv1x1MatmulMinColumns)
+      return detail::gemv_blocked(kt.gemv, false, p.n, p.k, 1.f, a, b, p.n, 0.f, y);
+    if (kt.matmul_conv1x1 && p.n >= detail::kConv1x1MatmulMinColumns)
       return detail::matmul_by_conv1x1(kt, a, b, y, batches * p.m, p.k, p.n);
     detail::gemm_blocked(gemm_fn, false, false, batches * p.m, p.n, p.k, 1.f, a, p.k, b, p.n, 0.f,
                          y, p.n);

@@ -75,6 +75,10 @@ void gemm_blocked(F32GemmFn gemm, bool trans_a, bool trans_b, int64_t m, int64_t
 void gemv_blocked(F32GemvFn gemv, bool trans_b, int64_t n, int64_t k, float alpha, const float* x,
                   const float* b, int64_t ldb, float beta, float* y);
 
+/// Fewer columns of b than this keep gemm in matmul_by_conv1x1's callers: a
+/// 32-column tile would be mostly masked lanes.
+constexpr int64_t kConv1x1MatmulMinColumns = 16;
+
 /// y [m, n] = a [m, k] · b [k, n], all row-major, by the table's 1×1 conv
 /// kernel: a is the conv's weight [c_out = m, c_in = k] (conv1x1_pack, per
 /// call: m·k floats), b its image [c_in, h·w = n], y its output [c_out, n].
