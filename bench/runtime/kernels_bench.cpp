@@ -116,6 +116,8 @@ const Layer kLayers[] = {
     {"det_conv3x3_96to24_10", 96, 10, 10, 24, 3, 1, 1, 1, 1},     // det at 320²: below Winograd
     {"det_conv3x3s2_3to16_320", 3, 320, 320, 16, 3, 2, 2, 1, 1},  // stem at 320²
     {"isnet_conv3x3s2_3to64_1024", 3, 1024, 1024, 64, 3, 2, 2, 1, 1},  // ISNet's stem
+    {"isnet_side3x3_64to1_512", 64, 512, 512, 1, 3, 1, 1, 1, 1},       // ISNet's side1 output
+    {"isnet_side3x3_512to1_32", 512, 32, 32, 1, 3, 1, 1, 1, 1},        // ISNet's side5 output
 };
 
 void BM_Conv(benchmark::State& state) {

@@ -125,85 +125,112 @@ void kernel_few_rows(int64_t rows, int64_t np, bool accumulate, int64_t k, const
 }
 
 // Few output channels (a group's c_out ≤ 3) and stride-1 columns: direct
-// convolution, no gather. R channels × 32 consecutive outputs of one row
-// (4R accumulators); per tap (ci, ky, kx) ascending, the 32 inputs the tap
-// reads are loaded from the row in place (zero in the padding: masked
-// loads at the edges, a zero vector for rows outside) and multiplied by the
-// tap's weight from the packed panel. Each output is the implicit GEMM's FMA
-// chain (k = (ci, ky, kx) ascending from +0, padding taps as products with
-// 0), so the bits are those of the gathering path. out[r·32 + t] gets
-// channel r's outputs (oy, ox0 + t).
-constexpr int64_t kDirectCols = 32;
-
-template <int R>
-void direct_segment(const Conv2dParams& p, const float* xg, int64_t cig, const float* ap,
-                    int64_t oy, int64_t ox0, float* out) {
-  __m256 acc[R][4];
+// convolution, no gather. An output row's R channels are summed in a row
+// buffer one input channel at a time: per channel ci, per segment of 8·Q
+// consecutive outputs (R·Q = 12 accumulators, enough independent FMA chains
+// to hide the FMA latency), the partial sums are loaded (zero for ci = 0),
+// each tap (ky, kx) ascending loads the 8·Q inputs it reads from the row in
+// place (zero in the padding: masked loads at the edges, a zero vector for
+// rows outside) and multiplies them by the tap's weight from the packed
+// panel, and the sums are stored back. Reading one channel's kh rows at a
+// time streams them: summing all channels per segment instead read rows a
+// plane apart (often a multiple of 1 MiB, the same cache sets) in turn, and
+// ISNet's 64 → 1 side output at 512² ran at 2.5 GMAC/s. Each output is the
+// implicit GEMM's FMA chain (k = (ci, ky, kx) ascending from +0, padding taps
+// as products with 0; a stored f32 partial sum is exact), so the bits are
+// those of the gathering path.
+// acc rows r < R (row stride ld) [ox0, ox0 + 8·Q) (+)= Σ over taps (ky, kx)
+// ascending of a[(ky·kw + kx)·6 + r] · rows[ky·dil_h·L + ox0 + kx·dil_w + ·],
+// rows: the output row's first input row, zero-padded, L floats apart.
+template <int R, int Q>
+void direct_channel(const Conv2dParams& p, const float* rows, int64_t len, const float* a,
+                    int64_t ox0, bool first, float* acc_rows, int64_t ld) {
+  __m256 acc[R][Q];
 #pragma GCC unroll 3
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_setzero_ps();
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i width = _mm256_set1_epi32(static_cast<int>(p.w)), minus1 = _mm256_set1_epi32(-1);
-  for (int64_t ci = 0; ci < cig; ++ci) {
-    const float* xc = xg + ci * p.h * p.w;
-    for (int64_t ky = 0; ky < p.kh; ++ky) {
-      const int64_t iy = oy * p.stride_h - p.pad_top + ky * p.dil_h;
-      const bool row_in = iy >= 0 && iy < p.h;
-      const float* xr = xc + iy * p.w;
-      for (int64_t kx = 0; kx < p.kw; ++kx) {
-        const int64_t ix0 = ox0 - p.pad_left + kx * p.dil_w;
-        __m256 v[4];
-        if (!row_in) {
-#pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) v[q] = _mm256_setzero_ps();
-        } else if (ix0 >= 0 && ix0 + kDirectCols <= p.w) {
-#pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) v[q] = _mm256_loadu_ps(xr + ix0 + 8 * q);
-        } else {
-#pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) {
-            const __m256i idx =
-                _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(ix0 + 8 * q)), lane);
-            const __m256i in =
-                _mm256_and_si256(_mm256_cmpgt_epi32(idx, minus1), _mm256_cmpgt_epi32(width, idx));
-            v[q] = _mm256_maskload_ps(xr + ix0 + 8 * q, in);
-          }
-        }
-        const float* a = ap + ((ci * p.kh + ky) * p.kw + kx) * kMr;
+#pragma GCC unroll 12
+    for (int q = 0; q < Q; ++q)
+      acc[r][q] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc_rows + r * ld + ox0 + 8 * q);
+  for (int64_t ky = 0; ky < p.kh; ++ky) {
+    const float* xr = rows + ky * p.dil_h * len + ox0;
+    for (int64_t kx = 0; kx < p.kw; ++kx) {
+      const float* w = a + (ky * p.kw + kx) * kMr;
+      const float* xk = xr + kx * p.dil_w;
+#pragma GCC unroll 12
+      for (int q = 0; q < Q; ++q) {
+        const __m256 v = _mm256_loadu_ps(xk + 8 * q);
 #pragma GCC unroll 3
-        for (int r = 0; r < R; ++r) {
-          const __m256 w = _mm256_broadcast_ss(a + r);
-#pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_fmadd_ps(w, v[q], acc[r][q]);
-        }
+        for (int r = 0; r < R; ++r)
+          acc[r][q] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + r), v, acc[r][q]);
       }
     }
   }
 #pragma GCC unroll 3
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) _mm256_storeu_ps(out + r * kDirectCols + 8 * q, acc[r][q]);
+#pragma GCC unroll 12
+    for (int q = 0; q < Q; ++q) _mm256_storeu_ps(acc_rows + r * ld + ox0 + 8 * q, acc[r][q]);
 }
 
-// Output row oy of one image and group (cog ≤ 3 channels), bias and
-// activation per 32-output segment.
-void direct_row(const Conv2dParams& p, const float* xg, int64_t cig, int64_t cog, const float* ag,
-                const float* bias, const Activation& act, int64_t oy, float* yg) {
+// Output rows [oy0, oy0 + t) of one image and group: per input channel, the
+// input rows they read are copied once into zero-padded rows (zero rows
+// outside the image), then each output row's segments of 8·Q outputs are
+// summed from them.
+template <int R, int Q>
+void direct_rows_rq(const Conv2dParams& p, const float* xg, int64_t cig, const float* ag,
+                    const float* bias, const Activation& act, int64_t oy0, int64_t t, float* yg) {
+  constexpr int64_t cols = 8 * Q;
   const int64_t ow = p.out_w(), ohw = p.out_h() * ow;
-  alignas(32) float out[3 * kDirectCols];
-  for (int64_t ox0 = 0; ox0 < ow; ox0 += kDirectCols) {
-    if (cog == 1) {
-      direct_segment<1>(p, xg, cig, ag, oy, ox0, out);
-    } else if (cog == 2) {
-      direct_segment<2>(p, xg, cig, ag, oy, ox0, out);
-    } else {
-      direct_segment<3>(p, xg, cig, ag, oy, ox0, out);
-    }
-    const int64_t cols = std::min(kDirectCols, ow - ox0);
-    for (int64_t o = 0; o < cog; ++o)
-      f32_bias_act_avx2(act, bias ? bias[o] : 0.f, out + o * kDirectCols,
-                        yg + o * ohw + oy * ow + ox0, cols);
+  const int64_t ld = (ow + cols - 1) / cols * cols;  // one output row of one channel
+  const int64_t len = ld + (p.kw - 1) * p.dil_w;     // one padded input row
+  const int64_t in_rows = (t - 1) * p.stride_h + (p.kh - 1) * p.dil_h + 1;
+  const int64_t iy0 = oy0 * p.stride_h - p.pad_top;
+  thread_local std::vector<float> sums, padded;
+  sums.resize(static_cast<size_t>(t * R * ld));
+  padded.assign(static_cast<size_t>(in_rows * len), 0.f);
+  const int64_t cols_in = std::min(p.w, len - p.pad_left);  // columns copied per row
+  const int64_t j0 = std::max<int64_t>(0, -iy0), j1 = std::min(in_rows, p.h - iy0);  // rows inside
+  for (int64_t ci = 0; ci < cig; ++ci) {
+    const float* xc = xg + ci * p.h * p.w;
+    for (int64_t j = j0; j < j1; ++j)  // rows outside the image stay zero
+      std::copy(xc + (iy0 + j) * p.w, xc + (iy0 + j) * p.w + cols_in,
+                padded.data() + j * len + p.pad_left);
+    if (ci + 1 < cig)  // the next channel's rows, from memory while this one computes
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t c = 0; c < cols_in; c += 16)
+          _mm_prefetch(reinterpret_cast<const char*>(xc + p.h * p.w + (iy0 + j) * p.w + c),
+                       _MM_HINT_T0);
+    const float* a = ag + ci * p.kh * p.kw * kMr;
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t ox0 = 0; ox0 < ow; ox0 += cols)
+        direct_channel<R, Q>(p, padded.data() + i * p.stride_h * len, len, a, ox0, ci == 0,
+                             sums.data() + i * R * ld, ld);
+  }
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t o = 0; o < R; ++o)
+      f32_bias_act_avx2(act, bias ? bias[o] : 0.f, sums.data() + (i * R + o) * ld,
+                        yg + o * ohw + (oy0 + i) * ow, ow);
+}
+
+// Output rows per work item of the few-channel direct path.
+constexpr int64_t kDirectRows = 8;
+
+// Output rows [oy0, oy0 + t) of one image and group (cog ≤ 3 channels), bias
+// and activation once their sums are complete. 12 accumulators (R·Q) where a
+// row holds 12/R vectors of outputs, else 4 vectors (narrow planes, whose
+// masked edge loads would otherwise dominate).
+void direct_rows(const Conv2dParams& p, const float* xg, int64_t cig, int64_t cog, const float* ag,
+                 const float* bias, const Activation& act, int64_t oy0, int64_t t, float* yg) {
+  const bool wide = p.out_w() >= 8 * 12 / cog;
+  if (cog == 1 && wide) {
+    direct_rows_rq<1, 12>(p, xg, cig, ag, bias, act, oy0, t, yg);
+  } else if (cog == 1) {
+    direct_rows_rq<1, 4>(p, xg, cig, ag, bias, act, oy0, t, yg);
+  } else if (cog == 2 && wide) {
+    direct_rows_rq<2, 6>(p, xg, cig, ag, bias, act, oy0, t, yg);
+  } else if (cog == 2) {
+    direct_rows_rq<2, 4>(p, xg, cig, ag, bias, act, oy0, t, yg);
+  } else {
+    direct_rows_rq<3, 4>(p, xg, cig, ag, bias, act, oy0, t, yg);
   }
 }
 
@@ -395,17 +422,20 @@ void f32_conv_gemm_packed_6x16_avx2(const Conv2dParams& p, const float* x, const
   const int64_t blocks = (ohw + bn - 1) / bn;
   const int64_t items = p.n * p.groups * blocks;
   const int64_t packed_group = (cog + kMr - 1) / kMr * kMr * k;
-  if ((cog <= 3 && p.stride_w == 1) || stride2_direct(p, k, cog)) {  // direct: (image, group, row)
+  if ((cog <= 3 && p.stride_w == 1) || stride2_direct(p, k, cog)) {
+    // direct: items (image, group, block of output rows)
     const bool few = cog <= 3 && p.stride_w == 1;
-    const int64_t oh = p.out_h(), rows = p.n * p.groups * oh;
+    const int64_t oh = p.out_h(), rb = few ? kDirectRows : 1, ob = (oh + rb - 1) / rb;
+    const int64_t rows = p.n * p.groups * ob;
     const bool par = rows > 1 && detail::worth_threads(p.n * p.c_out * ohw * k);
     linalg::parallel_for(rows, par, [&](int64_t item) {
-      const int64_t oy = item % oh, g = (item / oh) % p.groups, b = item / (oh * p.groups);
+      const int64_t oy = item % ob * rb, g = (item / ob) % p.groups, b = item / (ob * p.groups);
       const float* xg = x + (b * p.c_in + g * cig) * p.h * p.w;
       const float* bg = bias ? bias + g * cog : nullptr;
       float* yg = y + (b * p.c_out + g * cog) * ohw;
       if (few) {
-        direct_row(p, xg, cig, cog, packed + g * packed_group, bg, act, oy, yg);
+        direct_rows(p, xg, cig, cog, packed + g * packed_group, bg, act, oy, std::min(rb, oh - oy),
+                    yg);
       } else {
         stride2_row(p, xg, cig, cog, packed + g * packed_group, bg, act, oy, yg);
       }

@@ -147,10 +147,13 @@ TEST_F(F32Conv, Gemm6x16MatchesReference) {
   }
 }
 
-// Groups of ≤ 3 output channels: the implicit GEMM runs all of a block's
-// 16-pixel panels at once (kernel_rx16np). One channel (ISNet's side
-// outputs), two and three; groups of 2 and 3 channels; planes of 1–4 panels
-// a block and a last partial panel; K past one 256-chunk; dilation; stride.
+// Groups of ≤ 3 output channels: stride-1 columns by the direct path (rows
+// of 4 or 12/R vectors, blocks of 8 output rows), strided ones by the
+// implicit GEMM with all of a block's 16-pixel panels at once
+// (kernel_rx16np). One channel (ISNet's side outputs), two and three; groups
+// of 2 and 3 channels; planes of 1–4 panels a block and a last partial
+// panel; wide rows with a partial last segment; K past one 256-chunk;
+// dilation; row stride; 5×5.
 const ConvCase kFewChannelCases[] = {
     // n, c_in, h, w, c_out, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, column_block
     {1, 64, 37, 41, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},    // 4 panels a block, tails
@@ -161,6 +164,10 @@ const ConvCase kFewChannelCases[] = {
     {1, 12, 25, 31, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0},    // groups of 2 channels
     {1, 9, 30, 29, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3, 0},     // groups of 3, stride 2
     {1, 16, 20, 20, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 100},  // column block 100
+    {1, 5, 19, 200, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},    // wide: 96-column segments
+    {2, 7, 11, 101, 2, 3, 3, 1, 1, 0, 2, 2, 0, 1, 1, 1, 0},    // wide, 2 rows, asymmetric pads
+    {1, 4, 23, 130, 1, 3, 3, 2, 1, 1, 1, 1, 1, 2, 2, 1, 0},    // row stride 2, dilated, wide
+    {1, 6, 9, 120, 3, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1, 0},     // 5×5, 3 rows
 };
 
 TEST_F(F32Conv, FewChannelsMatchReference) {
