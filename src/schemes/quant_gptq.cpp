@@ -251,7 +251,7 @@ std::unique_ptr<Encoded> encode_gptq(const Tensor& w, const SchemeParams& p) {
 
 const SchemeTraits kQuantGptqTraits{
     .kind = SchemeKind::quant_gptq,
-    .pattern = "int{8,4,3}[-g{G}]-gptq",
+    .pattern = "{int8,int4,int3,int4-g{G}}-gptq",
     .reference =
         "GPTQ (Frantar et al., ICLR 2023): H = XᵀX of calibration inputs, 1% dampening, "
         "Cholesky of H⁻¹, lazy batch updates; scales from the -mse search, then twice refitted "

@@ -85,7 +85,7 @@ std::string quantized_label(int bits, int64_t group) {
 
 const SchemeTraits kQuantMseTraits{
     .kind = SchemeKind::quant_mse,
-    .pattern = "int{8,4,3}[-g{G}]-mse",
+    .pattern = "{int8,int4,int3,int4-g{G}}-mse",
     .reference =
         "the reference quantizer's stored form, per row/group f16 scale minimising the squared "
         "error over a clipping grid and least-squares refits (llama.cpp make_qx_quants)",

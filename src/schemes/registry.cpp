@@ -51,7 +51,7 @@ bool parse_positive(std::string_view s, int64_t& value) {
 std::string known_labels() {
   std::string out;
   for (const SchemeTraits* t : kAll) out += (out.empty() ? "" : ", ") + std::string(t->pattern);
-  return out;
+  return out + " (G: 32, 64 or 128; R: a positive rank)";
 }
 
 }  // namespace

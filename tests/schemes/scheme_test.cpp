@@ -90,6 +90,73 @@ TEST(Schemes, EveryLabelParsesBackToItself) {
   EXPECT_THROW(parse_scheme("lowrank-r8x"), Error);
 }
 
+// Every label a pattern stands for: {a,b} alternatives (nested allowed), an
+// optional [x], and the message's {G} and {R} as 32/64/128 and 8.
+std::vector<std::string> expand_pattern(const std::string& s) {
+  for (auto [name, values] :
+       {std::pair{std::string("{G}"), std::vector<std::string>{"32", "64", "128"}},
+        std::pair{std::string("{R}"), std::vector<std::string>{"8"}}})
+    if (const size_t at = s.find(name); at != std::string::npos) {
+      std::vector<std::string> out;
+      for (const std::string& v : values)
+        for (std::string e : expand_pattern(s.substr(0, at) + v + s.substr(at + name.size())))
+          out.push_back(e);
+      return out;
+    }
+  const size_t open = s.find_first_of("{[");
+  if (open == std::string::npos) return {s};
+  const char close = s[open] == '{' ? '}' : ']';
+  std::vector<std::string> parts(1);
+  size_t i = open + 1;
+  for (int depth = 0; depth > 0 || s[i] != close; ++i) {
+    if (s[i] == '{') ++depth;
+    if (s[i] == '}') --depth;
+    if (depth == 0 && s[i] == ',')
+      parts.emplace_back();
+    else
+      parts.back() += s[i];
+  }
+  if (close == ']') parts = {"", parts[0]};
+  std::vector<std::string> out;
+  for (const std::string& part : parts)
+    for (std::string e : expand_pattern(s.substr(0, open) + part + s.substr(i + 1)))
+      out.push_back(e);
+  return out;
+}
+
+TEST(Schemes, EveryLabelTheUnknownLabelMessageOffersParses) {
+  std::string message;
+  try {
+    parse_scheme("int8-g32-mse");  // once listed by the message, never a scheme
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  const std::string known = "known: ";
+  ASSERT_NE(message.find(known), std::string::npos) << message;
+  std::string list = message.substr(message.find(known) + known.size());
+  list = list.substr(0, list.find(" ("));  // the note on G and R
+  // Split at the commas outside braces.
+  std::vector<std::string> patterns(1);
+  int depth = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == '{') ++depth;
+    if (list[i] == '}') --depth;
+    if (depth == 0 && list.compare(i, 2, ", ") == 0) {
+      patterns.emplace_back();
+      ++i;
+    } else {
+      patterns.back() += list[i];
+    }
+  }
+  size_t labels = 0;
+  for (const std::string& pattern : patterns)
+    for (const std::string& label : expand_pattern(pattern)) {
+      EXPECT_NO_THROW(parse_scheme(label)) << label << " (from " << pattern << ")";
+      ++labels;
+    }
+  EXPECT_GE(labels, 40u) << list;
+}
+
 TEST(Schemes, EverySchemeThroughTheSameChecks) {
   uint64_t seed = 100;
   for (const Shape& shape : kShapes) {
