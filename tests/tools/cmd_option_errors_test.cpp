@@ -107,6 +107,26 @@ TEST(CmdOptionErrors, CompressBudgetInHexadecimalOrOutOfRangeIsNamed) {
                  "--schemes: empty item in \",\"", out);
 }
 
+// An empty value (an unset shell variable) was passed on: `-o ''` wrote the
+// default folder beside the working directory, `--calib ''` used the
+// default inputs, `--uniform ''` asked for --budget.
+TEST(CmdOptionErrors, EmptyValuesAreRefusedNamingTheOption) {
+  TempDir dir;
+  const std::string model = dir.file("m.onnx"), out = dir.file("out");
+  write_bytes(model, "not read");
+  for (const char* option : {"--uniform", "--calib", "--schemes", "--budget", "--max-latency"})
+    expect_refused(
+        "compress " + model + " --uniform int8 " + option + " '' -o " + out,
+        std::string("compress: ") + option + ": empty value (give one, or leave the option out)",
+        out);
+  const CommandResult r = run_cli("compress " + model + " --uniform int8 -o ''");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("compress: --output: empty value"), std::string::npos) << r.output;
+  expect_one_line(run_cli("run ''"), "tailor: error: run: MODEL: empty value");
+  expect_one_line(run_cli("run " + model + " --threads ''"),
+                  "tailor: error: run: --threads: empty value");
+}
+
 // --calib on a llama and --tokenizer without --gguf were accepted and ignored.
 TEST(CmdOptionErrors, CompressRefusesOptionsThatWouldBeIgnored) {
   TempDir dir;

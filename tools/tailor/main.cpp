@@ -65,6 +65,27 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e) {
   return 2;
 }
 
+// An empty value ("" from an unset shell variable, say) is refused for every
+// option and positional that takes one, naming it, but `--prompt` (generate
+// from BOS alone). CLI11 passed "" on: `-o ""` wrote the default folder,
+// `--calib ""` used the default inputs, `--uniform ""` asked for --budget.
+const CLI::Validator kNonEmptyOption(
+    [](std::string& s) -> std::string {
+      return s.empty() ? "empty value (give one, or leave the option out)" : "";
+    },
+    "");
+const CLI::Validator kNonEmptyPositional(
+    [](std::string& s) -> std::string { return s.empty() ? "empty value" : ""; }, "");
+
+void refuse_empty_values(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    for (CLI::Option* opt : sub->get_options())
+      if (opt->get_type_size_max() > 0 && opt->get_name() != "--prompt")
+        opt->check(opt->nonpositional() ? kNonEmptyOption : kNonEmptyPositional);
+    refuse_empty_values(*sub);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -82,6 +103,7 @@ int main(int argc, char** argv) {
   tailor::cli::add_tune(app);
   tailor::cli::add_tune_train(app);
   tailor::cli::add_compress(app);
+  refuse_empty_values(app);
   app.set_version_flag("--version", std::string("tailor ") + TAILOR_VERSION);
   // An unknown first word is named (CLI11 says only "A subcommand is required").
   if (argc > 1 && argv[1][0] != '-') {
