@@ -2,6 +2,10 @@
 #include "tailor/tune/record.h"
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "tailor/core/error.h"
 #include "tailor/core/json.h"
@@ -20,8 +24,35 @@ const json& at(const json& j, const char* name) {
 }
 
 template <class T>
+struct IsVector : std::false_type {};
+template <class U>
+struct IsVector<std::vector<U>> : std::true_type {};
+template <class T>
+struct IsStringMap : std::false_type {};
+template <class U>
+struct IsStringMap<std::map<std::string, U>> : std::true_type {};
+
+// nlohmann's get<int> truncates 1.7 to 1: an integer field (or an element of
+// one) holding a fraction or any other non-integer is refused.
+template <class T>
+void require_integers(const json& v, const char* name) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!v.is_number_integer())
+      throw Error("decision record",
+                  std::string("field \"") + name + "\": expected an integer, got " + v.dump());
+  } else if constexpr (IsVector<T>::value) {
+    if (v.is_array())
+      for (const json& e : v) require_integers<typename T::value_type>(e, name);
+  } else if constexpr (IsStringMap<T>::value) {
+    if (v.is_object())
+      for (const auto& e : v.items()) require_integers<typename T::mapped_type>(e.value(), name);
+  }
+}
+
+template <class T>
 T field(const json& j, const char* name) {
   try {
+    require_integers<T>(at(j, name), name);
     return at(j, name).get<T>();
   } catch (const json::exception& e) {
     throw Error("decision record", std::string("field \"") + name + "\": " + e.what());
@@ -210,6 +241,26 @@ void from_json(const json& j, TuneRecord& r) {
   } catch (const Error& e) {
     throw Error("decision record", "chosen configuration: " + e.message());
   }
+  // The chosen key and decisions restate the configuration: an edit to one
+  // alone would be applied by some readers and not others.
+  if (r.chosen.key != DecisionSpace::key(r.chosen.config))
+    throw Error("decision record", "chosen key \"" + r.chosen.key +
+                                       "\" is not the chosen configuration's (\"" +
+                                       DecisionSpace::key(r.chosen.config) + "\")");
+  std::map<std::string, std::string> restated;
+  for (size_t i = 0; i < r.chosen.config.size(); ++i)
+    restated[r.space.decisions[i].name] =
+        r.space.decisions[i].choices[static_cast<size_t>(r.chosen.config[i])];
+  for (const auto& [name, choice] : restated) {
+    const auto it = r.chosen.decisions.find(name);
+    if (it == r.chosen.decisions.end() || it->second != choice)
+      throw Error("decision record",
+                  "chosen decision '" + name + "' is " +
+                      (it == r.chosen.decisions.end() ? "missing" : "\"" + it->second + "\"") +
+                      " where the chosen configuration says \"" + choice + "\"");
+  }
+  if (r.chosen.decisions.size() != restated.size())
+    throw Error("decision record", "chosen decisions name a decision the space does not have");
 }
 
 TuneRecord read_record(const std::string& path) {

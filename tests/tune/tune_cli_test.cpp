@@ -86,7 +86,11 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   // record whose space differs is refused naming the file and the decision.
   json edited = json::parse(read_file(tuned + "/decisions.json"));
   for (json& d : edited["space"]["decisions"])
-    if (d["kind"] == "threads") d["choices"][0] = "abc";
+    if (d["kind"] == "threads") {
+      json& chosen_threads = edited["chosen"]["decisions"][d["name"].get<std::string>()];
+      if (chosen_threads == d["choices"][0]) chosen_threads = "abc";  // restated consistently
+      d["choices"][0] = "abc";
+    }
   write_file_atomic(dir.file("edited.json"), edited.dump());
   r = testing::run_cli("run " + model + " --tuning " + dir.file("edited.json") +
                        " --input x=" + dir.file("x.npy"));
@@ -101,6 +105,23 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   write_file_atomic(dir.file("partial.json"), partial.dump());
   testing::expect_error_naming([&] { read_record(dir.file("partial.json")); },
                                dir.file("partial.json"), "\"paired\"");
+  // A fraction where an integer belongs was truncated (a choice of 0.7 read
+  // as 0), and chosen.decisions, which restates chosen.config, was not
+  // compared with it.
+  json fractional = json::parse(read_file(tuned + "/decisions.json"));
+  fractional["chosen"]["config"][0] = 0.7;
+  write_file_atomic(dir.file("fractional.json"), fractional.dump());
+  testing::expect_error_naming([&] { read_record(dir.file("fractional.json")); },
+                               dir.file("fractional.json"),
+                               "field \"config\": expected an integer, got 0.7");
+  json redecided = json::parse(read_file(tuned + "/decisions.json"));
+  const std::string cse = redecided["chosen"]["decisions"]["pass:cse"];
+  redecided["chosen"]["decisions"]["pass:cse"] = cse == "on" ? "off" : "on";
+  write_file_atomic(dir.file("redecided.json"), redecided.dump());
+  testing::expect_error_naming(
+      [&] { read_record(dir.file("redecided.json")); }, dir.file("redecided.json"),
+      "chosen decision 'pass:cse' is \"" + std::string(cse == "on" ? "off" : "on") +
+          "\" where the chosen configuration says \"" + cse + "\"");
 }
 
 // An f16 model (ISNet's form: Cast to f16, f16 weights and biases, Cast back)
