@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "tailor/core/checked.h"
 #include "tailor/core/error.h"
@@ -118,6 +119,12 @@ template <typename T>
 T get(const nlohmann::json& j, const char* key, const std::string& path, const std::string& where) {
   const auto it = j.find(key);
   if (it == j.end()) throw Error(path, where + "missing field \"" + key + "\"");
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)  // get<> truncates 1.5 to 1
+    if (!it->is_number_integer())
+      throw Error(path, where + "field \"" + key + "\" must be an integer: " + it->dump());
+  if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>)  // -1 read as 2^64 - 1
+    if (!it->is_number_unsigned())
+      throw Error(path, where + "field \"" + key + "\" must be an integer >= 0: " + it->dump());
   try {
     return it->get<T>();
   } catch (const nlohmann::json::exception&) {

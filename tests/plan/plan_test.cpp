@@ -136,6 +136,14 @@ TEST(PlanJson, ReadPlanRejectsMalformedFiles) {
   tailor::testing::write_bytes(
       path, head + R"({"layer": "a", "label": "int8", "rel_error": 0, "bytes": -3}]})");
   expect_error_naming([&] { read_plan(path); }, path, "choices[0]: \"bytes\" must be ≥ 0");
+  // A fraction where an integer belongs was truncated (1.5 bytes read as 1).
+  tailor::testing::write_bytes(
+      path, head + R"({"layer": "a", "label": "int8", "rel_error": 0, "bytes": 1.5}]})");
+  expect_error_naming([&] { read_plan(path); }, path,
+                      "choices[0]: field \"bytes\" must be an integer: 1.5");
+  tailor::testing::write_bytes(path, R"({"model": "m", "budget_bytes": 10.25, "total_bytes": 5})");
+  expect_error_naming([&] { read_plan(path); }, path,
+                      "field \"budget_bytes\" must be an integer: 10.25");
   tailor::testing::write_bytes(
       path, R"({"model": "m", "budget_bytes": 10, "total_bytes": 5, "total_bytes": 7})");
   expect_error_naming([&] { read_plan(path); }, path, "key \"total_bytes\" appears twice");
