@@ -223,7 +223,9 @@ TEST(UniformGuard, TheVerdictSaysWhatWasKeptAndOnWhatEvidence) {
             "for the plan lower, 0.625 for it lower (level 0.05), the plan lower on 2 of 3 "
             "inputs; 2 uniform schemes within the budget, 0 over it; -gptq layers cross-fitted in "
             "3 folds compared); the plan is lower on the mean, but neither test shows it over 3 "
-            "calibration inputs: more inputs narrow them");
+            "calibration inputs: more inputs narrow them; uniform u2 is lower than uniform u1 "
+            "(0.134) on the mean only: neither paired test ranks the two over 3 calibration "
+            "inputs, and more inputs may rank them the other way");
   // Over a plan of higher mean, no such advice.
   const GuardPoint worse{"plan (exact)", 100, 0.12, {0.11, 0.12, 0.13}};
   const std::string kept_u2 = guard_verdict({worse, u2}, 1, 100, "kl (mean)", 1);
@@ -231,6 +233,14 @@ TEST(UniformGuard, TheVerdictSaysWhatWasKeptAndOnWhatEvidence) {
   EXPECT_NE(kept_u2.find("1 uniform scheme within the budget, 0 over it compared)"),
             std::string::npos)
       << kept_u2;
+  // The kept uniform lower than the next on every input by the same amount:
+  // the bound is below 0 (differences −0.1 each, s = 0), no draw is said.
+  const GuardPoint u4{"uniform u4", 100, 0.2, {0.2, 0.2, 0.2}};
+  const std::string kept_over_u4 = guard_verdict({worse, u2, u4}, 1, 100, "kl (mean)", 1);
+  EXPECT_EQ(kept_over_u4.find("on the mean only"), std::string::npos) << kept_over_u4;
+  EXPECT_NE(guard_verdict({worse, u2, u1}, 1, 100, "kl (mean)", 1)
+                .find("uniform u2 is lower than uniform u1 (0.134) on the mean only"),
+            std::string::npos);
   testing::expect_error_naming(
       [&] {
         guard_verdict({worse, u2}, 2, 100, "kl (mean)", 1);
