@@ -2,7 +2,9 @@
 #include "tailor/tune/record.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -32,14 +34,21 @@ struct IsStringMap : std::false_type {};
 template <class U>
 struct IsStringMap<std::map<std::string, U>> : std::true_type {};
 
-// nlohmann's get<int> truncates 1.7 to 1: an integer field (or an element of
-// one) holding a fraction or any other non-integer is refused.
+// nlohmann's get<int> truncates 1.7 to 1 and wraps 4294967297 to 1: an
+// integer field (or an element of one) holding a fraction, any other
+// non-integer, or an integer outside its type (a negative count) is refused.
 template <class T>
 void require_integers(const json& v, const char* name) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (!v.is_number_integer())
-      throw Error("decision record",
-                  std::string("field \"") + name + "\": expected an integer, got " + v.dump());
+    using Limits = std::numeric_limits<T>;
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<uint64_t>() <= static_cast<uint64_t>(Limits::max())
+                          : v.is_number_integer() && std::is_signed_v<T> &&  // a negative integer
+                                v.get<int64_t>() >= static_cast<int64_t>(Limits::min());
+    if (!fits)
+      throw Error("decision record", std::string("field \"") + name + "\": expected an integer " +
+                                         (std::is_signed_v<T> ? "" : ">= 0 ") + "in range, got " +
+                                         v.dump());
   } else if constexpr (IsVector<T>::value) {
     if (v.is_array())
       for (const json& e : v) require_integers<typename T::value_type>(e, name);
@@ -171,6 +180,94 @@ void to_json(json& j, const TuneRecord& r) {
          {"decisions", chosen_decisions}}}};
 }
 
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw Error("decision record", what);
+}
+
+bool finite_at_least(double v, double lo) {
+  return std::isfinite(v) && v >= lo;
+}
+
+// What from_json read, checked against itself: the settings within what
+// `tailor tune` accepts, every configuration valid in the space and named
+// by its key, every index and table the size its counterpart says.
+void check_record(const TuneRecord& r) {
+  const HarnessOptions& h = r.harness;
+  require(r.measurements >= 0, "\"measurements\" must be >= 0");
+  require(r.threads >= 0 && r.threads <= 1024, "\"threads\" must be in 0..1024");
+  require(h.warmup >= 0 && h.repeats >= 1 && h.check_inputs >= 1,
+          "harness: \"warmup\" must be >= 0, \"repeats\" and \"check_inputs\" >= 1");
+  require(finite_at_least(h.tolerance, 0), "harness: \"tolerance\" must be finite and >= 0");
+  require(h.statistic == "median" || h.statistic == "min",
+          "harness: \"statistic\" must be \"median\" or \"min\", got \"" + h.statistic + "\"");
+  require(h.clock == "wall" || h.clock == "cpu",
+          "harness: \"clock\" must be \"wall\" or \"cpu\", got \"" + h.clock + "\"");
+  require(r.paired_rounds >= 1 && r.paired_top >= 1,
+          "harness: \"paired_rounds\" and \"paired_top\" must be >= 1");
+  const GradientOptions& g = r.gradient;
+  require(g.inner_steps >= 1 && g.inner_steps <= 100000 && g.fit_iterations >= 0 &&
+              g.fit_iterations <= 1000000,
+          "gradient: \"inner_steps\" must be in 1..100000 and \"fit_iterations\" in 0..1000000");
+  require(finite_at_least(g.logit_lr, 0) && finite_at_least(g.fit_lr, 0) && g.tau > 0 &&
+              std::isfinite(g.tau) && finite_at_least(g.prior, 0) && finite_at_least(g.anchor, 0),
+          "gradient: \"logit_lr\", \"fit_lr\", \"prior\" and \"anchor\" must be finite and "
+          ">= 0, \"tau\" finite and > 0");
+  for (const auto& shapes : {r.input_shapes, r.value_shapes})
+    for (const auto& [name, dims] : shapes)
+      for (int64_t d : dims) require(d >= 0, "shape of '" + name + "' has a negative dimension");
+  std::set<std::string> names;
+  for (const Decision& d : r.space.decisions) {
+    require(names.insert(d.name).second, "space: decision '" + d.name + "' appears twice");
+    require(!d.choices.empty() && d.default_choice >= 0 &&
+                d.default_choice < static_cast<int>(d.choices.size()),
+            "space: decision '" + d.name + "' has no choices or a default outside them");
+  }
+  auto valid = [&](const Configuration& c, const std::string& where) {
+    try {
+      r.space.validate(c);
+    } catch (const Error& e) {
+      throw Error("decision record", where + ": " + e.message());
+    }
+  };
+  for (size_t i = 0; i < r.measured.size(); ++i) {
+    const MeasuredConfiguration& m = r.measured[i];
+    const std::string where = "measured[" + std::to_string(i) + "]";
+    valid(m.config, where);
+    require(m.key == DecisionSpace::key(m.config), where + ": \"key\" is not its configuration's");
+    require(m.ok != m.times_ms.empty(), where +
+                                            ": \"times_ms\" must be empty exactly when the "
+                                            "check failed");
+    for (double t : m.times_ms) require(finite_at_least(t, 0), where + ": a time is not >= 0");
+    require(finite_at_least(m.median_ms, 0) && finite_at_least(m.min_ms, 0) &&
+                finite_at_least(m.mad_ms, 0) && finite_at_least(m.cost_s, 0) && m.peak_bytes >= 0,
+            where + ": times, cost and peak bytes must be finite and >= 0");
+  }
+  for (const MethodTrials& m : r.methods)
+    for (const Trial& t : m.trials)
+      require(t.measured < r.measured.size() && r.measured[t.measured].key == t.key,
+              "method '" + m.name + "': a trial names no measured configuration of its key");
+  const PairedRecord& p = r.paired;
+  const size_t n = p.configs.size();
+  require(p.pool.size() == n && p.latency_ms.size() == n,
+          "paired: \"pool\", \"configs\" and \"latency_ms\" must be the same length");
+  for (size_t i = 0; i < n; ++i) {
+    valid(p.configs[i], "paired.configs[" + std::to_string(i) + "]");
+    require(
+        p.pool[i] == DecisionSpace::key(p.configs[i]),
+        "paired: pool[" + std::to_string(i) + "] is not configs[" + std::to_string(i) + "]'s key");
+  }
+  for (const auto& round : p.rounds)
+    require(round.size() == n,
+            "paired: a round of \"rounds\" does not hold one time per "
+            "configuration");
+  require(finite_at_least(r.chosen.latency_ms, 0),
+          "chosen: \"latency_ms\" must be finite and >= 0");
+}
+
+}  // namespace
+
 void from_json(const json& j, TuneRecord& r) {
   r.model = field<std::string>(j, "model");
   r.model_nodes = field<size_t>(j, "model_nodes");
@@ -193,13 +290,17 @@ void from_json(const json& j, TuneRecord& r) {
   if (j.contains("gradient")) {
     const json& g = j.at("gradient");
     GradientOptions& o = r.gradient;
-    o.inner_steps = g.value("inner_steps", o.inner_steps);
-    o.logit_lr = g.value("logit_lr", o.logit_lr);
-    o.fit_iterations = g.value("fit_iterations", o.fit_iterations);
-    o.fit_lr = g.value("fit_lr", o.fit_lr);
-    o.tau = g.value("tau", o.tau);
-    o.prior = g.value("prior", o.prior);
-    o.anchor = g.value("anchor", o.anchor);
+    auto take = [&](const char* name, auto& value) {
+      if (g.is_object() && g.contains(name))
+        value = field<std::remove_reference_t<decltype(value)>>(g, name);
+    };
+    take("inner_steps", o.inner_steps);
+    take("logit_lr", o.logit_lr);
+    take("fit_iterations", o.fit_iterations);
+    take("fit_lr", o.fit_lr);
+    take("tau", o.tau);
+    take("prior", o.prior);
+    take("anchor", o.anchor);
   }
   r.space = DecisionSpace{};
   for (const json& d : at(at(j, "space"), "decisions"))
@@ -236,6 +337,7 @@ void from_json(const json& j, TuneRecord& r) {
   r.chosen = {field<Configuration>(c, "config"), field<std::string>(c, "key"),
               field<double>(c, "latency_ms"),
               field<std::map<std::string, std::string>>(c, "decisions")};
+  check_record(r);
   try {
     r.space.validate(r.chosen.config);
   } catch (const Error& e) {

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include "graph/passes/pass_test_util.h"
 #include "tailor/graph/passes/promote_f16.h"
@@ -113,7 +114,34 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   write_file_atomic(dir.file("fractional.json"), fractional.dump());
   testing::expect_error_naming([&] { read_record(dir.file("fractional.json")); },
                                dir.file("fractional.json"),
-                               "field \"config\": expected an integer, got 0.7");
+                               "field \"config\": expected an integer in range, got 0.7");
+  // Edits an outside pass made (stop 45): a short paired round crashed
+  // replay (exit 3); the others were read as something else or accepted.
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> edits = {
+      {[](json& j) { j["paired"]["rounds"][0].erase(0); },
+       "a round of \"rounds\" does not hold one time per configuration"},
+      {[](json& j) { j["gradient"]["inner_steps"] = 25.9; },
+       "field \"inner_steps\": expected an integer in range, got 25.9"},
+      {[](json& j) { j["gradient"]["inner_steps"] = 1000000000; },
+       "gradient: \"inner_steps\" must be in 1..100000"},
+      {[](json& j) { j["threads"] = 4294967297; },
+       "field \"threads\": expected an integer in range, got 4294967297"},
+      {[](json& j) { j["model_nodes"] = -1; },
+       "field \"model_nodes\": expected an integer >= 0 in range, got -1"},
+      {[](json& j) { j["harness"]["repeats"] = -5; }, "\"repeats\" and \"check_inputs\" >= 1"},
+      {[](json& j) { j["harness"]["statistic"] = "mean"; },
+       "\"statistic\" must be \"median\" or \"min\", got \"mean\""},
+      {[](json& j) { j["measured"][0]["config"][0] = 7; }, "measured[0]: choice 7 of decision"},
+      {[](json& j) { j["methods"][0]["trials"][0]["measured"] = 99; },
+       "a trial names no measured configuration of its key"},
+  };
+  for (const auto& [edit, message] : edits) {
+    json e = json::parse(read_file(tuned + "/decisions.json"));
+    edit(e);
+    write_file_atomic(dir.file("e.json"), e.dump());
+    testing::expect_error_naming([&] { read_record(dir.file("e.json")); }, dir.file("e.json"),
+                                 message);
+  }
   json redecided = json::parse(read_file(tuned + "/decisions.json"));
   const std::string cse = redecided["chosen"]["decisions"]["pass:cse"];
   redecided["chosen"]["decisions"]["pass:cse"] = cse == "on" ? "off" : "on";
