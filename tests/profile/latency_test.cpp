@@ -128,7 +128,7 @@ TEST(Latency, PlanAndCompressCheckTheSecondBudgetOptions) {
   refused("compress " + onnx + " --budget 50% --max-latency -1", "--max-latency: must be finite");
   refused("compress " + onnx + " --budget 50% --max-latency 30ms", "expected milliseconds");
   refused("compress " + onnx + " --budget 50% --max-latency %", "expected milliseconds");
-  refused("compress " + onnx + " --budget 50% --max-latency ''", "expected milliseconds");
+  refused("compress " + onnx + " --budget 50% --max-latency ''", "--max-latency: empty value");
   refused("compress " + onnx + " --budget 50% --max-latency 0x10%", "expected milliseconds");
   refused("compress " + onnx + " --budget 50% --max-latency ' 70%'", "expected milliseconds");
   refused("compress " + onnx + " --budget 50% --max-latency 70% --max-macs 9",
