@@ -188,9 +188,9 @@ std::string guard_verdict(const std::vector<GuardPoint>& points, size_t kept, in
   const GuardPoint& u = points[kept];
   // The kept uniform against the next best within the budget: a lead on the
   // mean that neither paired test shows is said, since the pick between the
-  // two is then a draw of the inputs (stop 43: on the recogniser's 40 lines
+  // two is then a draw of the inputs (stop 42: on the recogniser's 40 lines
   // int4-g64-gptq was kept over int4-g32-gptq, which read 0.66× it on unseen
-  // lines; on 80 lines the two ranked the other way).
+  // lines; stop 43: on 80 lines the two ranked the other way).
   size_t next = 0;
   for (size_t i = 1; i < points.size(); ++i) {
     if (i == kept || points[i].bytes > budget || std::isnan(points[i].damage)) continue;

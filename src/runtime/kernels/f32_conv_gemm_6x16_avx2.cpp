@@ -129,10 +129,10 @@ void kernel_few_rows(int64_t rows, int64_t np, bool accumulate, int64_t k, const
 // buffer one input channel at a time: per channel ci, per segment of 8·Q
 // consecutive outputs (R·Q = 12 accumulators, enough independent FMA chains
 // to hide the FMA latency), the partial sums are loaded (zero for ci = 0),
-// each tap (ky, kx) ascending loads the 8·Q inputs it reads from the row in
-// place (zero in the padding: masked loads at the edges, a zero vector for
-// rows outside) and multiplies them by the tap's weight from the packed
-// panel, and the sums are stored back. Reading one channel's kh rows at a
+// each tap (ky, kx) ascending loads the 8·Q inputs it reads from the
+// channel's zero-padded copy of the input row (zero rows outside the image)
+// and multiplies them by the tap's weight from the packed panel, and the
+// sums are stored back. Reading one channel's kh rows at a
 // time streams them: summing all channels per segment instead read rows a
 // plane apart (often a multiple of 1 MiB, the same cache sets) in turn, and
 // ISNet's 64 → 1 side output at 512² ran at 2.5 GMAC/s. Each output is the
@@ -173,15 +173,16 @@ void direct_channel(const Conv2dParams& p, const float* rows, int64_t len, const
 
 // Output rows [oy0, oy0 + t) of one image and group: per input channel, the
 // input rows they read are copied once into zero-padded rows (zero rows
-// outside the image), then each output row's segments of 8·Q outputs are
-// summed from them.
+// outside the image), then each output row is summed from them in segments
+// of 8·Q outputs, and the rest of the row in segments of 32.
 template <int R, int Q>
 void direct_rows_rq(const Conv2dParams& p, const float* xg, int64_t cig, const float* ag,
                     const float* bias, const Activation& act, int64_t oy0, int64_t t, float* yg) {
-  constexpr int64_t cols = 8 * Q;
+  constexpr int64_t cols = 8 * Q, tail_cols = 32;
   const int64_t ow = p.out_w(), ohw = p.out_h() * ow;
-  const int64_t ld = (ow + cols - 1) / cols * cols;  // one output row of one channel
-  const int64_t len = ld + (p.kw - 1) * p.dil_w;     // one padded input row
+  const int64_t full = ow / cols * cols;  // the row's outputs in whole 8·Q segments
+  const int64_t ld = full + (ow - full + tail_cols - 1) / tail_cols * tail_cols;  // one row
+  const int64_t len = ld + (p.kw - 1) * p.dil_w;  // one padded input row
   const int64_t in_rows = (t - 1) * p.stride_h + (p.kh - 1) * p.dil_h + 1;
   const int64_t iy0 = oy0 * p.stride_h - p.pad_top;
   thread_local std::vector<float> sums, padded;
@@ -200,10 +201,14 @@ void direct_rows_rq(const Conv2dParams& p, const float* xg, int64_t cig, const f
           _mm_prefetch(reinterpret_cast<const char*>(xc + p.h * p.w + (iy0 + j) * p.w + c),
                        _MM_HINT_T0);
     const float* a = ag + ci * p.kh * p.kw * kMr;
-    for (int64_t i = 0; i < t; ++i)
-      for (int64_t ox0 = 0; ox0 < ow; ox0 += cols)
-        direct_channel<R, Q>(p, padded.data() + i * p.stride_h * len, len, a, ox0, ci == 0,
-                             sums.data() + i * R * ld, ld);
+    for (int64_t i = 0; i < t; ++i) {
+      const float* rows = padded.data() + i * p.stride_h * len;
+      float* row_sums = sums.data() + i * R * ld;
+      for (int64_t ox0 = 0; ox0 < full; ox0 += cols)
+        direct_channel<R, Q>(p, rows, len, a, ox0, ci == 0, row_sums, ld);
+      for (int64_t ox0 = full; ox0 < ow; ox0 += tail_cols)
+        direct_channel<R, tail_cols / 8>(p, rows, len, a, ox0, ci == 0, row_sums, ld);
+    }
   }
   for (int64_t i = 0; i < t; ++i)
     for (int64_t o = 0; o < R; ++o)
@@ -215,20 +220,14 @@ void direct_rows_rq(const Conv2dParams& p, const float* xg, int64_t cig, const f
 constexpr int64_t kDirectRows = 8;
 
 // Output rows [oy0, oy0 + t) of one image and group (cog ≤ 3 channels), bias
-// and activation once their sums are complete. 12 accumulators (R·Q) where a
-// row holds 12/R vectors of outputs, else 4 vectors (narrow planes, whose
-// masked edge loads would otherwise dominate).
+// and activation once their sums are complete; 12 accumulators (R·Q) in a
+// row's whole segments, 4R in its last < 8·Q outputs.
 void direct_rows(const Conv2dParams& p, const float* xg, int64_t cig, int64_t cog, const float* ag,
                  const float* bias, const Activation& act, int64_t oy0, int64_t t, float* yg) {
-  const bool wide = p.out_w() >= 8 * 12 / cog;
-  if (cog == 1 && wide) {
+  if (cog == 1) {
     direct_rows_rq<1, 12>(p, xg, cig, ag, bias, act, oy0, t, yg);
-  } else if (cog == 1) {
-    direct_rows_rq<1, 4>(p, xg, cig, ag, bias, act, oy0, t, yg);
-  } else if (cog == 2 && wide) {
-    direct_rows_rq<2, 6>(p, xg, cig, ag, bias, act, oy0, t, yg);
   } else if (cog == 2) {
-    direct_rows_rq<2, 4>(p, xg, cig, ag, bias, act, oy0, t, yg);
+    direct_rows_rq<2, 6>(p, xg, cig, ag, bias, act, oy0, t, yg);
   } else {
     direct_rows_rq<3, 4>(p, xg, cig, ag, bias, act, oy0, t, yg);
   }

@@ -147,8 +147,8 @@ TEST_F(F32Conv, Gemm6x16MatchesReference) {
   }
 }
 
-// Groups of ≤ 3 output channels: stride-1 columns by the direct path (rows
-// of 4 or 12/R vectors, blocks of 8 output rows), strided ones by the
+// Groups of ≤ 3 output channels: stride-1 columns by the direct path
+// (segments of 12/R vectors, then of 4; blocks of 8 output rows), strided ones by the
 // implicit GEMM with all of a block's 16-pixel panels at once
 // (kernel_rx16np). One channel (ISNet's side outputs), two and three; groups
 // of 2 and 3 channels; planes of 1–4 panels a block and a last partial
