@@ -214,8 +214,8 @@ void check_record(const TuneRecord& r) {
               std::isfinite(g.tau) && finite_at_least(g.prior, 0) && finite_at_least(g.anchor, 0),
           "gradient: \"logit_lr\", \"fit_lr\", \"prior\" and \"anchor\" must be finite and "
           ">= 0, \"tau\" finite and > 0");
-  for (const auto& shapes : {r.input_shapes, r.value_shapes})
-    for (const auto& [name, dims] : shapes)
+  for (const ValueShapes* shapes : {&r.input_shapes, &r.value_shapes})
+    for (const auto& [name, dims] : *shapes)
       for (int64_t d : dims) require(d >= 0, "shape of '" + name + "' has a negative dimension");
   std::set<std::string> names;
   for (const Decision& d : r.space.decisions) {
@@ -264,6 +264,22 @@ void check_record(const TuneRecord& r) {
             "configuration");
   require(finite_at_least(r.chosen.latency_ms, 0),
           "chosen: \"latency_ms\" must be finite and >= 0");
+  // The chosen key and decisions restate the configuration: an edit to one
+  // alone would be applied by some readers and not others.
+  valid(r.chosen.config, "chosen configuration");
+  const std::string key = DecisionSpace::key(r.chosen.config);
+  require(r.chosen.key == key, "chosen key \"" + r.chosen.key +
+                                   "\" is not the chosen configuration's (\"" + key + "\")");
+  const std::map<std::string, std::string> restated = r.space.named_choices(r.chosen.config);
+  for (const auto& [name, choice] : restated) {
+    const auto it = r.chosen.decisions.find(name);
+    require(it != r.chosen.decisions.end() && it->second == choice,
+            "chosen decision '" + name + "' is " +
+                (it == r.chosen.decisions.end() ? "missing" : "\"" + it->second + "\"") +
+                " where the chosen configuration says \"" + choice + "\"");
+  }
+  require(r.chosen.decisions.size() == restated.size(),
+          "chosen decisions name a decision the space does not have");
 }
 
 }  // namespace
@@ -338,31 +354,6 @@ void from_json(const json& j, TuneRecord& r) {
               field<double>(c, "latency_ms"),
               field<std::map<std::string, std::string>>(c, "decisions")};
   check_record(r);
-  try {
-    r.space.validate(r.chosen.config);
-  } catch (const Error& e) {
-    throw Error("decision record", "chosen configuration: " + e.message());
-  }
-  // The chosen key and decisions restate the configuration: an edit to one
-  // alone would be applied by some readers and not others.
-  if (r.chosen.key != DecisionSpace::key(r.chosen.config))
-    throw Error("decision record", "chosen key \"" + r.chosen.key +
-                                       "\" is not the chosen configuration's (\"" +
-                                       DecisionSpace::key(r.chosen.config) + "\")");
-  std::map<std::string, std::string> restated;
-  for (size_t i = 0; i < r.chosen.config.size(); ++i)
-    restated[r.space.decisions[i].name] =
-        r.space.decisions[i].choices[static_cast<size_t>(r.chosen.config[i])];
-  for (const auto& [name, choice] : restated) {
-    const auto it = r.chosen.decisions.find(name);
-    if (it == r.chosen.decisions.end() || it->second != choice)
-      throw Error("decision record",
-                  "chosen decision '" + name + "' is " +
-                      (it == r.chosen.decisions.end() ? "missing" : "\"" + it->second + "\"") +
-                      " where the chosen configuration says \"" + choice + "\"");
-  }
-  if (r.chosen.decisions.size() != restated.size())
-    throw Error("decision record", "chosen decisions name a decision the space does not have");
 }
 
 TuneRecord read_record(const std::string& path) {

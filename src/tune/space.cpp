@@ -107,6 +107,14 @@ void DecisionSpace::validate(const Configuration& c) const {
                                        decisions[i].name + "' is out of range");
 }
 
+std::map<std::string, std::string> DecisionSpace::named_choices(const Configuration& c) const {
+  validate(c);
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < c.size(); ++i)
+    out[decisions[i].name] = decisions[i].choices[static_cast<size_t>(c[i])];
+  return out;
+}
+
 std::vector<Configuration> DecisionSpace::enumerate(double limit) const {
   if (points() > limit)
     throw Error("decision space",

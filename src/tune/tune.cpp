@@ -218,10 +218,7 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
                     pred.size() >= 3 ? std::optional<double>(spearman(pred, meas)) : std::nullopt};
   rec.paired = {pool_keys, pool, rounds, pmed};
   const Configuration& chosen = pool.at(win);
-  rec.chosen = {chosen, DecisionSpace::key(chosen), pmed[win], {}};
-  for (size_t i = 0; i < chosen.size(); ++i)
-    rec.chosen.decisions[space.decisions[i].name] =
-        space.decisions[i].choices[static_cast<size_t>(chosen[i])];
+  rec.chosen = {chosen, DecisionSpace::key(chosen), pmed[win], space.named_choices(chosen)};
   return rec;
 }
 

@@ -62,6 +62,9 @@ struct DecisionSpace {
   int find(const std::string& name) const;
   /// Throws Error("configuration", ...) unless `c` has one valid index per decision.
   void validate(const Configuration& c) const;
+  /// Each decision's name → the choice `c` takes (validate's errors); what a
+  /// record's chosen.decisions holds.
+  std::map<std::string, std::string> named_choices(const Configuration& c) const;
   /// Every configuration in lexicographic order (last decision fastest).
   /// Throws Error when points() > `limit`.
   std::vector<Configuration> enumerate(double limit = 512) const;
