@@ -32,7 +32,10 @@
 // Attribute `weight` (kind encoded) holds the factors; CompressedConv also
 // takes kernel_shape (required), strides, pads, dilations, and the fused
 // activation attributes of FusedConv (`activation`, `alpha`, `beta`; the
-// fusion pass sets them, graph/fused_ops.h), applied after the bias.
+// fusion pass sets them, graph/fused_ops.h), applied after the bias. Both ops
+// take `kernel_variant` ("auto", or "w8a8": a per-channel int8 weight-only
+// weight multiplied as int8-a8 multiplies its codes, activations rounded to
+// int8; the tuner's decision for compressed layers, see w8a8_codes).
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -59,6 +62,26 @@ std::shared_ptr<const schemes::Encoded> weight_of(const KernelInit& init) {
   return a->encoded;
 }
 
+// The int8 codes a W8A8 kernel multiplies, or nullopt for the weight-only
+// kernels: an int8-a8 weight's, and, where node attribute `kernel_variant` is
+// "w8a8" (a tuner decision, tune/space.h), a weight-only int8 weight's. Both
+// are per-channel int8 codes with f16 scales, the same ones for one dense
+// weight (schemes::detail::quantize_symmetric), so the variant runs the
+// int8-a8 weight's kernels and bits. Attribute values: "auto" (the default:
+// the weight's own kernel) and "w8a8". Throws (naming the node) for another
+// value, or for "w8a8" on a weight other than per-channel int8 codes.
+std::optional<schemes::PackedView> w8a8_codes(const KernelInit& init, const schemes::Encoded& w) {
+  const std::string variant = init.node.attr_string("kernel_variant", "auto");
+  if (variant != "auto" && variant != "w8a8")
+    init.fail("kernel_variant must be auto or w8a8, got '" + variant + "'");
+  if (auto a8 = schemes::w8a8_view(w)) return a8;
+  if (variant == "auto") return std::nullopt;
+  auto p = schemes::packed_view(w);
+  if (!p || p->bits != 8 || p->args.group < p->args.in)
+    init.fail("kernel_variant w8a8 needs per-channel int8 codes, not a " + w.label() + " weight");
+  return p;
+}
+
 void add_bias(OpContext& ctx, float* y, int64_t rows, int64_t out, int64_t inner) {
   if (!ctx.has(1)) return;
   const Tensor b = ctx.in(1).contiguous();
@@ -75,10 +98,11 @@ void add_bias(OpContext& ctx, float* y, int64_t rows, int64_t out, int64_t inner
 class CompressedLinear final : public Kernel {
  public:
   explicit CompressedLinear(const KernelInit& init) : w_(weight_of(init)) {
-    if (const auto a8 = schemes::w8a8_view(*w_); a8 && w_->in() <= kernels::kQ8Q8Conv1x1MaxIn) {
+    a8_ = w8a8_codes(init, *w_);
+    if (a8_ && w_->in() <= kernels::kQ8Q8Conv1x1MaxIn) {
       const kernels::KernelTable& t = kernels::active_kernels();
-      a8_packed_.resize(static_cast<size_t>(t.q8q8_conv1x1_pack(a8->args, nullptr)));
-      t.q8q8_conv1x1_pack(a8->args, a8_packed_.data());
+      a8_packed_.resize(static_cast<size_t>(t.q8q8_conv1x1_pack(a8_->args, nullptr)));
+      t.q8q8_conv1x1_pack(a8_->args, a8_packed_.data());
     }
   }
   void run(OpContext& ctx) override {
@@ -96,10 +120,16 @@ class CompressedLinear final : public Kernel {
     shape.assign(x.shape().begin(), x.shape().end());
     shape.back() = w_->out();
     Tensor y = ctx.alloc(DType::f32, shape);  // written whole by the scheme's kernel
-    if (!a8_packed_.empty() && batch >= kA8MinRows)
+    if (!a8_packed_.empty() && batch >= kA8MinRows) {
       w8a8_rows(x.data<float>(), batch, y.mutable_data<float>());
-    else
+    } else if (a8_) {
+      // The scheme's W8A8 GEMM, which int8-a8's matmul runs.
+      schemes::kernels::PackedGemmArgs a = a8_->args;
+      a.x = x.data<float>(), a.batch = batch, a.y = y.mutable_data<float>();
+      schemes::kernels::best_gemm_kernels().q8q8(a);
+    } else {
       schemes::matmul_into(*w_, x.data<float>(), batch, y.mutable_data<float>());
+    }
     add_bias(ctx, y.mutable_data<float>(), batch, w_->out(), 1);
     ctx.outputs[0] = std::move(y);
   }
@@ -128,7 +158,8 @@ class CompressedLinear final : public Kernel {
   }
 
   std::shared_ptr<const schemes::Encoded> w_;
-  std::vector<uint8_t> a8_packed_;  // int8-a8: the codes as q8q8_conv1x1 reads them
+  std::optional<schemes::PackedView> a8_;  // W8A8: the int8 codes (w8a8_codes)
+  std::vector<uint8_t> a8_packed_;         // the codes as q8q8_conv1x1 reads them
 };
 
 class CompressedConv final : public Kernel {
@@ -153,7 +184,8 @@ class CompressedConv final : public Kernel {
       init.fail("weight's in is not a multiple of kh·kw");
     for (int64_t v : pads_)
       if (v < 0) init.fail("pads must be non-negative");
-    packed_ = schemes::packed_view(*w_);
+    const auto a8 = w8a8_codes(init, *w_);
+    if (!a8) packed_ = schemes::packed_view(*w_);
     const bool pointwise =
         kernel_[0] == 1 && kernel_[1] == 1 && strides_[0] == 1 && strides_[1] == 1 &&
         std::all_of(pads_.begin(), pads_.end(), [](int64_t v) { return v == 0; });
@@ -162,9 +194,9 @@ class CompressedConv final : public Kernel {
       if (kernels::conv_winograd_eligible(cp))
         winograd_floats_ = kernels::f32_conv_winograd_f43_pack(cp, nullptr, nullptr);
     }
-    if (const auto a8 = schemes::w8a8_view(*w_)) {
+    if (a8) {
       if (w_->in() > kernels::kQ8Q8Conv1x1MaxIn)
-        init.fail("int8-a8 weight of " + std::to_string(w_->in()) + " inputs (channels × " +
+        init.fail("W8A8 weight of " + std::to_string(w_->in()) + " inputs (channels × " +
                   "taps): the W8A8 kernels sum in int32 and take at most " +
                   std::to_string(kernels::kQ8Q8Conv1x1MaxIn));
       const kernels::KernelTable& t = kernels::active_kernels();

@@ -9,6 +9,7 @@
 
 #include "tailor/core/error.h"
 #include "tailor/decision/optim.h"
+#include "tailor/schemes/matmul_into.h"
 
 namespace tailor::tune {
 
@@ -44,7 +45,9 @@ const std::vector<std::string>& feature_names() {
                                                  "kernels_x_extra_threads_100",
                                                  "ws_over_l2_bytes_1e7",
                                                  "sgemm_calls_100",
-                                                 "winograd_flops_1e7_per_thread"};
+                                                 "winograd_flops_1e7_per_thread",
+                                                 "packed_weight_flops_1e7_per_thread",
+                                                 "w8a8_flops_1e7_per_thread"};
   return names;
 }
 
@@ -63,6 +66,7 @@ std::vector<double> graph_features(const graph::Model& model, int threads,
     return nullptr;
   };
   double gemm_flops = 0, elem = 0, bytes = 0, kernels = 0, over = 0, calls = 0, wino_flops = 0;
+  double packed_flops = 0, w8a8_flops = 0;
   double extra_threads = 0;
   const double T_all = std::max(1, threads);
   for (const graph::Node& n : g.nodes) {
@@ -104,6 +108,24 @@ std::vector<double> graph_features(const graph::Model& model, int threads,
     const bool gemm =
         op_is(n, "Gemm") || op_is(n, "MatMul") || op_is(n, "FusedGemm") || op_is(n, "FusedMatMul");
     const auto* w = n.inputs.size() > 1 ? shape_of(n.inputs[1]) : nullptr;
+    const graph::Attribute* enc = n.find("weight");
+    if (n.domain == "ai.tailor" && (op_is(n, "CompressedConv") || op_is(n, "CompressedLinear")) &&
+        enc && enc->kind == graph::Attribute::Kind::encoded && enc->encoded) {
+      // A compressed layer: the scheme's multiply-adds for its out_elems/out
+      // rows (pixels, or rows of X), on the W8A8 kernels (int8-a8, or
+      // kernel_variant "w8a8") or on the others; the stored factors join
+      // the working set.
+      const schemes::Encoded& e = *enc->encoded;
+      const auto rows = static_cast<int64_t>(out_elems) / std::max<int64_t>(1, e.out());
+      const double flops = 2.0 * static_cast<double>(e.macs(rows)) / T;
+      const bool a8 =
+          schemes::w8a8_view(e).has_value() || n.attr_string("kernel_variant", "auto") == "w8a8";
+      (a8 ? w8a8_flops : packed_flops) += flops;
+      ws += static_cast<double>(e.bytes());
+      calls += 1;
+      over += std::max(0.0, ws - static_cast<double>(machine.l2_bytes));
+      continue;
+    }
     if (conv && w && w->size() >= 3) {
       int64_t red = 1;
       for (size_t i = 1; i < w->size(); ++i) red *= (*w)[i];
@@ -156,9 +178,17 @@ std::vector<double> graph_features(const graph::Model& model, int threads,
     }
     over += std::max(0.0, ws - static_cast<double>(machine.l2_bytes));
   }
-  return {1.0,         gemm_flops / 1e7, elem / 1e7,
-          bytes / 1e7, kernels / 100.0,  extra_threads / 100.0,
-          over / 1e7,  calls / 100.0,    wino_flops / 1e7};
+  return {1.0,
+          gemm_flops / 1e7,
+          elem / 1e7,
+          bytes / 1e7,
+          kernels / 100.0,
+          extra_threads / 100.0,
+          over / 1e7,
+          calls / 100.0,
+          wino_flops / 1e7,
+          packed_flops / 1e7,
+          w8a8_flops / 1e7};
 }
 
 double softplus(double x) {

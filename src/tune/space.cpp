@@ -7,14 +7,35 @@
 
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
+#include "tailor/runtime/kernels/registry.h"
+#include "tailor/schemes/matmul_into.h"
 
 namespace tailor::tune {
 
 namespace {
 
+namespace k = runtime::kernels;
+
 bool is_conv(const graph::Node& n) {
   return (n.domain.empty() && n.op_type == "Conv") ||
          (n.domain == "ai.tailor" && n.op_type == "FusedConv");
+}
+
+bool is_compressed_layer(const graph::Node& n) {
+  return n.domain == "ai.tailor" &&
+         (n.op_type == "CompressedConv" || n.op_type == "CompressedLinear");
+}
+
+// A compressed layer the W8A8 kernels can run (kernel_variant "w8a8",
+// runtime/ops_compressed.cpp): a weight-only per-channel int8 weight of at
+// most kQ8Q8Conv1x1MaxIn inputs.
+bool w8a8_variant_applies(const graph::Node& n) {
+  if (!is_compressed_layer(n) || n.name.empty()) return false;
+  const graph::Attribute* a = n.find("weight");
+  if (!a || a->kind != graph::Attribute::Kind::encoded || !a->encoded) return false;
+  const auto p = schemes::packed_view(*a->encoded);
+  return p && p->bits == 8 && p->args.group >= p->args.in && p->args.in <= k::kQ8Q8Conv1x1MaxIn &&
+         n.attr_int("group", 1) == 1;
 }
 
 // The model with every unnamed main-graph Conv named "conv#<index>".
@@ -28,8 +49,6 @@ graph::Model name_convs(const graph::Model& model) {
 }
 
 const std::vector<std::string> kPrefixPasses = {"fold", "simplify", "strength", "cse", "hoist"};
-
-namespace k = runtime::kernels;
 
 }  // namespace
 
@@ -153,6 +172,12 @@ DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
   }
   for (const auto& fc : graph::fusion_candidates(pre))
     s.decisions.push_back({"fusion:" + fc.id, "fusion", {"off", "on"}, 1});
+  // Compressed layers exist once fold has run (graph::run_passes recognises
+  // them first); their kernel variant: the weight-only kernel or W8A8.
+  for (const auto& n : pre.graph.nodes)
+    if (w8a8_variant_applies(n))
+      s.decisions.push_back(
+          {"kernel_variant:" + n.name, "kernel_variant", {"weight_only", "w8a8"}, 0});
   for (const auto& n : named.graph.nodes) {
     if (!is_conv(n) || n.inputs.size() < 2 || n.outputs.empty()) continue;
     auto os = shapes.find(n.outputs[0]);
@@ -208,6 +233,7 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
   // written out to hold.
   std::set<std::string> default_winograd;
   std::set<std::string> serial;
+  std::set<std::string> w8a8;
   bool rounded_scales = false;
   for (size_t i = 0; i < c.size(); ++i) {
     const Decision& d = space_.decisions[i];
@@ -230,6 +256,8 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
         default_winograd.insert(d.name.substr(10));
     } else if (d.kind == "op_threads") {
       if (choice == "1") serial.insert(d.name.substr(11));
+    } else if (d.kind == "kernel_variant") {
+      if (choice == "w8a8") w8a8.insert(d.name.substr(15));
     } else if (d.kind == "fold_scales") {
       rounded_scales = choice == "rounded";
       prefix_key += "fold_scales=" + choice + ";";
@@ -270,6 +298,10 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
         n.set("conv_algorithm", graph::Attribute::of_string("winograd"));
       if (serial.count(n.name)) n.set("threads", graph::Attribute::of_int(1));
     }
+  if (!w8a8.empty())
+    for (graph::Node& n : out.model.graph.nodes)
+      if (is_compressed_layer(n) && w8a8.count(n.name))
+        n.set("kernel_variant", graph::Attribute::of_string("w8a8"));
   return out;
 }
 

@@ -163,6 +163,77 @@ TEST(OpsCompressed, Conv3x3OnPackedCodesRunsWinogradOnTheDecodedWeight) {
     }
 }
 
+// kernel_variant "w8a8" (the tuner's decision for compressed layers): an
+// int8 weight-only weight runs the W8A8 kernels of int8-a8, which encodes the
+// same codes and scales from the same dense weight, so the outputs are
+// int8-a8's bit for bit: a 1×1 conv (q8q8_conv1x1), a padded strided 3×3
+// (q8q8_conv), a linear of 32 rows (the conv1x1 kernel) and of 3 (the
+// scheme's W8A8 GEMM). Without the attribute the int8 weight keeps its own
+// kernel, whose outputs differ (the activations unrounded).
+TEST(OpsCompressed, W8A8VariantOfAnInt8WeightIsTheInt8A8Kernel) {
+  struct Case {
+    std::string op;
+    Shape w_shape, x_shape;
+    std::vector<std::pair<std::string, Attribute>> attrs;
+  };
+  const std::vector<Case> cases = {{"CompressedConv",
+                                    {16, 24, 1, 1},
+                                    {1, 24, 9, 11},
+                                    {{"kernel_shape", Attribute::of_ints({1, 1})}}},
+                                   {"CompressedConv",
+                                    {12, 8, 3, 3},
+                                    {2, 8, 10, 7},
+                                    {{"kernel_shape", Attribute::of_ints({3, 3})},
+                                     {"strides", Attribute::of_ints({2, 1})},
+                                     {"pads", Attribute::of_ints({1, 1, 0, 1})}}},
+                                   {"CompressedLinear", {20, 40}, {32, 40}, {}},
+                                   {"CompressedLinear", {20, 40}, {3, 40}, {}}};
+  uint64_t seed = 30;
+  for (const Case& c : cases) {
+    const std::string what = c.op + " x " + shape_to_string(c.x_shape);
+    const Tensor w = randn(c.w_shape, seed++);
+    const Tensor x = randn(c.x_shape, seed++);
+    const Tensor bias = randn({c.w_shape[0]}, seed++);
+    const Tensor w2 = w.reshape({c.w_shape[0], shape_numel(c.w_shape) / c.w_shape[0]});
+    std::shared_ptr<const schemes::Encoded> q8 = schemes::parse_scheme("int8").encode(w2);
+    std::shared_ptr<const schemes::Encoded> a8 = schemes::parse_scheme("int8-a8").encode(w2);
+    ASSERT_EQ(q8->factor("q").to_f32_vector(), a8->factor("q").to_f32_vector()) << what;
+    ASSERT_EQ(q8->factor("scale").to_f32_vector(), a8->factor("scale").to_f32_vector()) << what;
+    auto run = [&](std::shared_ptr<const schemes::Encoded> e, const char* variant) {
+      auto attrs = c.attrs;
+      attrs.emplace_back("weight", Attribute::of_encoded(std::move(e)));
+      if (variant) attrs.emplace_back("kernel_variant", Attribute::of_string(variant));
+      return OneOp{c.op, {x, bias}, attrs, 13, 1, "ai.tailor"}.run1();
+    };
+    const Tensor variant = run(q8, "w8a8");
+    const Tensor int8_a8 = run(a8, nullptr);
+    const Tensor weight_only = run(q8, nullptr);
+    EXPECT_EQ(variant.to_f32_vector(), int8_a8.to_f32_vector()) << what;
+    EXPECT_EQ(run(a8, "auto").to_f32_vector(), int8_a8.to_f32_vector()) << what;
+    EXPECT_NE(weight_only.to_f32_vector(), int8_a8.to_f32_vector()) << what;
+  }
+}
+
+TEST(OpsCompressed, W8A8VariantNeedsPerChannelInt8Codes) {
+  const Tensor w = randn({8, 64}, 40);
+  const Tensor x = randn({4, 64}, 41);
+  auto load = [&](const char* label, const char* variant) {
+    std::shared_ptr<const schemes::Encoded> e = schemes::parse_scheme(label).encode(w);
+    OneOp op{
+        "CompressedLinear",
+        {x},
+        {{"weight", Attribute::of_encoded(e)}, {"kernel_variant", Attribute::of_string(variant)}},
+        13,
+        1,
+        "ai.tailor"};
+    runtime::Executor ex(op.model());
+  };
+  for (const char* label : {"int4", "int4-g32", "q8_0", "lowrank-r4"})
+    expect_error_naming([&] { load(label, "w8a8"); }, "CompressedLinear", "per-channel int8 codes");
+  expect_error_naming([&] { load("int8", "fast"); }, "CompressedLinear", "kernel_variant");
+  EXPECT_NO_THROW(load("int8-mse", "w8a8"));
+}
+
 TEST(OpsCompressed, WithoutAWeightIsALoadTimeError) {
   OneOp op{"CompressedLinear", {randn({2, 4}, 7)}, {}, 13, 1, "ai.tailor"};
   expect_error_naming([&] { runtime::Executor ex(op.model()); }, "CompressedLinear", "weight");

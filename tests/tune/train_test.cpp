@@ -44,7 +44,7 @@ GraphSamples synthetic(const std::string& name, const std::vector<double>& c, in
 }
 
 // Known non-negative coefficients, one per cost-model term (one of them 0).
-const std::vector<double> kCoefficients = {0.3, 1.5, 0.8, 0.2, 2.0, 0.0, 0.6, 1.1, 0.9};
+const std::vector<double> kCoefficients = {0.3, 1.5, 0.8, 0.2, 2.0, 0.0, 0.6, 1.1, 0.9, 1.3, 0.4};
 
 TEST(TuneTrain, PooledFitRecoversKnownCoefficients) {
   ASSERT_EQ(kCoefficients.size(), feature_names().size());

@@ -31,7 +31,10 @@ const std::vector<std::string>& feature_names();
 /// main-graph nodes: [1 (fixed overhead), GEMM/conv FLOPs/10⁷/threads,
 /// other ops' element operations/10⁷/threads, bytes read and written/10⁷,
 /// kernels/100, kernels·(threads − 1)/100, Σ max(0, working set − L2)/10⁷,
-/// sgemm calls/100, Winograd conv FLOPs/10⁷/threads]. A conv's FLOPs count
+/// sgemm calls/100, Winograd conv FLOPs/10⁷/threads, compressed layers'
+/// FLOPs/10⁷/threads on the weight-only kernels, and on the W8A8 ones
+/// (int8-a8 weights and "kernel_variant" = "w8a8"; 2·Encoded::macs of the
+/// layer's rows, its stored bytes in its working set)]. A conv's FLOPs count
 /// as Winograd's when it runs that kernel (its "conv_algorithm" attribute,
 /// else runtime::kernels::conv_default_algorithm; its working set then adds
 /// the transformed weights), else as GEMM FLOPs; a node with attribute

@@ -25,19 +25,26 @@ namespace tailor::tune {
 /// on convs runtime::kernels::conv_winograd_eligible says Winograd serves;
 /// node attribute "conv_algorithm"), "op_threads:<conv>" ("all", "1": run a
 /// small conv on one thread, node attribute "threads"; offered only when
-/// more than one thread is), "threads" (choices "1", "2", ...).
+/// more than one thread is), "kernel_variant:<compressed layer>"
+/// ("weight_only", "w8a8": a named CompressedConv / CompressedLinear whose
+/// weight is per-channel int8 codes either runs the weight-only kernel on
+/// f32 activations, or rounds its activations to int8 and runs int8-a8's
+/// W8A8 kernels on the same codes, node attribute "kernel_variant"; W8A8
+/// is not bit for bit, so a configuration taking it passes the harness's
+/// check only under a tolerance its error fits), "threads" (choices "1",
+/// "2", ...).
 struct Decision {
   std::string name;
   /// "pass", "fusion", "fold_scales" (simplify's conv-scale fold: "exact",
   /// the default, or "rounded", see graph::PassOptions::fold_rounded_scales;
   /// present only where it changes the graph), "conv_block", "conv_algo",
-  /// "op_threads", "threads".
+  /// "op_threads", "kernel_variant", "threads".
   std::string kind;
   std::vector<std::string> choices;
   /// Index of the default choice (all passes but layout on, every fusion
   /// candidate on, full column blocks, the conv algorithm conv2d's automatic
   /// rule takes (runtime::kernels::conv_default_algorithm), every op on all
-  /// threads, the most threads).
+  /// threads, compressed layers on their weight-only kernel, the most threads).
   int default_choice = 0;
 };
 
@@ -105,7 +112,10 @@ runtime::kernels::ConvAlgorithm conv_algorithm_of(const graph::Node& n,
 /// graph whose output has more columns than the smallest block (named by the
 /// node's name, "conv#<index>" when unnamed), one "conv_algo:" decision per
 /// conv Winograd serves, one "op_threads:" decision per conv of at most
-/// options.small_op_macs multiply-adds when max_threads > 1, and "threads".
+/// options.small_op_macs multiply-adds when max_threads > 1, one
+/// "kernel_variant:" decision per named compressed layer of per-channel int8
+/// codes (of at most kernels::kQ8Q8Conv1x1MaxIn inputs) that the passes
+/// before fuse leave, and "threads".
 /// `shapes` gives conv output sizes (values absent from it get no conv_block
 /// decision). `options.evaluate` runs constant folding.
 DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
@@ -127,8 +137,9 @@ class Applier {
   Applier(const graph::Model& model, const DecisionSpace& space, graph::PassOptions pass_options);
   /// The model after the configuration's passes (in pipeline order, with the
   /// chosen fusion candidates) and with each conv's "column_block",
-  /// "conv_algorithm" and "threads" attributes set where the choice is not
-  /// the default, verified; and its thread count. A conv left at a Winograd
+  /// "conv_algorithm" and "threads" attributes and each compressed layer's
+  /// "kernel_variant" set where the choice is not the default, verified; and
+  /// its thread count. A conv left at a Winograd
   /// default whose weight is not an initializer after the passes (fold off
   /// on a Constant-fed weight: nothing packed at load, so the runtime's
   /// automatic rule would run the GEMM) gets "conv_algorithm" = "winograd"

@@ -1,0 +1,142 @@
+// The kernel variant of compressed layers (issue 16 item 1): the space offers
+// "kernel_variant:<layer>" exactly on named layers of per-channel int8 codes,
+// the applier writes the node attribute, the runtime then computes what the
+// int8-a8 weight of the same dense weight computes, the cost model moves the
+// layer's FLOPs to the W8A8 term, and the harness's tolerance decides whether
+// the approximate variant may be timed at all.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tailor/runtime/executor.h"
+#include "tailor/runtime/pass_options.h"
+#include "tailor/schemes/registry.h"
+#include "tailor/tune/cost_model.h"
+#include "tailor/tune/harness.h"
+#include "tailor/tune/space.h"
+#include "tune/showcase.h"
+
+namespace tailor::tune {
+namespace {
+
+using testing::declare_input;
+using testing::make_node;
+using testing::random_tensor;
+
+std::shared_ptr<const schemes::Encoded> encode(const char* label, const Shape& w_shape,
+                                               uint64_t seed) {
+  const Tensor w = random_tensor(w_shape, seed);
+  return schemes::parse_scheme(label).encode(
+      w.reshape({w_shape[0], shape_numel(w_shape) / w_shape[0]}));
+}
+
+graph::Node compressed_conv(const std::string& name, const std::string& in, const std::string& out,
+                            std::shared_ptr<const schemes::Encoded> e, int64_t k) {
+  graph::Node n = make_node("CompressedConv", name, {in}, {out},
+                            {{"weight", graph::Attribute::of_encoded(std::move(e))},
+                             {"kernel_shape", graph::Attribute::of_ints({k, k})},
+                             {"pads", graph::Attribute::of_ints({k / 2, k / 2, k / 2, k / 2})}});
+  n.domain = "ai.tailor";
+  return n;
+}
+
+// x [1, 16, 12, 12] → a: int8 1×1 16→32 → Relu → b: int8 3×3 32→16 →
+// c: int4-g32 1×1 16→16 → (unnamed) int8 1×1 16→8 → y [1, 8, 12, 12].
+// `b_weight` replaces b's (the int8-a8 twin of the test below).
+graph::Model compressed_chain(std::shared_ptr<const schemes::Encoded> b_weight = nullptr) {
+  graph::Model m;
+  m.opset = 13;
+  m.source = "compressed_chain";
+  declare_input(m, "x", {1, 16, 12, 12});
+  if (!b_weight) b_weight = encode("int8", {16, 32, 3, 3}, 2);
+  m.graph.nodes = {compressed_conv("a", "x", "va", encode("int8", {32, 16, 1, 1}, 1), 1),
+                   make_node("Relu", "r", {"va"}, {"vr"}),
+                   compressed_conv("b", "vr", "vb", b_weight, 3),
+                   compressed_conv("c", "vb", "vc", encode("int4-g32", {16, 16, 1, 1}, 3), 1),
+                   compressed_conv("", "vc", "y", encode("int8", {8, 16, 1, 1}, 4), 1)};
+  m.graph.outputs = {"y"};
+  return m;
+}
+
+TEST(TuneKernelVariant, OfferedOnNamedPerChannelInt8LayersAndAppliedAsTheInt8A8Kernel) {
+  const graph::Model m = compressed_chain();
+  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
+  const DecisionSpace s = build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{});
+  std::vector<std::string> names;
+  for (const auto& d : s.decisions)
+    if (d.kind == "kernel_variant") {
+      names.push_back(d.name);
+      EXPECT_EQ(d.choices, (std::vector<std::string>{"weight_only", "w8a8"}));
+      EXPECT_EQ(d.default_choice, 0);
+    }
+  // Not c (int4-g32 codes), not the unnamed int8 layer.
+  EXPECT_EQ(names, (std::vector<std::string>{"kernel_variant:a", "kernel_variant:b"}));
+
+  Applier applier(m, s, runtime::default_pass_options());
+  Configuration c = s.default_configuration();
+  const AppliedConfiguration dflt = applier.apply(c);
+  for (const auto& n : dflt.model.graph.nodes) EXPECT_EQ(n.find("kernel_variant"), nullptr);
+  c[static_cast<size_t>(s.find("kernel_variant:b"))] = 1;
+  const AppliedConfiguration w8a8 = applier.apply(c);
+  std::map<std::string, std::string> set;
+  for (const auto& n : w8a8.model.graph.nodes)
+    if (n.find("kernel_variant")) set[n.name] = n.attr_string("kernel_variant", "");
+  EXPECT_EQ(set, (std::map<std::string, std::string>{{"b", "w8a8"}}));
+
+  // The same model with b's weight encoded int8-a8 from the same dense
+  // weight (the same codes), under the default configuration: bit for bit.
+  const graph::Model twin_model = compressed_chain(encode("int8-a8", {16, 32, 3, 3}, 2));
+  Applier twin_applier(twin_model, s, runtime::default_pass_options());
+  const AppliedConfiguration twin = twin_applier.apply(s.default_configuration());
+  const auto in = random_inputs(m, {}, 5);
+  runtime::Executor e0(dflt.model), e1(w8a8.model), e2(twin.model);
+  const Tensor y0 = e0.run(in).at("y"), y1 = e1.run(in).at("y"), y2 = e2.run(in).at("y");
+  EXPECT_EQ(y1.to_f32_vector(), y2.to_f32_vector());
+  EXPECT_NE(y1.to_f32_vector(), y0.to_f32_vector());
+
+  // The cost model's terms by hand (2·MACs / 1e7, one thread): a 32·16·144,
+  // b 16·288·144, c 16·16·144, the unnamed layer 8·16·144.
+  const auto& f = feature_names();
+  const auto term = [&](const char* name) {
+    return static_cast<size_t>(std::find(f.begin(), f.end(), name) - f.begin());
+  };
+  const size_t packed = term("packed_weight_flops_1e7_per_thread");
+  const size_t a8 = term("w8a8_flops_1e7_per_thread");
+  ASSERT_LT(a8, f.size());
+  const double fa = 2.0 * 32 * 16 * 144, fb = 2.0 * 16 * 288 * 144, fc = 2.0 * 16 * 16 * 144,
+               fd = 2.0 * 8 * 16 * 144;
+  const MachineInfo machine;
+  const std::vector<double> t0 = graph_features(dflt.model, 1, shapes, machine);
+  const std::vector<double> t1 = graph_features(w8a8.model, 1, shapes, machine);
+  EXPECT_NEAR(t0[packed], (fa + fb + fc + fd) / 1e7, 1e-12);
+  EXPECT_NEAR(t0[a8], 0.0, 1e-12);
+  EXPECT_NEAR(t1[packed], (fa + fc + fd) / 1e7, 1e-12);
+  EXPECT_NEAR(t1[a8], fb / 1e7, 1e-12);
+}
+
+TEST(TuneKernelVariant, TheToleranceDecidesWhetherW8A8IsTimed) {
+  const graph::Model m = compressed_chain();
+  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
+  const DecisionSpace s = build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{});
+  Applier applier(m, s, runtime::default_pass_options());
+  Configuration c = s.default_configuration();
+  c[static_cast<size_t>(s.find("kernel_variant:a"))] = 1;
+  c[static_cast<size_t>(s.find("kernel_variant:b"))] = 1;
+  const AppliedConfiguration applied = applier.apply(c);
+  HarnessOptions strict;
+  strict.repeats = 1;
+  const Measurement refused = Harness(m, {}, 1, strict).check(applied);
+  EXPECT_FALSE(refused.ok);
+  EXPECT_GT(refused.max_rel_error, strict.tolerance);
+  // Rounding the activations to 8 bits moves the output by well under 10%
+  // of its scale here; a tolerance that admits that times the candidate.
+  EXPECT_LT(refused.max_rel_error, 0.1);
+  HarnessOptions loose = strict;
+  loose.tolerance = 0.1;
+  const Measurement timed = Harness(m, {}, 1, loose).check(applied);
+  EXPECT_TRUE(timed.ok) << timed.error;
+  EXPECT_EQ(timed.max_rel_error, refused.max_rel_error);
+}
+
+}  // namespace
+}  // namespace tailor::tune
