@@ -211,6 +211,16 @@ CostModel::CostModel(size_t n, double initial) : theta_(n, inv_softplus(initial)
   if (!(initial > 0)) throw Error("cost model", "initial coefficient must be > 0");
 }
 
+CostModel CostModel::from_coefficients(const std::vector<double>& c) {
+  CostModel m(c.size());
+  for (size_t j = 0; j < c.size(); ++j) {
+    if (!(c[j] > 0) || !std::isfinite(c[j]))
+      throw Error("cost model", "coefficient " + std::to_string(j) + " must be finite and > 0");
+    m.theta_[j] = inv_softplus(c[j]);
+  }
+  return m;
+}
+
 std::vector<double> CostModel::coefficients() const {
   std::vector<double> c;
   for (double t : theta_) c.push_back(softplus(t));

@@ -10,6 +10,7 @@
 #include "tailor/core/rng.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/executor.h"
+#include "tailor/schemes/registry.h"
 #include "tailor/tune/cost_model.h"
 
 namespace tailor::tune {
@@ -223,6 +224,82 @@ std::vector<std::vector<double>> Harness::paired(
     }
   }
   return times;
+}
+
+namespace {
+
+// One conv layer x [1, c, hw, hw] → y [1, c, hw, hw] (k×k, pads k/2): a
+// default-domain Conv on weight `w`, or a CompressedConv on its `label` form.
+graph::Model probe_layer(int64_t c, int64_t hw, int64_t k, const char* label, uint64_t seed) {
+  Rng rng(seed);
+  Tensor w = Tensor::zeros(DType::f32, {c, c, k, k});
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.mutable_data<float>()[i] = static_cast<float>(rng.uniform(-1.0, 1.0) / std::sqrt(c * k * k));
+  graph::Model m;
+  m.opset = 13;
+  m.source = "cost-model probe";
+  m.graph.inputs = {"x"};
+  m.graph.types["x"] = graph::ValueType{DType::f32, graph::sym_shape_of({1, c, hw, hw})};
+  graph::Node n;
+  n.name = "probe";
+  n.inputs = {"x"};
+  n.outputs = {"y"};
+  n.attributes = {{"kernel_shape", graph::Attribute::of_ints({k, k})},
+                  {"pads", graph::Attribute::of_ints({k / 2, k / 2, k / 2, k / 2})}};
+  if (label) {
+    n.domain = "ai.tailor";
+    n.op_type = "CompressedConv";
+    n.attributes.emplace_back("weight",
+                              graph::Attribute::of_encoded(
+                                  schemes::parse_scheme(label).encode(w.reshape({c, c * k * k}))));
+  } else {
+    n.op_type = "Conv";
+    n.inputs.push_back("w");
+    m.graph.add_initializer("w", w);
+  }
+  m.graph.nodes = {n};
+  m.graph.outputs = {"y"};
+  return m;
+}
+
+}  // namespace
+
+CostModel measured_start(int repeats) {
+  if (repeats < 1) throw Error("measured_start", "repeats must be >= 1");
+  const std::vector<std::string>& names = feature_names();
+  std::vector<double> coefficients(names.size(), 0.1);
+  struct Probe {
+    const char* term;
+    int64_t c, hw, k;
+    const char* label;
+  };
+  // 128 channels at 28²: a 1×1 conv of 12.8 M multiply-adds, a 3×3 (Winograd
+  // by the runtime's rule) of 116 M.
+  const Probe probes[] = {{"gemm_flops_1e7_per_thread", 128, 28, 1, nullptr},
+                          {"winograd_flops_1e7_per_thread", 128, 28, 3, nullptr},
+                          {"packed_weight_flops_1e7_per_thread", 128, 28, 1, "int8"},
+                          {"w8a8_flops_1e7_per_thread", 128, 28, 1, "int8-a8"}};
+  const int before = linalg::threads();
+  linalg::set_threads(1);
+  uint64_t seed = 1;
+  for (const Probe& p : probes) {
+    const graph::Model m = probe_layer(p.c, p.hw, p.k, p.label, seed);
+    runtime::Executor ex(m);
+    const std::map<std::string, Tensor> in = random_inputs(m, {}, seed++);
+    ex.run(in);  // warm-up: packing, first touch
+    double best = INFINITY;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      ex.run(in);
+      best = std::min(best, ms_since(t0));
+    }
+    const double flops = 2.0 * static_cast<double>(p.c * p.c * p.k * p.k * p.hw * p.hw);
+    const auto j =
+        static_cast<size_t>(std::find(names.begin(), names.end(), p.term) - names.begin());
+    coefficients[j] = std::clamp(best / (flops / 1e7), 1e-4, 10.0);
+  }
+  linalg::set_threads(before);
+  return CostModel::from_coefficients(coefficients);
 }
 
 }  // namespace tailor::tune

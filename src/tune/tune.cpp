@@ -145,8 +145,7 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
     const AppliedConfiguration a = applier.apply(c);
     return graph_features(a.model, a.threads, shapes, machine);
   };
-  const CostModel initial =
-      options.cost_model ? *options.cost_model : CostModel(feature_names().size());
+  const CostModel initial = options.cost_model ? *options.cost_model : measured_start();
   if (initial.size() != feature_names().size())
     throw Error("cost model", "has " + std::to_string(initial.size()) + " terms, expected " +
                                   std::to_string(feature_names().size()));

@@ -191,6 +191,21 @@ void add_tune(CLI::App& app) {
         "configurations: {}\n",
         record.space.decisions.size(), record.space.points(), cm.held_out,
         cm.spearman_held_out ? fmt::format("{:.3f}", *cm.spearman_held_out) : std::string("n/a"));
+    {
+      // The start of the gradient method's cost model: the kernel kinds'
+      // rates it measured (tune::measured_start) or --cost-model's.
+      const std::vector<double> c0 = cm.initial.coefficients();
+      const auto& names = tune::feature_names();
+      auto coef = [&](const char* term) {
+        return c0[static_cast<size_t>(std::find(names.begin(), names.end(), term) - names.begin())];
+      };
+      std::cout << fmt::format(
+          "cost model start ({}), ms per 10^7 FLOPs: gemm {:.3g}, Winograd {:.3g}, "
+          "compressed weight-only {:.3g}, W8A8 {:.3g}\n",
+          cost_model_path.empty() ? "measured on probe layers" : printable(cost_model_path),
+          coef("gemm_flops_1e7_per_thread"), coef("winograd_flops_1e7_per_thread"),
+          coef("packed_weight_flops_1e7_per_thread"), coef("w8a8_flops_1e7_per_thread"));
+    }
     std::cout << "chosen (differs from default):";
     const auto& space = record.space.decisions;
     const tune::Configuration& chosen = record.chosen.config;

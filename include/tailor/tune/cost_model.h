@@ -52,6 +52,9 @@ class CostModel {
  public:
   /// `n` terms, each coefficient starting at `initial` (> 0).
   explicit CostModel(size_t n = 0, double initial = 0.1);
+  /// One term per coefficient, θ = softplus⁻¹(c); throws Error("cost
+  /// model", ...) unless every c is finite and > 0.
+  static CostModel from_coefficients(const std::vector<double>& c);
   size_t size() const { return theta_.size(); }
   std::vector<double> coefficients() const;
   const std::vector<double>& theta() const { return theta_; }

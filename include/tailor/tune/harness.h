@@ -11,6 +11,7 @@
 
 #include "tailor/core/tensor.h"
 #include "tailor/graph/graph.h"
+#include "tailor/tune/cost_model.h"
 #include "tailor/tune/space.h"
 
 namespace tailor::tune {
@@ -81,6 +82,17 @@ std::map<std::string, Tensor> random_inputs(
 
 /// Shapes of every main-graph value on one run of `model` on `inputs`.
 ValueShapes observe_shapes(const graph::Model& model, const std::map<std::string, Tensor>& inputs);
+
+/// The cost model's measured default start: every coefficient 0.1 but those
+/// of the four kernel kinds' FLOP terms (gemm, Winograd, compressed
+/// weight-only, W8A8), each the milliseconds per 10⁷ FLOPs of one probe layer
+/// on that kernel at one thread (128 channels at 28²: a 1×1 Conv, a 3×3 Conv
+/// the runtime runs by Winograd, a 1×1 CompressedConv of int8 codes and of
+/// int8-a8 codes), the fastest of `repeats` timed runs after a warm-up,
+/// clamped to [1e-4, 10]. With equal coefficients the model cannot tell a
+/// W8A8 kernel variant from the weight-only one (they do the same FLOPs), so
+/// the gradient method never proposed it; ~0.1 s. Restores the thread count.
+CostModel measured_start(int repeats = 5);
 
 class Harness {
  public:
