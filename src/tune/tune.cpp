@@ -76,19 +76,24 @@ size_t argmin(const std::vector<double>& v) {
   return static_cast<size_t>(std::min_element(v.begin(), v.end()) - v.begin());
 }
 
-/// The pool's least paired median, unless the default is in the pool and
-/// the sign test does not show it faster than the default: then the default.
+}  // namespace
+
 size_t pick_winner(const std::vector<Configuration>& pool, const std::vector<double>& medians,
                    const std::vector<std::vector<double>>& rounds, const Configuration& fallback) {
-  const size_t win = argmin(medians);
   const auto it = std::find(pool.begin(), pool.end(), fallback);
-  if (it == pool.end()) return win;
+  if (it == pool.end()) return argmin(medians);
   const auto base = static_cast<size_t>(it - pool.begin());
-  if (win == base || sign_test_p_value(rounds, win, base) <= kReplaceDefaultAlpha) return win;
-  return base;
+  // Tested: the candidates whose paired statistic is below the default's.
+  size_t tested = 0;
+  for (size_t i = 0; i < pool.size(); ++i) tested += i != base && medians[i] < medians[base];
+  const double alpha = kReplaceDefaultAlpha / static_cast<double>(std::max<size_t>(1, tested));
+  size_t win = base;
+  for (size_t i = 0; i < pool.size(); ++i)
+    if (i != base && medians[i] < medians[base] && (win == base || medians[i] < medians[win]) &&
+        sign_test_p_value(rounds, i, base) <= alpha)
+      win = i;
+  return win;
 }
-
-}  // namespace
 
 MeasuredConfiguration measure_configuration(const Harness& harness, Applier& applier,
                                             const Configuration& c) {

@@ -56,6 +56,19 @@ double sign_test_p_value(const std::vector<std::vector<double>>& rounds, size_t 
 /// Significance of the sign test a configuration must pass to replace the default.
 inline constexpr double kReplaceDefaultAlpha = 0.05;
 
+/// The configuration tune chooses from the paired rounds (rounds[r][i]:
+/// candidate pool[i]'s latency in round r; medians[i] its paired statistic):
+/// the least median when `fallback` (the default) is not in the pool;
+/// otherwise the least median among the candidates sign_test_p_value shows
+/// faster than the default at kReplaceDefaultAlpha / m, m the candidates
+/// whose median is below the default's (each of them is tested:
+/// Bonferroni), else the default. Returns an index into pool. (The least median alone, tested
+/// alone, lost its place to one slow round: on the compressed detector a candidate at 0.65× the
+/// default measured 32.6 ms once in 7 rounds, so 6 wins, and the default stayed though another
+/// candidate at 0.66× had won all 7.)
+size_t pick_winner(const std::vector<Configuration>& pool, const std::vector<double>& medians,
+                   const std::vector<std::vector<double>>& rounds, const Configuration& fallback);
+
 /// One method's best-so-far curve in a record: best_ms[i] is the least
 /// latency (first measurement, the record's statistic) among the method's
 /// first i + 1 measurements, 0 while none of them passed its check.
@@ -75,10 +88,9 @@ std::vector<SearchCurve> search_curves(const TuneRecord& record);
 int measurements_to_reach(const SearchCurve& curve, double target_ms, double fraction);
 
 /// Tunes `model` and returns the decision record. The chosen configuration
-/// is the pool's least paired median only when it beats the default (when
-/// the default is in the pool) in sign_test_p_value ≤ kReplaceDefaultAlpha
-/// over the paired rounds; otherwise the default stays (with 7 rounds a
-/// candidate must win all 7).
+/// is pick_winner's over the paired rounds: the least paired median among
+/// the pool's candidates a sign test shows faster than the default; when
+/// none is, the default stays (with 7 rounds a candidate must win all 7).
 TuneRecord tune_model(const graph::Model& model, const TuneOptions& options);
 
 /// Re-derives the chosen configuration from `record`'s measurements without
