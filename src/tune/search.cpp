@@ -188,9 +188,24 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
       cand[d] = static_cast<int>(rng.below(space.decisions[d].choices.size()));
     }
     if (r.has(cand)) break;  // nothing new nearby: the space is exhausted here
-    if (!eval(cand)) {
+    // A move whose check fails (an approximate choice past the tolerance)
+    // is halved: the center with a seeded half of the move's changes, until
+    // a measured one passes or one change is left; the changes of a move
+    // that failed push their choices' logits down.
+    while (!eval(cand)) {
+      std::vector<size_t> changed;
       for (size_t d = 0; d < D; ++d)
-        if (cand[d] != center[d]) logits[cats.offset(d) + static_cast<size_t>(cand[d])] -= 2.0;
+        if (cand[d] != center[d]) {
+          changed.push_back(d);
+          logits[cats.offset(d) + static_cast<size_t>(cand[d])] -= 2.0;
+        }
+      if (changed.size() < 2 || r.count() >= budget) break;
+      for (size_t i = changed.size() - 1; i > 0; --i)
+        std::swap(changed[i], changed[rng.below(i + 1)]);
+      Configuration half = center;
+      for (size_t i = 0; i < changed.size() / 2; ++i) half[changed[i]] = cand[changed[i]];
+      if (r.has(half)) break;
+      cand = half;
     }
   }
   return r.done();

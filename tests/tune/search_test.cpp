@@ -3,6 +3,7 @@
 // tests/decision).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tailor/core/rng.h"
@@ -90,6 +91,37 @@ TEST(TuneSearch, GradientExploresWhenTheDefaultFailsItsCheck) {
   ASSERT_GE(r.best, 0);
   EXPECT_FALSE(r.evaluations[0].latency_ms.has_value());  // the default, first
   EXPECT_EQ(r.evaluations[static_cast<size_t>(r.best)].config, want);
+}
+
+TEST(TuneSearch, AFailedMoveIsHalvedUntilItPasses) {
+  // 8 on/off decisions; each one on saves 1 ms (10 − k), but a configuration
+  // with more than 3 on fails its check (an approximate choice past the
+  // tolerance). The cost model knows "on" is cheaper (terms: constant, count
+  // off, count on), so every argmax turns all of them on and fails. Halving
+  // each failed move (8 → 4 → 2 from the default, then the rest around the
+  // best) reaches 3 on, the best passing latency, within 16 measurements.
+  DecisionSpace space;
+  for (int d = 0; d < 8; ++d)
+    space.decisions.push_back({"k" + std::to_string(d), "kernel_variant", {"off", "on"}, 0});
+  auto on = [](const Configuration& c) {
+    return static_cast<int>(std::count(c.begin(), c.end(), 1));
+  };
+  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
+    if (on(c) > 3) return std::nullopt;
+    return 10.0 - on(c);
+  };
+  const FeatureFn features = [&](const Configuration& c) {
+    return std::vector<double>{1.0, 8.0 - on(c), static_cast<double>(on(c))};
+  };
+  CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
+  const SearchResult r = search_gradient(space, oracle, features, 16, 3, m);
+  ASSERT_GE(r.best, 0);
+  EXPECT_DOUBLE_EQ(*r.evaluations[static_cast<size_t>(r.best)].latency_ms, 7.0);
+  // The second measurement turns all 8 on and fails; the third is 4 of them.
+  ASSERT_GE(r.evaluations.size(), 3u);
+  EXPECT_EQ(on(r.evaluations[1].config), 8);
+  EXPECT_FALSE(r.evaluations[1].latency_ms.has_value());
+  EXPECT_EQ(on(r.evaluations[2].config), 4);
 }
 
 TEST(TuneSearch, ExhaustiveCoversSmallSpacesAndFailedChecksAreSkipped) {

@@ -78,8 +78,12 @@ struct GradientOptions {
 /// conv-block and thread decisions, where the model is additive; the
 /// Gumbel-softmax straight-through estimate (decision::straight_through) for
 /// passes — and measure the argmax configuration — or, when that one was
-/// measured already, a Gumbel-max sample of the distribution (seeded). Failed
-/// checks push their choices' logits down. While no configuration has passed
+/// measured already, a Gumbel-max sample of the distribution (seeded). A
+/// candidate that fails its check pushes its changed choices' logits down
+/// and is halved: the next measurement is the center with a seeded half of
+/// its changes, and so on while they fail, down to one change (an
+/// approximate choice such as a W8A8 kernel variant passes the tolerance
+/// on some layers, not on all at once). While no configuration has passed
 /// its check (a default the check rejects), it measures uniform draws. `model` is refitted in place
 /// (its initial θ warm-starts the first fit).
 SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
