@@ -142,18 +142,32 @@ ValueShapes observe_shapes(const graph::Model& model, const std::map<std::string
 Harness::Harness(const graph::Model& reference,
                  const std::map<std::string, std::vector<int64_t>>& input_shapes, uint64_t seed,
                  HarnessOptions options)
-    : options_(options) {
+    : Harness(reference, seeded_inputs(reference, input_shapes, seed, options.check_inputs),
+              options) {}
+
+std::vector<std::map<std::string, Tensor>> Harness::seeded_inputs(
+    const graph::Model& reference, const std::map<std::string, std::vector<int64_t>>& shapes,
+    uint64_t seed, int count) {
+  std::vector<std::map<std::string, Tensor>> out;
+  for (int i = 0; i < count; ++i)
+    out.push_back(random_inputs(reference, shapes, seed + static_cast<uint64_t>(i)));
+  return out;
+}
+
+Harness::Harness(const graph::Model& reference, std::vector<std::map<std::string, Tensor>> inputs,
+                 HarnessOptions options)
+    : inputs_(std::move(inputs)), options_(options) {
   if (options_.check_inputs < 1 || options_.repeats < 1 || options_.warmup < 0)
     throw Error("harness", "check_inputs and repeats must be >= 1, warmup >= 0");
+  if (inputs_.empty()) throw Error("harness", "needs at least one input set");
   if (options_.statistic != "median" && options_.statistic != "min")
     throw Error("--statistic", "must be median or min, got '" + options_.statistic + "'");
   if (options_.clock != "wall" && options_.clock != "cpu")
     throw Error("--clock", "must be wall or cpu, got '" + options_.clock + "'");
   linalg::set_threads(std::max(1, options_.reference_threads));
   runtime::Executor ex(reference);
-  for (int i = 0; i < options_.check_inputs; ++i) {
-    inputs_.push_back(random_inputs(reference, input_shapes, seed + static_cast<uint64_t>(i)));
-    reference_.push_back(ex.run(inputs_.back()));
+  for (const auto& in : inputs_) {
+    reference_.push_back(ex.run(in));
     for (auto& [name, t] : reference_.back()) t = t.contiguous().clone();
   }
   int64_t fb = options_.flush_bytes > 0

@@ -125,7 +125,9 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
     throw Error("--clock", "cpu time is a latency only for one thread; give --threads 1");
   HarnessOptions hopt = options.harness;
   hopt.reference_threads = threads;
-  Harness harness(model, options.input_shapes, options.seed, hopt);
+  const Harness harness = options.inputs.empty()
+                              ? Harness(model, options.input_shapes, options.seed, hopt)
+                              : Harness(model, {options.inputs}, hopt);
   const ValueShapes shapes = observe_shapes(model, harness.inputs());
   const graph::PassOptions popt = runtime::default_pass_options();
   const DecisionSpace space = build_space(model, shapes, popt, space_options(threads));
@@ -212,6 +214,7 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
   rec.measurements = options.measurements;
   rec.threads = threads;
   rec.input_shapes = options.input_shapes;
+  for (const auto& [name, t] : options.inputs) rec.input_shapes[name] = t.shape();
   rec.value_shapes = shapes;
   rec.harness = hopt;
   rec.paired_rounds = options.paired_rounds;

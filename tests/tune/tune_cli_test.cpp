@@ -152,6 +152,38 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
           "\" where the chosen configuration says \"" + cse + "\"");
 }
 
+// `--input NAME=FILE.npy`: every configuration is checked and timed on the
+// file's tensor. The showcase's input declared [1, 4, H, W] (symbolic H, W; the graph takes 64):
+// random inputs need --input-shape; the file's shape is what the record
+// keeps. A file of another channel count is a one-line error naming it.
+TEST(TuneCli, ChecksAndTimesOnAnInputFile) {
+  testing::TempDir dir;
+  graph::Model m = testing::showcase_model();
+  graph::SymShape sym = *m.graph.types["x"].shape;
+  sym[2] = graph::Dim::named("H");
+  sym[3] = graph::Dim::named("W");
+  m.graph.types["x"].shape = sym;
+  const std::string model = dir.file("sym.onnx"), tuned = dir.file("tuned");
+  graph::write_onnx(m, model);
+  const std::string args =
+      " --measurements 2 --repeats 1 --paired-rounds 1 --threads 1 -o " + tuned;
+  auto r = testing::run_cli("tune " + model + args);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--input-shape"), std::string::npos) << r.output;
+  write_npy(dir.file("x.npy"), testing::random_tensor({1, 4, 64, 64}, 3));
+  r = testing::run_cli("tune " + model + " --input x=" + dir.file("x.npy") + args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const TuneRecord record = read_record(tuned + "/decisions.json");
+  EXPECT_EQ(record.input_shapes.at("x"), (std::vector<int64_t>{1, 4, 64, 64}));
+  ASSERT_FALSE(record.measured.empty());
+  EXPECT_TRUE(record.measured.front().ok) << record.measured.front().error;
+  write_npy(dir.file("bad.npy"), testing::random_tensor({1, 3, 64, 64}, 3));
+  r = testing::run_cli("tune " + model + " --input x=" + dir.file("bad.npy") + args);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_NE(r.output.find(dir.file("bad.npy")), std::string::npos) << r.output;
+}
+
 // An f16 model (ISNet's form: Cast to f16, f16 weights and biases, Cast back)
 // is tuned as `tailor run` runs it, f16 computed in f32: before, the harness's
 // reference run failed on the Conv's f16 bias.

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "named_inputs.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
@@ -138,17 +139,8 @@ void add_run(CLI::App& app) {
       }
     }();
 
-    std::map<std::string, Tensor> feeds;
     std::map<std::string, std::string> files;  // input name → its .npy
-    for (const std::string& spec : inputs) {
-      const size_t eq = spec.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-        throw Error("--input", "expected NAME=FILE.npy, got \"" + printable(spec) + "\"");
-      const std::string name = spec.substr(0, eq);
-      if (feeds.count(name)) throw Error("input '" + printable(name) + "'", "given twice");
-      files[name] = spec.substr(eq + 1);
-      feeds[name] = read_npy(files[name]);
-    }
+    std::map<std::string, Tensor> feeds = read_named_inputs(inputs, files);
     for (auto& [name, t] : llm::empty_pasts(ex.model(), feeds)) feeds[name] = std::move(t);
     llm::check_decoder_feeds(ex.model(), feeds);
     auto t0 = std::chrono::steady_clock::now();
@@ -157,8 +149,7 @@ void add_run(CLI::App& app) {
       outs = ex.run(feeds);
     } catch (const Error& e) {
       // The executor names the input or the node; the file is ours to add.
-      for (const auto& [name, file] : files)
-        if (e.source() == "input '" + name + "'") throw Error(file, e.what());
+      if (const Error named = name_input_file(e, files); named.source() != e.source()) throw named;
       if (e.source() != path) throw Error(path, e.what());
       throw;
     }

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "format.h"
+#include "named_inputs.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/passes.h"
 #include "tailor/graph/passes/promote_f16.h"
@@ -85,7 +86,7 @@ void add_tune(CLI::App& app) {
       app.add_subcommand("tune", "Tune a model's compiler decisions against measured latency");
   static std::string path, out_dir = "tuned", replay_path, cost_model_path, statistic = "median",
                            clock = "wall";
-  static std::vector<std::string> shape_specs;
+  static std::vector<std::string> shape_specs, input_specs;
   static int measurements = 24, threads = 0, repeats = 5, paired_rounds = 7;
   static double anchor = 0.0, tolerance = tune::HarnessOptions{}.tolerance;
   static uint64_t seed = 0;
@@ -107,6 +108,9 @@ void add_tune(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--input-shape", shape_specs,
                   "NAME=D1xD2x... for inputs with symbolic dims (repeatable)");
+  cmd->add_option("-i,--input", input_specs,
+                  "NAME=FILE.npy: check and time every configuration on this input instead of "
+                  "seeded random ones (repeatable, one per model input)");
   cmd->add_option("--cost-model", cost_model_path,
                   "Cost-model JSON to warm-start from (a cost_model.json)");
   cmd->add_option("--anchor", anchor,
@@ -169,9 +173,19 @@ void add_tune(CLI::App& app) {
         throw Error(cost_model_path, e.message());
       }
     }
+    std::map<std::string, std::string> input_files;
+    o.inputs = read_named_inputs(input_specs, input_files);
     const graph::Model model = model_to_tune(path);
     const auto t0 = std::chrono::steady_clock::now();
-    const tune::TuneRecord record = tune::tune_model(model, o);
+    const tune::TuneRecord record = [&] {
+      try {
+        return tune::tune_model(model, o);
+      } catch (const Error& e) {
+        if (const Error named = name_input_file(e, input_files); named.source() != e.source())
+          throw named;
+        throw;
+      }
+    }();
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     {

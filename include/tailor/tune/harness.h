@@ -101,6 +101,12 @@ class Harness {
   Harness(const graph::Model& reference,
           const std::map<std::string, std::vector<int64_t>>& input_shapes, uint64_t seed,
           HarnessOptions options);
+  /// The same on the given input sets (inputs read from files: `tailor
+  /// tune --input`), options.check_inputs aside; the first is also the one
+  /// timed. Throws Error("harness", ...) when `inputs` is empty, and the
+  /// executor's Error naming an input the model does not take as given.
+  Harness(const graph::Model& reference, std::vector<std::map<std::string, Tensor>> inputs,
+          HarnessOptions options);
   /// Checks `c` on every check input; fills ok, max_rel_error and error.
   Measurement check(const AppliedConfiguration& c) const;
   /// check(), then — only when it passed — flush, warm-up and timed repeats.
@@ -119,6 +125,9 @@ class Harness {
   const HarnessOptions& options() const { return options_; }
 
  private:
+  static std::vector<std::map<std::string, Tensor>> seeded_inputs(
+      const graph::Model& reference, const std::map<std::string, std::vector<int64_t>>& shapes,
+      uint64_t seed, int count);
   void flush() const;
   std::vector<std::map<std::string, Tensor>> inputs_;
   std::vector<std::map<std::string, Tensor>> reference_;

@@ -28,6 +28,11 @@ struct TuneOptions {
   int threads = 0;
   /// Shapes of inputs with symbolic dims.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  /// Inputs to check and time every configuration on instead of seeded
+  /// random ones (`tailor tune --input NAME=FILE.npy`): an approximate
+  /// choice (a W8A8 kernel variant) is then held to the tolerance on the
+  /// data it will run on. Their shapes are recorded as input_shapes.
+  std::map<std::string, Tensor> inputs;
   HarnessOptions harness;
   /// Interleaved rounds of the final paired re-measurement, and how many of
   /// each method's best configurations enter it.
