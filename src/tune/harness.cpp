@@ -45,7 +45,8 @@ double time_ms(bool cpu, F&& f) {
 
 // Runs `ex` on `inputs` with the f32 outputs compared to `ref`; returns the
 // largest scale-aware relative error over the outputs.
-double compare(const std::map<std::string, Tensor>& out, const std::map<std::string, Tensor>& ref) {
+double compare(const std::map<std::string, Tensor>& out, const std::map<std::string, Tensor>& ref,
+               bool mean) {
   double worst = 0;
   for (const auto& [name, r] : ref) {
     auto it = out.find(name);
@@ -65,8 +66,9 @@ double compare(const std::map<std::string, Tensor>& out, const std::map<std::str
     for (int64_t i = 0; i < a.numel(); ++i) {
       scale = std::max(scale, static_cast<double>(std::fabs(pb[i])));
       const double d = std::fabs(static_cast<double>(pa[i]) - pb[i]);
-      diff = std::isnan(d) ? INFINITY : std::max(diff, d);
+      diff = std::isnan(d) ? INFINITY : (mean ? diff + d : std::max(diff, d));
     }
+    if (mean && a.numel() > 0) diff /= static_cast<double>(a.numel());
     worst = std::max(worst, diff / std::max(scale, 1e-12));
   }
   return worst;
@@ -164,6 +166,8 @@ Harness::Harness(const graph::Model& reference, std::vector<std::map<std::string
     throw Error("--statistic", "must be median or min, got '" + options_.statistic + "'");
   if (options_.clock != "wall" && options_.clock != "cpu")
     throw Error("--clock", "must be wall or cpu, got '" + options_.clock + "'");
+  if (options_.error != "max" && options_.error != "mean")
+    throw Error("--error", "must be max or mean, got '" + options_.error + "'");
   linalg::set_threads(std::max(1, options_.reference_threads));
   runtime::Executor ex(reference);
   for (const auto& in : inputs_) {
@@ -189,7 +193,8 @@ Measurement Harness::check(const AppliedConfiguration& c) const {
     linalg::set_threads(std::max(1, c.threads));
     runtime::Executor ex(c.model);
     for (size_t i = 0; i < inputs_.size(); ++i)
-      m.max_rel_error = std::max(m.max_rel_error, compare(ex.run(inputs_[i]), reference_[i]));
+      m.max_rel_error = std::max(
+          m.max_rel_error, compare(ex.run(inputs_[i]), reference_[i], options_.error == "mean"));
     m.ok = m.max_rel_error <= options_.tolerance;
     if (!m.ok)
       m.error = "max relative error " + std::to_string(m.max_rel_error) + " > tolerance " +

@@ -149,6 +149,7 @@ void to_json(json& j, const TuneRecord& r) {
          {"check_inputs", h.check_inputs},
          {"statistic", h.statistic},
          {"clock", h.clock},
+         {"error", h.error},
          {"paired_rounds", r.paired_rounds},
          {"paired_top", r.paired_top}}},
        {"gradient",
@@ -204,6 +205,8 @@ void check_record(const TuneRecord& r) {
           "harness: \"statistic\" must be \"median\" or \"min\", got \"" + h.statistic + "\"");
   require(h.clock == "wall" || h.clock == "cpu",
           "harness: \"clock\" must be \"wall\" or \"cpu\", got \"" + h.clock + "\"");
+  require(h.error == "max" || h.error == "mean",
+          "harness: \"error\" must be \"max\" or \"mean\", got \"" + h.error + "\"");
   require(r.paired_rounds >= 1 && r.paired_top >= 1,
           "harness: \"paired_rounds\" and \"paired_top\" must be >= 1");
   const GradientOptions& g = r.gradient;
@@ -299,6 +302,8 @@ void from_json(const json& j, TuneRecord& r) {
   r.harness.check_inputs = field<int>(h, "check_inputs");
   r.harness.statistic = field<std::string>(h, "statistic");
   r.harness.clock = field<std::string>(h, "clock");
+  // Records before the error metric was recorded checked the largest error.
+  r.harness.error = h.contains("error") ? field<std::string>(h, "error") : std::string("max");
   r.paired_rounds = field<int>(h, "paired_rounds");
   r.paired_top = field<int>(h, "paired_top");
   // The gradient method's settings (records before they were recorded used the defaults).

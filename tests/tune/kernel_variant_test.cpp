@@ -14,6 +14,7 @@
 #include "tailor/tune/cost_model.h"
 #include "tailor/tune/harness.h"
 #include "tailor/tune/space.h"
+#include "test_util.h"
 #include "tune/showcase.h"
 
 namespace tailor::tune {
@@ -133,9 +134,30 @@ TEST(TuneKernelVariant, TheToleranceDecidesWhetherW8A8IsTimed) {
   EXPECT_LT(refused.max_rel_error, 0.1);
   HarnessOptions loose = strict;
   loose.tolerance = 0.1;
-  const Measurement timed = Harness(m, {}, 1, loose).check(applied);
+  const Harness harness(m, {}, 1, loose);
+  const Measurement timed = harness.check(applied);
   EXPECT_TRUE(timed.ok) << timed.error;
   EXPECT_EQ(timed.max_rel_error, refused.max_rel_error);
+  // The error by hand on the harness's input: the largest and the mean
+  // deviation over the reference's largest magnitude (--error max, mean).
+  const std::vector<float> want =
+      runtime::Executor(m).run(harness.inputs()).at("y").to_f32_vector();
+  const std::vector<float> got =
+      runtime::Executor(applied.model).run(harness.inputs()).at("y").to_f32_vector();
+  double scale = 0, largest = 0, sum = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::fabs(double(want[i])));
+    largest = std::max(largest, std::fabs(double(got[i]) - want[i]));
+    sum += std::fabs(double(got[i]) - want[i]);
+  }
+  EXPECT_NEAR(timed.max_rel_error, largest / scale, 1e-12);
+  HarnessOptions mean = loose;
+  mean.error = "mean";
+  const Measurement averaged = Harness(m, {}, 1, mean).check(applied);
+  EXPECT_NEAR(averaged.max_rel_error, sum / double(want.size()) / scale, 1e-12);
+  EXPECT_LT(averaged.max_rel_error, timed.max_rel_error);
+  mean.error = "rms";
+  testing::expect_error_naming([&] { Harness(m, {}, 1, mean); }, "--error", "max or mean");
 }
 
 }  // namespace

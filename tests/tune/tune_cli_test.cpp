@@ -131,10 +131,18 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
       {[](json& j) { j["harness"]["repeats"] = -5; }, "\"repeats\" and \"check_inputs\" >= 1"},
       {[](json& j) { j["harness"]["statistic"] = "mean"; },
        "\"statistic\" must be \"median\" or \"min\", got \"mean\""},
+      {[](json& j) { j["harness"]["error"] = "rms"; },
+       "\"error\" must be \"max\" or \"mean\", got \"rms\""},
       {[](json& j) { j["measured"][0]["config"][0] = 7; }, "measured[0]: choice 7 of decision"},
       {[](json& j) { j["methods"][0]["trials"][0]["measured"] = 99; },
        "a trial names no measured configuration of its key"},
   };
+  // A record from before the error metric was recorded checked the largest.
+  json old_record = json::parse(read_file(tuned + "/decisions.json"));
+  EXPECT_EQ(old_record["harness"]["error"], "max");
+  old_record["harness"].erase("error");
+  write_file_atomic(dir.file("old.json"), old_record.dump());
+  EXPECT_EQ(read_record(dir.file("old.json")).harness.error, "max");
   for (const auto& [edit, message] : edits) {
     json e = json::parse(read_file(tuned + "/decisions.json"));
     edit(e);

@@ -85,7 +85,7 @@ void add_tune(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("tune", "Tune a model's compiler decisions against measured latency");
   static std::string path, out_dir = "tuned", replay_path, cost_model_path, statistic = "median",
-                           clock = "wall";
+                           clock = "wall", error_metric = "max";
   static std::vector<std::string> shape_specs, input_specs;
   static int measurements = 24, threads = 0, repeats = 5, paired_rounds = 7;
   static double anchor = 0.0, tolerance = tune::HarnessOptions{}.tolerance;
@@ -105,6 +105,10 @@ void add_tune(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--clock", clock,
                   "Run time measured: wall (latency) or cpu (process CPU time; --threads 1 only)")
+      ->capture_default_str();
+  cmd->add_option("--error", error_metric,
+                  "Error --tolerance bounds, relative to the output's largest magnitude: max "
+                  "(the largest element's deviation) or mean (the mean deviation)")
       ->capture_default_str();
   cmd->add_option("--input-shape", shape_specs,
                   "NAME=D1xD2x... for inputs with symbolic dims (repeatable)");
@@ -150,6 +154,7 @@ void add_tune(CLI::App& app) {
     o.paired_rounds = paired_rounds;
     o.harness.statistic = statistic;
     o.harness.clock = clock;
+    o.harness.error = error_metric;
     if (!(anchor >= 0)) throw Error("--anchor", "must be >= 0");
     if (!(tolerance >= 0)) throw Error("--tolerance", "must be >= 0");
     o.gradient.anchor = anchor;

@@ -20,7 +20,8 @@ namespace tailor::tune {
 struct HarnessOptions {
   int warmup = 1;
   int repeats = 5;
-  /// Largest accepted max_j |y_j − r_j| / max(max_j |r_j|, 1e-12) per output
+  /// Largest accepted error per output: with error "max",
+  /// max_j |y_j − r_j| / max(max_j |r_j|, 1e-12)
   /// (the error relative to the reference output's scale). 5e-5: Winograd
   /// F(4×4, 3×3), the default for large 3×3 convs, moves the detector's
   /// random-input output (deep in a sigmoid's tail) by 1.35e-5 of max |y|
@@ -46,12 +47,20 @@ struct HarnessOptions {
   /// candidates (with T threads it sums their CPU time), so the tuner
   /// accepts it only with one thread.
   std::string clock = "wall";
+  /// The error the tolerance bounds: "max" (above: the largest element's
+  /// deviation) or "mean" (mean_j |y_j − r_j| / max(max_j |r_j|, 1e-12): the
+  /// average deviation, for approximate choices such as a W8A8 kernel
+  /// variant, which move a few elements of a probability map far, near a
+  /// rounding threshold, and the rest little). NaN is an infinite error either way.
+  std::string error = "max";
 };
 
 /// The result of checking and timing one configuration.
 struct Measurement {
   /// The check passed (every output within tolerance); only then is it timed.
   bool ok = false;
+  /// The check's error: the largest over outputs and check inputs of the
+  /// HarnessOptions::error metric ("max" or "mean" deviation over max |r|).
   double max_rel_error = 0;
   /// Why the check failed (a pass or kernel error, or the error bound).
   std::string error;
