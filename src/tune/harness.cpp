@@ -1,6 +1,8 @@
 // Measurement harness: check against the reference, then time.
 #include "tailor/tune/harness.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -162,6 +164,13 @@ Harness::Harness(const graph::Model& reference, std::vector<std::map<std::string
   if (options_.check_inputs < 1 || options_.repeats < 1 || options_.warmup < 0)
     throw Error("harness", "check_inputs and repeats must be >= 1, warmup >= 0");
   if (inputs_.empty()) throw Error("harness", "needs at least one input set");
+  for (const auto& in : inputs_)
+    for (const auto& [name, t] : in)
+      if (t.dtype() == DType::f32)
+        for (float v : t.contiguous().to_f32_vector())
+          if (!std::isfinite(v))
+            throw Error("input '" + name + "'",
+                        "holds NaN or Inf: every output would be, and no check could pass");
   if (options_.statistic != "median" && options_.statistic != "min")
     throw Error("--statistic", "must be median or min, got '" + options_.statistic + "'");
   if (options_.clock != "wall" && options_.clock != "cpu")
@@ -197,8 +206,8 @@ Measurement Harness::check(const AppliedConfiguration& c) const {
           m.max_rel_error, compare(ex.run(inputs_[i]), reference_[i], options_.error == "mean"));
     m.ok = m.max_rel_error <= options_.tolerance;
     if (!m.ok)
-      m.error = "max relative error " + std::to_string(m.max_rel_error) + " > tolerance " +
-                std::to_string(options_.tolerance);
+      m.error = fmt::format("{} relative error {:.3g} > tolerance {:.3g}", options_.error,
+                            m.max_rel_error, options_.tolerance);
   } catch (const std::exception& e) {
     m.ok = false;
     m.max_rel_error = INFINITY;

@@ -175,6 +175,13 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
 
   // Paired re-measurement of each method's best candidates.
   const std::vector<Configuration> pool = paired_pool(mo.results, options.paired_top);
+  if (pool.empty()) {
+    const auto d = by_key.find(DecisionSpace::key(space.default_configuration()));
+    throw Error("tune", "no configuration passed its check" +
+                            (d == by_key.end()
+                                 ? std::string()
+                                 : " (the default's: " + rec.measured[d->second].error + ")"));
+  }
   std::vector<AppliedConfiguration> applied;
   for (const auto& c : pool) applied.push_back(applier.apply(c));
   const auto rounds = harness.paired(applied, options.paired_rounds);

@@ -190,6 +190,35 @@ TEST(TuneCli, ChecksAndTimesOnAnInputFile) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_NE(r.output.find(dir.file("bad.npy")), std::string::npos) << r.output;
+  // An outside pass (stop 46): a NaN in the file made every check fail and
+  // tune crash (exit 3); --tolerance inf wrote a record replay could not
+  // read; --input-shape beside --input for the same input was ignored.
+  Tensor nan = testing::random_tensor({1, 4, 64, 64}, 3);
+  nan.mutable_data<float>()[5] = std::nanf("");
+  write_npy(dir.file("nan.npy"), nan);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {" --input x=" + dir.file("nan.npy"), dir.file("nan.npy") + ": input 'x': holds NaN or Inf"},
+      {" --input x=" + dir.file("x.npy") + " --tolerance inf",
+       "--tolerance: must be finite and >= 0"},
+      {" --input x=" + dir.file("x.npy") + " --input-shape x=1x4x64x64",
+       "--input-shape: input 'x' is also given by --input"}};
+  for (const auto& [extra, message] : refused) {
+    r = testing::run_cli("tune " + model + extra + args);
+    EXPECT_EQ(r.exit_code, 2) << extra << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << extra << "\n" << r.output;
+  }
+  // No configuration passing its check (a tolerance below any error) is an
+  // error naming the default's, not an internal error.
+  TuneOptions o;
+  o.measurements = 2;
+  o.harness.repeats = 1;
+  o.paired_rounds = 1;
+  o.threads = 1;
+  o.harness.tolerance = -1;
+  o.inputs = {{"x", read_npy(dir.file("x.npy"))}};
+  testing::expect_error_naming([&] { tune_model(m, o); }, "tune",
+                               "no configuration passed its check (the default's: max relative "
+                               "error ");
 }
 
 // An f16 model (ISNet's form: Cast to f16, f16 weights and biases, Cast back)

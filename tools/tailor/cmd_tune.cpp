@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -156,7 +157,8 @@ void add_tune(CLI::App& app) {
     o.harness.clock = clock;
     o.harness.error = error_metric;
     if (!(anchor >= 0)) throw Error("--anchor", "must be >= 0");
-    if (!(tolerance >= 0)) throw Error("--tolerance", "must be >= 0");
+    if (!(tolerance >= 0) || !std::isfinite(tolerance))
+      throw Error("--tolerance", "must be finite and >= 0");
     o.gradient.anchor = anchor;
     o.harness.tolerance = tolerance;
     o.model_path = path;
@@ -180,6 +182,10 @@ void add_tune(CLI::App& app) {
     }
     std::map<std::string, std::string> input_files;
     o.inputs = read_named_inputs(input_specs, input_files);
+    for (const auto& [name, t] : o.inputs)
+      if (o.input_shapes.count(name))
+        throw Error("--input-shape", "input '" + printable(name) +
+                                         "' is also given by --input, whose file sets its shape");
     const graph::Model model = model_to_tune(path);
     const auto t0 = std::chrono::steady_clock::now();
     const tune::TuneRecord record = [&] {

@@ -4,6 +4,7 @@
 // with the default initial coefficients on models outside the training set.
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 
 #include <filesystem>
 #include <iostream>
@@ -108,7 +109,8 @@ void add_tune_train(CLI::App& app) {
     h.repeats = repeats;
     h.statistic = statistic;
     h.clock = clock;
-    if (!(tolerance >= 0)) throw Error("--tolerance", "must be >= 0");
+    if (!(tolerance >= 0) || !std::isfinite(tolerance))
+      throw Error("--tolerance", "must be finite and >= 0");
     h.tolerance = tolerance;
     if (clock == "cpu" && threads != 1)
       throw Error("--clock", "cpu time is a latency only for one thread; give --threads 1");
