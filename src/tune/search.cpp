@@ -128,8 +128,6 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
   adam_options.learning_rate = options.logit_lr;
   decision::Adam adam(cats.logit_count(), adam_options);
   const std::vector<double> theta0 = model.theta();
-  // Trust region: a move changes at most `cap` decisions.
-  size_t cap = kFirstMoveChanges;
   if (budget > 0) eval(def);
   while (r.count() < budget) {
     if (!y.empty())
@@ -177,25 +175,7 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
       }
       adam.step(logits, grad);
     }
-    // The move from the center keeps the `cap` changes of largest predicted
-    // gain (the model's one-decision variants, `table`).
-    auto keep_best = [&](const Configuration& c, size_t n) {
-      std::vector<size_t> changed;
-      for (size_t d = 0; d < D; ++d)
-        if (c[d] != center[d]) changed.push_back(d);
-      if (changed.size() <= n) return c;
-      auto gain = [&](size_t d) {
-        return table[cats.offset(d) + static_cast<size_t>(center[d])] -
-               table[cats.offset(d) + static_cast<size_t>(c[d])];
-      };
-      std::stable_sort(changed.begin(), changed.end(),
-                       [&](size_t a, size_t b) { return gain(a) > gain(b); });
-      Configuration out = center;
-      for (size_t i = 0; i < n; ++i) out[changed[i]] = c[changed[i]];
-      return out;
-    };
-    const double center_ms = *r.result.evaluations[static_cast<size_t>(bi)].latency_ms;
-    Configuration cand = keep_best(cats.argmax(logits), cap);
+    Configuration cand = cats.argmax(logits);
     // Measured already: sample the distribution (Gumbel-max), then mutate.
     for (int tries = 0; r.has(cand) && tries < 50; ++tries)
       for (size_t d = 0; d < D; ++d)
@@ -209,25 +189,24 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
     }
     if (r.has(cand)) break;  // nothing new nearby: the space is exhausted here
     // A move whose check fails (an approximate choice past the tolerance)
-    // is halved, keeping the half of largest predicted gain, until a
-    // measured one passes or one change is left, and the region with it;
-    // the changes of a move that failed push their choices' logits down. A
-    // move that beats the center doubles the region.
-    std::optional<double> ms;
-    while (!(ms = eval(cand))) {
-      size_t changed = 0;
+    // is halved: the center with a seeded half of the move's changes, until
+    // a measured one passes or one change is left; the changes of a move
+    // that failed push their choices' logits down.
+    while (!eval(cand)) {
+      std::vector<size_t> changed;
       for (size_t d = 0; d < D; ++d)
         if (cand[d] != center[d]) {
-          ++changed;
+          changed.push_back(d);
           logits[cats.offset(d) + static_cast<size_t>(cand[d])] -= 2.0;
         }
-      cap = std::max<size_t>(1, changed / 2);
-      if (changed < 2 || r.count() >= budget) break;
-      const Configuration half = keep_best(cand, changed / 2);
+      if (changed.size() < 2 || r.count() >= budget) break;
+      for (size_t i = changed.size() - 1; i > 0; --i)
+        std::swap(changed[i], changed[rng.below(i + 1)]);
+      Configuration half = center;
+      for (size_t i = 0; i < changed.size() / 2; ++i) half[changed[i]] = cand[changed[i]];
       if (r.has(half)) break;
       cand = half;
     }
-    if (ms && *ms < center_ms) cap = std::min(D, 2 * cap);
   }
   return r.done();
 }

@@ -99,8 +99,7 @@ TEST(TuneSearch, AFailedMoveIsHalvedUntilItPasses) {
   // tolerance). The cost model knows "on" is cheaper (terms: constant, count
   // off, count on), so every argmax turns all of them on and fails. Halving
   // each failed move (8 → 4 → 2 from the default, then the rest around the
-  // best, each change of equal predicted gain, kept in decision order)
-  // reaches 3 on, the best passing latency, within 16 measurements.
+  // best) reaches 3 on, the best passing latency, within 16 measurements.
   DecisionSpace space;
   for (int d = 0; d < 8; ++d)
     space.decisions.push_back({"k" + std::to_string(d), "kernel_variant", {"off", "on"}, 0});

@@ -78,20 +78,14 @@ struct GradientOptions {
 /// conv-block and thread decisions, where the model is additive; the
 /// Gumbel-softmax straight-through estimate (decision::straight_through) for
 /// passes — and measure the argmax configuration — or, when that one was
-/// measured already, a Gumbel-max sample of the distribution (seeded). The
-/// argmax moves at most `cap` decisions away from the center, those of the
-/// largest predicted gain (a trust region: cap starts at kFirstMoveChanges,
-/// doubles after a move that beats the center, halves with each failed
-/// check). A candidate that fails its check pushes its changed choices'
-/// logits down and is halved: the next measurement is the center with the
-/// half of its changes of largest predicted gain, and so on while they
-/// fail, down to one change (an approximate choice such as a W8A8 kernel
-/// variant passes the tolerance on some layers, not on all at once). While no configuration has
-/// passed its check (a default the check rejects), it measures uniform draws. `model` is refitted
-/// in place (its initial θ warm-starts the first fit). Changes the gradient method's first move may
-/// make (its trust region's start).
-inline constexpr size_t kFirstMoveChanges = 16;
-
+/// measured already, a Gumbel-max sample of the distribution (seeded). A
+/// candidate that fails its check pushes its changed choices' logits down
+/// and is halved: the next measurement is the center with a seeded half of
+/// its changes, and so on while they fail, down to one change (an
+/// approximate choice such as a W8A8 kernel variant passes the tolerance
+/// on some layers, not on all at once). While no configuration has passed
+/// its check (a default the check rejects), it measures uniform draws. `model` is refitted in place
+/// (its initial θ warm-starts the first fit).
 SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
                              const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
                              const GradientOptions& options = {});
