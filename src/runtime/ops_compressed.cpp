@@ -76,8 +76,8 @@ std::optional<schemes::PackedView> w8a8_codes(const KernelInit& init, const sche
     init.fail("kernel_variant must be auto or w8a8, got '" + variant + "'");
   if (auto a8 = schemes::w8a8_view(w)) return a8;
   if (variant == "auto") return std::nullopt;
-  auto p = schemes::packed_view(w);
-  if (!p || p->bits != 8 || p->args.group < p->args.in)
+  auto p = schemes::int8_weight_only_view(w);
+  if (!p)
     init.fail("kernel_variant w8a8 needs per-channel int8 codes, not a " + w.label() + " weight");
   return p;
 }

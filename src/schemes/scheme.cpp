@@ -55,6 +55,12 @@ std::optional<PackedView> packed_view(const Encoded& e) {
   return PackedView{q->packed_args(), q->bits()};
 }
 
+std::optional<PackedView> int8_weight_only_view(const Encoded& e) {
+  auto p = packed_view(e);
+  if (!p || p->bits != 8 || p->args.group < p->args.in) return std::nullopt;
+  return p;
+}
+
 std::optional<PackedView> w8a8_view(const Encoded& e) {
   const auto* q = dynamic_cast<const detail::QuantizedWeight*>(&e);
   if (q == nullptr || !q->act8()) return std::nullopt;

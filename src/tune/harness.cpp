@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "tailor/core/error.h"
+#include "tailor/core/finite.h"
 #include "tailor/core/rng.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/executor.h"
@@ -166,11 +167,9 @@ Harness::Harness(const graph::Model& reference, std::vector<std::map<std::string
   if (inputs_.empty()) throw Error("harness", "needs at least one input set");
   for (const auto& in : inputs_)
     for (const auto& [name, t] : in)
-      if (t.dtype() == DType::f32)
-        for (float v : t.contiguous().to_f32_vector())
-          if (!std::isfinite(v))
-            throw Error("input '" + name + "'",
-                        "holds NaN or Inf: every output would be, and no check could pass");
+      if (const NonFinite bad = find_non_finite(t); bad.count > 0)
+        throw Error("input '" + name + "'",
+                    "holds NaN or Inf: every output would be, and no check could pass");
   if (options_.statistic != "median" && options_.statistic != "min")
     throw Error("--statistic", "must be median or min, got '" + options_.statistic + "'");
   if (options_.clock != "wall" && options_.clock != "cpu")

@@ -33,9 +33,8 @@ bool w8a8_variant_applies(const graph::Node& n) {
   if (!is_compressed_layer(n) || n.name.empty()) return false;
   const graph::Attribute* a = n.find("weight");
   if (!a || a->kind != graph::Attribute::Kind::encoded || !a->encoded) return false;
-  const auto p = schemes::packed_view(*a->encoded);
-  return p && p->bits == 8 && p->args.group >= p->args.in && p->args.in <= k::kQ8Q8Conv1x1MaxIn &&
-         n.attr_int("group", 1) == 1;
+  const auto p = schemes::int8_weight_only_view(*a->encoded);
+  return p && p->args.in <= k::kQ8Q8Conv1x1MaxIn && n.attr_int("group", 1) == 1;
 }
 
 // The model with every unnamed main-graph Conv named "conv#<index>".

@@ -32,5 +32,10 @@ std::optional<PackedView> packed_view(const Encoded& e);
 /// The int8 codes and per-channel scales of an int8-a8 weight (the W8A8
 /// kernels' view, bits 8), or nullopt for every other scheme.
 std::optional<PackedView> w8a8_view(const Encoded& e);
+/// The codes of a weight-only per-channel int8 weight (int8 and its -gptq /
+/// -mse forms: the codes int8-a8 encodes from the same dense weight), which
+/// the W8A8 kernels can multiply too; nullopt for every other form,
+/// int8-a8 included.
+std::optional<PackedView> int8_weight_only_view(const Encoded& e);
 
 }  // namespace tailor::schemes
