@@ -287,6 +287,32 @@ BENCHMARK(BM_Conv3x3Isnet)
     ->ArgNames({"cin", "cout", "plane", "isa"})
     ->UseRealTime();
 
+// The Winograd weight transform, 1 thread, which a compressed layer's packed
+// 3×3 codes go through on every call (runtime/ops_compressed.cpp): impl 0
+// f32_conv_winograd_f43_pack_ref (row by row), 1 f32_conv_winograd_f43_pack
+// (blocks of 6 rows × 64 channels). Args: {c_in, c_out, impl}: ISNet's
+// shapes. Bytes: the 36·⌈c_out/6⌉·6·c_in floats written.
+void BM_WinogradPack(benchmark::State& state) {
+  tailor::linalg::set_threads(1);
+  Conv2dParams p;
+  p.c_in = state.range(0), p.c_out = state.range(1), p.h = p.w = 16, p.kh = p.kw = 3;
+  const auto w = random_values(p.c_out * p.c_in * 9, 2);
+  std::vector<float> packed(static_cast<size_t>(f32_conv_winograd_f43_pack(p, w.data(), nullptr)));
+  const auto fn = state.range(2) == 1 ? f32_conv_winograd_f43_pack : f32_conv_winograd_f43_pack_ref;
+  for (auto _ : state) {
+    fn(p, w.data(), packed.data());
+    benchmark::DoNotOptimize(packed.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(packed.size() * sizeof(float)));
+}
+BENCHMARK(BM_WinogradPack)
+    ->ArgsProduct({{64}, {64}, {0, 1}})
+    ->ArgsProduct({{512}, {256}, {0, 1}})
+    ->ArgsProduct({{1024}, {512}, {0, 1}})
+    ->ArgNames({"cin", "cout", "impl"})
+    ->Unit(benchmark::kMillisecond);
+
 // The candidate paths of a 1×1 stride-1 conv, 1 thread: path 0 what conv2d
 // runs (its rule: the gemm kernel on x as it is, in column blocks, OpenBLAS
 // packing A on every call, then bias_act; or the conv1x1 kernel where the

@@ -12,8 +12,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "runtime/kernels/f32_winograd_f43.h"
 #include "runtime/kernels/kernel_compare.h"
@@ -239,6 +242,55 @@ TEST_F(F32ConvWinograd, DilatedGivesTheSameBitsAtOneAndTwoThreads) {
     opt().conv_winograd(p, x.data(), packed.data(), bias.data(), two.data(), Activation::relu());
   }
   expect_same(two, one, "dilation 4 at 2 threads against 1");
+}
+
+TEST_F(F32ConvWinograd, PackGivesTheReferencesBitsAtOneAndTwoThreadsAndKeepsNaN) {
+  // Panels past c_out (zero rows), channel blocks past 64 with a short tail,
+  // and a weight large enough to run on two threads.
+  for (const auto& [c_out, c_in] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {6, 64}, {7, 65}, {13, 130}, {40, 64}, {512, 200}}) {
+    Conv2dParams p;
+    p.c_out = c_out, p.c_in = c_in, p.kh = p.kw = 3, p.h = p.w = 8;
+    auto w = uniform(c_out * c_in * 9, 1300 + static_cast<uint64_t>(c_in));
+    w[0] = std::numeric_limits<float>::quiet_NaN();
+    w[w.size() - 1] = std::numeric_limits<float>::infinity();
+    const int64_t size = f32_conv_winograd_f43_pack(p, w.data(), nullptr);
+    ASSERT_EQ(size, f32_conv_winograd_f43_pack_ref(p, w.data(), nullptr));
+    const size_t n = static_cast<size_t>(size);
+    std::vector<float> want(n, -99.f), one(n, -99.f), two(n, -98.f);
+    f32_conv_winograd_f43_pack_ref(p, w.data(), want.data());
+    {
+      linalg::ThreadLimit limit(1);
+      f32_conv_winograd_f43_pack(p, w.data(), one.data());
+    }
+    {
+      linalg::ThreadLimit limit(2);
+      f32_conv_winograd_f43_pack(p, w.data(), two.data());
+    }
+    const std::string name = std::to_string(c_in) + "→" + std::to_string(c_out);
+    EXPECT_EQ(std::memcmp(one.data(), want.data(), n * sizeof(float)), 0) << name;
+    EXPECT_EQ(std::memcmp(two.data(), want.data(), n * sizeof(float)), 0) << name << " 2 threads";
+    // Row 0's kernel on channel 0 holds the NaN: its 36 points are NaN.
+    const int64_t panels = (c_out + 5) / 6;
+    for (int64_t xi = 0; xi < 36; ++xi)
+      EXPECT_TRUE(std::isnan(one[static_cast<size_t>(xi * panels * c_in * 6)])) << name << " " << xi;
+  }
+}
+
+TEST_F(F32ConvWinograd, PackOfAKernelOfOnesIsTheOuterProductOfGsRowSums) {
+  // g = 1 everywhere: U = (G·1)(G·1)ᵀ, G's row sums 1/4, −1/2, −1/6, 7/24,
+  // 1/8, 1 (Lavin & Gray's G for F(4, 3)); point ξ = 6i + j of row 0 and
+  // channel 0 sits at u[ξ·P·c_in·6].
+  const double s[6] = {0.25, -0.5, -1.0 / 6, 7.0 / 24, 0.125, 1.0};
+  Conv2dParams p;
+  p.c_out = 1, p.c_in = 1, p.kh = p.kw = 3, p.h = p.w = 8;
+  const std::vector<float> w(9, 1.f);
+  std::vector<float> u(static_cast<size_t>(f32_conv_winograd_f43_pack(p, w.data(), nullptr)));
+  f32_conv_winograd_f43_pack(p, w.data(), u.data());
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 6; ++j)
+      EXPECT_FLOAT_EQ(u[static_cast<size_t>((i * 6 + j) * 6)], static_cast<float>(s[i] * s[j]))
+          << i << "," << j;
 }
 
 TEST_F(F32ConvWinograd, DilatedTilesByHand) {

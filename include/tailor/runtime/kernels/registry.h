@@ -177,7 +177,12 @@ int64_t f32_conv_pack_ref(const Conv2dParams& p, const float* w, float* packed);
 /// u[((ξ·P + panel)·c_in + ci)·6 + r] (P = ⌈c_out/6⌉, rows past c_out zero):
 /// 36·P·6·c_in floats (returned; written when `packed` is not null). The
 /// transform runs in double, rounded once. Both Winograd kernels read it.
+/// Blocks of a panel's rows × 64 input channels, over linalg's threads: the
+/// same bits as f32_conv_winograd_f43_pack_ref at any thread count.
 int64_t f32_conv_winograd_f43_pack(const Conv2dParams& p, const float* w, float* packed);
+/// The scalar reference of f32_conv_winograd_f43_pack: row by row, channel
+/// by channel, each point written to its place.
+int64_t f32_conv_winograd_f43_pack_ref(const Conv2dParams& p, const float* w, float* packed);
 /// Conv by Winograd F(4×4, 3×3) on f32_conv_winograd_f43_pack's weights, the
 /// scalar reference of f32_conv_winograd_f43_avx2 (same transforms, float
 /// arithmetic, channel sums in double). Only 3×3, stride 1, groups 1 (any
