@@ -273,7 +273,8 @@ TEST_F(F32ConvWinograd, PackGivesTheReferencesBitsAtOneAndTwoThreadsAndKeepsNaN)
     // Row 0's kernel on channel 0 holds the NaN: its 36 points are NaN.
     const int64_t panels = (c_out + 5) / 6;
     for (int64_t xi = 0; xi < 36; ++xi)
-      EXPECT_TRUE(std::isnan(one[static_cast<size_t>(xi * panels * c_in * 6)])) << name << " " << xi;
+      EXPECT_TRUE(std::isnan(one[static_cast<size_t>(xi * panels * c_in * 6)]))
+          << name << " " << xi;
   }
 }
 
