@@ -44,6 +44,7 @@
 #include "op_util.h"
 #include "tailor/linalg/parallel.h"
 #include "tailor/runtime/fused.h"
+#include "tailor/runtime/kernels/conv.h"
 #include "tailor/runtime/kernels/conv_algorithm.h"
 #include "tailor/runtime/kernels/registry.h"
 #include "tailor/runtime/op.h"
@@ -189,6 +190,7 @@ class CompressedConv final : public Kernel {
     const bool pointwise =
         kernel_[0] == 1 && kernel_[1] == 1 && strides_[0] == 1 && strides_[1] == 1 &&
         std::all_of(pads_.begin(), pads_.end(), [](int64_t v) { return v == 0; });
+    pointwise_ = pointwise && packed_.has_value();
     if (packed_) {
       const kernels::Conv2dParams cp = conv_params(1, w_->in() / (kernel_[0] * kernel_[1]), 1, 1);
       if (kernels::conv_winograd_eligible(cp))
@@ -254,8 +256,19 @@ class CompressedConv final : public Kernel {
       p.bits = packed_->bits;
       p.conv = conv_params(n, c, h, w);
       const float* pb = b.defined() ? b.data<float>() : nullptr;
-      if (winograd_floats_ > 0 &&
-          kernels::conv_default_algorithm(p.conv) == kernels::ConvAlgorithm::winograd) {
+      if (pointwise_) {
+        // 1×1 stride 1 unpadded: Ŵ decoded for this call and run as the dense
+        // Conv runs its weight (kernels::conv2d: the table's conv1x1 kernel,
+        // 12×32 on AVX-512, where its rule takes it; qb_conv's 6×16 AVX2
+        // tile ran the detector's int8 1×1 convs at half the dense speed).
+        // Each output sums its K products in ascending order, FMA, as
+        // qb_conv does: the same bits.
+        Tensor scratch = ctx.alloc(DType::f32, {out * w_->in()});
+        float* dense = scratch.mutable_data<float>();
+        schemes::kernels::best_gemm_kernels().decode(packed_->bits)(packed_->args, 0, out, dense);
+        kernels::conv2d(p.conv, px, dense, pb, d, act_, nullptr, nullptr);
+      } else if (winograd_floats_ > 0 &&
+                 kernels::conv_default_algorithm(p.conv) == kernels::ConvAlgorithm::winograd) {
         // Scratch: the Winograd weights, then Ŵ [out, C·3·3] (the [out, C, 3,
         // 3] kernel the packing reads), each written whole before it is read.
         Tensor scratch = ctx.alloc(DType::f32, {winograd_floats_ + out * w_->in()});
@@ -325,6 +338,7 @@ class CompressedConv final : public Kernel {
   // int8-a8: the codes as q8q8_conv1x1 (1×1 stride 1 unpadded) or q8q8_conv reads them
   std::vector<uint8_t> a8_packed_;
   bool a8_pointwise_ = false;
+  bool pointwise_ = false;  // packed codes of a 1×1 stride-1 unpadded conv
   // Packed 3×3 codes that may run Winograd: f32_conv_winograd_f43_pack's
   // floats for Ŵ (made per call), else 0.
   int64_t winograd_floats_ = 0;

@@ -9,6 +9,7 @@
 #include "tailor/core/rng.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/kernels/registry.h"
+#include "tailor/schemes/matmul_into.h"
 #include "tailor/schemes/registry.h"
 #include "test_util.h"
 
@@ -100,6 +101,62 @@ TEST(OpsCompressed, PointwiseConvWithFusedActivationEqualsConvThenActivation) {
           OneOp{std::string(act) == "relu" ? "Relu" : "HardSwish", {conv}, {}, 14}.run1();
       EXPECT_EQ(y.shape(), (Shape{2, 13, 5, 7}));
       expect_close_rel(y, dense, 1e-5, std::string(label) + " " + act);
+    }
+}
+
+// Packed codes of a 1×1 stride-1 unpadded conv run as the dense Conv runs
+// the decoded weight (the table's conv1x1 kernel from 16 pixels on, the
+// gemm path under): the dense op's bits on Ŵ, and on the conv1x1 kernel
+// qb_conv's bits too (both sum each output's products in ascending order
+// with FMA; OpenBLAS's order is its own), with the fused
+// activation, at 1 and 2 threads; Ŵ decoded into a scratch block of the
+// run's arena beside the output.
+TEST(OpsCompressed, PointwiseConvOnPackedCodesIsTheDenseConvOnTheDecodedWeight) {
+  namespace k = runtime::kernels;
+  const int64_t c_in = 40, c_out = 27;
+  const Tensor w = randn({c_out, c_in, 1, 1}, 14);
+  const Tensor bias = randn({c_out}, 15);
+  const std::vector<std::pair<std::string, Attribute>> attrs = {
+      {"kernel_shape", Attribute::of_ints({1, 1})}};
+  const int before = linalg::threads();
+  for (const char* label : {"int8", "int4-g32", "int3"})
+    for (const int64_t side : {int64_t{3}, int64_t{13}}) {
+      const std::string what = std::string(label) + " " + std::to_string(side);
+      const Tensor x = randn({2, c_in, side, side + 2}, 16);
+      std::shared_ptr<const schemes::Encoded> e =
+          schemes::parse_scheme(label).encode(w.reshape({c_out, c_in}));
+      auto fused = attrs;
+      fused.emplace_back("weight", Attribute::of_encoded(e));
+      fused.emplace_back("activation", Attribute::of_string("relu"));
+      const OneOp op{"CompressedConv", {x, bias}, fused, 13, 1, "ai.tailor"};
+      linalg::set_threads(1);
+      const Tensor y1 = op.run1();
+      linalg::set_threads(2);
+      const Tensor y2 = op.run1();
+      linalg::set_threads(before);
+      EXPECT_EQ(y1.to_f32_vector(), y2.to_f32_vector()) << what;
+      auto dense_attrs = attrs;
+      dense_attrs.emplace_back("activation", Attribute::of_string("relu"));
+      const Tensor dense = OneOp{"FusedConv", {x, e->decode().reshape({c_out, c_in, 1, 1}), bias},
+                                 dense_attrs, 13,
+                                 1,           "ai.tailor"}
+                               .run1();
+      EXPECT_EQ(y1.to_f32_vector(), dense.to_f32_vector()) << what;
+      k::QbConvParams q;
+      q.w = schemes::packed_view(*e)->args;
+      q.bits = schemes::packed_view(*e)->bits;
+      q.conv.n = 2, q.conv.c_in = c_in, q.conv.h = side, q.conv.w = side + 2;
+      q.conv.c_out = c_out;
+      std::vector<float> qb(static_cast<size_t>(y1.numel()));
+      const std::vector<float> xv = x.to_f32_vector(), bv = bias.to_f32_vector();
+      k::qb_f32_conv_6x16_avx2(q, xv.data(), bv.data(), qb.data(), k::Activation::relu());
+      if (side > 3) EXPECT_EQ(y1.to_f32_vector(), qb) << what << " against qb_conv";
+      runtime::Executor ex(op.model());
+      ex.run({{"x0", x}, {"x1", bias}});
+      const auto block = [](int64_t floats) {
+        return static_cast<size_t>((floats * 4 + 63) / 64 * 64);
+      };
+      EXPECT_EQ(ex.peak_activation_bytes(), block(y1.numel()) + block(c_out * c_in)) << what;
     }
 }
 
