@@ -81,6 +81,24 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
                        " --tuning " + tuned + "/decisions.json");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("tuning"), std::string::npos) << r.output;
+  // Replayed against another model, the error names the record (it named
+  // "replay"); an option replay does not use was silently ignored, and a
+  // pass list beside --tuning was silently overridden: both are refused.
+  r = testing::run_cli("tune " + testing::model_path("ch_ppocr_mobile_v2.0_cls_infer.onnx") +
+                       " --replay " + tuned + "/decisions.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(tuned + "/decisions.json: "), std::string::npos) << r.output;
+  r = testing::run_cli("tune --replay " + tuned + "/decisions.json --measurements 5");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--measurements: has no effect with --replay"), std::string::npos)
+      << r.output;
+  for (const char* extra : {" --passes none", " --no-fuse"}) {
+    r = testing::run_cli("run " + model + " --tuning " + tuned +
+                         "/decisions.json --input x=" + dir.file("x.npy") + extra);
+    EXPECT_EQ(r.exit_code, 2) << extra << r.output;
+    EXPECT_NE(r.output.find(": cannot be combined with --tuning"), std::string::npos)
+        << extra << r.output;
+  }
   // An edited record whose choices are not the model's: "abc" for a column
   // block or a thread count ended in `tailor: internal error: stoll` (exit
   // 3). Choices are now taken from the space built from the model, and a

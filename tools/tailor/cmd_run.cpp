@@ -82,11 +82,20 @@ void add_run(CLI::App& app) {
                   "fold,simplify,strength,cse,hoist,fuse,layout,dce (run in pipeline order)")
       ->capture_default_str();
   cmd->add_flag("--no-fuse", no_fuse, "Leave the fuse pass out of --passes");
+  auto* passes_opt = cmd->get_option("--passes");
+  auto* no_fuse_opt = cmd->get_option("--no-fuse");
   cmd->add_option(
       "--tuning", tuning,
       "Apply the chosen decisions of a tailor tune decisions.json (instead of --passes)");
-  cmd->callback([] {
+  cmd->callback([passes_opt, no_fuse_opt] {
     if (time_runs < 0) throw Error("--time", "must be >= 0");
+    // The record's decisions include the passes: a pass list beside them
+    // would be silently overridden.
+    if (!tuning.empty())
+      for (const CLI::Option* opt : {passes_opt, no_fuse_opt})
+        if (opt->count() > 0)
+          throw Error(opt->get_name(),
+                      "cannot be combined with --tuning, whose record sets the passes");
     linalg::set_threads(threads);
     graph::Model model = load_runnable_model(path);
     std::vector<std::string> pass_names =

@@ -37,9 +37,12 @@ graph::Model model_to_tune(const std::string& path) {
 void print_table(const tune::TuneRecord& record) {
   std::cout << fmt::format("{:<11} {:>12} {:>9} {:>13} {:>10} {:>12}\n", "method", "best ms",
                            "speedup", "measurements", "tuning s", "peak MiB");
+  // A method none of whose configurations passed the check has no best.
   for (const tune::MethodRow& r : record.table)
-    std::cout << fmt::format("{:<11} {:>12.3f} {:>8.3f}x {:>13} {:>10.1f} {:>12.2f}\n", r.method,
-                             r.best_ms, r.speedup, r.measurements, r.tuning_s,
+    std::cout << fmt::format("{:<11} {:>12} {:>9} {:>13} {:>10.1f} {:>12.2f}\n", r.method,
+                             r.best_ms > 0 ? fmt::format("{:.3f}", r.best_ms) : std::string("-"),
+                             r.best_ms > 0 ? fmt::format("{:.3f}x", r.speedup) : std::string("-"),
+                             r.measurements, r.tuning_s,
                              static_cast<double>(r.peak_bytes) / (1024.0 * 1024.0));
 }
 
@@ -128,13 +131,27 @@ void add_tune(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--replay", replay_path,
                   "Re-derive the decisions of this decisions.json without measuring");
-  cmd->callback([] {
+  cmd->callback([cmd] {
     if (!replay_path.empty()) {
+      // Replay measures nothing: an option that only shapes a measurement
+      // would be silently ignored, so it is refused.
+      for (const CLI::Option* opt : cmd->get_options())
+        if (opt->count() > 0 && opt->get_name() != "--replay" && opt->get_name() != "MODEL" &&
+            opt->get_name() != "--help")
+          throw Error(opt->get_name(),
+                      "has no effect with --replay, which re-derives the record's decisions "
+                      "without measuring (give MODEL and --replay only)");
       const tune::TuneRecord record = tune::read_record(replay_path);
       const std::string model_path = path.empty() ? record.model : path;
       if (model_path.empty()) throw Error("--replay", "the record names no model; give MODEL");
       const graph::Model model = model_to_tune(model_path);
-      const tune::Configuration c = tune::replay(model, record);
+      const tune::Configuration c = [&] {
+        try {
+          return tune::replay(model, record);
+        } catch (const Error& e) {  // the record does not fit this model: name the record
+          throw Error(replay_path, e.what());
+        }
+      }();
       const tune::Configuration& recorded = record.chosen.config;
       std::cout << fmt::format("replay: chosen configuration {} (record: {})\n",
                                tune::DecisionSpace::key(c), tune::DecisionSpace::key(recorded));
