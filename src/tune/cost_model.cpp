@@ -9,6 +9,7 @@
 
 #include "tailor/core/error.h"
 #include "tailor/decision/optim.h"
+#include "tailor/runtime/kernels/conv_algorithm.h"
 #include "tailor/schemes/matmul_into.h"
 
 namespace tailor::tune {
@@ -23,6 +24,27 @@ int64_t numel(const std::vector<int64_t>& s) {
 
 bool op_is(const graph::Node& n, const char* op) {
   return n.op_type == op;
+}
+
+// Whether CompressedConv node n (input x [N, C, H, W], output y) on packed
+// codes runs Winograd: 3×3, stride 1, where the dense conv's rule takes it
+// (runtime::kernels::conv_default_algorithm), as the op decides.
+bool compressed_conv_runs_winograd(const graph::Node& n, const std::vector<int64_t>* x,
+                                   const std::vector<int64_t>* y) {
+  if (!x || !y || x->size() != 4 || y->size() != 4) return false;
+  const auto k = n.attr_ints("kernel_shape", {});
+  const auto st = n.attr_ints("strides", {1, 1});
+  const auto dil = n.attr_ints("dilations", {1, 1});
+  const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
+  if (k.size() != 2 || st.size() != 2 || dil.size() != 2 || pads.size() != 4) return false;
+  runtime::kernels::Conv2dParams p;
+  p.n = (*x)[0], p.c_in = (*x)[1], p.h = (*x)[2], p.w = (*x)[3], p.c_out = (*y)[1];
+  p.kh = k[0], p.kw = k[1], p.stride_h = st[0], p.stride_w = st[1];
+  p.dil_h = dil[0], p.dil_w = dil[1];
+  p.pad_top = pads[0], p.pad_left = pads[1], p.pad_bottom = pads[2], p.pad_right = pads[3];
+  if (p.out_h() != (*y)[2] || p.out_w() != (*y)[3]) return false;
+  return runtime::kernels::conv_winograd_eligible(p) &&
+         runtime::kernels::conv_default_algorithm(p) == runtime::kernels::ConvAlgorithm::winograd;
 }
 
 }  // namespace
@@ -120,7 +142,17 @@ std::vector<double> graph_features(const graph::Model& model, int threads,
       const double flops = 2.0 * static_cast<double>(e.macs(rows)) / T;
       const bool a8 =
           schemes::w8a8_view(e).has_value() || n.attr_string("kernel_variant", "auto") == "w8a8";
-      (a8 ? w8a8_flops : packed_flops) += flops;
+      // Packed codes of a 3×3 conv that the runtime runs by Winograd on Ŵ
+      // transformed per call (runtime/ops_compressed.cpp, the dense rule)
+      // go at Winograd's rate, with the transformed weights in the working set.
+      if (!a8 && op_is(n, "CompressedConv") && schemes::packed_view(e) &&
+          compressed_conv_runs_winograd(n, shape_of(n.inputs[0]),
+                                        n.outputs.empty() ? nullptr : shape_of(n.outputs[0]))) {
+        wino_flops += flops;
+        ws += 4.0 * 4.0 * static_cast<double>(e.out() * e.in());
+      } else {
+        (a8 ? w8a8_flops : packed_flops) += flops;
+      }
       ws += static_cast<double>(e.bytes());
       calls += 1;
       over += std::max(0.0, ws - static_cast<double>(machine.l2_bytes));
