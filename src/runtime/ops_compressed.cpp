@@ -11,8 +11,10 @@
 //     (≈ 1 MiB), the scheme's matmul per block, laid out NCHW, the bias added.
 //     A weight held as packed codes (int8, int4, int3, ternary and their
 //     grouped / data-aware forms: schemes::packed_view) skips both: the
-//     runtime's qb_conv kernel reads the NCHW image in place (1×1 stride 1)
-//     or through its implicit-im2col gather, the bias in its epilogue. An
+//     runtime's qb_conv kernel reads the NCHW image through its
+//     implicit-im2col gather, the bias in its epilogue; a 1×1 stride-1
+//     unpadded conv decodes Ŵ per call and runs the dense Conv's
+//     kernels::conv2d on it (the same bits, the AVX-512 conv1x1 kernel). An
 //     int8-a8 weight (W8A8: each row of the im2row matrix quantized to int8,
 //     schemes::kernels::q8_q8_gemm_ref) of a 1×1 stride-1 unpadded conv runs
 //     the q8q8_conv1x1 kernel on the image in place (a row is a pixel's
