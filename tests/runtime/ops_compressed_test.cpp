@@ -36,6 +36,23 @@ void expect_close_rel(const Tensor& a, const Tensor& b, double rel, const std::s
   EXPECT_LE(err, rel * scale) << what << ": max abs diff " << err << " of max " << scale;
 }
 
+// The op's output at 1 thread, after checking that 2 threads give the same bits.
+Tensor run_at_one_and_two_threads(const OneOp& op, const std::string& what) {
+  const int before = linalg::threads();
+  linalg::set_threads(1);
+  const Tensor y1 = op.run1();
+  linalg::set_threads(2);
+  const Tensor y2 = op.run1();
+  linalg::set_threads(before);
+  EXPECT_EQ(y1.to_f32_vector(), y2.to_f32_vector()) << what;
+  return y1;
+}
+
+// Bytes of an arena block of `floats` floats (64-byte aligned).
+size_t arena_block(int64_t floats) {
+  return static_cast<size_t>((floats * 4 + 63) / 64 * 64);
+}
+
 TEST(OpsCompressed, LinearEqualsGemmOnTheDecodedWeight) {
   const int64_t out = 24, in = 64;
   const Tensor w = randn({out, in}, 1);
@@ -118,7 +135,6 @@ TEST(OpsCompressed, PointwiseConvOnPackedCodesIsTheDenseConvOnTheDecodedWeight) 
   const Tensor bias = randn({c_out}, 15);
   const std::vector<std::pair<std::string, Attribute>> attrs = {
       {"kernel_shape", Attribute::of_ints({1, 1})}};
-  const int before = linalg::threads();
   for (const char* label : {"int8", "int4-g32", "int3"})
     for (const int64_t side : {int64_t{3}, int64_t{13}}) {
       const std::string what = std::string(label) + " " + std::to_string(side);
@@ -129,12 +145,7 @@ TEST(OpsCompressed, PointwiseConvOnPackedCodesIsTheDenseConvOnTheDecodedWeight) 
       fused.emplace_back("weight", Attribute::of_encoded(e));
       fused.emplace_back("activation", Attribute::of_string("relu"));
       const OneOp op{"CompressedConv", {x, bias}, fused, 13, 1, "ai.tailor"};
-      linalg::set_threads(1);
-      const Tensor y1 = op.run1();
-      linalg::set_threads(2);
-      const Tensor y2 = op.run1();
-      linalg::set_threads(before);
-      EXPECT_EQ(y1.to_f32_vector(), y2.to_f32_vector()) << what;
+      const Tensor y1 = run_at_one_and_two_threads(op, what);
       auto dense_attrs = attrs;
       dense_attrs.emplace_back("activation", Attribute::of_string("relu"));
       const Tensor dense = OneOp{"FusedConv", {x, e->decode().reshape({c_out, c_in, 1, 1}), bias},
@@ -153,10 +164,8 @@ TEST(OpsCompressed, PointwiseConvOnPackedCodesIsTheDenseConvOnTheDecodedWeight) 
       if (side > 3) EXPECT_EQ(y1.to_f32_vector(), qb) << what << " against qb_conv";
       runtime::Executor ex(op.model());
       ex.run({{"x0", x}, {"x1", bias}});
-      const auto block = [](int64_t floats) {
-        return static_cast<size_t>((floats * 4 + 63) / 64 * 64);
-      };
-      EXPECT_EQ(ex.peak_activation_bytes(), block(y1.numel()) + block(c_out * c_in)) << what;
+      EXPECT_EQ(ex.peak_activation_bytes(), arena_block(y1.numel()) + arena_block(c_out * c_in))
+          << what;
     }
 }
 
@@ -174,7 +183,6 @@ TEST(OpsCompressed, Conv3x3OnPackedCodesRunsWinogradOnTheDecodedWeight) {
   const Tensor bias = randn({c_out}, 12);
   const std::vector<std::pair<std::string, Attribute>> attrs = {
       {"kernel_shape", Attribute::of_ints({3, 3})}, {"pads", Attribute::of_ints({1, 1, 1, 1})}};
-  const int before = linalg::threads();
   for (const char* label : {"int8", "int4-g32", "int4"})
     for (const int64_t side : {int64_t{19}, int64_t{6}}) {
       const std::string what = std::string(label) + " " + std::to_string(side);
@@ -184,17 +192,9 @@ TEST(OpsCompressed, Conv3x3OnPackedCodesRunsWinogradOnTheDecodedWeight) {
       auto with_weight = attrs;
       with_weight.emplace_back("weight", Attribute::of_encoded(e));
       const OneOp op{"CompressedConv", {x, bias}, with_weight, 13, 1, "ai.tailor"};
-      linalg::set_threads(1);
-      const Tensor y1 = op.run1();
-      linalg::set_threads(2);
-      const Tensor y2 = op.run1();
-      linalg::set_threads(before);
-      EXPECT_EQ(y1.to_f32_vector(), y2.to_f32_vector()) << what;
+      const Tensor y1 = run_at_one_and_two_threads(op, what);
       runtime::Executor ex(op.model());
       ex.run({{"x0", x}, {"x1", bias}});
-      const auto block = [](int64_t floats) {
-        return static_cast<size_t>((floats * 4 + 63) / 64 * 64);
-      };
 
       k::Conv2dParams p;
       p.n = 2, p.c_in = c_in, p.h = side, p.w = side + 3, p.c_out = c_out, p.kh = p.kw = 3;
@@ -205,7 +205,7 @@ TEST(OpsCompressed, Conv3x3OnPackedCodesRunsWinogradOnTheDecodedWeight) {
       k::f32_conv_ref(p, xv.data(), wd.data(), bv.data(), direct.data(), {});
       expect_close_rel(y1, Tensor::from_f32(y1.shape(), direct), 1e-4, what);
       if (side < k::active_kernels().winograd_min_plane) {
-        EXPECT_EQ(ex.peak_activation_bytes(), block(y1.numel())) << what;
+        EXPECT_EQ(ex.peak_activation_bytes(), arena_block(y1.numel())) << what;
         continue;
       }
       std::vector<float> u(
@@ -214,8 +214,9 @@ TEST(OpsCompressed, Conv3x3OnPackedCodesRunsWinogradOnTheDecodedWeight) {
       std::vector<float> wino(direct.size());
       k::active_kernels().conv_winograd(p, xv.data(), u.data(), bv.data(), wino.data(), {});
       EXPECT_EQ(y1.to_f32_vector(), wino) << what;
-      EXPECT_EQ(ex.peak_activation_bytes(),
-                block(y1.numel()) + block(static_cast<int64_t>(u.size()) + c_out * c_in * 9))
+      EXPECT_EQ(
+          ex.peak_activation_bytes(),
+          arena_block(y1.numel()) + arena_block(static_cast<int64_t>(u.size()) + c_out * c_in * 9))
           << what;
     }
 }
