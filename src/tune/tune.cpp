@@ -285,10 +285,26 @@ namespace {
 /// The decision space of `model` as tune builds it for `record`, checked to be
 /// the record's, decision by decision (name, kind, choices, default): a
 /// record is applied only through choices derived here, never parsed from
-/// the file. Throws Error(who, ...) at the first difference.
+/// the file. Throws Error(who, ...) at the first difference: the node
+/// count, an input_shapes entry that is not a model input or contradicts
+/// value_shapes, then the decisions.
 DecisionSpace model_space(const graph::Model& model, const TuneRecord& record,
                           const std::string& who) {
   if (record.threads < 1) throw Error(who, "the record's threads must be >= 1");
+  if (record.model_nodes != model.graph.nodes.size())
+    throw Error(who, "the record was made for a model with " + std::to_string(record.model_nodes) +
+                         " nodes, this one has " + std::to_string(model.graph.nodes.size()));
+  // The shapes the record was measured at: inputs of this model, as the
+  // observed value shapes have them.
+  const auto& inputs = model.graph.inputs;
+  for (const auto& [name, dims] : record.input_shapes) {
+    if (std::find(inputs.begin(), inputs.end(), name) == inputs.end())
+      throw Error(who, "the record's input_shapes name '" + name + "', not an input of the model");
+    const auto seen = record.value_shapes.find(name);
+    if (seen != record.value_shapes.end() && seen->second != dims)
+      throw Error(who, "the record's input_shapes and value_shapes give input '" + name +
+                           "' different shapes");
+  }
   const DecisionSpace space = build_space(
       model, record.value_shapes, runtime::default_pass_options(), space_options(record.threads));
   const DecisionSpace& recorded = record.space;
@@ -338,10 +354,6 @@ Configuration replay(const graph::Model& model, const TuneRecord& record) {
 }
 
 AppliedConfiguration apply_record(const graph::Model& model, const TuneRecord& record) {
-  if (record.model_nodes != model.graph.nodes.size())
-    throw Error("tuning", "the record was made for a model with " +
-                              std::to_string(record.model_nodes) + " nodes, this one has " +
-                              std::to_string(model.graph.nodes.size()));
   const DecisionSpace space =
       model_space(model, record, "tuning");  // the Applier keeps a reference
   Applier applier(model, space, runtime::default_pass_options());

@@ -168,6 +168,35 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
     testing::expect_error_naming([&] { read_record(dir.file("e.json")); }, dir.file("e.json"),
                                  message);
   }
+  // Records that read well but do not fit the model: a node count that
+  // run --tuning refused and replay accepted, and input shapes naming an
+  // input the model lacks or contradicting the observed shapes (both
+  // accepted): every command now refuses them, naming the record.
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> misfits = {
+      {[](json& j) { j["model_nodes"] = j["model_nodes"].get<int64_t>() - 1; },
+       "the record was made for a model with"},
+      {[](json& j) {
+         j["input_shapes"] = {{"y", {1, 4, 64, 64}}};
+       },
+       "input_shapes name 'y', not an input of the model"},
+      {[](json& j) {
+         j["input_shapes"] = {{"x", {1, 4, 32, 64}}};
+       },
+       "give input 'x' different shapes"},
+  };
+  for (const auto& [edit, message] : misfits) {
+    json e = json::parse(read_file(tuned + "/decisions.json"));
+    edit(e);
+    write_file_atomic(dir.file("misfit.json"), e.dump());
+    for (const std::string& cmd : {"tune " + model + " --replay " + dir.file("misfit.json"),
+                                   "run " + model + " --tuning " + dir.file("misfit.json") +
+                                       " --input x=" + dir.file("x.npy")}) {
+      r = testing::run_cli(cmd);
+      EXPECT_EQ(r.exit_code, 2) << cmd << r.output;
+      EXPECT_NE(r.output.find(dir.file("misfit.json") + ": "), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find(message), std::string::npos) << cmd << r.output;
+    }
+  }
   json redecided = json::parse(read_file(tuned + "/decisions.json"));
   const std::string cse = redecided["chosen"]["decisions"]["pass:cse"];
   redecided["chosen"]["decisions"]["pass:cse"] = cse == "on" ? "off" : "on";

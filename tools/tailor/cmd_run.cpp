@@ -76,7 +76,8 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag(
       "--profile", profile,
-      "Print each pass's time, and the time per op type and the slowest nodes over the timed runs");
+      "Print each pass's time (with --tuning: the tuned graph's node count instead), and the "
+      "time per op type and the slowest nodes over the timed runs");
   cmd->add_option("--passes", passes,
                   "Graph passes before running: all, none, or a comma-separated list of "
                   "fold,simplify,strength,cse,hoist,fuse,layout,dce (run in pipeline order)")
