@@ -62,7 +62,7 @@ inline const CLI::Validator kUnsigned(
         return "expected an integer >= 0, got \"" + s + "\"";
       return "";
     },
-    "UINT");
+    "");  // no description: the option's type already reads UINT
 /// A thread count, 0 (all cores) to 1024.
 inline const CLI::Range kThreadCount(0, 1024);
 
