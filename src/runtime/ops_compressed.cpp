@@ -14,7 +14,8 @@
 //     runtime's qb_conv kernel reads the NCHW image through its
 //     implicit-im2col gather, the bias in its epilogue; a 1×1 stride-1
 //     unpadded conv decodes Ŵ per call and runs the dense Conv's
-//     kernels::conv2d on it (the same bits, the AVX-512 conv1x1 kernel). An
+//     kernels::conv2d on it (the dense op's bits on Ŵ; the AVX-512 conv1x1
+//     kernel). An
 //     int8-a8 weight (W8A8: each row of the im2row matrix quantized to int8,
 //     schemes::kernels::q8_q8_gemm_ref) of a 1×1 stride-1 unpadded conv runs
 //     the q8q8_conv1x1 kernel on the image in place (a row is a pixel's
@@ -262,9 +263,10 @@ class CompressedConv final : public Kernel {
         // 1×1 stride 1 unpadded: Ŵ decoded for this call and run as the dense
         // Conv runs its weight (kernels::conv2d: the table's conv1x1 kernel,
         // 12×32 on AVX-512, where its rule takes it; qb_conv's 6×16 AVX2
-        // tile ran the detector's int8 1×1 convs at half the dense speed).
-        // Each output sums its K products in ascending order, FMA, as
-        // qb_conv does: the same bits.
+        // tile ran the detector's int8 1×1 convs at half the dense speed):
+        // the dense Conv's bits on Ŵ. They equal qb_conv's on the op test's
+        // shapes, not on every conv of the detector's and recogniser's
+        // files, whose outputs moved by rounding (≤ 3.4e-5).
         Tensor scratch = ctx.alloc(DType::f32, {out * w_->in()});
         float* dense = scratch.mutable_data<float>();
         schemes::kernels::best_gemm_kernels().decode(packed_->bits)(packed_->args, 0, out, dense);

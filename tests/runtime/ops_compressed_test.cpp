@@ -124,8 +124,9 @@ TEST(OpsCompressed, PointwiseConvWithFusedActivationEqualsConvThenActivation) {
 // Packed codes of a 1×1 stride-1 unpadded conv run as the dense Conv runs
 // the decoded weight (the table's conv1x1 kernel from 16 pixels on, the
 // gemm path under): the dense op's bits on Ŵ, and on the conv1x1 kernel
-// qb_conv's bits too (both sum each output's products in ascending order
-// with FMA; OpenBLAS's order is its own), with the fused
+// qb_conv's bits too on this shape (both sum each output's products in
+// ascending order with FMA; OpenBLAS's order is its own; on some convs of
+// the detector's and recogniser's files the two differ by rounding), with the fused
 // activation, at 1 and 2 threads; Ŵ decoded into a scratch block of the
 // run's arena beside the output.
 TEST(OpsCompressed, PointwiseConvOnPackedCodesIsTheDenseConvOnTheDecodedWeight) {
