@@ -43,8 +43,13 @@ bool compressed_conv_runs_winograd(const graph::Node& n, const std::vector<int64
   p.dil_h = dil[0], p.dil_w = dil[1];
   p.pad_top = pads[0], p.pad_left = pads[1], p.pad_bottom = pads[2], p.pad_right = pads[3];
   if (p.out_h() != (*y)[2] || p.out_w() != (*y)[3]) return false;
-  return runtime::kernels::conv_winograd_eligible(p) &&
-         runtime::kernels::conv_default_algorithm(p) == runtime::kernels::ConvAlgorithm::winograd;
+  return runtime::kernels::conv_default_algorithm(p) == runtime::kernels::ConvAlgorithm::winograd;
+}
+
+// Bytes of the Winograd F(4×4, 3×3) weights of a 3×3 conv of `weights`
+// floats: 36 points per 9-tap kernel, 4× the weights.
+double winograd_weight_bytes(double weights) {
+  return 4.0 * 4.0 * weights;
 }
 
 }  // namespace
@@ -149,7 +154,7 @@ std::vector<double> graph_features(const graph::Model& model, int threads,
           compressed_conv_runs_winograd(n, shape_of(n.inputs[0]),
                                         n.outputs.empty() ? nullptr : shape_of(n.outputs[0]))) {
         wino_flops += flops;
-        ws += 4.0 * 4.0 * static_cast<double>(e.out() * e.in());
+        ws += winograd_weight_bytes(static_cast<double>(e.out() * e.in()));
       } else {
         (a8 ? w8a8_flops : packed_flops) += flops;
       }
@@ -174,7 +179,7 @@ std::vector<double> graph_features(const graph::Model& model, int threads,
       }
       if (winograd) {
         wino_flops += 2.0 * out_elems * static_cast<double>(red) / T;
-        ws += 4.0 * 16.0 * static_cast<double>(numel(*w)) / 9.0;
+        ws += winograd_weight_bytes(static_cast<double>(numel(*w)));
         calls += 1;
         over += std::max(0.0, ws - static_cast<double>(machine.l2_bytes));
         continue;

@@ -31,37 +31,27 @@ constexpr double kG[6][3] = {{1.0 / 4, 0, 0},
                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
                              {0, 0, 1}};
 
-// U = G g Gᵀ of one 3×3 kernel g (row-major) into u[36] (point ξ = 6i + j),
-// in double, each point rounded once to float.
-inline void weight_transform(const float* g, float* u) {
-  double gt[6][3];  // G·g
-  for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 3; ++j)
-      gt[i][j] = kG[i][0] * g[j] + kG[i][1] * g[3 + j] + kG[i][2] * g[6 + j];
-  for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 6; ++j)
-      u[i * 6 + j] =
-          static_cast<float>(gt[i][0] * kG[j][0] + gt[i][1] * kG[j][1] + gt[i][2] * kG[j][2]);
-}
-
-// weight_transform of kLanes consecutive kernels g (9 floats apart), lane
-// by lane the same operations (the compiler runs the lanes as vectors).
-constexpr int64_t kLanes = 8;
-inline void weight_transform_lanes(const float* g, float (*u)[kLanes]) {
-  double t[9][kLanes];
-  for (int64_t l = 0; l < kLanes; ++l)
+// U = G g Gᵀ of Lanes consecutive 3×3 kernels g (row-major, 9 floats apart)
+// into u[ξ][lane] (point ξ = 6i + j), in double, each point rounded once to
+// float; lane by lane the same operations, which the compiler runs as
+// vectors for Lanes > 1.
+template <int64_t Lanes>
+void weight_transform(const float* g, float (*u)[Lanes]) {
+  double t[9][Lanes];
+  for (int64_t l = 0; l < Lanes; ++l)
     for (int k = 0; k < 9; ++k) t[k][l] = g[l * 9 + k];
-  double gt[6][3][kLanes];  // G·g
+  double gt[6][3][Lanes];  // G·g
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 3; ++j)
-      for (int64_t l = 0; l < kLanes; ++l)
+      for (int64_t l = 0; l < Lanes; ++l)
         gt[i][j][l] = kG[i][0] * t[j][l] + kG[i][1] * t[3 + j][l] + kG[i][2] * t[6 + j][l];
   for (int i = 0; i < 6; ++i)
     for (int j = 0; j < 6; ++j)
-      for (int64_t l = 0; l < kLanes; ++l)
+      for (int64_t l = 0; l < Lanes; ++l)
         u[i * 6 + j][l] = static_cast<float>(gt[i][0][l] * kG[j][0] + gt[i][1][l] * kG[j][1] +
                                              gt[i][2][l] * kG[j][2]);
 }
+constexpr int64_t kLanes = 8;  // kernels per vector step of the blocked pack
 
 }  // namespace
 
@@ -71,11 +61,11 @@ int64_t f32_conv_winograd_f43_pack_ref(const Conv2dParams& p, const float* w, fl
   if (packed == nullptr) return size;
   for (int64_t o = 0; o < panels * kPanel; ++o) {
     for (int64_t ci = 0; ci < p.c_in; ++ci) {
-      float u[36] = {};
-      if (o < p.c_out) weight_transform(w + (o * p.c_in + ci) * 9, u);
+      float u[36][1] = {};
+      if (o < p.c_out) weight_transform<1>(w + (o * p.c_in + ci) * 9, u);
       for (int64_t xi = 0; xi < detail::kWinogradPoints; ++xi) {
         const int64_t pn = o / kPanel, r = o % kPanel;
-        packed[((xi * panels + pn) * p.c_in + ci) * kPanel + r] = u[xi];
+        packed[((xi * panels + pn) * p.c_in + ci) * kPanel + r] = u[xi][0];
       }
     }
   }
@@ -113,14 +103,14 @@ int64_t f32_conv_winograd_f43_pack(const Conv2dParams& p, const float* w, float*
           int64_t ci = 0;
           for (; ci + kLanes <= nc; ci += kLanes) {
             float u[36][kLanes];
-            weight_transform_lanes(w + (o * p.c_in + c0 + ci) * 9, u);
+            weight_transform<kLanes>(w + (o * p.c_in + c0 + ci) * 9, u);
             for (int64_t xi = 0; xi < detail::kWinogradPoints; ++xi)
               for (int64_t l = 0; l < kLanes; ++l) buf[xi][ci + l][r] = u[xi][l];
           }
           for (; ci < nc; ++ci) {
-            float u[36];
-            weight_transform(w + (o * p.c_in + c0 + ci) * 9, u);
-            for (int64_t xi = 0; xi < detail::kWinogradPoints; ++xi) buf[xi][ci][r] = u[xi];
+            float u[36][1];
+            weight_transform<1>(w + (o * p.c_in + c0 + ci) * 9, u);
+            for (int64_t xi = 0; xi < detail::kWinogradPoints; ++xi) buf[xi][ci][r] = u[xi][0];
           }
         }
         for (int64_t xi = 0; xi < detail::kWinogradPoints; ++xi)
