@@ -7,8 +7,11 @@
 
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
+#include "tailor/graph/weight_forms.h"
+#include "tailor/graph/weights.h"
 #include "tailor/runtime/kernels/registry.h"
 #include "tailor/schemes/matmul_into.h"
+#include "tailor/schemes/registry.h"
 
 namespace tailor::tune {
 
@@ -35,6 +38,21 @@ bool w8a8_variant_applies(const graph::Node& n) {
   if (!a || a->kind != graph::Attribute::Kind::encoded || !a->encoded) return false;
   const auto p = schemes::int8_weight_only_view(*a->encoded);
   return p && p->args.in <= k::kQ8Q8Conv1x1MaxIn && n.attr_int("group", 1) == 1;
+}
+
+// A dense Conv the W8A8 kernels can run once its weight is rounded to
+// int8-a8's codes (kernel_variant "w8a8" on a dense layer: Applier replaces it
+// by a CompressedConv of those codes): named, of an f32 4-D initializer weight
+// that graph::w8a8_reader takes (groups 1, no auto_pad), of at most
+// kQ8Q8Conv1x1MaxIn inputs (channels × taps).
+bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
+  if (!n.domain.empty() || n.op_type != "Conv" || n.name.empty() || n.inputs.size() < 2)
+    return false;
+  const auto w = g.initializers.find(n.inputs[1]);
+  if (w == g.initializers.end() || w->second.dtype() != DType::f32 || w->second.rank() != 4)
+    return false;
+  const Shape& s = w->second.shape();
+  return graph::w8a8_reader(n, s) && s[1] * s[2] * s[3] <= k::kQ8Q8Conv1x1MaxIn;
 }
 
 // The model with every unnamed main-graph Conv named "conv#<index>".
@@ -172,11 +190,15 @@ DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
   for (const auto& fc : graph::fusion_candidates(pre))
     s.decisions.push_back({"fusion:" + fc.id, "fusion", {"off", "on"}, 1});
   // Compressed layers exist once fold has run (graph::run_passes recognises
-  // them first); their kernel variant: the weight-only kernel or W8A8.
+  // them first); their kernel variant: the weight-only kernel or W8A8. Dense
+  // convs (their weights as fold and simplify leave them, BatchNorm folded
+  // in): the f32 kernels or W8A8 on the weight's int8-a8 codes.
   for (const auto& n : pre.graph.nodes)
     if (w8a8_variant_applies(n))
       s.decisions.push_back(
           {"kernel_variant:" + n.name, "kernel_variant", {"weight_only", "w8a8"}, 0});
+    else if (dense_w8a8_applies(pre.graph, n))
+      s.decisions.push_back({"kernel_variant:" + n.name, "kernel_variant", {"dense", "w8a8"}, 0});
   for (const auto& n : named.graph.nodes) {
     if (!is_conv(n) || n.inputs.size() < 2 || n.outputs.empty()) continue;
     auto os = shapes.find(n.outputs[0]);
@@ -264,6 +286,7 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
       out.threads = std::stoi(choice);
     }
   }
+  for (const auto& name : w8a8) full_key += "|" + name;
   full_key = prefix_key + "|" + full_key;
   std::shared_ptr<graph::Model> done;
   if (auto it = prefix_cache_.find(full_key); it != prefix_cache_.end()) {
@@ -278,10 +301,29 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
       pre = std::make_shared<graph::Model>(graph::run_passes(model_, prefix, po));
       prefix_cache_[prefix_key] = pre;
     }
+    if (!w8a8.empty()) {
+      // Dense convs taking W8A8 become CompressedConvs of their int8-a8 codes
+      // before fuse, which fuses their bias and activation as it does a
+      // compressed file's; the codes are kept per prefix (the same weights).
+      auto q = std::make_shared<graph::Model>(*pre);
+      static const schemes::Scheme a8 = schemes::parse_scheme("int8-a8");
+      for (graph::Node& n : q->graph.nodes) {
+        if (!w8a8.count(n.name) || !dense_w8a8_applies(q->graph, n)) continue;
+        const Tensor& w = q->graph.initializers.at(n.inputs[1]);
+        std::shared_ptr<const schemes::Encoded>& e = codes_[prefix_key + "|" + n.name];
+        if (!e) e = a8.encode(w);
+        if (auto c = graph::compressed_op(q->graph, n, WeightLayout::conv, w.shape(), e))
+          n = std::move(*c);
+      }
+      pre = q;
+    }
     graph::PassOptions o = options_;
     o.fusion_candidates = fusions;
     done = std::make_shared<graph::Model>(graph::run_passes(*pre, suffix, o));
-    if (prefix_cache_.size() > 512) prefix_cache_.clear();  // bound the memory held
+    if (prefix_cache_.size() > 512) {  // bound the memory held
+      prefix_cache_.clear();
+      codes_.clear();
+    }
     prefix_cache_[full_key] = done;
   }
   out.model = *done;

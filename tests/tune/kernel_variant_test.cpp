@@ -126,6 +126,98 @@ TEST(TuneKernelVariant, OfferedOnNamedPerChannelInt8LayersAndAppliedAsTheInt8A8K
   EXPECT_NEAR(t1[a8], fb / 1e7, 1e-12);
 }
 
+// x [1, 8, 10, 10] → a: Conv 3×3 8→16 (pads 1, bias) → Relu → d: depthwise
+// 3×3 (group 16, pads 1) → b: Conv 1×1 16→4 → y [1, 4, 10, 10], all dense.
+// `a_weight` writes a as a CompressedConv of those codes instead.
+graph::Model dense_chain(std::shared_ptr<const schemes::Encoded> a_weight = nullptr) {
+  graph::Model m;
+  m.opset = 13;
+  m.source = "dense_chain";
+  declare_input(m, "x", {1, 8, 10, 10});
+  auto& g = m.graph;
+  g.add_initializer("wa", random_tensor({16, 8, 3, 3}, 21, -0.3f, 0.3f));
+  g.add_initializer("ba", random_tensor({16}, 22));
+  g.add_initializer("wd", random_tensor({16, 1, 3, 3}, 23));
+  g.add_initializer("wb", random_tensor({4, 16, 1, 1}, 24));
+  const auto pads = graph::Attribute::of_ints({1, 1, 1, 1});
+  graph::Node a = make_node("Conv", "a", {"x", "wa", "ba"}, {"va"}, {{"pads", pads}});
+  if (a_weight) {
+    a = compressed_conv("a", "x", "va", a_weight, 3);
+    a.inputs.push_back("ba");
+  }
+  g.nodes = {a, make_node("Relu", "r", {"va"}, {"vr"}),
+             make_node("Conv", "d", {"vr", "wd"}, {"vd"},
+                       {{"pads", pads}, {"group", graph::Attribute::of_int(16)}}),
+             make_node("Conv", "b", {"vd", "wb"}, {"y"})};
+  g.outputs = {"y"};
+  return m;
+}
+
+TEST(TuneKernelVariant, DenseConvsTakeW8A8AsACompressedConvOfTheirInt8A8Codes) {
+  const graph::Model m = dense_chain();
+  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
+  const DecisionSpace s = build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{});
+  std::vector<std::string> names;
+  for (const auto& d : s.decisions)
+    if (d.kind == "kernel_variant") {
+      names.push_back(d.name);
+      EXPECT_EQ(d.choices, (std::vector<std::string>{"dense", "w8a8"}));
+      EXPECT_EQ(d.default_choice, 0);
+    }
+  // Not the depthwise conv (groups 16: no W8A8 kernel).
+  EXPECT_EQ(names, (std::vector<std::string>{"kernel_variant:a", "kernel_variant:b"}));
+
+  Applier applier(m, s, runtime::default_pass_options());
+  Configuration c = s.default_configuration();
+  const AppliedConfiguration dflt = applier.apply(c);
+  for (const auto& n : dflt.model.graph.nodes) EXPECT_NE(n.op_type, "CompressedConv") << n.name;
+  c[static_cast<size_t>(s.find("kernel_variant:a"))] = 1;
+  const AppliedConfiguration w8a8 = applier.apply(c);
+  // a's codes are int8-a8's of wa viewed [16, 72] (DESIGN.md's conv orientation).
+  const std::shared_ptr<const schemes::Encoded> want =
+      schemes::parse_scheme("int8-a8").encode(m.graph.initializers.at("wa").reshape({16, 72}));
+  std::vector<std::string> compressed;
+  for (const auto& n : w8a8.model.graph.nodes)
+    if (n.op_type == "CompressedConv") {
+      compressed.push_back(n.name);
+      const auto& e = *n.find("weight")->encoded;
+      EXPECT_EQ(e.label(), "int8-a8");
+      EXPECT_EQ(e.factor("q").to_f32_vector(), want->factor("q").to_f32_vector());
+      EXPECT_EQ(e.factor("scale").to_f32_vector(), want->factor("scale").to_f32_vector());
+    }
+  EXPECT_EQ(compressed, (std::vector<std::string>{"a"}));
+
+  // The same model written with a as a CompressedConv of those codes, under
+  // its own default configuration: bit for bit; and within 5% of the dense
+  // output's largest magnitude, not equal to it.
+  const graph::Model twin_model = dense_chain(want);
+  const DecisionSpace ts =
+      build_space(twin_model, shapes, runtime::default_pass_options(), SpaceOptions{});
+  const AppliedConfiguration twin =
+      Applier(twin_model, ts, runtime::default_pass_options()).apply(ts.default_configuration());
+  const auto in = random_inputs(m, {}, 5);
+  runtime::Executor e0(dflt.model), e1(w8a8.model), e2(twin.model);
+  const auto y0 = e0.run(in).at("y").to_f32_vector(), y1 = e1.run(in).at("y").to_f32_vector(),
+             y2 = e2.run(in).at("y").to_f32_vector();
+  EXPECT_EQ(y1, y2);
+  EXPECT_NE(y1, y0);
+  double scale = 0, largest = 0;
+  for (size_t i = 0; i < y0.size(); ++i) {
+    scale = std::max(scale, std::fabs(double(y0[i])));
+    largest = std::max(largest, std::fabs(double(y1[i]) - y0[i]));
+  }
+  EXPECT_LT(largest, 0.05 * scale);
+
+  // The cost model moves a's 2·MACs (16·72 per pixel, 100 pixels) to the W8A8 term.
+  const auto& f = feature_names();
+  const size_t a8 =
+      static_cast<size_t>(std::find(f.begin(), f.end(), "w8a8_flops_1e7_per_thread") - f.begin());
+  ASSERT_LT(a8, f.size());
+  const MachineInfo machine;
+  EXPECT_NEAR(graph_features(dflt.model, 1, shapes, machine)[a8], 0.0, 1e-12);
+  EXPECT_NEAR(graph_features(w8a8.model, 1, shapes, machine)[a8], 2.0 * 16 * 72 * 100 / 1e7, 1e-12);
+}
+
 TEST(TuneKernelVariant, TheToleranceDecidesWhetherW8A8IsTimed) {
   const graph::Model m = compressed_chain();
   const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));

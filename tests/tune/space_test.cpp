@@ -27,41 +27,44 @@ TEST(TuneSpace, CountsOnConvReluByHand) {
   // choices each; one fusion candidate (Conv + Relu epilogue): 2; the conv has
   // 32·32 = 1024 output columns, so of the blocks {256, 1024, 4096} only 256
   // is smaller: {full, 256}; 2 input channels: no Winograd, no conv_algo;
-  // 4·1024·18 multiply-adds, a small op: op_threads {all, 1}; threads up to
-  // 2: {1, 2}. 12 decisions, 2^8·2·2·2·2 = 4096 points.
+  // 4·1024·18 multiply-adds, a small op: op_threads {all, 1}; its weight an
+  // f32 initializer: kernel_variant {dense, w8a8}; threads up to 2: {1, 2}.
+  // 13 decisions, 2^8·2·2·2·2·2 = 8192 points.
   const DecisionSpace s = space_of(conv_relu_model(), 2);
-  ASSERT_EQ(s.decisions.size(), 12u);
-  EXPECT_EQ(s.points(), 4096.0);
+  ASSERT_EQ(s.decisions.size(), 13u);
+  EXPECT_EQ(s.points(), 8192.0);
   EXPECT_EQ(s.decisions[0].name, "pass:fold");
   EXPECT_EQ(s.decisions[2].name, "pass:strength");
   EXPECT_EQ(s.decisions[7].name, "pass:dce");
   EXPECT_EQ(s.decisions[8].name, "fusion:conv_epilogue:y");
-  EXPECT_EQ(s.decisions[9].name, "conv_block:c");
-  EXPECT_EQ(s.decisions[9].choices, (std::vector<std::string>{"full", "256"}));
-  EXPECT_EQ(s.decisions[10].name, "op_threads:c");
-  EXPECT_EQ(s.decisions[10].choices, (std::vector<std::string>{"all", "1"}));
-  EXPECT_EQ(s.decisions[11].choices, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(s.decisions[9].name, "kernel_variant:c");
+  EXPECT_EQ(s.decisions[9].choices, (std::vector<std::string>{"dense", "w8a8"}));
+  EXPECT_EQ(s.decisions[10].name, "conv_block:c");
+  EXPECT_EQ(s.decisions[10].choices, (std::vector<std::string>{"full", "256"}));
+  EXPECT_EQ(s.decisions[11].name, "op_threads:c");
+  EXPECT_EQ(s.decisions[11].choices, (std::vector<std::string>{"all", "1"}));
+  EXPECT_EQ(s.decisions[12].choices, (std::vector<std::string>{"1", "2"}));
   // Default: every pass in `all` on, fusion on, full blocks, all threads per
-  // op, most threads.
-  EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1}));
-  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[11].choices,
+  // op, the dense kernels, most threads.
+  EXPECT_EQ(s.default_configuration(), (Configuration{1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 1}));
+  EXPECT_EQ(space_of(conv_relu_model(), 4).decisions[12].choices,
             (std::vector<std::string>{"1", "2", "4"}));
   // One thread offered: no per-op thread decision.
   EXPECT_EQ(space_of(conv_relu_model(), 1).find("op_threads:c"), -1);
-  EXPECT_THROW(s.enumerate(2048), Error);
+  EXPECT_THROW(s.enumerate(4096), Error);
 }
 
 TEST(TuneSpace, EnumeratesEverySmallSpacePointOnce) {
-  const DecisionSpace s = space_of(conv_relu_model(), 1);  // threads {1}: 1024 points
-  EXPECT_EQ(s.points(), 1024.0);
-  const auto all = s.enumerate(1024);
-  ASSERT_EQ(all.size(), 1024u);
+  const DecisionSpace s = space_of(conv_relu_model(), 1);  // threads {1}: 2048 points
+  EXPECT_EQ(s.points(), 2048.0);
+  const auto all = s.enumerate(2048);
+  ASSERT_EQ(all.size(), 2048u);
   std::set<std::string> keys;
   for (const auto& c : all) {
     s.validate(c);
     keys.insert(DecisionSpace::key(c));
   }
-  EXPECT_EQ(keys.size(), 1024u);
+  EXPECT_EQ(keys.size(), 2048u);
 }
 
 TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
@@ -77,9 +80,9 @@ TEST(TuneSpace, ApplyingAConfigurationChangesTheGraph) {
   // The fusion candidate off: two nodes; block 256 sets the conv's attribute.
   EXPECT_EQ(d.model.graph.nodes[0].find("threads"), nullptr);
   c[8] = 0;
-  c[9] = 1;
   c[10] = 1;
-  c[11] = 0;
+  c[11] = 1;
+  c[12] = 0;
   AppliedConfiguration u = a.apply(c);
   ASSERT_EQ(u.model.graph.nodes.size(), 2u);
   EXPECT_EQ(u.model.graph.nodes[0].op_type, "Conv");

@@ -14,6 +14,7 @@
 #include "tailor/graph/graph.h"
 #include "tailor/graph/passes.h"
 #include "tailor/runtime/kernels/conv_algorithm.h"
+#include "tailor/schemes/scheme.h"
 
 namespace tailor::tune {
 
@@ -29,7 +30,11 @@ namespace tailor::tune {
 /// ("weight_only", "w8a8": a named CompressedConv / CompressedLinear whose
 /// weight is per-channel int8 codes either runs the weight-only kernel on
 /// f32 activations, or rounds its activations to int8 and runs int8-a8's
-/// W8A8 kernels on the same codes, node attribute "kernel_variant"; W8A8
+/// W8A8 kernels on the same codes, node attribute "kernel_variant"),
+/// "kernel_variant:<dense conv>" ("dense", "w8a8": a named Conv of an f32
+/// initializer weight either runs the f32 kernels, or runs as a
+/// CompressedConv of the weight's int8-a8 codes, its weight rounded per
+/// output channel as schemes' int8 does and its activations to int8; W8A8
 /// is not bit for bit, so a configuration taking it passes the harness's
 /// check only under a tolerance its error fits), "threads" (choices "1",
 /// "2", ...).
@@ -114,8 +119,9 @@ runtime::kernels::ConvAlgorithm conv_algorithm_of(const graph::Node& n,
 /// conv Winograd serves, one "op_threads:" decision per conv of at most
 /// options.small_op_macs multiply-adds when max_threads > 1, one
 /// "kernel_variant:" decision per named compressed layer of per-channel int8
-/// codes (of at most kernels::kQ8Q8Conv1x1MaxIn inputs) that the passes
-/// before fuse leave, and "threads".
+/// codes and per named dense Conv of an f32 initializer weight that
+/// graph::w8a8_reader takes (each of at most kernels::kQ8Q8Conv1x1MaxIn
+/// inputs) that the passes before fuse leave, and "threads".
 /// `shapes` gives conv output sizes (values absent from it get no conv_block
 /// decision). `options.evaluate` runs constant folding.
 DecisionSpace build_space(const graph::Model& model, const ValueShapes& shapes,
@@ -138,7 +144,9 @@ class Applier {
   /// The model after the configuration's passes (in pipeline order, with the
   /// chosen fusion candidates) and with each conv's "column_block",
   /// "conv_algorithm" and "threads" attributes and each compressed layer's
-  /// "kernel_variant" set where the choice is not the default, verified; and
+  /// "kernel_variant" set where the choice is not the default, each dense
+  /// conv taking "w8a8" replaced before fuse by a CompressedConv of its
+  /// weight's int8-a8 codes (graph::compressed_op), verified; and
   /// its thread count. A conv left at a Winograd
   /// default whose weight is not an initializer after the passes (fold off
   /// on a Constant-fed weight: nothing packed at load, so the runtime's
@@ -151,6 +159,8 @@ class Applier {
   const DecisionSpace& space_;
   graph::PassOptions options_;
   std::map<std::string, std::shared_ptr<graph::Model>> prefix_cache_;
+  /// int8-a8 codes of dense convs taking W8A8, by prefix key and conv name.
+  std::map<std::string, std::shared_ptr<const schemes::Encoded>> codes_;
 };
 
 }  // namespace tailor::tune
