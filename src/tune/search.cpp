@@ -21,14 +21,20 @@ struct Recorder {
   Recorder(const Oracle& o, std::string method) : oracle(o) { result.method = std::move(method); }
   const Oracle& oracle;
   SearchResult result;
-  std::set<std::string> seen;
+  std::map<std::string, std::optional<double>> seen;  // key → latency, nullopt: check failed
   std::optional<double> eval(const Configuration& c) {
     auto lat = oracle(c);
     result.evaluations.push_back({c, lat});
-    seen.insert(DecisionSpace::key(c));
+    seen[DecisionSpace::key(c)] = lat;
     return lat;
   }
   bool has(const Configuration& c) const { return seen.count(DecisionSpace::key(c)) > 0; }
+  // c's latency (nullopt: its check failed) if measured, else nullopt.
+  std::optional<std::optional<double>> lookup(const Configuration& c) const {
+    const auto it = seen.find(DecisionSpace::key(c));
+    if (it == seen.end()) return std::nullopt;
+    return it->second;
+  }
   int count() const { return static_cast<int>(result.evaluations.size()); }
   SearchResult done() {
     result.best = best_index(result.evaluations);
@@ -189,24 +195,44 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
     }
     if (r.has(cand)) break;  // nothing new nearby: the space is exhausted here
     // A move whose check fails (an approximate choice past the tolerance)
-    // is halved: the center with a seeded half of the move's changes, until
-    // a measured one passes or one change is left; the changes of a move
-    // that failed push their choices' logits down.
-    while (!eval(cand)) {
-      std::vector<size_t> changed;
-      for (size_t d = 0; d < D; ++d)
-        if (cand[d] != center[d]) {
-          changed.push_back(d);
-          logits[cats.offset(d) + static_cast<size_t>(cand[d])] -= 2.0;
-        }
-      if (changed.size() < 2 || r.count() >= budget) break;
-      for (size_t i = changed.size() - 1; i > 0; --i)
-        std::swap(changed[i], changed[rng.below(i + 1)]);
-      Configuration half = center;
-      for (size_t i = 0; i < changed.size() / 2; ++i) half[changed[i]] = cand[changed[i]];
-      if (r.has(half)) break;
-      cand = half;
+    // is bisected (adaptive group testing): its changes are tried on the
+    // center in seeded halves, each half that passes kept as the base the
+    // next half is tried on, each failing half split again down to single
+    // changes. Every failure pushes its changes' logits down; the changes
+    // kept get that back, so the blame stays with the choices that failed.
+    std::vector<size_t> move;
+    for (size_t d = 0; d < D; ++d)
+      if (cand[d] != center[d]) move.push_back(d);
+    std::vector<std::vector<size_t>> todo{move};
+    std::map<size_t, double> pushed;  // logit → how far this move's failures pushed it
+    Configuration base = center;
+    while (!todo.empty() && r.count() < budget) {
+      std::vector<size_t> part = std::move(todo.back());
+      todo.pop_back();
+      Configuration c = base;
+      for (size_t d : part) c[d] = cand[d];
+      // (a configuration measured before is looked up, not measured again)
+      const auto known = r.lookup(c);
+      if (known ? known->has_value() : eval(c).has_value()) {
+        base = c;
+        continue;
+      }
+      for (size_t d : part) {
+        const size_t l = cats.offset(d) + static_cast<size_t>(cand[d]);
+        logits[l] -= 2.0;
+        pushed[l] += 2.0;
+      }
+      if (part.size() == 1) continue;
+      for (size_t i = part.size() - 1; i > 0; --i) std::swap(part[i], part[rng.below(i + 1)]);
+      const auto mid = part.begin() + static_cast<std::ptrdiff_t>(part.size() / 2);
+      todo.emplace_back(mid, part.end());
+      todo.emplace_back(part.begin(), mid);  // tried first
     }
+    for (size_t d = 0; d < D; ++d)
+      if (base[d] != center[d])
+        if (auto it = pushed.find(cats.offset(d) + static_cast<size_t>(base[d]));
+            it != pushed.end())
+          logits[it->first] += it->second;
   }
   return r.done();
 }

@@ -124,6 +124,45 @@ TEST(TuneSearch, AFailedMoveIsHalvedUntilItPasses) {
   EXPECT_EQ(on(r.evaluations[2].config), 4);
 }
 
+TEST(TuneSearch, AFailedMoveIsBisectedUntilTheChoiceThatFailsIsFound) {
+  // 8 on/off decisions; each one on saves 1 ms (10 − count on), but any
+  // configuration with k5 on fails its check. The first move turns all 8 on
+  // and fails; bisecting it (halves of 4, 2, 1, each passing half kept as
+  // the base, a half measured before looked up) finds k5 failing alone and
+  // keeps the other 7 on by the 8th measurement: 3 ms, the best passing
+  // latency. k5, its logit pushed down by each failure, is never on again.
+  DecisionSpace space;
+  for (int d = 0; d < 8; ++d)
+    space.decisions.push_back({"k" + std::to_string(d), "kernel_variant", {"off", "on"}, 0});
+  auto on = [](const Configuration& c) {
+    return static_cast<int>(std::count(c.begin(), c.end(), 1));
+  };
+  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
+    if (c[5] == 1) return std::nullopt;
+    return 10.0 - on(c);
+  };
+  const FeatureFn features = [&](const Configuration& c) {
+    return std::vector<double>{1.0, 8.0 - on(c), static_cast<double>(on(c))};
+  };
+  for (uint64_t seed : {1, 2, 3}) {
+    CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
+    const SearchResult r = search_gradient(space, oracle, features, 40, seed, m);
+    ASSERT_GE(r.best, 0);
+    EXPECT_DOUBLE_EQ(*r.evaluations[static_cast<size_t>(r.best)].latency_ms, 3.0);
+    EXPECT_LE(r.best, 7) << "seed " << seed;
+    EXPECT_EQ(on(r.evaluations[1].config), 8);
+    // k5 is on in the first move and in at most one measurement per halving
+    // (8 → 4 → 2 → 1), and in none after the best.
+    int with_k5 = 0;
+    for (size_t i = 0; i < r.evaluations.size(); ++i) {
+      with_k5 += r.evaluations[i].config[5];
+      if (i > static_cast<size_t>(r.best))
+        EXPECT_EQ(r.evaluations[i].config[5], 0) << "seed " << seed << ", measurement " << i;
+    }
+    EXPECT_LE(with_k5, 4) << "seed " << seed;
+  }
+}
+
 TEST(TuneSearch, ExhaustiveCoversSmallSpacesAndFailedChecksAreSkipped) {
   DecisionSpace space;
   space.decisions = {{"p", "pass", {"off", "on"}, 1}, {"t", "threads", {"1", "2", "4"}, 2}};

@@ -79,13 +79,16 @@ struct GradientOptions {
 /// Gumbel-softmax straight-through estimate (decision::straight_through) for
 /// passes — and measure the argmax configuration — or, when that one was
 /// measured already, a Gumbel-max sample of the distribution (seeded). A
-/// candidate that fails its check pushes its changed choices' logits down
-/// and is halved: the next measurement is the center with a seeded half of
-/// its changes, and so on while they fail, down to one change (an
-/// approximate choice such as a W8A8 kernel variant passes the tolerance
-/// on some layers, not on all at once). While no configuration has passed
-/// its check (a default the check rejects), it measures uniform draws. `model` is refitted in place
-/// (its initial θ warm-starts the first fit).
+/// candidate that fails its check (an approximate choice such as a W8A8
+/// kernel variant passes the tolerance on some layers, not on all at once)
+/// is bisected, as in adaptive group testing: its changes are tried on the
+/// center in seeded halves, a half that passes becomes the base the next
+/// half is tried on, a half that fails is split again down to single
+/// changes (a half measured before is looked up, not measured again). Each
+/// failure pushes its changed choices' logits down by 2; the changes kept
+/// get that back. While no configuration has passed its check
+/// (a default the check rejects), it measures uniform draws. `model` is
+/// refitted in place (its initial θ warm-starts the first fit).
 SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
                              const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
                              const GradientOptions& options = {});
