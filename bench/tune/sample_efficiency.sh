@@ -9,7 +9,9 @@
 # the default.
 # Usage: bench/tune/sample_efficiency.sh [N] (run from the repository root;
 # N measurements per method, default 48; TAILOR=build/tailor, OUT=/tmp/tune-se,
-# MODELS="path:input=DIMS ..." to choose the models and their input shapes).
+# MODELS="path:input=DIMS ..." to choose the models and their input shapes,
+# TUNE_ARGS for further tune options, e.g. "--error mean --tolerance 0.01"
+# to admit the approximate W8A8 kernel variant).
 set -euo pipefail
 n=${1:-48}
 tailor=${TAILOR:-build/tailor}
@@ -22,8 +24,9 @@ for spec in $models; do
   stem=$(basename "$model" .onnx)
   echo "== $stem ($shape), $n measurements per method, 1 thread, CPU time"
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  # shellcheck disable=SC2086  # TUNE_ARGS is a list of options
   $tailor tune "$model" --input-shape "$shape" --threads 1 --clock cpu --measurements "$n" \
-    -o "$out/$stem" | tee "$out/$stem.log"
+    ${TUNE_ARGS:-} -o "$out/$stem" | tee "$out/$stem.log"
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
   python3 - "$out/$stem/decisions.json" <<'PY'
 import json, sys

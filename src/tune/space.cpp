@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "tailor/core/dtype.h"
 #include "tailor/core/error.h"
 #include "tailor/graph/verify.h"
 #include "tailor/graph/weight_forms.h"
@@ -44,7 +45,9 @@ bool w8a8_variant_applies(const graph::Node& n) {
 // int8-a8's codes (kernel_variant "w8a8" on a dense layer: Applier replaces it
 // by a CompressedConv of those codes): named, of an f32 4-D initializer weight
 // that graph::w8a8_reader takes (groups 1, no auto_pad), of at most
-// kQ8Q8Conv1x1MaxIn inputs (channels × taps).
+// kQ8Q8Conv1x1MaxIn inputs (channels × taps), finite, and with every row's
+// scale max|w|/127 within f16 (the codes' stored scales; int8-a8's encoder
+// refuses a weight past that).
 bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
   if (!n.domain.empty() || n.op_type != "Conv" || n.name.empty() || n.inputs.size() < 2)
     return false;
@@ -52,15 +55,32 @@ bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
   if (w == g.initializers.end() || w->second.dtype() != DType::f32 || w->second.rank() != 4)
     return false;
   const Shape& s = w->second.shape();
-  return graph::w8a8_reader(n, s) && s[1] * s[2] * s[3] <= k::kQ8Q8Conv1x1MaxIn;
+  const int64_t in = s[1] * s[2] * s[3];
+  if (!graph::w8a8_reader(n, s) || in > k::kQ8Q8Conv1x1MaxIn) return false;
+  const Tensor c = w->second.contiguous();
+  const float* p = c.data<float>();
+  for (int64_t o = 0; o < s[0]; ++o) {
+    float max_abs = 0;
+    for (int64_t j = 0; j < in; ++j) {
+      if (!std::isfinite(p[o * in + j])) return false;
+      max_abs = std::max(max_abs, std::fabs(p[o * in + j]));
+    }
+    if (!std::isfinite(round_to_f16(max_abs / 127.0f))) return false;
+  }
+  return true;
 }
 
-// The model with every unnamed main-graph Conv named "conv#<index>".
+// The model with every main-graph Conv that is unnamed, or named as an
+// earlier Conv is, named "conv#<index>": each conv's decisions then have
+// names of their own.
 graph::Model name_convs(const graph::Model& model) {
   graph::Model m = model;
+  std::set<std::string> seen;
   for (size_t i = 0; i < m.graph.nodes.size(); ++i) {
     graph::Node& n = m.graph.nodes[i];
-    if (is_conv(n) && n.name.empty()) n.name = "conv#" + std::to_string(i);
+    if (!is_conv(n)) continue;
+    if (n.name.empty() || seen.count(n.name)) n.name = "conv#" + std::to_string(i);
+    seen.insert(n.name);
   }
   return m;
 }

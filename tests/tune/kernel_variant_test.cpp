@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "tailor/core/error.h"
 #include "tailor/runtime/executor.h"
 #include "tailor/runtime/kernels/conv_algorithm.h"
 #include "tailor/runtime/pass_options.h"
@@ -216,6 +217,65 @@ TEST(TuneKernelVariant, DenseConvsTakeW8A8AsACompressedConvOfTheirInt8A8Codes) {
   const MachineInfo machine;
   EXPECT_NEAR(graph_features(dflt.model, 1, shapes, machine)[a8], 0.0, 1e-12);
   EXPECT_NEAR(graph_features(w8a8.model, 1, shapes, machine)[a8], 2.0 * 16 * 72 * 100 / 1e7, 1e-12);
+}
+
+// x [1, 4, 6, 6] → Conv 1×1 4→4 per weight of `weights`, in a chain, named
+// by `names`.
+graph::Model conv_chain(const std::vector<Tensor>& weights, const std::vector<std::string>& names) {
+  graph::Model m;
+  m.opset = 13;
+  m.source = "conv_chain";
+  declare_input(m, "x", {1, 4, 6, 6});
+  std::string in = "x";
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const std::string w = "w" + std::to_string(i), out = i + 1 == weights.size() ? "y" : "v" + w;
+    m.graph.add_initializer(w, weights[i]);
+    m.graph.nodes.push_back(make_node("Conv", names[i], {in, w}, {out}));
+    in = out;
+  }
+  m.graph.outputs = {"y"};
+  return m;
+}
+
+std::vector<std::string> variant_decisions(const graph::Model& m) {
+  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
+  std::vector<std::string> names;
+  for (const auto& d :
+       build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{}).decisions)
+    if (d.kind == "kernel_variant") names.push_back(d.name);
+  return names;
+}
+
+TEST(TuneKernelVariant, DenseW8A8IsOfferedOnlyWhereInt8A8CodesHoldTheWeight) {
+  // Row scales max|w|/127 past f16's 65504 (int8-a8's encoder refuses them:
+  // 1e7·127 > 65504·127) or a NaN weight: no decision, and the space builds.
+  Tensor big = random_tensor({4, 4, 1, 1}, 31), nan = random_tensor({4, 4, 1, 1}, 32);
+  big.mutable_data<float>()[5] = 1e7f * 127.0f;
+  nan.mutable_data<float>()[3] = std::nanf("");
+  const Tensor fine = random_tensor({4, 4, 1, 1}, 33);
+  Tensor edge = random_tensor({4, 4, 1, 1}, 34);
+  edge.mutable_data<float>()[0] = 65504.0f * 127.0f;  // the largest scale f16 holds
+  EXPECT_EQ(variant_decisions(conv_chain({big, nan, fine, edge}, {"big", "nan", "fine", "edge"})),
+            (std::vector<std::string>{"kernel_variant:fine", "kernel_variant:edge"}));
+  EXPECT_NO_THROW(schemes::parse_scheme("int8-a8").encode(edge.reshape({4, 4})));
+  EXPECT_THROW(schemes::parse_scheme("int8-a8").encode(big.reshape({4, 4})), Error);
+}
+
+TEST(TuneKernelVariant, ConvsOfOneNameGetDecisionsOfTheirOwn) {
+  // Two Convs named "same" (node 0 and node 1): the second is conv#1, and
+  // taking W8A8 on it replaces that conv only.
+  const graph::Model m = conv_chain(
+      {random_tensor({4, 4, 1, 1}, 41), random_tensor({4, 4, 1, 1}, 42)}, {"same", "same"});
+  EXPECT_EQ(variant_decisions(m),
+            (std::vector<std::string>{"kernel_variant:same", "kernel_variant:conv#1"}));
+  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
+  const DecisionSpace s = build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{});
+  Configuration c = s.default_configuration();
+  c[static_cast<size_t>(s.find("kernel_variant:conv#1"))] = 1;
+  const AppliedConfiguration a = Applier(m, s, runtime::default_pass_options()).apply(c);
+  std::vector<std::string> ops;
+  for (const auto& n : a.model.graph.nodes) ops.push_back(n.name + ":" + n.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{"same:Conv", "conv#1:CompressedConv"}));
 }
 
 TEST(TuneKernelVariant, TheToleranceDecidesWhetherW8A8IsTimed) {
