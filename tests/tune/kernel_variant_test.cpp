@@ -61,19 +61,32 @@ graph::Model compressed_chain(std::shared_ptr<const schemes::Encoded> b_weight =
   return m;
 }
 
-TEST(TuneKernelVariant, OfferedOnNamedPerChannelInt8LayersAndAppliedAsTheInt8A8Kernel) {
-  const graph::Model m = compressed_chain();
+DecisionSpace space_of(const graph::Model& m) {
   const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
-  const DecisionSpace s = build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{});
+  return build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{});
+}
+
+// The names of s's kernel_variant decisions, each checked to offer `choices`
+// with the first as its default.
+std::vector<std::string> variant_decisions(const DecisionSpace& s,
+                                           const std::vector<std::string>& choices) {
   std::vector<std::string> names;
   for (const auto& d : s.decisions)
     if (d.kind == "kernel_variant") {
       names.push_back(d.name);
-      EXPECT_EQ(d.choices, (std::vector<std::string>{"weight_only", "w8a8"}));
-      EXPECT_EQ(d.default_choice, 0);
+      EXPECT_EQ(d.choices, choices) << d.name;
+      EXPECT_EQ(d.default_choice, 0) << d.name;
     }
+  return names;
+}
+
+TEST(TuneKernelVariant, OfferedOnNamedPerChannelInt8LayersAndAppliedAsTheInt8A8Kernel) {
+  const graph::Model m = compressed_chain();
+  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
+  const DecisionSpace s = space_of(m);
   // Not c (int4-g32 codes), not the unnamed int8 layer.
-  EXPECT_EQ(names, (std::vector<std::string>{"kernel_variant:a", "kernel_variant:b"}));
+  EXPECT_EQ(variant_decisions(s, {"weight_only", "w8a8"}),
+            (std::vector<std::string>{"kernel_variant:a", "kernel_variant:b"}));
 
   Applier applier(m, s, runtime::default_pass_options());
   Configuration c = s.default_configuration();
@@ -157,16 +170,10 @@ graph::Model dense_chain(std::shared_ptr<const schemes::Encoded> a_weight = null
 TEST(TuneKernelVariant, DenseConvsTakeW8A8AsACompressedConvOfTheirInt8A8Codes) {
   const graph::Model m = dense_chain();
   const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
-  const DecisionSpace s = build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{});
-  std::vector<std::string> names;
-  for (const auto& d : s.decisions)
-    if (d.kind == "kernel_variant") {
-      names.push_back(d.name);
-      EXPECT_EQ(d.choices, (std::vector<std::string>{"dense", "w8a8"}));
-      EXPECT_EQ(d.default_choice, 0);
-    }
+  const DecisionSpace s = space_of(m);
   // Not the depthwise conv (groups 16: no W8A8 kernel).
-  EXPECT_EQ(names, (std::vector<std::string>{"kernel_variant:a", "kernel_variant:b"}));
+  EXPECT_EQ(variant_decisions(s, {"dense", "w8a8"}),
+            (std::vector<std::string>{"kernel_variant:a", "kernel_variant:b"}));
 
   Applier applier(m, s, runtime::default_pass_options());
   Configuration c = s.default_configuration();
@@ -192,8 +199,7 @@ TEST(TuneKernelVariant, DenseConvsTakeW8A8AsACompressedConvOfTheirInt8A8Codes) {
   // its own default configuration: bit for bit; and within 5% of the dense
   // output's largest magnitude, not equal to it.
   const graph::Model twin_model = dense_chain(want);
-  const DecisionSpace ts =
-      build_space(twin_model, shapes, runtime::default_pass_options(), SpaceOptions{});
+  const DecisionSpace ts = space_of(twin_model);
   const AppliedConfiguration twin =
       Applier(twin_model, ts, runtime::default_pass_options()).apply(ts.default_configuration());
   const auto in = random_inputs(m, {}, 5);
@@ -237,15 +243,6 @@ graph::Model conv_chain(const std::vector<Tensor>& weights, const std::vector<st
   return m;
 }
 
-std::vector<std::string> variant_decisions(const graph::Model& m) {
-  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
-  std::vector<std::string> names;
-  for (const auto& d :
-       build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{}).decisions)
-    if (d.kind == "kernel_variant") names.push_back(d.name);
-  return names;
-}
-
 TEST(TuneKernelVariant, DenseW8A8IsOfferedOnlyWhereInt8A8CodesHoldTheWeight) {
   // Row scales max|w|/127 past f16's 65504 (int8-a8's encoder refuses them:
   // 1e7·127 > 65504·127) or a NaN weight: no decision, and the space builds.
@@ -255,7 +252,9 @@ TEST(TuneKernelVariant, DenseW8A8IsOfferedOnlyWhereInt8A8CodesHoldTheWeight) {
   const Tensor fine = random_tensor({4, 4, 1, 1}, 33);
   Tensor edge = random_tensor({4, 4, 1, 1}, 34);
   edge.mutable_data<float>()[0] = 65504.0f * 127.0f;  // the largest scale f16 holds
-  EXPECT_EQ(variant_decisions(conv_chain({big, nan, fine, edge}, {"big", "nan", "fine", "edge"})),
+  EXPECT_EQ(variant_decisions(
+                space_of(conv_chain({big, nan, fine, edge}, {"big", "nan", "fine", "edge"})),
+                {"dense", "w8a8"}),
             (std::vector<std::string>{"kernel_variant:fine", "kernel_variant:edge"}));
   EXPECT_NO_THROW(schemes::parse_scheme("int8-a8").encode(edge.reshape({4, 4})));
   EXPECT_THROW(schemes::parse_scheme("int8-a8").encode(big.reshape({4, 4})), Error);
@@ -266,10 +265,9 @@ TEST(TuneKernelVariant, ConvsOfOneNameGetDecisionsOfTheirOwn) {
   // taking W8A8 on it replaces that conv only.
   const graph::Model m = conv_chain(
       {random_tensor({4, 4, 1, 1}, 41), random_tensor({4, 4, 1, 1}, 42)}, {"same", "same"});
-  EXPECT_EQ(variant_decisions(m),
+  const DecisionSpace s = space_of(m);
+  EXPECT_EQ(variant_decisions(s, {"dense", "w8a8"}),
             (std::vector<std::string>{"kernel_variant:same", "kernel_variant:conv#1"}));
-  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
-  const DecisionSpace s = build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{});
   Configuration c = s.default_configuration();
   c[static_cast<size_t>(s.find("kernel_variant:conv#1"))] = 1;
   const AppliedConfiguration a = Applier(m, s, runtime::default_pass_options()).apply(c);
@@ -280,8 +278,7 @@ TEST(TuneKernelVariant, ConvsOfOneNameGetDecisionsOfTheirOwn) {
 
 TEST(TuneKernelVariant, TheToleranceDecidesWhetherW8A8IsTimed) {
   const graph::Model m = compressed_chain();
-  const ValueShapes shapes = observe_shapes(m, random_inputs(m, {}, 1));
-  const DecisionSpace s = build_space(m, shapes, runtime::default_pass_options(), SpaceOptions{});
+  const DecisionSpace s = space_of(m);
   Applier applier(m, s, runtime::default_pass_options());
   Configuration c = s.default_configuration();
   c[static_cast<size_t>(s.find("kernel_variant:a"))] = 1;

@@ -93,6 +93,23 @@ TEST(TuneSearch, GradientExploresWhenTheDefaultFailsItsCheck) {
   EXPECT_EQ(r.evaluations[static_cast<size_t>(r.best)].config, want);
 }
 
+// 8 on/off kernel-variant decisions, each defaulting to off.
+DecisionSpace eight_variants() {
+  DecisionSpace space;
+  for (int d = 0; d < 8; ++d)
+    space.decisions.push_back({"k" + std::to_string(d), "kernel_variant", {"off", "on"}, 0});
+  return space;
+}
+
+int count_on(const Configuration& c) {
+  return static_cast<int>(std::count(c.begin(), c.end(), 1));
+}
+
+// The cost model's terms: constant, count off, count on ("on" is cheaper).
+std::vector<double> on_off_terms(const Configuration& c) {
+  return {1.0, 8.0 - count_on(c), static_cast<double>(count_on(c))};
+}
+
 TEST(TuneSearch, AFailedMoveIsHalvedUntilItPasses) {
   // 8 on/off decisions; each one on saves 1 ms (10 − k), but a configuration
   // with more than 3 on fails its check (an approximate choice past the
@@ -100,19 +117,13 @@ TEST(TuneSearch, AFailedMoveIsHalvedUntilItPasses) {
   // off, count on), so every argmax turns all of them on and fails. Halving
   // each failed move (8 → 4 → 2 from the default, then the rest around the
   // best) reaches 3 on, the best passing latency, within 16 measurements.
-  DecisionSpace space;
-  for (int d = 0; d < 8; ++d)
-    space.decisions.push_back({"k" + std::to_string(d), "kernel_variant", {"off", "on"}, 0});
-  auto on = [](const Configuration& c) {
-    return static_cast<int>(std::count(c.begin(), c.end(), 1));
-  };
+  const DecisionSpace space = eight_variants();
+  const auto on = count_on;
   const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
     if (on(c) > 3) return std::nullopt;
     return 10.0 - on(c);
   };
-  const FeatureFn features = [&](const Configuration& c) {
-    return std::vector<double>{1.0, 8.0 - on(c), static_cast<double>(on(c))};
-  };
+  const FeatureFn features = on_off_terms;
   CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
   const SearchResult r = search_gradient(space, oracle, features, 16, 3, m);
   ASSERT_GE(r.best, 0);
@@ -131,19 +142,13 @@ TEST(TuneSearch, AFailedMoveIsBisectedUntilTheChoiceThatFailsIsFound) {
   // the base, a half measured before looked up) finds k5 failing alone and
   // keeps the other 7 on by the 8th measurement: 3 ms, the best passing
   // latency. k5, its logit pushed down by each failure, is never on again.
-  DecisionSpace space;
-  for (int d = 0; d < 8; ++d)
-    space.decisions.push_back({"k" + std::to_string(d), "kernel_variant", {"off", "on"}, 0});
-  auto on = [](const Configuration& c) {
-    return static_cast<int>(std::count(c.begin(), c.end(), 1));
-  };
+  const DecisionSpace space = eight_variants();
+  const auto on = count_on;
   const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
     if (c[5] == 1) return std::nullopt;
     return 10.0 - on(c);
   };
-  const FeatureFn features = [&](const Configuration& c) {
-    return std::vector<double>{1.0, 8.0 - on(c), static_cast<double>(on(c))};
-  };
+  const FeatureFn features = on_off_terms;
   for (uint64_t seed : {1, 2, 3}) {
     CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
     const SearchResult r = search_gradient(space, oracle, features, 40, seed, m);
