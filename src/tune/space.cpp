@@ -45,9 +45,10 @@ bool w8a8_variant_applies(const graph::Node& n) {
 // int8-a8's codes (kernel_variant "w8a8" on a dense layer: Applier replaces it
 // by a CompressedConv of those codes): named, of an f32 4-D initializer weight
 // that graph::w8a8_reader takes (groups 1, no auto_pad), of at most
-// kQ8Q8Conv1x1MaxIn inputs (channels × taps), finite, and with every row's
-// scale max|w|/127 within f16 (the codes' stored scales; int8-a8's encoder
-// refuses a weight past that).
+// kQ8Q8Conv1x1MaxIn inputs (channels × taps), finite, and with every nonzero
+// row's scale max|w|/127 an f16 above 0 (the codes' stored scales: int8-a8's
+// encoder refuses a weight past f16's range, and a scale that rounds to 0
+// zeroes the row).
 bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
   if (!n.domain.empty() || n.op_type != "Conv" || n.name.empty() || n.inputs.size() < 2)
     return false;
@@ -65,7 +66,8 @@ bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
       if (!std::isfinite(p[o * in + j])) return false;
       max_abs = std::max(max_abs, std::fabs(p[o * in + j]));
     }
-    if (!std::isfinite(round_to_f16(max_abs / 127.0f))) return false;
+    const float scale = round_to_f16(max_abs / 127.0f);
+    if (!std::isfinite(scale) || (max_abs > 0 && scale == 0)) return false;
   }
   return true;
 }

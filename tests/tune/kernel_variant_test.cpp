@@ -245,16 +245,22 @@ graph::Model conv_chain(const std::vector<Tensor>& weights, const std::vector<st
 
 TEST(TuneKernelVariant, DenseW8A8IsOfferedOnlyWhereInt8A8CodesHoldTheWeight) {
   // Row scales max|w|/127 past f16's 65504 (int8-a8's encoder refuses them:
-  // 1e7·127 > 65504·127) or a NaN weight: no decision, and the space builds.
+  // 1e7·127 > 65504·127), a row whose scale rounds to 0 in f16 (max|w| ≤
+  // 1e-8·127: a scale of at most 1e-8, under half f16's least subnormal
+  // 6e-8), or a NaN weight: no decision, and the space builds. A zero row is
+  // exact.
   Tensor big = random_tensor({4, 4, 1, 1}, 31), nan = random_tensor({4, 4, 1, 1}, 32);
   big.mutable_data<float>()[5] = 1e7f * 127.0f;
   nan.mutable_data<float>()[3] = std::nanf("");
+  Tensor tiny = random_tensor({4, 4, 1, 1}, 35, -1e-8f * 127, 1e-8f * 127);
+  for (int64_t i = 4; i < 16; ++i) tiny.mutable_data<float>()[i] = 1.0f;
   const Tensor fine = random_tensor({4, 4, 1, 1}, 33);
   Tensor edge = random_tensor({4, 4, 1, 1}, 34);
   edge.mutable_data<float>()[0] = 65504.0f * 127.0f;  // the largest scale f16 holds
-  EXPECT_EQ(variant_decisions(
-                space_of(conv_chain({big, nan, fine, edge}, {"big", "nan", "fine", "edge"})),
-                {"dense", "w8a8"}),
+  for (int64_t i = 4; i < 8; ++i) edge.mutable_data<float>()[i] = 0.0f;
+  EXPECT_EQ(variant_decisions(space_of(conv_chain({big, nan, tiny, fine, edge},
+                                                  {"big", "nan", "tiny", "fine", "edge"})),
+                              {"dense", "w8a8"}),
             (std::vector<std::string>{"kernel_variant:fine", "kernel_variant:edge"}));
   EXPECT_NO_THROW(schemes::parse_scheme("int8-a8").encode(edge.reshape({4, 4})));
   EXPECT_THROW(schemes::parse_scheme("int8-a8").encode(big.reshape({4, 4})), Error);
