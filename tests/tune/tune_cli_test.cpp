@@ -1,5 +1,6 @@
 // tailor tune on the showcase graph: the record, the passes it turns on,
 // replay determinism, and tailor run --tuning.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -50,6 +51,16 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   EXPECT_EQ(chosen.at("pass:cse"), "on");
   EXPECT_EQ(chosen.at("pass:dce"), "on");
   EXPECT_EQ(record.chosen.key, DecisionSpace::key(record.chosen.config));
+  // The last line says how far the chosen configuration's outputs moved: its
+  // recorded check error, under the default metric and tolerance.
+  double moved = -1;
+  for (const auto& m : record.measured)
+    if (m.key == record.chosen.key) moved = m.max_rel_error;
+  ASSERT_GE(moved, 0);
+  EXPECT_NE(r.output.find(fmt::format(
+                "outputs within {:.2g} of max |r| (--error max, --tolerance 5e-05)", moved)),
+            std::string::npos)
+      << r.output;
 
   // Replay: the same decisions from the recorded measurements, in process and by the CLI.
   const graph::Model imported = graph::import_onnx(model);

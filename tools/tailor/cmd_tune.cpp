@@ -260,8 +260,17 @@ void add_tune(CLI::App& app) {
       }
     if (shown > 12) std::cout << " ... (" << shown << " in all)";
     if (shown == 0) std::cout << " nothing";
-    std::cout << fmt::format("\nchosen {} {:.3f} ms; record {} ({:.1f} s)\n", statistic,
-                             record.chosen.latency_ms, printable(dest), secs);
+    // How far the chosen configuration's outputs moved (approximate choices,
+    // such as W8A8, move them by more than rounding).
+    std::string moved;
+    for (const auto& m : record.measured)
+      if (m.key == record.chosen.key) {
+        moved = fmt::format(", outputs within {:.2g} of max |r| (--error {}, --tolerance {:.2g})",
+                            m.max_rel_error, record.harness.error, record.harness.tolerance);
+        break;
+      }
+    std::cout << fmt::format("\nchosen {} {:.3f} ms{}; record {} ({:.1f} s)\n", statistic,
+                             record.chosen.latency_ms, moved, printable(dest), secs);
   });
 }
 
