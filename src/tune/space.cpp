@@ -45,10 +45,14 @@ bool w8a8_variant_applies(const graph::Node& n) {
 // int8-a8's codes (kernel_variant "w8a8" on a dense layer: Applier replaces it
 // by a CompressedConv of those codes): named, of an f32 4-D initializer weight
 // that graph::w8a8_reader takes (groups 1, no auto_pad), of at most
-// kQ8Q8Conv1x1MaxIn inputs (channels × taps), finite, and with every nonzero
-// row's scale max|w|/127 an f16 above 0 (the codes' stored scales: int8-a8's
-// encoder refuses a weight past f16's range, and a scale that rounds to 0
-// zeroes the row).
+// kQ8Q8Conv1x1MaxIn inputs (channels × taps), finite, with every row's scale
+// max|w|/127 within f16 (the codes' stored scales: int8-a8's encoder refuses
+// a weight past that), and no row that holds 1e-3 of the weight's largest
+// magnitude or more zeroed by a scale that rounds to 0 in f16 (max|w| under
+// 3.8e-6: the detector's BatchNorm-folded convs have such nearly dead rows,
+// which zeroing leaves nearly as they are). A scale f16 holds only as a
+// subnormal (max|w| under ~1e-3) may round down and clip the row's largest
+// codes; that is left to the check.
 bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
   if (!n.domain.empty() || n.op_type != "Conv" || n.name.empty() || n.inputs.size() < 2)
     return false;
@@ -60,28 +64,39 @@ bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
   if (!graph::w8a8_reader(n, s) || in > k::kQ8Q8Conv1x1MaxIn) return false;
   const Tensor c = w->second.contiguous();
   const float* p = c.data<float>();
-  for (int64_t o = 0; o < s[0]; ++o) {
-    float max_abs = 0;
+  std::vector<float> row_max(static_cast<size_t>(s[0]), 0.0f);
+  for (int64_t o = 0; o < s[0]; ++o)
     for (int64_t j = 0; j < in; ++j) {
       if (!std::isfinite(p[o * in + j])) return false;
-      max_abs = std::max(max_abs, std::fabs(p[o * in + j]));
+      row_max[o] = std::max(row_max[o], std::fabs(p[o * in + j]));
     }
-    const float scale = round_to_f16(max_abs / 127.0f);
-    if (!std::isfinite(scale) || (max_abs > 0 && scale == 0)) return false;
+  const float conv_max = *std::max_element(row_max.begin(), row_max.end());
+  for (float m : row_max) {
+    const float scale = round_to_f16(m / 127.0f);
+    if (!std::isfinite(scale) || (scale == 0 && m > 1e-3f * conv_max)) return false;
   }
   return true;
 }
 
 // The model with every main-graph Conv that is unnamed, or named as an
-// earlier Conv is, named "conv#<index>": each conv's decisions then have
-// names of their own.
+// earlier Conv is, named "conv#<index>" ("conv#<index>#<k>", k = 2, 3, ...,
+// where another Conv has that name): each conv's decisions then have names
+// of their own.
 graph::Model name_convs(const graph::Model& model) {
   graph::Model m = model;
+  std::set<std::string> named;  // the Convs' own names
+  for (const graph::Node& n : m.graph.nodes)
+    if (is_conv(n) && !n.name.empty()) named.insert(n.name);
   std::set<std::string> seen;
   for (size_t i = 0; i < m.graph.nodes.size(); ++i) {
     graph::Node& n = m.graph.nodes[i];
     if (!is_conv(n)) continue;
-    if (n.name.empty() || seen.count(n.name)) n.name = "conv#" + std::to_string(i);
+    if (n.name.empty() || seen.count(n.name)) {
+      const std::string base = "conv#" + std::to_string(i);
+      n.name = base;
+      for (int k = 2; seen.count(n.name) || named.count(n.name); ++k)
+        n.name = base + "#" + std::to_string(k);
+    }
     seen.insert(n.name);
   }
   return m;

@@ -244,26 +244,42 @@ graph::Model conv_chain(const std::vector<Tensor>& weights, const std::vector<st
 }
 
 TEST(TuneKernelVariant, DenseW8A8IsOfferedOnlyWhereInt8A8CodesHoldTheWeight) {
-  // Row scales max|w|/127 past f16's 65504 (int8-a8's encoder refuses them:
-  // 1e7·127 > 65504·127), a row whose scale rounds to 0 in f16 (max|w| ≤
-  // 1e-8·127: a scale of at most 1e-8, under half f16's least subnormal
-  // 6e-8), or a NaN weight: no decision, and the space builds. A zero row is
-  // exact.
+  // No decision, and the space builds, for: a row scale max|w|/127 past
+  // f16's 65504 (int8-a8's encoder refuses it: 1e7·127 > 65504·127); a NaN
+  // weight; rows zeroed by scales that round to 0 in f16 (max|w| ≤ 1e-8·127:
+  // scales of at most 1e-8, under half f16's least subnormal 6e-8) in a
+  // weight whose every row is that small. Offered: a zero row (exact), one
+  // such row among rows of magnitude 1 (nearly dead: under 1e-3 of the
+  // largest), the largest scale f16 holds, and a row whose scale is a
+  // subnormal that rounds down (max|w| 1e-5: 7.87e-8 → 5.96e-8), whose
+  // largest element codes to 127 instead of 168: the check judges that.
   Tensor big = random_tensor({4, 4, 1, 1}, 31), nan = random_tensor({4, 4, 1, 1}, 32);
   big.mutable_data<float>()[5] = 1e7f * 127.0f;
   nan.mutable_data<float>()[3] = std::nanf("");
-  Tensor tiny = random_tensor({4, 4, 1, 1}, 35, -1e-8f * 127, 1e-8f * 127);
-  for (int64_t i = 4; i < 16; ++i) tiny.mutable_data<float>()[i] = 1.0f;
-  const Tensor fine = random_tensor({4, 4, 1, 1}, 33);
+  const Tensor tiny = random_tensor({4, 4, 1, 1}, 35, -1e-8f * 127, 1e-8f * 127);
+  Tensor dead = random_tensor({4, 4, 1, 1}, 37);
+  for (int64_t i = 0; i < 4; ++i) dead.mutable_data<float>()[i] = tiny.data<float>()[i];
+  for (int64_t i = 4; i < 8; ++i) dead.mutable_data<float>()[i] = 0.0f;
+  dead.mutable_data<float>()[8] = 1.0f;
+  Tensor subnormal = random_tensor({4, 4, 1, 1}, 36);
+  for (int64_t i = 0; i < 4; ++i) subnormal.mutable_data<float>()[i] = i == 1 ? 1e-5f : 1e-6f;
   Tensor edge = random_tensor({4, 4, 1, 1}, 34);
   edge.mutable_data<float>()[0] = 65504.0f * 127.0f;  // the largest scale f16 holds
-  for (int64_t i = 4; i < 8; ++i) edge.mutable_data<float>()[i] = 0.0f;
-  EXPECT_EQ(variant_decisions(space_of(conv_chain({big, nan, tiny, fine, edge},
-                                                  {"big", "nan", "tiny", "fine", "edge"})),
-                              {"dense", "w8a8"}),
-            (std::vector<std::string>{"kernel_variant:fine", "kernel_variant:edge"}));
+  EXPECT_EQ(
+      variant_decisions(space_of(conv_chain({big, nan, tiny, dead, subnormal, edge},
+                                            {"big", "nan", "tiny", "dead", "subnormal", "edge"})),
+                        {"dense", "w8a8"}),
+      (std::vector<std::string>{"kernel_variant:dead", "kernel_variant:subnormal",
+                                "kernel_variant:edge"}));
   EXPECT_NO_THROW(schemes::parse_scheme("int8-a8").encode(edge.reshape({4, 4})));
   EXPECT_THROW(schemes::parse_scheme("int8-a8").encode(big.reshape({4, 4})), Error);
+  // The tiny rows' codes are all 0; the subnormal row's largest is clipped.
+  for (float q :
+       schemes::parse_scheme("int8-a8").encode(tiny.reshape({4, 4}))->factor("q").to_f32_vector())
+    EXPECT_EQ(q, 0.0f);
+  const auto sub = schemes::parse_scheme("int8-a8").encode(subnormal.reshape({4, 4}));
+  EXPECT_EQ(sub->factor("q").to_f32_vector()[1], 127.0f);
+  EXPECT_NEAR(double(sub->factor("scale").to_f32_vector()[0]), 5.96e-8, 1e-10);
 }
 
 TEST(TuneKernelVariant, ConvsOfOneNameGetDecisionsOfTheirOwn) {
@@ -274,6 +290,16 @@ TEST(TuneKernelVariant, ConvsOfOneNameGetDecisionsOfTheirOwn) {
   const DecisionSpace s = space_of(m);
   EXPECT_EQ(variant_decisions(s, {"dense", "w8a8"}),
             (std::vector<std::string>{"kernel_variant:same", "kernel_variant:conv#1"}));
+  // A Conv named as a generated name would be: a real "conv#1" (node 0) and
+  // an unnamed conv at node 1, which becomes conv#1#2; then a duplicate of
+  // "conv#1" at node 2, which becomes conv#2.
+  const graph::Model clash =
+      conv_chain({random_tensor({4, 4, 1, 1}, 43), random_tensor({4, 4, 1, 1}, 44),
+                  random_tensor({4, 4, 1, 1}, 45)},
+                 {"conv#1", "", "conv#1"});
+  EXPECT_EQ(variant_decisions(space_of(clash), {"dense", "w8a8"}),
+            (std::vector<std::string>{"kernel_variant:conv#1", "kernel_variant:conv#1#2",
+                                      "kernel_variant:conv#2"}));
   Configuration c = s.default_configuration();
   c[static_cast<size_t>(s.find("kernel_variant:conv#1"))] = 1;
   const AppliedConfiguration a = Applier(m, s, runtime::default_pass_options()).apply(c);

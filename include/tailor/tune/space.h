@@ -115,7 +115,8 @@ runtime::kernels::ConvAlgorithm conv_algorithm_of(const graph::Node& n,
 /// fuse() finds after the passes that run before it (fold, simplify, cse,
 /// hoist), one "conv_block:" decision per non-depthwise 2-D Conv of the main
 /// graph whose output has more columns than the smallest block (named by the
-/// node's name; "conv#<index>" when unnamed or named as an earlier Conv is),
+/// node's name; "conv#<index>", or "conv#<index>#<k>" where another Conv
+/// has that name, when unnamed or named as an earlier Conv is),
 /// one "conv_algo:" decision per
 /// conv Winograd serves, one "op_threads:" decision per conv of at most
 /// options.small_op_macs multiply-adds when max_threads > 1, one
@@ -137,7 +138,8 @@ struct AppliedConfiguration {
 /// Applies configurations to one model, caching pass results (configurations
 /// that agree on the passes before fuse share that work; those that agree on
 /// every pass and fusion decision share the whole pipeline). Conv nodes
-/// unnamed or named as an earlier Conv is are named "conv#<index>" first (the
+/// unnamed or named as an earlier Conv is are named "conv#<index>" (as for
+/// build_space) first (the
 /// passes keep a conv's name when they fuse or fold into it), so each conv's
 /// decisions find their node.
 class Applier {
