@@ -61,7 +61,7 @@ bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
     return false;
   const Shape& s = w->second.shape();
   const int64_t in = s[1] * s[2] * s[3];
-  if (!graph::w8a8_reader(n, s) || in > k::kQ8Q8Conv1x1MaxIn) return false;
+  if (s[0] < 1 || in < 1 || !graph::w8a8_reader(n, s) || in > k::kQ8Q8Conv1x1MaxIn) return false;
   const Tensor c = w->second.contiguous();
   const float* p = c.data<float>();
   std::vector<float> row_max(static_cast<size_t>(s[0]), 0.0f);
@@ -323,7 +323,8 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
       out.threads = std::stoi(choice);
     }
   }
-  for (const auto& name : w8a8) full_key += "|" + name;
+  for (const auto& name : w8a8)  // length-prefixed: names may hold any character
+    full_key += "|" + std::to_string(name.size()) + ":" + name;
   full_key = prefix_key + "|" + full_key;
   std::shared_ptr<graph::Model> done;
   if (auto it = prefix_cache_.find(full_key); it != prefix_cache_.end()) {

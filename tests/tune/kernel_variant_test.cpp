@@ -272,6 +272,12 @@ TEST(TuneKernelVariant, DenseW8A8IsOfferedOnlyWhereInt8A8CodesHoldTheWeight) {
       (std::vector<std::string>{"kernel_variant:dead", "kernel_variant:subnormal",
                                 "kernel_variant:edge"}));
   EXPECT_NO_THROW(schemes::parse_scheme("int8-a8").encode(edge.reshape({4, 4})));
+  // A conv of no output channels (the runtime refuses to run one, so the
+  // space is built without observed shapes): no decision either.
+  const graph::Model empty = conv_chain({Tensor::zeros(DType::f32, {0, 4, 1, 1})}, {"empty"});
+  EXPECT_EQ(variant_decisions(build_space(empty, {}, runtime::default_pass_options(), {}),
+                              {"dense", "w8a8"}),
+            std::vector<std::string>{});
   EXPECT_THROW(schemes::parse_scheme("int8-a8").encode(big.reshape({4, 4})), Error);
   // The tiny rows' codes are all 0; the subnormal row's largest is clipped.
   for (float q :
@@ -306,6 +312,27 @@ TEST(TuneKernelVariant, ConvsOfOneNameGetDecisionsOfTheirOwn) {
   std::vector<std::string> ops;
   for (const auto& n : a.model.graph.nodes) ops.push_back(n.name + ":" + n.op_type);
   EXPECT_EQ(ops, (std::vector<std::string>{"same:Conv", "conv#1:CompressedConv"}));
+}
+
+TEST(TuneKernelVariant, EachSetOfW8A8ConvsIsItsOwnGraph) {
+  // Convs "a", "b" and "a|b": W8A8 on a and b, then on a|b alone, are two
+  // graphs, not one cached under one key.
+  const graph::Model m =
+      conv_chain({random_tensor({4, 4, 1, 1}, 51), random_tensor({4, 4, 1, 1}, 52),
+                  random_tensor({4, 4, 1, 1}, 53)},
+                 {"a", "b", "a|b"});
+  const DecisionSpace s = space_of(m);
+  Applier applier(m, s, runtime::default_pass_options());
+  const auto compressed = [&](const std::vector<std::string>& names) {
+    Configuration c = s.default_configuration();
+    for (const auto& name : names) c[static_cast<size_t>(s.find("kernel_variant:" + name))] = 1;
+    std::vector<std::string> out;
+    for (const auto& n : applier.apply(c).model.graph.nodes)
+      if (n.op_type == "CompressedConv") out.push_back(n.name);
+    return out;
+  };
+  EXPECT_EQ(compressed({"a", "b"}), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(compressed({"a|b"}), (std::vector<std::string>{"a|b"}));
 }
 
 TEST(TuneKernelVariant, TheToleranceDecidesWhetherW8A8IsTimed) {
