@@ -43,8 +43,9 @@ bool w8a8_variant_applies(const graph::Node& n) {
 
 // A dense Conv the W8A8 kernels can run once its weight is rounded to
 // int8-a8's codes (kernel_variant "w8a8" on a dense layer: Applier replaces it
-// by a CompressedConv of those codes): named, of an f32 4-D initializer weight
-// that graph::w8a8_reader takes (groups 1, no auto_pad), of at most
+// by a CompressedConv of those codes): named, of an f32 4-D weight held by an
+// initializer or a Constant node (fold off leaves those) that
+// graph::w8a8_reader takes (groups 1, no auto_pad), of at most
 // kQ8Q8Conv1x1MaxIn inputs (channels × taps), finite, with every row's scale
 // max|w|/127 within f16 (the codes' stored scales: int8-a8's encoder refuses
 // a weight past that), and no row that holds 1e-3 of the weight's largest
@@ -53,16 +54,28 @@ bool w8a8_variant_applies(const graph::Node& n) {
 // which zeroing leaves nearly as they are). A scale f16 holds only as a
 // subnormal (max|w| under ~1e-3) may round down and clip the row's largest
 // codes; that is left to the check.
+// A conv's weight (input 1): an initializer, or a Constant node's tensor
+// (what fold would make one), else nullptr.
+const Tensor* conv_weight(const graph::Graph& g, const graph::Node& n) {
+  if (n.inputs.size() < 2) return nullptr;
+  if (const auto w = g.initializers.find(n.inputs[1]); w != g.initializers.end()) return &w->second;
+  for (const graph::Node& c : g.nodes)
+    if (c.domain.empty() && c.op_type == "Constant" && c.outputs.size() == 1 &&
+        c.outputs[0] == n.inputs[1]) {
+      const graph::Attribute* v = c.find("value");
+      return v && v->kind == graph::Attribute::Kind::t ? &v->t : nullptr;
+    }
+  return nullptr;
+}
+
 bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
-  if (!n.domain.empty() || n.op_type != "Conv" || n.name.empty() || n.inputs.size() < 2)
-    return false;
-  const auto w = g.initializers.find(n.inputs[1]);
-  if (w == g.initializers.end() || w->second.dtype() != DType::f32 || w->second.rank() != 4)
-    return false;
-  const Shape& s = w->second.shape();
+  if (!n.domain.empty() || n.op_type != "Conv" || n.name.empty()) return false;
+  const Tensor* w = conv_weight(g, n);
+  if (!w || w->dtype() != DType::f32 || w->rank() != 4) return false;
+  const Shape& s = w->shape();
   const int64_t in = s[1] * s[2] * s[3];
   if (s[0] < 1 || in < 1 || !graph::w8a8_reader(n, s) || in > k::kQ8Q8Conv1x1MaxIn) return false;
-  const Tensor c = w->second.contiguous();
+  const Tensor c = w->contiguous();
   const float* p = c.data<float>();
   std::vector<float> row_max(static_cast<size_t>(s[0]), 0.0f);
   for (int64_t o = 0; o < s[0]; ++o)
@@ -347,7 +360,7 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
       static const schemes::Scheme a8 = schemes::parse_scheme("int8-a8");
       for (graph::Node& n : q->graph.nodes) {
         if (!w8a8.count(n.name) || !dense_w8a8_applies(q->graph, n)) continue;
-        const Tensor& w = q->graph.initializers.at(n.inputs[1]);
+        const Tensor& w = *conv_weight(q->graph, n);
         std::shared_ptr<const schemes::Encoded>& e = codes_[prefix_key + "|" + n.name];
         if (!e) e = a8.encode(w);
         if (auto c = graph::compressed_op(q->graph, n, WeightLayout::conv, w.shape(), e))

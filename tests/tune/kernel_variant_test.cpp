@@ -335,6 +335,39 @@ TEST(TuneKernelVariant, EachSetOfW8A8ConvsIsItsOwnGraph) {
   EXPECT_EQ(compressed({"a|b"}), (std::vector<std::string>{"a|b"}));
 }
 
+TEST(TuneKernelVariant, AConstantFedWeightTakesW8A8WithFoldOff) {
+  // x → Conv "c" whose weight is a Constant node's output (as the PP-OCR
+  // files hold theirs): with fold off the weight stays that node's, and W8A8
+  // still replaces the conv, by the same codes as with fold on.
+  graph::Model m;
+  m.opset = 13;
+  m.source = "constant_fed";
+  declare_input(m, "x", {1, 4, 6, 6});
+  m.graph.nodes = {
+      make_node("Constant", "k", {}, {"w"},
+                {{"value", graph::Attribute::of_tensor(random_tensor({4, 4, 1, 1}, 61))}}),
+      make_node("Conv", "c", {"x", "w"}, {"y"})};
+  m.graph.outputs = {"y"};
+  const DecisionSpace s = space_of(m);
+  ASSERT_EQ(variant_decisions(s, {"dense", "w8a8"}),
+            (std::vector<std::string>{"kernel_variant:c"}));
+  Applier applier(m, s, runtime::default_pass_options());
+  std::vector<std::vector<float>> codes;
+  for (int fold : {1, 0}) {
+    Configuration c = s.default_configuration();
+    c[static_cast<size_t>(s.find("kernel_variant:c"))] = 1;
+    c[static_cast<size_t>(s.find("pass:fold"))] = fold;
+    for (const auto& n : applier.apply(c).model.graph.nodes)
+      if (n.name == "c") {
+        EXPECT_EQ(n.op_type, "CompressedConv") << "fold " << fold;
+        if (const graph::Attribute* w = n.find("weight"))
+          codes.push_back(w->encoded->factor("q").to_f32_vector());
+      }
+  }
+  ASSERT_EQ(codes.size(), 2u);
+  EXPECT_EQ(codes[0], codes[1]);
+}
+
 TEST(TuneKernelVariant, TheToleranceDecidesWhetherW8A8IsTimed) {
   const graph::Model m = compressed_chain();
   const DecisionSpace s = space_of(m);
