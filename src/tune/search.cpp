@@ -203,12 +203,13 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
     std::vector<size_t> move;
     for (size_t d = 0; d < D; ++d)
       if (cand[d] != center[d]) move.push_back(d);
-    std::vector<std::vector<size_t>> todo{move};
+    // Parts of the move still to try on the base, last tried first.
+    std::vector<std::vector<size_t>> untried{move};
     std::map<size_t, double> pushed;  // logit → how far this move's failures pushed it
     Configuration base = center;
-    while (!todo.empty() && r.count() < budget) {
-      std::vector<size_t> part = std::move(todo.back());
-      todo.pop_back();
+    while (!untried.empty() && r.count() < budget) {
+      std::vector<size_t> part = std::move(untried.back());
+      untried.pop_back();
       Configuration c = base;
       for (size_t d : part) c[d] = cand[d];
       // (a configuration measured before is looked up, not measured again)
@@ -225,8 +226,8 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
       if (part.size() == 1) continue;
       for (size_t i = part.size() - 1; i > 0; --i) std::swap(part[i], part[rng.below(i + 1)]);
       const auto mid = part.begin() + static_cast<std::ptrdiff_t>(part.size() / 2);
-      todo.emplace_back(mid, part.end());
-      todo.emplace_back(part.begin(), mid);  // tried first
+      untried.emplace_back(mid, part.end());
+      untried.emplace_back(part.begin(), mid);  // tried first
     }
     for (size_t d = 0; d < D; ++d)
       if (base[d] != center[d])

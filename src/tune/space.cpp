@@ -41,6 +41,21 @@ bool w8a8_variant_applies(const graph::Node& n) {
   return p && p->args.in <= k::kQ8Q8Conv1x1MaxIn && n.attr_int("group", 1) == 1;
 }
 
+// A conv's weight (input 1): an initializer, or a Constant node's tensor
+// (what fold would make one; a 4-D kernel can only be its `value`), else
+// nullptr.
+const Tensor* conv_weight(const graph::Graph& g, const graph::Node& n) {
+  if (n.inputs.size() < 2) return nullptr;
+  if (const auto w = g.initializers.find(n.inputs[1]); w != g.initializers.end()) return &w->second;
+  for (const graph::Node& c : g.nodes)
+    if (c.domain.empty() && c.op_type == "Constant" && c.outputs.size() == 1 &&
+        c.outputs[0] == n.inputs[1]) {
+      const graph::Attribute* v = c.find("value");
+      return v && v->kind == graph::Attribute::Kind::t ? &v->t : nullptr;
+    }
+  return nullptr;
+}
+
 // A dense Conv the W8A8 kernels can run once its weight is rounded to
 // int8-a8's codes (kernel_variant "w8a8" on a dense layer: Applier replaces it
 // by a CompressedConv of those codes): named, of an f32 4-D weight held by an
@@ -54,20 +69,6 @@ bool w8a8_variant_applies(const graph::Node& n) {
 // which zeroing leaves nearly as they are). A scale f16 holds only as a
 // subnormal (max|w| under ~1e-3) may round down and clip the row's largest
 // codes; that is left to the check.
-// A conv's weight (input 1): an initializer, or a Constant node's tensor
-// (what fold would make one), else nullptr.
-const Tensor* conv_weight(const graph::Graph& g, const graph::Node& n) {
-  if (n.inputs.size() < 2) return nullptr;
-  if (const auto w = g.initializers.find(n.inputs[1]); w != g.initializers.end()) return &w->second;
-  for (const graph::Node& c : g.nodes)
-    if (c.domain.empty() && c.op_type == "Constant" && c.outputs.size() == 1 &&
-        c.outputs[0] == n.inputs[1]) {
-      const graph::Attribute* v = c.find("value");
-      return v && v->kind == graph::Attribute::Kind::t ? &v->t : nullptr;
-    }
-  return nullptr;
-}
-
 bool dense_w8a8_applies(const graph::Graph& g, const graph::Node& n) {
   if (!n.domain.empty() || n.op_type != "Conv" || n.name.empty()) return false;
   const Tensor* w = conv_weight(g, n);
@@ -359,11 +360,16 @@ AppliedConfiguration Applier::apply(const Configuration& c) {
       auto q = std::make_shared<graph::Model>(*pre);
       static const schemes::Scheme a8 = schemes::parse_scheme("int8-a8");
       for (graph::Node& n : q->graph.nodes) {
-        if (!w8a8.count(n.name) || !dense_w8a8_applies(q->graph, n)) continue;
-        const Tensor& w = *conv_weight(q->graph, n);
+        if (!w8a8.count(n.name) || n.op_type != "Conv" || !n.domain.empty()) continue;
+        // Codes made once per prefix and conv, after the weight's checks
+        // (a scan of every element) passed.
         std::shared_ptr<const schemes::Encoded>& e = codes_[prefix_key + "|" + n.name];
-        if (!e) e = a8.encode(w);
-        if (auto c = graph::compressed_op(q->graph, n, WeightLayout::conv, w.shape(), e))
+        if (!e) {
+          if (!dense_w8a8_applies(q->graph, n)) continue;
+          e = a8.encode(*conv_weight(q->graph, n));
+        }
+        if (auto c = graph::compressed_op(q->graph, n, WeightLayout::conv,
+                                          conv_weight(q->graph, n)->shape(), e))
           n = std::move(*c);
       }
       pre = q;
