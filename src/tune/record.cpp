@@ -159,9 +159,11 @@ void to_json(json& j, const TuneRecord& r) {
          {"fit_lr", g.fit_lr},
          {"tau", g.tau},
          {"prior", g.prior},
-         {"anchor", g.anchor}}},
+         {"anchor", g.anchor},
+         {"screen", g.screen}}},
        {"space", {{"points", r.space.points()}, {"decisions", decisions}}},
        {"measured", r.measured},
+       {"screened", r.screened},
        {"methods", methods},
        {"cost_model",
         {{"initial", r.cost_model.initial.to_json(feature_names())},
@@ -247,6 +249,14 @@ void check_record(const TuneRecord& r) {
                 finite_at_least(m.mad_ms, 0) && finite_at_least(m.cost_s, 0) && m.peak_bytes >= 0,
             where + ": times, cost and peak bytes must be finite and >= 0");
   }
+  for (size_t i = 0; i < r.screened.size(); ++i) {
+    const MeasuredConfiguration& m = r.screened[i];
+    const std::string where = "screened[" + std::to_string(i) + "]";
+    valid(m.config, where);
+    require(m.key == DecisionSpace::key(m.config), where + ": \"key\" is not its configuration's");
+    require(m.times_ms.empty(), where + ": a screened configuration is never timed");
+    require(finite_at_least(m.cost_s, 0), where + ": cost must be finite and >= 0");
+  }
   for (const MethodTrials& m : r.methods)
     for (const Trial& t : m.trials)
       require(t.measured < r.measured.size() && r.measured[t.measured].key == t.key,
@@ -308,6 +318,7 @@ void from_json(const json& j, TuneRecord& r) {
   r.paired_top = field<int>(h, "paired_top");
   // The gradient method's settings (records before they were recorded used the defaults).
   r.gradient = GradientOptions{};
+  r.gradient.screen = false;  // records before the screen did not screen
   if (j.contains("gradient")) {
     const json& g = j.at("gradient");
     GradientOptions& o = r.gradient;
@@ -322,6 +333,7 @@ void from_json(const json& j, TuneRecord& r) {
     take("tau", o.tau);
     take("prior", o.prior);
     take("anchor", o.anchor);
+    take("screen", o.screen);
   }
   r.space = DecisionSpace{};
   for (const json& d : at(at(j, "space"), "decisions"))
@@ -330,6 +342,9 @@ void from_json(const json& j, TuneRecord& r) {
                                  field<int>(d, "default")});
   r.measured.clear();
   for (const json& m : at(j, "measured")) r.measured.push_back(m.get<MeasuredConfiguration>());
+  r.screened.clear();
+  if (j.contains("screened"))
+    for (const json& m : at(j, "screened")) r.screened.push_back(m.get<MeasuredConfiguration>());
   r.methods.clear();
   for (const json& m : at(j, "methods")) {
     MethodTrials t{field<std::string>(m, "name"), {}, field<std::string>(m, "best_key")};

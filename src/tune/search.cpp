@@ -42,6 +42,92 @@ struct Recorder {
   }
 };
 
+// The logit a struck choice is held at: never the argmax, never drawn.
+constexpr double kStruck = -1e9;
+
+// search_gradient's model of the check error of approximate choices: each
+// one's error alone on the default (δ over the default's e₀), summed, times
+// κ, the largest ratio of measured to summed error seen so far.
+class ErrorModel {
+ public:
+  // Screens every approximate choice when `screen` is given and the default
+  // (measured as `def_measured`) passed its check; otherwise predicts nothing.
+  ErrorModel(const DecisionSpace& space, const decision::Space& cats, const Configuration& def,
+             const ErrorScreen* screen, std::optional<std::optional<double>> def_measured)
+      : cats_(cats), delta_(cats.logit_count(), 0.0), struck_(cats.logit_count(), 0) {
+    if (!screen || !def_measured || !def_measured->has_value()) return;
+    screen_ = screen;
+    e0_ = error(def);
+    if (!(e0_ <= screen_->tolerance)) {
+      screen_ = nullptr;
+      return;
+    }
+    for (size_t d = 0; d < space.decisions.size(); ++d) {
+      if (space.decisions[d].kind != "kernel_variant") continue;
+      for (size_t c = 0; c < cats.choices(d); ++c) {
+        if (static_cast<int>(c) == def[d]) continue;
+        Configuration v = def;
+        v[d] = static_cast<int>(c);
+        const double e = error(v);
+        const size_t l = cats.offset(d) + c;
+        struck_[l] = !(e <= screen_->tolerance);
+        delta_[l] = std::isfinite(e) ? std::max(0.0, e - e0_) : 0.0;
+      }
+    }
+  }
+  bool struck(size_t logit) const { return struck_[logit] != 0; }
+  // κ raised to c's ratio of measured to summed error (c was checked).
+  void observe(const Configuration& c) {
+    if (!screen_) return;
+    const double s = summed(c);
+    const double e = error(c);
+    if (s > 0 && std::isfinite(e)) kappa_ = std::max(kappa_, (e - e0_) / s);
+  }
+  // Whether `c`'s error predicted from `from`'s (a configuration checked
+  // before), e(from) + κ·(Σ δ(c) − Σ δ(from)), exceeds the tolerance.
+  bool predicts_failure(const Configuration& c, const Configuration& from) const {
+    return screen_ && error(from) + kappa_ * (summed(c) - summed(from)) > screen_->tolerance;
+  }
+  // Drops `cand`'s approximate changes against `center` (checked before),
+  // least predicted gain (table: the model's one-choice costs around center)
+  // per unit of added δ first, until its predicted error is within the tolerance.
+  void fit(Configuration& cand, const Configuration& center,
+           const std::vector<double>& table) const {
+    if (!screen_) return;
+    std::vector<std::pair<double, size_t>> changes;  // (gain per δ, decision)
+    for (size_t d = 0; d < cand.size(); ++d) {
+      if (cand[d] == center[d]) continue;
+      const size_t to = logit(d, cand[d]), from = logit(d, center[d]);
+      const double added = delta_[to] - delta_[from];
+      if (added > 0) changes.emplace_back((table[from] - table[to]) / added, d);
+    }
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [ratio, d] : changes) {
+      if (!predicts_failure(cand, center)) break;
+      cand[d] = center[d];
+    }
+  }
+
+ private:
+  size_t logit(size_t d, int choice) const { return cats_.offset(d) + static_cast<size_t>(choice); }
+  double summed(const Configuration& c) const {
+    double s = 0;
+    for (size_t d = 0; d < c.size(); ++d) s += delta_[logit(d, c[d])];
+    return s;
+  }
+  double error(const Configuration& c) const {
+    const double e = screen_->check(c);
+    return std::isnan(e) ? INFINITY : e;
+  }
+  const decision::Space& cats_;
+  const ErrorScreen* screen_ = nullptr;
+  std::vector<double> delta_;  // per logit: its choice's error alone less e₀ (0 off the screen)
+  std::vector<char> struck_;   // per logit: its choice alone fails the check
+  double e0_ = 0;
+  double kappa_ = 1;
+};
+
 }  // namespace
 
 int best_index(const std::vector<Evaluation>& evals) {
@@ -105,7 +191,7 @@ SearchResult search_exhaustive(const DecisionSpace& space, const Oracle& oracle)
 
 SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
                              const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
-                             const GradientOptions& options) {
+                             const GradientOptions& options, const ErrorScreen* screen) {
   Recorder r(oracle, "gradient");
   Rng rng(seed);
   const size_t D = space.decisions.size();
@@ -135,6 +221,12 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
   decision::Adam adam(cats.logit_count(), adam_options);
   const std::vector<double> theta0 = model.theta();
   if (budget > 0) eval(def);
+  ErrorModel errors(space, cats, def, options.screen ? screen : nullptr, r.lookup(def));
+  auto hold_struck = [&] {
+    for (size_t l = 0; l < logits.size(); ++l)
+      if (errors.struck(l)) logits[l] = kStruck;
+  };
+  hold_struck();
   while (r.count() < budget) {
     if (!y.empty())
       model.fit(X, y, options.fit_iterations, options.fit_lr, options.anchor, &theta0);
@@ -180,18 +272,25 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
         }
       }
       adam.step(logits, grad);
+      hold_struck();
     }
     Configuration cand = cats.argmax(logits);
+    errors.fit(cand, center, table);
     // Measured already: sample the distribution (Gumbel-max), then mutate.
-    for (int tries = 0; r.has(cand) && tries < 50; ++tries)
+    for (int tries = 0; r.has(cand) && tries < 50; ++tries) {
       for (size_t d = 0; d < D; ++d)
         cand[d] = static_cast<int>(
             decision::gumbel_softmax(cats.slice(std::span<const double>(logits), d), 1.0, rng)
                 .hard);
+      errors.fit(cand, center, table);
+    }
     for (int tries = 0; r.has(cand) && tries < 200; ++tries) {
       cand = center;
       const size_t d = rng.below(D);
       cand[d] = static_cast<int>(rng.below(space.decisions[d].choices.size()));
+      if (errors.struck(cats.offset(d) + static_cast<size_t>(cand[d])) ||
+          errors.predicts_failure(cand, center))
+        cand = center;
     }
     if (r.has(cand)) break;  // nothing new nearby: the space is exhausted here
     // A move whose check fails (an approximate choice past the tolerance)
@@ -212,9 +311,17 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
       untried.pop_back();
       Configuration c = base;
       for (size_t d : part) c[d] = cand[d];
-      // (a configuration measured before is looked up, not measured again)
+      // (a configuration measured before is looked up, and one the error
+      // model predicts past the tolerance is not measured: it counts as failed)
       const auto known = r.lookup(c);
-      if (known ? known->has_value() : eval(c).has_value()) {
+      bool passed = false;
+      if (known) {
+        passed = known->has_value();
+      } else if (!errors.predicts_failure(c, base)) {
+        passed = eval(c).has_value();
+        errors.observe(c);
+      }
+      if (passed) {
         base = c;
         continue;
       }

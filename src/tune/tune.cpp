@@ -30,14 +30,15 @@ struct MethodsOutput {
 
 MethodsOutput run_methods(const DecisionSpace& space, const Oracle& oracle,
                           const FeatureFn& features, int budget, uint64_t seed,
-                          const CostModel& initial, const GradientOptions& gopt) {
+                          const CostModel& initial, const GradientOptions& gopt,
+                          const ErrorScreen& screen) {
   MethodsOutput out;
   out.results.push_back(search_default(space, oracle));
   out.results.push_back(search_random(space, oracle, budget, seed));
   out.results.push_back(search_greedy(space, oracle, budget));
   out.fitted = initial;
   out.results.push_back(
-      search_gradient(space, oracle, features, budget, seed + 1, out.fitted, gopt));
+      search_gradient(space, oracle, features, budget, seed + 1, out.fitted, gopt, &screen));
   if (space.points() <= 512) out.results.push_back(search_exhaustive(space, oracle));
   return out;
 }
@@ -96,11 +97,12 @@ size_t pick_winner(const std::vector<Configuration>& pool, const std::vector<dou
 }
 
 MeasuredConfiguration measure_configuration(const Harness& harness, Applier& applier,
-                                            const Configuration& c) {
+                                            const Configuration& c, bool timed) {
   Measurement m;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    m = harness.measure(applier.apply(c));
+    const AppliedConfiguration a = applier.apply(c);
+    m = timed ? harness.measure(a) : harness.check(a);
   } catch (const std::exception& e) {  // a pass refused: the candidate fails its check
     m.ok = false;
     m.error = e.what();
@@ -148,6 +150,21 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
     if (!m.ok) return std::nullopt;
     return m.latency_ms(hopt.statistic);
   };
+  // The gradient method's screen: check errors, looked up where measured;
+  // a configuration only screened is checked, never timed, and recorded
+  // apart (TuneRecord::screened).
+  std::map<std::string, size_t> screened_by_key;
+  const CheckFn check = [&](const Configuration& c) -> double {
+    const std::string k = DecisionSpace::key(c);
+    if (auto it = by_key.find(k); it != by_key.end()) return rec.measured[it->second].max_rel_error;
+    auto it = screened_by_key.find(k);
+    if (it == screened_by_key.end()) {
+      rec.screened.push_back(measure_configuration(harness, applier, c, false));
+      it = screened_by_key.emplace(k, rec.screened.size() - 1).first;
+    }
+    return rec.screened[it->second].max_rel_error;
+  };
+  const ErrorScreen screen{check, hopt.tolerance};
   const FeatureFn features = [&](const Configuration& c) {
     const AppliedConfiguration a = applier.apply(c);
     return graph_features(a.model, a.threads, shapes, machine);
@@ -158,7 +175,7 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
                                   std::to_string(feature_names().size()));
 
   MethodsOutput mo = run_methods(space, oracle, features, options.measurements, options.seed,
-                                 initial, options.gradient);
+                                 initial, options.gradient, screen);
 
   // Rank correlation of the fitted model on configurations the gradient
   // method never measured (it never fitted on them).
@@ -210,6 +227,8 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
           row.peak_bytes = rec.measured[idx].peak_bytes;
         }
     }
+    if (r.method == "gradient")  // its screen's checks, not counted as measurements
+      for (const MeasuredConfiguration& m : rec.screened) row.tuning_s += m.cost_s;
     row.measurements = static_cast<int>(r.evaluations.size());
     row.speedup = row.best_ms > 0 && default_ms > 0 ? default_ms / row.best_ms : 0.0;
     rec.methods.push_back(std::move(trials));
@@ -338,6 +357,17 @@ Configuration replay(const graph::Model& model, const TuneRecord& record) {
     if (!it->second->ok) return std::nullopt;
     return it->second->latency_ms(statistic);
   };
+  std::map<std::string, double> checked;  // key → check error, measured or screened
+  for (const auto* list : {&record.screened, &record.measured})
+    for (const MeasuredConfiguration& m : *list) checked[m.key] = m.max_rel_error;
+  const CheckFn check = [&](const Configuration& c) -> double {
+    auto it = checked.find(DecisionSpace::key(c));
+    if (it == checked.end())
+      throw Error("replay", "the record has no check of configuration " + DecisionSpace::key(c) +
+                                " (another seed, model or tailor version?)");
+    return it->second;
+  };
+  const ErrorScreen screen{check, record.harness.tolerance};
   Applier applier(model, space, popt);
   const MachineInfo machine = MachineInfo::detect();
   const FeatureFn features = [&](const Configuration& c) {
@@ -345,7 +375,7 @@ Configuration replay(const graph::Model& model, const TuneRecord& record) {
     return graph_features(a.model, a.threads, shapes, machine);
   };
   const MethodsOutput mo = run_methods(space, oracle, features, record.measurements, record.seed,
-                                       record.cost_model.initial, record.gradient);
+                                       record.cost_model.initial, record.gradient, screen);
   const std::vector<Configuration> pool = paired_pool(mo.results, record.paired_top);
   if (record.paired.configs != pool)
     throw Error("replay", "the re-derived paired pool differs from the record's");

@@ -15,7 +15,9 @@
 #include "tailor/schemes/registry.h"
 #include "tailor/tune/cost_model.h"
 #include "tailor/tune/harness.h"
+#include "tailor/tune/record.h"
 #include "tailor/tune/space.h"
+#include "tailor/tune/tune.h"
 #include "test_util.h"
 #include "tune/showcase.h"
 
@@ -410,6 +412,71 @@ TEST(TuneKernelVariant, TheToleranceDecidesWhetherW8A8IsTimed) {
   EXPECT_LT(averaged.max_rel_error, timed.max_rel_error);
   mean.error = "rms";
   testing::expect_error_naming([&] { Harness(m, {}, 1, mean); }, "--error", "max or mean");
+}
+
+// The gradient method's screen (search_gradient) on a real model: every
+// W8A8 choice alone on the default is checked once, measured by another
+// method or else screened (never timed, recorded apart); each screened error
+// is the harness's check of that configuration; the gradient's tuning time
+// includes the screen; the record keeps it, replays, and an older record
+// (no "screen", no "screened") reads as made without it.
+TEST(TuneKernelVariant, TheGradientScreensEachW8A8ChoiceAloneOnceAndTheRecordKeepsIt) {
+  const graph::Model m = compressed_chain();
+  TuneOptions o;
+  o.measurements = 4;  // greedy measures only the first decisions' singles
+  o.harness.repeats = 1;
+  o.harness.error = "mean";
+  o.harness.tolerance = 0.1;
+  o.paired_rounds = 1;
+  o.threads = 1;
+  const TuneRecord rec = tune_model(m, o);
+  EXPECT_TRUE(rec.gradient.screen);
+  std::map<std::string, const MeasuredConfiguration*> measured, screened;
+  for (const auto& x : rec.measured) measured[x.key] = &x;
+  for (const auto& x : rec.screened) {
+    EXPECT_TRUE(screened.emplace(x.key, &x).second) << "screened twice: " << x.key;
+    EXPECT_FALSE(measured.count(x.key)) << "screened and measured: " << x.key;
+    EXPECT_TRUE(x.times_ms.empty());
+  }
+  const DecisionSpace& s = rec.space;
+  const Harness harness(m, {}, o.seed, rec.harness);
+  Applier applier(m, s, runtime::default_pass_options());
+  size_t singles = 0;
+  for (size_t d = 0; d < s.decisions.size(); ++d) {
+    if (s.decisions[d].kind != "kernel_variant") continue;
+    ++singles;
+    Configuration c = s.default_configuration();
+    c[d] = 1;
+    const std::string key = DecisionSpace::key(c);
+    ASSERT_TRUE(measured.count(key) || screened.count(key)) << s.decisions[d].name;
+    if (screened.count(key)) {
+      const Measurement want = harness.check(applier.apply(c));
+      EXPECT_EQ(screened[key]->max_rel_error, want.max_rel_error) << s.decisions[d].name;
+      EXPECT_EQ(screened[key]->ok, want.ok);
+    }
+  }
+  EXPECT_EQ(singles, 2u);  // a and b (c is int4-g32; the last is unnamed)
+  EXPECT_FALSE(rec.screened.empty());
+  double screen_s = 0;
+  for (const auto& x : rec.screened) screen_s += x.cost_s;
+  for (const MethodRow& row : rec.table)
+    if (row.method == "gradient") EXPECT_GE(row.tuning_s, screen_s);
+  EXPECT_EQ(replay(m, rec), rec.chosen.config);
+
+  nlohmann::json j = rec;
+  const TuneRecord back = j.get<TuneRecord>();
+  ASSERT_EQ(back.screened.size(), rec.screened.size());
+  for (size_t i = 0; i < rec.screened.size(); ++i)
+    EXPECT_EQ(back.screened[i].key, rec.screened[i].key);
+  EXPECT_TRUE(back.gradient.screen);
+  j["gradient"].erase("screen");
+  j.erase("screened");
+  const TuneRecord old = j.get<TuneRecord>();
+  EXPECT_FALSE(old.gradient.screen);
+  EXPECT_TRUE(old.screened.empty());
+  j["screened"] = nlohmann::json::array({j["measured"][0]});  // timed: not a screen's check
+  testing::expect_error_naming([&] { (void)j.get<TuneRecord>(); }, "decision record",
+                               "screened[0]: a screened configuration is never timed");
 }
 
 }  // namespace

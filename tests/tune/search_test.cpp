@@ -168,6 +168,97 @@ TEST(TuneSearch, AFailedMoveIsBisectedUntilTheChoiceThatFailsIsFound) {
   }
 }
 
+TEST(TuneSearch, TheScreenStrikesAChoiceThatFailsAloneSoTheFirstMovePasses) {
+  // As above, k5 fails the check (error 1 against a tolerance of 0.01); each
+  // other choice adds 0.001 of error. Screened on the default (8 checks, no
+  // measurements), k5 is struck: the first move turns the other 7 on and
+  // passes, the best passing latency (3 ms) at the 2nd measurement, where
+  // bisection needs up to the 8th. k5 is never measured.
+  const DecisionSpace space = eight_variants();
+  auto error = [](const Configuration& c) { return c[5] == 1 ? 1.0 : 0.001 * count_on(c); };
+  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
+    if (error(c) > 0.01) return std::nullopt;
+    return 10.0 - count_on(c);
+  };
+  int checks = 0;
+  const ErrorScreen screen{[&](const Configuration& c) {
+                             ++checks;
+                             return error(c);
+                           },
+                           0.01};
+  for (uint64_t seed : {1, 2, 3}) {
+    CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
+    checks = 0;
+    const SearchResult r = search_gradient(space, oracle, on_off_terms, 12, seed, m, {}, &screen);
+    ASSERT_GE(r.best, 0);
+    EXPECT_EQ(r.best, 1) << "seed " << seed;
+    EXPECT_DOUBLE_EQ(*r.evaluations[1].latency_ms, 3.0);
+    for (const Evaluation& e : r.evaluations) EXPECT_EQ(e.config[5], 0) << "seed " << seed;
+    // The default and the 8 single choices, then a lookup per measurement
+    // (κ) and per bisected part.
+    EXPECT_GE(checks, 9);
+  }
+  // With the screen turned off, the same search bisects its first move.
+  GradientOptions off;
+  off.screen = false;
+  CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
+  const SearchResult r = search_gradient(space, oracle, on_off_terms, 12, 1, m, off, &screen);
+  EXPECT_EQ(count_on(r.evaluations[1].config), 8);
+  EXPECT_FALSE(r.evaluations[1].latency_ms.has_value());
+}
+
+TEST(TuneSearch, TheScreenTrimsAMoveToTheToleranceByGainPerError) {
+  // Each choice saves 1 ms; choice d alone adds (d + 1)·0.001 of error, and
+  // errors add; the tolerance is 0.0105. The most choices that fit are the 4
+  // of least error (0.001 + 0.002 + 0.003 + 0.004 = 0.010): 6 ms. The model
+  // predicts equal gains, so the trimmed first move drops k7, k6, k5, k4
+  // (least gain per unit of error first) and is that optimum.
+  const DecisionSpace space = eight_variants();
+  auto error = [](const Configuration& c) {
+    double e = 0;
+    for (size_t d = 0; d < c.size(); ++d) e += c[d] * 0.001 * static_cast<double>(d + 1);
+    return e;
+  };
+  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
+    if (error(c) > 0.0105) return std::nullopt;
+    return 10.0 - count_on(c);
+  };
+  const ErrorScreen screen{error, 0.0105};
+  CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
+  const SearchResult r = search_gradient(space, oracle, on_off_terms, 6, 1, m, {}, &screen);
+  ASSERT_GE(r.evaluations.size(), 2u);
+  EXPECT_EQ(r.evaluations[1].config, (Configuration{1, 1, 1, 1, 0, 0, 0, 0}));
+  EXPECT_DOUBLE_EQ(*r.evaluations[1].latency_ms, 6.0);
+}
+
+TEST(TuneSearch, TheScreenLearnsThatErrorsAddUpFasterThanTheirSum) {
+  // Errors add up to twice their sum (δ = 0.002 each alone; c on at once:
+  // 0.004·c − 0.002 past the first), tolerance 0.0105: at most 3 on. Predicted
+  // additively, the first move takes 5 and fails (0.018); its measured ratio
+  // raises κ, so later moves are trimmed to what fits, and the search
+  // reaches 3 on (7 ms) with no failed move after it.
+  const DecisionSpace space = eight_variants();
+  auto error = [](const Configuration& c) {
+    const int on = count_on(c);
+    return on == 0 ? 0.0 : 0.004 * on - 0.002;
+  };
+  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
+    if (error(c) > 0.0105) return std::nullopt;
+    return 10.0 - count_on(c);
+  };
+  const ErrorScreen screen{error, 0.0105};
+  CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
+  const SearchResult r = search_gradient(space, oracle, on_off_terms, 16, 1, m, {}, &screen);
+  ASSERT_GE(r.best, 0);
+  EXPECT_DOUBLE_EQ(*r.evaluations[static_cast<size_t>(r.best)].latency_ms, 7.0);
+  EXPECT_EQ(count_on(r.evaluations[1].config), 5);
+  EXPECT_FALSE(r.evaluations[1].latency_ms.has_value());
+  int failed_after_best = 0;
+  for (size_t i = static_cast<size_t>(r.best) + 1; i < r.evaluations.size(); ++i)
+    failed_after_best += !r.evaluations[i].latency_ms.has_value();
+  EXPECT_EQ(failed_after_best, 0);
+}
+
 TEST(TuneSearch, ExhaustiveCoversSmallSpacesAndFailedChecksAreSkipped) {
   DecisionSpace space;
   space.decisions = {{"p", "pass", {"off", "on"}, 1}, {"t", "threads", {"1", "2", "4"}, 2}};

@@ -248,6 +248,16 @@ void add_tune(CLI::App& app) {
           coef("gemm_flops_1e7_per_thread"), coef("winograd_flops_1e7_per_thread"),
           coef("packed_weight_flops_1e7_per_thread"), coef("w8a8_flops_1e7_per_thread"));
     }
+    if (!record.screened.empty()) {
+      // The gradient method's screen: untimed checks outside its measurements.
+      double screen_s = 0;
+      int failed = 0;
+      for (const auto& m : record.screened) screen_s += m.cost_s, failed += !m.ok;
+      std::cout << fmt::format(
+          "gradient screen: {} untimed checks of one approximate choice on the default ({} "
+          "past the tolerance), {:.1f} s, not counted as measurements\n",
+          record.screened.size(), failed, screen_s);
+    }
     std::cout << "chosen (differs from default):";
     const auto& space = record.space.decisions;
     const tune::Configuration& chosen = record.chosen.config;

@@ -19,6 +19,18 @@ namespace tailor::tune {
 /// candidate failed its check (it is then never timed; it still counts as one
 /// of the method's measurements).
 using Oracle = std::function<std::optional<double>(const Configuration&)>;
+/// The check error of a configuration (HarnessOptions::error's metric over
+/// the tolerance's scale; +inf when a pass or kernel fails), never timed: a
+/// configuration measured before is looked up, not run again.
+using CheckFn = std::function<double(const Configuration&)>;
+
+/// What the gradient method screens approximate choices with: the check and
+/// the tolerance a configuration's check error must not exceed.
+struct ErrorScreen {
+  CheckFn check;
+  double tolerance = 0;
+};
+
 /// The cost model's terms for a configuration (graph_features of the graph it
 /// produces).
 using FeatureFn = std::function<std::vector<double>(const Configuration&)>;
@@ -67,6 +79,11 @@ struct GradientOptions {
   /// (CostModel::fit's anchor_weight; 0: none), so a warm start learned on
   /// other graphs is not overwritten by the first one or two measurements.
   double anchor = 0.0;
+  /// Screen the approximate choices (every non-default choice of a
+  /// "kernel_variant" decision) before searching, when search_gradient is
+  /// given an ErrorScreen: see search_gradient. Records made before the
+  /// screen read false, so they replay as they were made.
+  bool screen = true;
 };
 
 /// The gradient method: measure the default; then, per step, refit the cost
@@ -89,8 +106,25 @@ struct GradientOptions {
 /// get that back. While no configuration has passed its check
 /// (a default the check rejects), it measures uniform draws. `model` is
 /// refitted in place (its initial θ warm-starts the first fit).
+///
+/// With `screen` (and options.screen), once the default has passed its
+/// check, every approximate choice is checked alone on the default (one
+/// untimed run each; not counted in `budget`): δ = its check error less the
+/// default's e₀. A choice whose error alone exceeds the tolerance is struck
+/// (its logit held at −1e9, never proposed). Errors are predicted
+/// additively from a configuration checked before: ê(c) = e(from) +
+/// κ·(Σ δ(c) − Σ δ(from)), Σ δ over the approximate choices (the detector's
+/// 48 W8A8 convs: Σ δ 0.0229, all at once 0.023), κ starting at 1 and raised
+/// to the largest ratio (e − e₀)/Σ δ any of the method's measurements showed.
+/// A move predicted past the tolerance from the center drops the
+/// approximate changes of least predicted gain per unit of δ (the model's
+/// one-choice cost table against the center) until it fits: a greedy
+/// knapsack, as in the planner, of latency against output error. A part of
+/// a bisected move predicted past it from the base is not measured; it
+/// counts as failed and is split.
 SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
                              const FeatureFn& features, int budget, uint64_t seed, CostModel& model,
-                             const GradientOptions& options = {});
+                             const GradientOptions& options = {},
+                             const ErrorScreen* screen = nullptr);
 
 }  // namespace tailor::tune

@@ -45,11 +45,12 @@ struct TuneOptions {
   std::string model_path;
 };
 
-/// Checks and times configuration `c` applied by `applier` with `harness`; a
+/// Checks and times configuration `c` applied by `applier` with `harness`
+/// (only checks it when `timed` is false: the gradient method's screen); a
 /// pass that throws fails the check, its message the entry's error. Shared by
 /// `tailor tune` and `tailor tune-train`.
 MeasuredConfiguration measure_configuration(const Harness& harness, Applier& applier,
-                                            const Configuration& c);
+                                            const Configuration& c, bool timed = true);
 
 /// One-sided sign test on paired rounds (rounds[r][i]: candidate i's time in
 /// round r): with k the rounds where `candidate` is faster than `baseline`
