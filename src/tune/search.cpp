@@ -306,6 +306,7 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
     std::vector<std::vector<size_t>> untried{move};
     std::map<size_t, double> pushed;  // logit → how far this move's failures pushed it
     Configuration base = center;
+    const int measured_before = r.count();
     while (!untried.empty() && r.count() < budget) {
       std::vector<size_t> part = std::move(untried.back());
       untried.pop_back();
@@ -341,6 +342,9 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
         if (auto it = pushed.find(cats.offset(d) + static_cast<size_t>(base[d]));
             it != pushed.end())
           logits[it->first] += it->second;
+    // Nothing measured (every part predicted past the tolerance, which a
+    // trimmed move never is): the same move would come again.
+    if (r.count() == measured_before) break;
   }
   return r.done();
 }
