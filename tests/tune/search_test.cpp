@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "tailor/core/rng.h"
 #include "tailor/tune/search.h"
@@ -110,6 +111,15 @@ std::vector<double> on_off_terms(const Configuration& c) {
   return {1.0, 8.0 - count_on(c), static_cast<double>(count_on(c))};
 }
 
+// Each choice on saves 1 ms (10 − count on); a configuration whose `error`
+// exceeds `tolerance` fails its check.
+Oracle within(std::function<double(const Configuration&)> error, double tolerance) {
+  return [error, tolerance](const Configuration& c) -> std::optional<double> {
+    if (error(c) > tolerance) return std::nullopt;
+    return 10.0 - count_on(c);
+  };
+}
+
 TEST(TuneSearch, AFailedMoveIsHalvedUntilItPasses) {
   // 8 on/off decisions; each one on saves 1 ms (10 − k), but a configuration
   // with more than 3 on fails its check (an approximate choice past the
@@ -176,10 +186,7 @@ TEST(TuneSearch, TheScreenStrikesAChoiceThatFailsAloneSoTheFirstMovePasses) {
   // bisection needs up to the 8th. k5 is never measured.
   const DecisionSpace space = eight_variants();
   auto error = [](const Configuration& c) { return c[5] == 1 ? 1.0 : 0.001 * count_on(c); };
-  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
-    if (error(c) > 0.01) return std::nullopt;
-    return 10.0 - count_on(c);
-  };
+  const Oracle oracle = within(error, 0.01);
   int checks = 0;
   const ErrorScreen screen{[&](const Configuration& c) {
                              ++checks;
@@ -219,10 +226,7 @@ TEST(TuneSearch, TheScreenTrimsAMoveToTheToleranceByGainPerError) {
     for (size_t d = 0; d < c.size(); ++d) e += c[d] * 0.001 * static_cast<double>(d + 1);
     return e;
   };
-  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
-    if (error(c) > 0.0105) return std::nullopt;
-    return 10.0 - count_on(c);
-  };
+  const Oracle oracle = within(error, 0.0105);
   const ErrorScreen screen{error, 0.0105};
   CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
   const SearchResult r = search_gradient(space, oracle, on_off_terms, 6, 1, m, {}, &screen);
@@ -242,10 +246,7 @@ TEST(TuneSearch, TheScreenLearnsThatErrorsAddUpFasterThanTheirSum) {
     const int on = count_on(c);
     return on == 0 ? 0.0 : 0.004 * on - 0.002;
   };
-  const Oracle oracle = [&](const Configuration& c) -> std::optional<double> {
-    if (error(c) > 0.0105) return std::nullopt;
-    return 10.0 - count_on(c);
-  };
+  const Oracle oracle = within(error, 0.0105);
   const ErrorScreen screen{error, 0.0105};
   CostModel m = CostModel::from_coefficients({1.0, 1.0, 0.1});
   const SearchResult r = search_gradient(space, oracle, on_off_terms, 16, 1, m, {}, &screen);
