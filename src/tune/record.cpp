@@ -249,13 +249,44 @@ void check_record(const TuneRecord& r) {
                 finite_at_least(m.mad_ms, 0) && finite_at_least(m.cost_s, 0) && m.peak_bytes >= 0,
             where + ": times, cost and peak bytes must be finite and >= 0");
   }
+  // The gradient screen's checks: each one approximate choice on the
+  // default, checked once, never timed, its check consistent with itself
+  // and with a measurement of the same configuration.
+  std::map<std::string, const MeasuredConfiguration*> measured_by_key;
+  for (const MeasuredConfiguration& m : r.measured) measured_by_key[m.key] = &m;
+  const Configuration def = r.space.default_configuration();
+  std::set<std::string> screened_keys;
   for (size_t i = 0; i < r.screened.size(); ++i) {
     const MeasuredConfiguration& m = r.screened[i];
     const std::string where = "screened[" + std::to_string(i) + "]";
     valid(m.config, where);
     require(m.key == DecisionSpace::key(m.config), where + ": \"key\" is not its configuration's");
-    require(m.times_ms.empty(), where + ": a screened configuration is never timed");
+    require(screened_keys.insert(m.key).second,
+            where + ": configuration " + m.key + " is screened twice");
+    int changed = 0;
+    bool approximate = true;
+    for (size_t d = 0; d < m.config.size(); ++d)
+      if (m.config[d] != def[d]) {
+        ++changed;
+        const std::string& kind = r.space.decisions[d].kind;
+        approximate = approximate && (kind == "kernel_variant" || kind == "fold_scales");
+      }
+    require(changed == 1 && approximate,
+            where + ": a screened configuration is one approximate choice on the default");
+    require(m.times_ms.empty() && m.median_ms == 0 && m.min_ms == 0 && m.mad_ms == 0 &&
+                m.peak_bytes == 0,
+            where + ": a screened configuration is never timed");
     require(finite_at_least(m.cost_s, 0), where + ": cost must be finite and >= 0");
+    require(std::isnan(m.max_rel_error) || m.max_rel_error >= 0,
+            where + ": \"max_rel_error\" must be >= 0 or null");
+    require(!m.ok || m.max_rel_error <= h.tolerance,
+            where + ": \"ok\" but \"max_rel_error\" is past the tolerance");
+    if (const auto it = measured_by_key.find(m.key); it != measured_by_key.end()) {
+      const MeasuredConfiguration& t = *it->second;
+      require(t.ok == m.ok && (t.max_rel_error == m.max_rel_error ||
+                               (std::isnan(t.max_rel_error) && std::isnan(m.max_rel_error))),
+              where + ": its check differs from the measurement of the same configuration");
+    }
   }
   for (const MethodTrials& m : r.methods)
     for (const Trial& t : m.trials)
@@ -321,6 +352,7 @@ void from_json(const json& j, TuneRecord& r) {
   r.gradient.screen = false;  // records before the screen did not screen
   if (j.contains("gradient")) {
     const json& g = j.at("gradient");
+    require(g.is_object(), "\"gradient\" must be an object");
     GradientOptions& o = r.gradient;
     auto take = [&](const char* name, auto& value) {
       if (g.is_object() && g.contains(name))
@@ -343,8 +375,10 @@ void from_json(const json& j, TuneRecord& r) {
   r.measured.clear();
   for (const json& m : at(j, "measured")) r.measured.push_back(m.get<MeasuredConfiguration>());
   r.screened.clear();
-  if (j.contains("screened"))
+  if (j.contains("screened")) {
+    require(at(j, "screened").is_array(), "\"screened\" must be an array");
     for (const json& m : at(j, "screened")) r.screened.push_back(m.get<MeasuredConfiguration>());
+  }
   r.methods.clear();
   for (const json& m : at(j, "methods")) {
     MethodTrials t{field<std::string>(m, "name"), {}, field<std::string>(m, "best_key")};

@@ -42,6 +42,12 @@ struct Recorder {
   }
 };
 
+// Decisions whose non-default choices are not bit for bit (search_gradient's
+// screen): a kernel variant (W8A8) and the rounded fold of conv scales.
+bool is_approximate(const Decision& d) {
+  return d.kind == "kernel_variant" || d.kind == "fold_scales";
+}
+
 // The logit a struck choice is held at: never the argmax, never drawn.
 constexpr double kStruck = -1e9;
 
@@ -63,7 +69,7 @@ class ErrorModel {
       return;
     }
     for (size_t d = 0; d < space.decisions.size(); ++d) {
-      if (space.decisions[d].kind != "kernel_variant") continue;
+      if (!is_approximate(space.decisions[d])) continue;
       for (size_t c = 0; c < cats.choices(d); ++c) {
         if (static_cast<int>(c) == def[d]) continue;
         Configuration v = def;
@@ -221,7 +227,9 @@ SearchResult search_gradient(const DecisionSpace& space, const Oracle& oracle,
   decision::Adam adam(cats.logit_count(), adam_options);
   const std::vector<double> theta0 = model.theta();
   if (budget > 0) eval(def);
-  ErrorModel errors(space, cats, def, options.screen ? screen : nullptr, r.lookup(def));
+  // (no screen when the budget ends with the default: no move would use it)
+  ErrorModel errors(space, cats, def, options.screen && budget > 1 ? screen : nullptr,
+                    r.lookup(def));
   auto hold_struck = [&] {
     for (size_t l = 0; l < logits.size(); ++l)
       if (errors.struck(l)) logits[l] = kStruck;

@@ -16,6 +16,14 @@ namespace tailor::tune {
 
 namespace {
 
+// The gradient screen's reading of a check: its error, +inf when the check
+// failed without an error past `tolerance` (a pass refused: no error
+// measured, recorded as null).
+double check_error(const MeasuredConfiguration& m, double tolerance) {
+  const double e = m.max_rel_error;
+  return !m.ok && !(e > tolerance) ? INFINITY : e;
+}
+
 SpaceOptions space_options(int threads) {
   SpaceOptions o;
   o.max_threads = threads;
@@ -105,6 +113,7 @@ MeasuredConfiguration measure_configuration(const Harness& harness, Applier& app
     m = timed ? harness.measure(a) : harness.check(a);
   } catch (const std::exception& e) {  // a pass refused: the candidate fails its check
     m.ok = false;
+    m.max_rel_error = INFINITY;  // recorded as null
     m.error = e.what();
     m.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -156,13 +165,14 @@ TuneRecord tune_model(const graph::Model& model, const TuneOptions& options) {
   std::map<std::string, size_t> screened_by_key;
   const CheckFn check = [&](const Configuration& c) -> double {
     const std::string k = DecisionSpace::key(c);
-    if (auto it = by_key.find(k); it != by_key.end()) return rec.measured[it->second].max_rel_error;
+    if (auto it = by_key.find(k); it != by_key.end())
+      return check_error(rec.measured[it->second], hopt.tolerance);
     auto it = screened_by_key.find(k);
     if (it == screened_by_key.end()) {
       rec.screened.push_back(measure_configuration(harness, applier, c, false));
       it = screened_by_key.emplace(k, rec.screened.size() - 1).first;
     }
-    return rec.screened[it->second].max_rel_error;
+    return check_error(rec.screened[it->second], hopt.tolerance);
   };
   const ErrorScreen screen{check, hopt.tolerance};
   const FeatureFn features = [&](const Configuration& c) {
@@ -359,11 +369,13 @@ Configuration replay(const graph::Model& model, const TuneRecord& record) {
   };
   std::map<std::string, double> checked;  // key → check error, measured or screened
   for (const auto* list : {&record.screened, &record.measured})
-    for (const MeasuredConfiguration& m : *list) checked[m.key] = m.max_rel_error;
+    for (const MeasuredConfiguration& m : *list)
+      checked[m.key] = check_error(m, record.harness.tolerance);
   const CheckFn check = [&](const Configuration& c) -> double {
     auto it = checked.find(DecisionSpace::key(c));
     if (it == checked.end())
-      throw Error("replay", "the record has no check of configuration " + DecisionSpace::key(c) +
+      throw Error("replay", "the record has no check (measured or screened) of configuration " +
+                                DecisionSpace::key(c) +
                                 " (another seed, model or tailor version?)");
     return it->second;
   };

@@ -474,9 +474,32 @@ TEST(TuneKernelVariant, TheGradientScreensEachW8A8ChoiceAloneOnceAndTheRecordKee
   const TuneRecord old = j.get<TuneRecord>();
   EXPECT_FALSE(old.gradient.screen);
   EXPECT_TRUE(old.screened.empty());
-  j["screened"] = nlohmann::json::array({j["measured"][0]});  // timed: not a screen's check
+  // Screened checks that contradict the screen or themselves are refused.
+  const nlohmann::json good = nlohmann::json(rec)["screened"][0];
+  auto timed = good, twice = good, past = good, negative = good, other = good;
+  timed["times_ms"] = {1.0};
+  past["check"] = {{"ok", true}, {"max_rel_error", 0.5}};
+  negative["check"] = {{"ok", false}, {"max_rel_error", -1.0}, {"error", "x"}};
+  other["config"] = j["measured"][0]["config"];  // the default itself
+  other["key"] = j["measured"][0]["key"];
+  const std::vector<std::pair<nlohmann::json, std::string>> refused = {
+      {nlohmann::json::array({timed}), "screened[0]: a screened configuration is never timed"},
+      {nlohmann::json::array({good, twice}),
+       "screened[1]: configuration " + good["key"].get<std::string>() + " is screened twice"},
+      {nlohmann::json::array({past}), "screened[0]: \"ok\" but \"max_rel_error\" is past"},
+      {nlohmann::json::array({negative}), "screened[0]: \"max_rel_error\" must be >= 0"},
+      {nlohmann::json::array({other}),
+       "screened[0]: a screened configuration is one "
+       "approximate choice on the default"},
+      {nlohmann::json::object(), "\"screened\" must be an array"}};
+  for (const auto& [list, message] : refused) {
+    j["screened"] = list;
+    testing::expect_error_naming([&] { (void)j.get<TuneRecord>(); }, "decision record", message);
+  }
+  j["screened"] = nlohmann::json::array();
+  j["gradient"] = 5;
   testing::expect_error_naming([&] { (void)j.get<TuneRecord>(); }, "decision record",
-                               "screened[0]: a screened configuration is never timed");
+                               "\"gradient\" must be an object");
 }
 
 }  // namespace

@@ -117,9 +117,10 @@ struct TuneRecord {
   GradientOptions gradient;
   DecisionSpace space;
   std::vector<MeasuredConfiguration> measured;
-  /// Configurations only checked, never timed (the gradient method's screen
-  /// of approximate choices, search_gradient), in check order; none of them
-  /// is in `measured`. Older records have none.
+  /// Configurations checked and not timed by the gradient method's screen
+  /// of approximate choices (search_gradient), each one approximate choice
+  /// on the default, in check order. One a method measures later is also in
+  /// `measured`, with the same check. Older records have none.
   std::vector<MeasuredConfiguration> screened;
   std::vector<MethodTrials> methods;
   CostModelRecord cost_model;

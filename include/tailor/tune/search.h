@@ -80,7 +80,7 @@ struct GradientOptions {
   /// other graphs is not overwritten by the first one or two measurements.
   double anchor = 0.0;
   /// Screen the approximate choices (every non-default choice of a
-  /// "kernel_variant" decision) before searching, when search_gradient is
+  /// "kernel_variant" or "fold_scales" decision) before searching, when search_gradient is
   /// given an ErrorScreen: see search_gradient. Records made before the
   /// screen read false, so they replay as they were made.
   bool screen = true;
@@ -107,8 +107,9 @@ struct GradientOptions {
 /// (a default the check rejects), it measures uniform draws. `model` is
 /// refitted in place (its initial θ warm-starts the first fit).
 ///
-/// With `screen` (and options.screen), once the default has passed its
-/// check, every approximate choice is checked alone on the default (one
+/// With `screen` (and options.screen, and a budget past the default), once
+/// the default has passed its check, every approximate choice (W8A8 kernel
+/// variants, the rounded scale fold) is checked alone on the default (one
 /// untimed run each; not counted in `budget`): δ = its check error less the
 /// default's e₀. A choice whose error alone exceeds the tolerance is struck
 /// (its logit held at −1e9, never proposed). Errors are predicted
