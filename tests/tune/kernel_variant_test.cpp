@@ -435,8 +435,12 @@ TEST(TuneKernelVariant, TheGradientScreensEachW8A8ChoiceAloneOnceAndTheRecordKee
   for (const auto& x : rec.measured) measured[x.key] = &x;
   for (const auto& x : rec.screened) {
     EXPECT_TRUE(screened.emplace(x.key, &x).second) << "screened twice: " << x.key;
-    EXPECT_FALSE(measured.count(x.key)) << "screened and measured: " << x.key;
     EXPECT_TRUE(x.times_ms.empty());
+    // Measured later by a method (as timing leads it): the same check.
+    if (const auto it = measured.find(x.key); it != measured.end()) {
+      EXPECT_EQ(it->second->ok, x.ok) << x.key;
+      EXPECT_EQ(it->second->max_rel_error, x.max_rel_error) << x.key;
+    }
   }
   const DecisionSpace& s = rec.space;
   const Harness harness(m, {}, o.seed, rec.harness);
@@ -460,7 +464,9 @@ TEST(TuneKernelVariant, TheGradientScreensEachW8A8ChoiceAloneOnceAndTheRecordKee
   double screen_s = 0;
   for (const auto& x : rec.screened) screen_s += x.cost_s;
   for (const MethodRow& row : rec.table)
-    if (row.method == "gradient") EXPECT_GE(row.tuning_s, screen_s);
+    if (row.method == "gradient") {
+      EXPECT_GE(row.tuning_s, screen_s);
+    }
   EXPECT_EQ(replay(m, rec), rec.chosen.config);
 
   nlohmann::json j = rec;
