@@ -268,8 +268,7 @@ void check_record(const TuneRecord& r) {
     for (size_t d = 0; d < m.config.size(); ++d)
       if (m.config[d] != def[d]) {
         ++changed;
-        const std::string& kind = r.space.decisions[d].kind;
-        approximate = approximate && (kind == "kernel_variant" || kind == "fold_scales");
+        approximate = approximate && is_approximate(r.space.decisions[d]);
       }
     require(changed == 1 && approximate,
             where + ": a screened configuration is one approximate choice on the default");
@@ -355,8 +354,7 @@ void from_json(const json& j, TuneRecord& r) {
     require(g.is_object(), "\"gradient\" must be an object");
     GradientOptions& o = r.gradient;
     auto take = [&](const char* name, auto& value) {
-      if (g.is_object() && g.contains(name))
-        value = field<std::remove_reference_t<decltype(value)>>(g, name);
+      if (g.contains(name)) value = field<std::remove_reference_t<decltype(value)>>(g, name);
     };
     take("inner_steps", o.inner_steps);
     take("logit_lr", o.logit_lr);

@@ -42,12 +42,6 @@ struct Recorder {
   }
 };
 
-// Decisions whose non-default choices are not bit for bit (search_gradient's
-// screen): a kernel variant (W8A8) and the rounded fold of conv scales.
-bool is_approximate(const Decision& d) {
-  return d.kind == "kernel_variant" || d.kind == "fold_scales";
-}
-
 // The logit a struck choice is held at: never the argmax, never drawn.
 constexpr double kStruck = -1e9;
 

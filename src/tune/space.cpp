@@ -160,6 +160,10 @@ k::ConvAlgorithm conv_algorithm_of(const graph::Node& n, const k::Conv2dParams& 
   return k::conv_default_algorithm(p);
 }
 
+bool is_approximate(const Decision& d) {
+  return d.kind == "kernel_variant" || d.kind == "fold_scales";
+}
+
 double DecisionSpace::points() const {
   double p = 1;
   for (const auto& d : decisions) p *= static_cast<double>(d.choices.size());

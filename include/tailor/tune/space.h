@@ -53,6 +53,12 @@ struct Decision {
   int default_choice = 0;
 };
 
+/// Whether `d`'s non-default choices are approximate, not bit for bit: a
+/// "kernel_variant" (W8A8) or "fold_scales" ("rounded") decision. What the
+/// gradient method screens (search_gradient) and a record's screened checks
+/// may change.
+bool is_approximate(const Decision& d);
+
 /// One choice index per decision, in DecisionSpace::decisions order.
 using Configuration = std::vector<int>;
 
