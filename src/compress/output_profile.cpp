@@ -112,10 +112,12 @@ ProfileOptions compress_profile_options(const CompressOptions& o, const graph::M
                                     : default_schemes();
   // A latency budget on an ONNX model without --schemes: also int8-a8, the
   // W8A8 kernel (int8's bytes, more damage, less time) a latency budget needs.
-  if (o.schemes.empty() && o.uniform.empty() && !o.gguf && !llama &&
-      (o.max_latency || o.max_latency_fraction))
+  const bool latency_budget = !llama && (o.max_latency || o.max_latency_fraction);
+  if (o.schemes.empty() && o.uniform.empty() && !o.gguf && latency_budget)
     po.schemes.push_back("int8-a8");
-  po.min_params = o.min_params;
+  // Under a latency budget every weight layer: small weights can hold the
+  // big activations (CompressOptions::min_params).
+  po.min_params = o.min_params.value_or(latency_budget ? 0 : 4096);
   po.threads = o.threads;
   po.progress = true;
   po.calib = calib_path;

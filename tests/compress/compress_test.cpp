@@ -54,6 +54,7 @@ TEST(Compress, FittedDamageMeasuresWhatThePlanPicks) {
   fit.damage = "fitted";
   fit.uniform_guard = false;
   fit.schemes = {"dense", "int8", "int4", "int3", "ternary"};
+  fit.min_params = 4096;  // the same layers under the latency budget (0 there by default)
   compress::CompressOptions measured = fit;
   measured.out_dir = b.file("out");
   measured.damage = "measured";
@@ -74,6 +75,7 @@ TEST(Compress, FittedDamageMeasuresWhatThePlanPicks) {
     size_t fitted_left = 0;
     double sum = 0;
     const std::vector<int> picked = plan::find_candidates(rf.profile, rf.plan, "plan");
+    ASSERT_EQ(rf.profile.layers.size(), rm.profile.layers.size());
     for (size_t l = 0; l < picked.size(); ++l) {
       const Candidate& got = rf.profile.layers[l].candidates[static_cast<size_t>(picked[l])];
       const Candidate& want = rm.profile.layers[l].candidates[static_cast<size_t>(picked[l])];
@@ -92,7 +94,7 @@ TEST(Compress, FittedDamageMeasuresWhatThePlanPicks) {
 // The schemes compress profiles: its default catalog, plus the W8A8 kernel
 // (int8-a8) under a latency budget given either way; what --schemes or
 // --uniform name otherwise.
-TEST(Compress, ALatencyBudgetProfilesTheW8A8Kernel) {
+TEST(Compress, ALatencyBudgetProfilesTheW8A8KernelOnEveryWeightLayer) {
   compress::CompressOptions o;
   o.model = kCls;
   const std::vector<std::string> catalog = compress::default_schemes();
@@ -112,6 +114,13 @@ TEST(Compress, ALatencyBudgetProfilesTheW8A8Kernel) {
   uniform.uniform = "int4-g32";
   EXPECT_EQ(compress::compress_profile_options(uniform, nullptr).schemes,
             (std::vector<std::string>{"dense", "int4-g32"}));
+  // Every weight layer under a latency budget, unless --min-params says otherwise.
+  EXPECT_EQ(compress::compress_profile_options(o, nullptr).min_params, 4096);
+  EXPECT_EQ(compress::compress_profile_options(ms, nullptr).min_params, 0);
+  EXPECT_EQ(compress::compress_profile_options(fraction, nullptr).min_params, 0);
+  compress::CompressOptions given = fraction;
+  given.min_params = 256;
+  EXPECT_EQ(compress::compress_profile_options(given, nullptr).min_params, 256);
 }
 
 TEST(Compress, ClassifierEndToEnd) {

@@ -245,8 +245,9 @@ void add_compress(CLI::App& app) {
       "--schemes", schemes,
       "Comma-separated scheme labels or families to profile (default: dense, int8, int4, "
       "int3, int4-g32/64/128, ternary, lowrank, gptq; with --max-latency also int8-a8)");
-  cmd->add_option("--min-params", o.min_params, "Smaller weights stay dense")
-      ->capture_default_str();
+  cmd->add_option("--min-params", o.min_params,
+                  "Smaller weights stay dense (default 4096; 0 with --max-latency: a conv's "
+                  "time follows its activations, not its weight)");
   cmd->add_option("--threads", o.threads, "Worker threads (0: all cores)")->capture_default_str();
   cmd->add_flag("--no-cache", no_cache, "Do not read or store the profile cache");
   cmd->add_flag("--no-guard", no_guard,

@@ -57,7 +57,8 @@ int32_t kld_length(const CompressOptions& options, const graph::Model& llama);
 /// The ProfileOptions compress_model profiles with: options.schemes (empty:
 /// "dense" and options.uniform under a uniform baseline, gguf_schemes() under
 /// options.gguf, else default_schemes(), plus "int8-a8" under a latency
-/// budget, max_latency or max_latency_fraction, on an ONNX model), min_params,
+/// budget, max_latency or max_latency_fraction, on an ONNX model), min_params
+/// (unset: 4096, or 0 under that latency budget),
 /// threads, a progress bar, the activation statistics file `calib_path`
 /// (empty: none) and, for a llama checkpoint (`llama`: its decoder graph, else
 /// nullptr), only the decoder's linear weights (an anchored regex of their names).
