@@ -263,10 +263,26 @@ TEST(PlanLatencyCalibration, MapsTheBudgetThroughTheMeasuredSavings) {
   EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 30);
 }
 
-TEST(PlanLatencyCalibration, StopsWhenTheFirstPlanLandsWithinFivePercent) {
+TEST(PlanLatencyCalibration, StopsWhenTheFirstPlanLandsOnTheBudget) {
   const CalibratedPlan c =
       latency_calibrated_plan(28, 40, 27, menu_plan, measured_with_gain(1.0), "m", 100);
   ASSERT_EQ(c.rounds.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 28);
+}
+
+TEST(PlanLatencyCalibration, APlanSomePercentUnderTheBudgetGivesWayToALessDamagingOne) {
+  // Budget 27.5, savings measured 1.05× the predicted: the 27 ms plan
+  // measures 40 − 1.05·13 = 26.35, 4.2% under. The line through (40, 40) and
+  // (27, 26.35) maps 27.5 to 40 − 12.5·13/13.65 = 28.10, whose 28 ms plan
+  // measures 40 − 1.05·12 = 27.4: under the budget, within 1% of it, and of
+  // the lower objective (72 against 73). Before, the loop stopped at the
+  // first plan, within 5% under.
+  const CalibratedPlan c =
+      latency_calibrated_plan(27.5, 40, 27, menu_plan, measured_with_gain(1.05), "m", 100);
+  ASSERT_EQ(c.rounds.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.rounds[0].on_profile_clock, 40 - 1.05 * 13);
+  EXPECT_DOUBLE_EQ(c.rounds[1].target, 40 - 12.5 * 13 / (1.05 * 13));
+  EXPECT_DOUBLE_EQ(c.rounds[1].on_profile_clock, 40 - 1.05 * 12);
   EXPECT_DOUBLE_EQ(c.plan.predicted_latency, 28);
 }
 
