@@ -212,7 +212,8 @@ class ConvTransposeKernel final : public Kernel {
       : win_(Window::read(init)),
         group_(init.node.attr_int("group", 1)),
         out_pad_(init.node.attr_ints("output_padding", {})),
-        out_shape_(init.node.attr_ints("output_shape", {})) {}
+        out_shape_(init.node.attr_ints("output_shape", {})),
+        act_(activation_from_node(init.node)) {}
   void run(OpContext& ctx) override {
     const Tensor x = ctx.in(0).contiguous();
     const Tensor w = ctx.in(1).contiguous();
@@ -257,7 +258,7 @@ class ConvTransposeKernel final : public Kernel {
     Tensor scratch = sn > 0 ? ctx.alloc(DType::f32, {sn}) : Tensor();
     k::conv_transpose2d(p, f32_ptr(ctx, x, "input"), f32_ptr(ctx, w, "weight"),
                         b.defined() ? f32_ptr(ctx, b, "bias") : nullptr, y.mutable_data<float>(),
-                        {}, sn > 0 ? scratch.mutable_data<float>() : nullptr);
+                        act_, sn > 0 ? scratch.mutable_data<float>() : nullptr);
     ctx.outputs[0] = std::move(y);
   }
 
@@ -265,6 +266,8 @@ class ConvTransposeKernel final : public Kernel {
   Window win_;
   int64_t group_;
   std::vector<int64_t> out_pad_, out_shape_;
+  // FusedConvTranspose (ai.tailor, tailor/graph/fused_ops.h): the epilogue's activation.
+  k::Activation act_;
 };
 
 void matmul_op(OpContext& ctx) {
@@ -549,6 +552,8 @@ void register_nn_ops() {
   register_op("ai.tailor", "FusedConv",
               [](const KernelInit& init) { return std::make_unique<ConvKernel>(init); });
   register_op("", "ConvTranspose",
+              [](const KernelInit& init) { return std::make_unique<ConvTransposeKernel>(init); });
+  register_op("ai.tailor", "FusedConvTranspose",
               [](const KernelInit& init) { return std::make_unique<ConvTransposeKernel>(init); });
   register_op("", "MatMul", [](const KernelInit&) { return make_kernel(matmul_op); });
   register_op("", "Gemm",

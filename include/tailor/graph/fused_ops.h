@@ -10,6 +10,10 @@
 //   Y = act((Conv(X, W) + B)·pre_scale + pre_shift)·post_scale + post_shift,
 //   each map one fused multiply-add (within one rounding of the Mul and Add
 //   nodes they replace, which round twice).
+// - FusedConvTranspose(X, W, [B]) (emitted by the same file): ONNX
+//   ConvTranspose attributes plus the activation, with its affine maps as
+//   FusedConv's. Y = act(ConvTranspose(X, W) + B), the activation applied as
+//   each output row is written.
 // - FusedGemm(A, B, [C]): ONNX Gemm attributes (its own alpha, beta) plus
 //   `activation` with `activation_alpha`, `activation_beta`.
 // - FusedMatMul(A, B, [bias]): Y = act(MatMul(A, B) + bias), bias [n] over

@@ -96,7 +96,8 @@ Model eliminate_common_subexpressions(Model model, const PassOptions& options);
 /// Transpose∘Transpose → one Transpose with the composed permutation, removed
 /// when it is the identity; Reshape∘Reshape → the outer Reshape; Identity and
 /// Dropout (inference) removed; Squeeze/Unsqueeze pairs left alone;
-/// BatchNormalization after a Conv (or Gemm with a constant B) whose output
+/// BatchNormalization after a Conv (or Gemm with a constant B, or a ConvTranspose:
+/// w [c_in, c_out/group, k...] scaled along its output channels) whose output
 /// has no other consumer → new weight and bias initializers w' = w·s,
 /// b' = b·s + (beta − mean·s), s = scale/√(var + ε), each computed in double
 /// from the f32 parameters and rounded to f32 once; likewise a Mul or Add of

@@ -62,4 +62,24 @@ std::optional<FusionMatch> match_conv_bias_activation(const FusionScope& scope, 
   return finish_epilogue(scope, std::move(m), std::move(f), add.outputs[0]);
 }
 
+std::optional<FusionMatch> match_conv_transpose_bias_activation(const FusionScope& scope,
+                                                                size_t conv) {
+  const Node& n = scope.g.nodes[conv];
+  if (!is_op(n, "ConvTranspose") || n.inputs.size() < 2 || n.outputs.size() != 1)
+    return std::nullopt;
+  const Tensor* w = scope.constant(n.inputs[1]);
+  if (!w || w->dtype() != DType::f32 || w->rank() != 4) return std::nullopt;
+  const int64_t c_out = w->dim(1) * n.attr_int("group", 1);
+  const bool has_b = n.inputs.size() > 2 && !n.inputs[2].empty();
+  const Tensor* b = has_b ? scope.constant(n.inputs[2]) : nullptr;
+  if (has_b && (!b || b->dtype() != DType::f32 || b->numel() != c_out)) return std::nullopt;
+  FusionMatch m;
+  m.kind = "conv_transpose_epilogue";
+  m.members = {conv};
+  Node f = n;
+  f.op_type = "FusedConvTranspose";
+  f.domain = "ai.tailor";
+  return finish_epilogue(scope, std::move(m), std::move(f), n.outputs[0]);
+}
+
 }  // namespace tailor::graph::passes

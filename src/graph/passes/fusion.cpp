@@ -38,7 +38,9 @@ struct Sweep {
 const std::vector<Sweep>& sweeps() {
   static const std::vector<Sweep> s = {
       {false, {&match_layer_norm, &match_softmax, &match_squeeze_excite}},
-      {false, {&match_conv_bias_activation, &match_gemm_activation, &match_matmul_bias_activation}},
+      {false,
+       {&match_conv_bias_activation, &match_conv_transpose_bias_activation, &match_gemm_activation,
+        &match_matmul_bias_activation}},
       {true, {&match_elementwise}},
   };
   return s;

@@ -146,20 +146,26 @@ class Simplifier {
     return false;
   }
 
-  /// The Conv/Gemm (constant f32 weights, constant f32 bias or none) producing
-  /// the input of node i when node i is its only reader; its c_out in `c_out`.
+  /// The Conv/Gemm/ConvTranspose (constant f32 weights, constant f32 bias or none) producing
+  /// the input of node i when node i is its only reader (`convs_only`: not a
+  /// Gemm); its c_out in `c_out`.
   std::optional<size_t> foldable_producer(size_t i, const std::string& v, int64_t& c_out,
-                                          bool conv_only) const {
+                                          bool convs_only) const {
     auto p = sole_producer(v, i);
     if (!p) return std::nullopt;
     const Node& prod = g_.nodes[*p];
-    const bool conv = prod.op_type == "Conv", gemm = prod.op_type == "Gemm";
-    if (!prod.domain.empty() || (!conv && !(gemm && !conv_only)) || prod.inputs.size() < 2 ||
-        prod.outputs.size() != 1)
+    const bool conv = prod.op_type == "Conv", gemm = prod.op_type == "Gemm",
+               convt = prod.op_type == "ConvTranspose";
+    if (!prod.domain.empty() || (!conv && !convt && !(gemm && !convs_only)) ||
+        prod.inputs.size() < 2 || prod.outputs.size() != 1)
       return std::nullopt;
     const Tensor* w = constant(g_, prod.inputs[1]);
     if (!w || w->dtype() != DType::f32 || w->rank() < 2) return std::nullopt;
-    c_out = conv ? w->dim(0) : (prod.attr_int("transB", 0) ? w->dim(0) : w->dim(1));
+    const int64_t group = prod.attr_int("group", 1);
+    if (convt && (group < 1 || w->dim(0) % group != 0)) return std::nullopt;
+    c_out = conv    ? w->dim(0)
+            : convt ? w->dim(1) * group
+                    : (prod.attr_int("transB", 0) ? w->dim(0) : w->dim(1));
     if (prod.inputs.size() > 2 && !prod.inputs[2].empty()) {
       const Tensor* b = constant(g_, prod.inputs[2]);
       if (!b || b->dtype() != DType::f32 || b->numel() != c_out) return std::nullopt;
@@ -188,13 +194,24 @@ class Simplifier {
   /// weights and bias are computed in double and rounded to f32 once.
   void fold_affine(size_t i, size_t p, const std::vector<double>& s, const std::vector<double>& t) {
     Node& prod = g_.nodes[p];
-    const bool conv = prod.op_type == "Conv";
+    const bool conv = prod.op_type == "Conv", convt = prod.op_type == "ConvTranspose";
     const int64_t c_out = static_cast<int64_t>(s.size());
     const Tensor wc = constant(g_, prod.inputs[1])->contiguous();
     Tensor w2 = Tensor::zeros(DType::f32, wc.shape());
     const float* src = wc.data<float>();
     float* dst = w2.mutable_data<float>();
-    if (conv || prod.attr_int("transB", 0)) {  // rows are output channels
+    if (convt) {  // [c_in, c_out/group, k...]: input row ci feeds group ci/(c_in/group)
+      const int64_t c_in = wc.dim(0), cog = wc.dim(1), per = wc.numel() / (c_in * cog);
+      const int64_t cig = c_in / (c_out / cog);
+      for (int64_t ci = 0; ci < c_in; ++ci)
+        for (int64_t j = 0; j < cog; ++j) {
+          const double sc = s[static_cast<size_t>(ci / cig * cog + j)];
+          for (int64_t k = 0; k < per; ++k) {
+            const int64_t at = (ci * cog + j) * per + k;
+            dst[at] = static_cast<float>(static_cast<double>(src[at]) * sc);
+          }
+        }
+    } else if (conv || prod.attr_int("transB", 0)) {  // rows are output channels
       const int64_t per = wc.numel() / c_out;
       for (int64_t c = 0; c < c_out; ++c)
         for (int64_t k = 0; k < per; ++k)
@@ -210,7 +227,7 @@ class Simplifier {
     const bool has_b = prod.inputs.size() > 2 && !prod.inputs[2].empty();
     const std::vector<float> b0 = has_b ? constant(g_, prod.inputs[2])->to_f32_vector()
                                         : std::vector<float>(static_cast<size_t>(c_out), 0.f);
-    const double gemm_beta = conv ? 1.0 : prod.attr_float("beta", 1.f);
+    const double gemm_beta = conv || convt ? 1.0 : prod.attr_float("beta", 1.f);
     std::vector<float> b2(static_cast<size_t>(c_out));
     for (size_t c = 0; c < b2.size(); ++c)
       b2[c] = static_cast<float>(gemm_beta * b0[c] * s[c] + t[c]);
@@ -222,12 +239,12 @@ class Simplifier {
     prod.inputs.resize(3);
     prod.inputs[1] = wname;
     prod.inputs[2] = bname;
-    if (!conv) prod.set("beta", Attribute::of_float(1.f));
+    if (!conv && !convt) prod.set("beta", Attribute::of_float(1.f));
     prod.outputs[0] = out;
     erase(i);
   }
 
-  /// BatchNormalization after Conv/Gemm (constant weights, no other reader).
+  /// BatchNormalization after Conv/Gemm/ConvTranspose (constant weights, no other reader).
   bool fold_batch_norm(size_t i) {
     const Node& bn = g_.nodes[i];
     for (size_t k = 1; k < bn.outputs.size(); ++k)
@@ -263,8 +280,8 @@ class Simplifier {
     return true;
   }
 
-  /// Mul (by powers of two) or Add of a per-channel constant after a Conv:
-  /// into its weights/bias.
+  /// Mul (by powers of two) or Add of a per-channel constant after a Conv
+  /// or ConvTranspose: into its weights/bias.
   bool fold_conv_scale_shift(size_t i) {
     const Node& n = g_.nodes[i];
     if (n.inputs.size() != 2 || n.outputs.size() != 1) return false;

@@ -110,7 +110,10 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
       }
       linalg::parallel_for(cog, detail::worth_threads_elements(cog * ohw), [&](int64_t co) {
         float* yc = yg + co * ohw;
-        std::fill(yc, yc + ohw, bias ? bias[g * cog + co] : 0.f);
+        // The bias is added after the sums (in bias_act), as an Add after a
+        // bias-free ConvTranspose would: simplify folds such an Add into the
+        // bias, bit for bit.
+        std::fill(yc, yc + ohw, 0.f);
         for (int64_t ky = 0; ky < p.kh; ++ky) {
           for (int64_t kx = 0; kx < p.kw; ++kx) {
             const float* col = scratch + ((co * p.kh + ky) * p.kw + kx) * hw;
@@ -124,7 +127,7 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
             }
           }
         }
-        kt.bias_act(act, 0.f, yc, yc, ohw);
+        kt.bias_act(act, bias ? bias[g * cog + co] : 0.f, yc, yc, ohw);
       });
     }
   }

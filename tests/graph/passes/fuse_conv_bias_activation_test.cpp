@@ -51,6 +51,45 @@ TEST(FuseConvBiasActivation, ConvBiasAddAndActivationBecomeOneFusedConv) {
   }
 }
 
+TEST(FuseConvBiasActivation, ConvTransposeAndActivationBecomeOneFusedConvTranspose) {
+  // Both col2im paths: 2×2 windows at stride 2 tile the output, 3×3 overlap.
+  for (const int64_t k : {2, 3})
+    for (const std::string act : {"Relu", "Sigmoid"}) {
+      SCOPED_TRACE(act + " k" + std::to_string(k));
+      GraphBuilder b(13);
+      b.input("x", {1, 2, 4, 4})
+          .init("w", random_f32({2, 3, k, k}, 1))
+          .init("bias", random_f32({3}, 2));
+      b.node("ConvTranspose", {"x", "w", "bias"}, {"c"}, {{"strides", ints({2, 2})}})
+          .node(act, {"c"}, {"y"});
+      b.output("y");
+      const graph::Model out =
+          check_passes(b.model(), {"fuse"}, {{"x", random_f32({1, 2, 4, 4}, 3)}}, 1e-6);
+      ASSERT_EQ(out.graph.nodes.size(), 1u);
+      EXPECT_EQ(out.graph.nodes[0].op_type, "FusedConvTranspose");
+      EXPECT_EQ(out.graph.nodes[0].attr_string("activation", ""),
+                act == "Relu" ? "relu" : "sigmoid");
+    }
+  // The detector's head through the default pipeline: ConvTranspose ─►
+  // Add(bias) ─► BatchNormalization ─► Relu is one node.
+  GraphBuilder b(11);
+  b.input("x", {1, 2, 4, 4}).init("w", random_f32({2, 3, 2, 2}, 1));
+  b.init("bias", random_f32({3, 1, 1}, 2))
+      .init("scale", random_f32({3}, 3, 0.5f, 2.f))
+      .init("beta", random_f32({3}, 4))
+      .init("mean", random_f32({3}, 5))
+      .init("var", random_f32({3}, 6, 0.5f, 2.f));
+  b.node("ConvTranspose", {"x", "w"}, {"c"}, {{"strides", ints({2, 2})}})
+      .node("Add", {"c", "bias"}, {"a"})
+      .node("BatchNormalization", {"a", "scale", "beta", "mean", "var"}, {"n"})
+      .node("Relu", {"n"}, {"y"});
+  b.output("y");
+  const graph::Model out = check_passes(b.model(), graph::parse_pass_list("all"),
+                                        {{"x", random_f32({1, 2, 4, 4}, 7)}}, 1e-5);
+  ASSERT_EQ(out.graph.nodes.size(), 1u);
+  EXPECT_EQ(out.graph.nodes[0].op_type, "FusedConvTranspose");
+}
+
 TEST(FuseConvBiasActivation, DecomposedHardSwishAfterConv) {
   // x·Clip(x + 3, 0, 6)/6 in both association orders (opset 9: Clip bounds as attributes).
   for (int order = 0; order < 2; ++order) {

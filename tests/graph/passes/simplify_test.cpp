@@ -84,6 +84,48 @@ TEST(Simplify, BatchNormFoldsIntoConvWeightsAndBias) {
   expect_f32(run_model(out, feeds).at("y"), {1, 1, 1, 2}, {6.5f, -2.5f});
 }
 
+TEST(Simplify, BiasAddAndBatchNormFoldIntoAConvTranspose) {
+  // The detector's DB head, ConvTranspose ─► Add(bias) ─► BatchNormalization,
+  // here with 2 groups and 3×3 windows at stride 2 (they overlap, the
+  // general col2im path) and the 2×2 stride-2 tiling; the folded graph
+  // against the unfolded one, whose BatchNormalization kernel normalizes the
+  // channels itself. Weight [c_in 4, c_out/group 3, k, k]: output channel
+  // (ci / 2)·3 + j.
+  for (const int64_t k : {3, 2}) {
+    SCOPED_TRACE(k);
+    GraphBuilder b;
+    b.input("x", {1, 4, 5, 5}).init("w", random_f32({4, 3, k, k}, 1));
+    b.init("bias", random_f32({1, 6, 1, 1}, 2))
+        .init("scale", random_f32({6}, 3, 0.5f, 2.f))
+        .init("beta", random_f32({6}, 4))
+        .init("mean", random_f32({6}, 5))
+        .init("var", random_f32({6}, 6, 0.5f, 2.f));
+    b.node("ConvTranspose", {"x", "w"}, {"c"},
+           {{"strides", ints({2, 2})}, {"group", graph::Attribute::of_int(2)}})
+        .node("Add", {"c", "bias"}, {"a"})
+        .node("BatchNormalization", {"a", "scale", "beta", "mean", "var"}, {"y"});
+    b.output("y");
+    const auto feeds = std::map<std::string, Tensor>{{"x", random_f32({1, 4, 5, 5}, 7)}};
+    const graph::Model out = check_passes(b.model(), {"simplify"}, feeds, 1e-5);
+    ASSERT_EQ(out.graph.nodes.size(), 1u);
+    EXPECT_EQ(out.graph.nodes[0].op_type, "ConvTranspose");
+    EXPECT_EQ(out.graph.nodes[0].outputs[0], "y");
+  }
+}
+
+TEST(Simplify, ABiasAddFoldsIntoAConvTransposeBitForBit) {
+  // The kernel adds a bias after the window sums, as the Add did.
+  GraphBuilder b;
+  b.input("x", {1, 2, 4, 4}).init("w", random_f32({2, 3, 3, 3}, 1));
+  b.init("bias", random_f32({3, 1, 1}, 2));
+  b.node("ConvTranspose", {"x", "w"}, {"c"}, {{"strides", ints({2, 2})}})
+      .node("Add", {"c", "bias"}, {"y"});
+  b.output("y");
+  const graph::Model out =
+      check_passes(b.model(), {"simplify"}, {{"x", random_f32({1, 2, 4, 4}, 3)}}, 0.0);
+  EXPECT_EQ(out.graph.nodes.size(), 1u);
+}
+
 TEST(Simplify, BatchNormStaysWhenTheConvOutputHasAnotherReader) {
   GraphBuilder b;
   b.input("x", {1, 1, 1, 2}).init("w", vec_f32({1, 1, 1, 1}, {2}));
