@@ -7,6 +7,8 @@
 #include <limits>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "tailor/core/error.h"
 #include "tailor/linalg/threads.h"
 #include "tailor/runtime/pass_options.h"
@@ -337,8 +339,23 @@ DecisionSpace model_space(const graph::Model& model, const TuneRecord& record,
   const DecisionSpace space = build_space(
       model, record.value_shapes, runtime::default_pass_options(), space_options(record.threads));
   const DecisionSpace& recorded = record.space;
-  if (space.decisions.size() != recorded.decisions.size())
-    throw Error(who, "the model's decision space differs from the record's (another model?)");
+  if (space.decisions.size() != recorded.decisions.size()) {
+    // Name one decision the two do not share: another model, or a record
+    // made by a tailor whose passes offered other decisions.
+    std::string odd;
+    for (const Decision& d : space.decisions)
+      if (recorded.find(d.name) < 0) {
+        odd = "; the model has '" + d.name + "', the record does not";
+        break;
+      }
+    for (const Decision& d : recorded.decisions)
+      if (odd.empty() && space.find(d.name) < 0)
+        odd = "; the record has '" + d.name + "', the model does not";
+    throw Error(who, fmt::format("the model's decision space ({} decisions) differs from the "
+                                 "record's ({}){} (another model, or a record of another tailor "
+                                 "version: tune it again)",
+                                 space.decisions.size(), recorded.decisions.size(), odd));
+  }
   for (size_t i = 0; i < space.decisions.size(); ++i) {
     const Decision &a = space.decisions[i], &b = recorded.decisions[i];
     if (a.name != b.name || a.kind != b.kind || a.choices != b.choices ||

@@ -72,6 +72,14 @@ TEST(TuneCli, ShowcaseTuningTurnsThePassesOnAndReplays) {
   TuneRecord broken = record;
   broken.measured.clear();
   testing::expect_error_naming([&] { replay(imported, broken); }, "replay", "no measurement");
+  // A record made by a tailor whose passes offered fewer decisions is
+  // refused naming one the model has and the record lacks.
+  TuneRecord older = record;
+  older.space.decisions.erase(older.space.decisions.begin());
+  older.chosen.config.erase(older.chosen.config.begin());
+  testing::expect_error_naming(
+      [&] { replay(imported, older); }, "replay",
+      "the model has '" + record.space.decisions.front().name + "', the record does not");
 
   // tailor run --tuning: the tuned graph's output equals the original's.
   const std::map<std::string, Tensor> in = random_inputs(imported, {}, 9);
