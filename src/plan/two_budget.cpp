@@ -356,9 +356,13 @@ CalibratedPlan latency_calibrated_plan(
     const bool binding = p.objective_value > free_objective + 1e-12 * std::abs(free_objective);
     if (m <= max_latency && (m >= (1 - kClose) * max_latency || !binding)) break;
     const double saved_predicted = model_ms - p.predicted_latency, saved_measured = model_ms - m;
-    if (!(saved_predicted > 0) || !(saved_measured > 0)) break;  // no line to map through
-    const double next =
-        std::max(least_ms, model_ms - (model_ms - max_latency) * saved_predicted / saved_measured);
+    // No line to map through (the plan predicted or measured no faster than
+    // the original: the classifier's byte-only optimum at 50% measured 1.25×
+    // it): the predicted-fastest plan next, unless it was this one.
+    const double next = !(saved_predicted > 0) || !(saved_measured > 0)
+                            ? least_ms
+                            : std::max(least_ms, model_ms - (model_ms - max_latency) *
+                                                                saved_predicted / saved_measured);
     if (std::abs(next - target) <= 1e-6 * max_latency) break;
     target = next;
   }
@@ -377,13 +381,26 @@ CalibratedPlan latency_calibrated_plan(
     if (out.rounds[i].on_profile_clock < out.rounds[fastest].on_profile_clock) fastest = i;
   std::optional<size_t> best = lowest_within(max_latency);
   if (!best) best = lowest_within((1 + kWithin) * max_latency);
-  if (!best)
+  if (!best) {
+    // "The fastest plan" only where the predicted-fastest plan was measured.
+    const bool floor_measured =
+        std::any_of(out.rounds.begin(), out.rounds.end(), [&](const LatencyRound& r) {
+          return std::abs(r.target - least_ms) <= 1e-6 * std::max(least_ms, 1e-9);
+        });
+    std::string rounds;
+    for (const LatencyRound& r : out.rounds)
+      rounds += fmt::format("{}{:.4g} → {:.4g}", rounds.empty() ? "" : ", ", r.predicted,
+                            r.on_profile_clock);
     throw Error(source, fmt::format("--max-latency {:.4g} ms is out of reach within {} bytes: the "
-                                    "fastest plan at that byte budget measured {:.4g} ms "
-                                    "({:.3f}× the original; predicted {:.4g} ms)",
-                                    max_latency, budget_bytes, out.rounds[fastest].on_profile_clock,
+                                    "{} at that byte budget measured {:.4g} ms ({:.3f}× the "
+                                    "original; predicted {:.4g} ms); plans measured, predicted → "
+                                    "measured ms: {}",
+                                    max_latency, budget_bytes,
+                                    floor_measured ? "fastest plan" : "fastest plan measured",
+                                    out.rounds[fastest].on_profile_clock,
                                     out.rounds[fastest].plan_ms / out.rounds[fastest].original_ms,
-                                    out.rounds[fastest].predicted));
+                                    out.rounds[fastest].predicted, rounds));
+  }
   out.plan = std::move(plans[*best]);
   return out;
 }

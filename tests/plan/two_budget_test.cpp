@@ -300,6 +300,24 @@ TEST(PlanLatencyCalibration, OutOfReachNamesTheFastestMeasuredPlan) {
   }
 }
 
+TEST(PlanLatencyCalibration, APlanSlowerThanTheOriginalIsFollowedByTheFastestPlan) {
+  // Plans measure 15 ms over their prediction, slower than the original (40):
+  // no line maps the budget. Before, the loop stopped after round 1 (the
+  // byte-only optimum, 30 ms → 45) and called it the fastest plan; now round
+  // 2 measures the predicted-fastest plan (27 → 42) and the error names it
+  // and every round.
+  const auto slower = [](const Plan& p) { return std::make_pair(40.0, p.predicted_latency + 15); };
+  try {
+    latency_calibrated_plan(35, 40, 27, menu_plan, slower, "model.onnx", 1234);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("the fastest plan at that byte budget measured 42 ms"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("predicted → measured ms: 30 → 45, 27 → 42"), std::string::npos) << what;
+  }
+}
+
 TEST(PlanLatencyCalibration, StopsWhenTheBudgetDoesNotBindAndThePlanIsWithin) {
   // Budget 35: the 30 ms plan (the byte-only optimum) measures 40 − 1.6·10 = 24. Before,
   // the loop mapped 35 to 36.9 and measured the same plan three more times.

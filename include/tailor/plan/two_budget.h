@@ -70,15 +70,18 @@ struct CalibratedPlan {
 /// least_ms) with `solve` (a latency budget, ms, fixed_latency included) and
 /// times the plan against the original with `measure` ({original ms, plan
 /// ms}). It stops when the plan measures within max_latency and either within
-/// 5% of it or with the objective of the byte-only optimum (`solve` at an
+/// 1% under it or with the objective of the byte-only optimum (`solve` at an
 /// unbounded budget, kUnboundedLatency: a looser budget cannot lower it); otherwise the
 /// next round's budget maps max_latency through the line from the original
 /// (model_ms predicted and measured) to the last plan (predicted → measured),
-/// never below least_ms. At most 4 rounds; it stops when the budget or the
+/// never below least_ms; where the last plan predicted or measured no saving
+/// (no line), least_ms. At most 4 rounds; it stops when the budget or the
 /// plan (its choices) repeats, a repeated plan not measured again. Chosen: the
 /// lowest objective among the plans measured within max_latency, or failing
 /// those within max_latency·1.05. Throws Error naming `source`, the byte
-/// budget and the fastest plan's measured latency when none is.
+/// budget, the fastest measured plan's latency (said to be the fastest plan
+/// when the least_ms plan was measured) and every round's predicted →
+/// measured ms when none is.
 CalibratedPlan latency_calibrated_plan(
     double max_latency, double model_ms, double least_ms, const std::function<Plan(double)>& solve,
     const std::function<std::pair<double, double>(const Plan&)>& measure, const std::string& source,

@@ -162,7 +162,8 @@ class Simplifier {
     const Tensor* w = constant(g_, prod.inputs[1]);
     if (!w || w->dtype() != DType::f32 || w->rank() < 2) return std::nullopt;
     const int64_t group = prod.attr_int("group", 1);
-    if (convt && (group < 1 || w->dim(0) % group != 0)) return std::nullopt;
+    // (2-D only, as the runtime runs it: a 1-D one keeps its error on its own node.)
+    if (convt && (w->rank() != 4 || group < 1 || w->dim(0) % group != 0)) return std::nullopt;
     c_out = conv    ? w->dim(0)
             : convt ? w->dim(1) * group
                     : (prod.attr_int("transB", 0) ? w->dim(0) : w->dim(1));
@@ -264,6 +265,9 @@ class Simplifier {
     for (size_t c = 0; c < s.size(); ++c) {
       s[c] = static_cast<double>(prm[0][c]) / std::sqrt(static_cast<double>(prm[3][c]) + eps);
       t[c] = static_cast<double>(prm[1][c]) - static_cast<double>(prm[2][c]) * s[c];
+      // A zero variance with ε 0 (or NaN parameters): s·w would turn the
+      // weights' zeros into NaN where the BatchNormalization gives ±Inf.
+      if (!std::isfinite(s[c]) || !std::isfinite(t[c])) return false;
     }
     fold_affine(i, *p, s, t);
     return true;

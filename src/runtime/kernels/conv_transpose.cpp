@@ -112,7 +112,7 @@ void conv_transpose2d(const ConvTranspose2dParams& p, const float* x, const floa
         float* yc = yg + co * ohw;
         // The bias is added after the sums (in bias_act), as an Add after a
         // bias-free ConvTranspose would: simplify folds such an Add into the
-        // bias, bit for bit.
+        // bias, bit for bit (onto a bias already there, b + c rounds once more).
         std::fill(yc, yc + ohw, 0.f);
         for (int64_t ky = 0; ky < p.kh; ++ky) {
           for (int64_t kx = 0; kx < p.kw; ++kx) {

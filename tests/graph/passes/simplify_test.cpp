@@ -113,8 +113,9 @@ TEST(Simplify, BiasAddAndBatchNormFoldIntoAConvTranspose) {
   }
 }
 
-TEST(Simplify, ABiasAddFoldsIntoAConvTransposeBitForBit) {
-  // The kernel adds a bias after the window sums, as the Add did.
+TEST(Simplify, ABiasAddFoldsIntoABiasFreeConvTransposeBitForBit) {
+  // The kernel adds a bias after the window sums, as the Add did. (Onto a
+  // bias b already there, b + c is rounded once more: not bit for bit.)
   GraphBuilder b;
   b.input("x", {1, 2, 4, 4}).init("w", random_f32({2, 3, 3, 3}, 1));
   b.init("bias", random_f32({3, 1, 1}, 2));
@@ -124,6 +125,24 @@ TEST(Simplify, ABiasAddFoldsIntoAConvTransposeBitForBit) {
   const graph::Model out =
       check_passes(b.model(), {"simplify"}, {{"x", random_f32({1, 2, 4, 4}, 3)}}, 0.0);
   EXPECT_EQ(out.graph.nodes.size(), 1u);
+}
+
+TEST(Simplify, BatchNormWithAnInfiniteScaleStays) {
+  // Variance 0 and ε 0: s = scale/√0 = ∞. Folded, w·s would be NaN where w
+  // is 0 and the BatchNormalization gives ±Inf (or NaN for a zero output).
+  GraphBuilder b;
+  b.input("x", {1, 2, 1, 2}).init("w", vec_f32({2, 2, 1, 1}, {1, 0, 1, 0}));
+  b.init("scale", vec_f32({2}, {1, 1}))
+      .init("beta", vec_f32({2}, {0, 0}))
+      .init("mean", vec_f32({2}, {0, 0}))
+      .init("var", vec_f32({2}, {1, 0}));
+  b.node("Conv", {"x", "w"}, {"c"})
+      .node("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"y"},
+            {{"epsilon", flt(0)}});
+  b.output("y");
+  const auto feeds = std::map<std::string, Tensor>{{"x", vec_f32({1, 2, 1, 2}, {2, -1, 3, 4})}};
+  const graph::Model out = check_passes(b.model(), {"simplify"}, feeds, 0.0);
+  EXPECT_EQ(count_ops(out.graph, "BatchNormalization"), 1u);
 }
 
 TEST(Simplify, BatchNormStaysWhenTheConvOutputHasAnotherReader) {
