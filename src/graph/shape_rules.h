@@ -141,5 +141,8 @@ SymShape window_shape(const Node& n, const SymShape& xs, Dim channels,
 /// The kernel's spatial size: attribute kernel_shape, else dims 2.. of the
 /// weight `w` when its rank is `rank`.
 std::vector<int64_t> kernel_of(const Node& n, const Info* w, size_t rank);
+/// Conv, ConvTranspose (and tailor's FusedConvTranspose), MaxPool,
+/// AveragePool: [N, channels, spatial out...] by window_shape.
+std::vector<Info> window(const NodeContext& c);
 
 }  // namespace tailor::graph::shape_rules

@@ -97,7 +97,8 @@ std::vector<Info> gemm(const NodeContext& c) {
   return {o};
 }
 
-/// Conv, ConvTranspose, MaxPool, AveragePool: [N, channels, spatial out...].
+}  // namespace
+
 std::vector<Info> window(const NodeContext& c) {
   const Info* x = c.in(0);
   const Info* w = c.in(1);
@@ -106,7 +107,7 @@ std::vector<Info> window(const NodeContext& c) {
   if (!x || !x->shape || x->shape->size() < 3) return {o};
   const SymShape& xs = *x->shape;
   const std::string& op = c.node.op_type;
-  const bool conv = op == "Conv", convt = op == "ConvTranspose";
+  const bool conv = op == "Conv", convt = op == "ConvTranspose" || op == "FusedConvTranspose";
   Dim channels = xs[1];
   if (conv || convt) {
     channels = Dim::unknown();
@@ -119,6 +120,8 @@ std::vector<Info> window(const NodeContext& c) {
   o.shape = window_shape(c.node, xs, channels, ks, convt, c.who());
   return {o};
 }
+
+namespace {
 
 std::vector<Info> global_pool(const NodeContext& c) {
   Info o = c.same(0);

@@ -109,24 +109,9 @@ std::vector<Info> compressed_conv(const NodeContext& c) {
   return {o};
 }
 
-// FusedConvTranspose: ConvTranspose's output, channels w[1]·group.
-std::vector<Info> fused_conv_transpose(const NodeContext& c) {
-  const Info* x = c.in(0);
-  const Info* w = c.in(1);
-  Info o;
-  if (x) o.dtype = x->dtype;
-  if (!x || !x->shape || x->shape->size() < 3) return {o};
-  const Dim channels = w && w->shape && (*w->shape)[1].is_known()
-                           ? Dim::known((*w->shape)[1].value * c.node.attr_int("group", 1))
-                           : Dim::unknown();
-  o.shape = window_shape(c.node, *x->shape, channels, kernel_of(c.node, w, x->shape->size()), true,
-                         c.who());
-  return {o};
-}
-
 const RuleEntry kTailorRules[] = {
     {"ai.tailor", "FusedConv", fused_conv},
-    {"ai.tailor", "FusedConvTranspose", fused_conv_transpose},
+    {"ai.tailor", "FusedConvTranspose", window},
     {"ai.tailor", "FusedGemm", fused_gemm},
     {"ai.tailor", "FusedMatMul", fused_matmul},
     {"ai.tailor", "LayerNormalization", same_as_input},

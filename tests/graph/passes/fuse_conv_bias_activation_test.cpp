@@ -6,8 +6,11 @@
 #include <cmath>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "pass_test_util.h"
 #include "tailor/graph/fused_ops.h"
+#include "tailor/graph/shape_inference.h"
 #include "tailor/io/onnx.h"
 #include "test_util.h"
 
@@ -69,6 +72,12 @@ TEST(FuseConvBiasActivation, ConvTransposeAndActivationBecomeOneFusedConvTranspo
       EXPECT_EQ(out.graph.nodes[0].op_type, "FusedConvTranspose");
       EXPECT_EQ(out.graph.nodes[0].attr_string("activation", ""),
                 act == "Relu" ? "relu" : "sigmoid");
+      // Its shape rule: 3 channels (w [2, 3, k, k]), 2·(4 − 1) + k pixels a side.
+      graph::Model inferred = out;
+      graph::infer_shapes(inferred);
+      const int64_t side = 2 * 3 + k;
+      EXPECT_EQ(inferred.graph.type_of("y")->to_string(),
+                fmt::format("f32[1, 3, {}, {}]", side, side));
     }
   // The detector's head through the default pipeline: ConvTranspose ─►
   // Add(bias) ─► BatchNormalization ─► Relu is one node.
