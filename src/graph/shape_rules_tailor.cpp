@@ -42,8 +42,28 @@ std::vector<Info> fused_matmul(const NodeContext& c) {
 }
 
 std::vector<Info> fused_elementwise(const NodeContext& c) {
+  // Attribute "upsample" (fh, fw per input): input i read as its rank-4
+  // value upsampled, its last two dims times fh and fw.
+  const std::vector<int64_t> up = c.node.attr_ints("upsample", {});
+  std::vector<Info> upsampled(c.node.inputs.size());
   std::vector<const Info*> ins;
-  for (size_t i = 0; i < c.node.inputs.size(); ++i) ins.push_back(c.in(i));
+  for (size_t i = 0; i < c.node.inputs.size(); ++i) {
+    const Info* x = c.in(i);
+    if (x && 2 * i + 1 < up.size() && (up[2 * i] != 1 || up[2 * i + 1] != 1)) {
+      upsampled[i] = *x;
+      if (upsampled[i].shape && upsampled[i].shape->size() == 4)
+        for (size_t k = 0; k < 2; ++k) {
+          Dim& d = (*upsampled[i].shape)[2 + k];
+          d = d.is_known() ? Dim::known(d.value * up[2 * i + k]) : Dim::unknown();
+        }
+      else
+        upsampled[i].shape.reset();
+      upsampled[i].value.reset();
+      upsampled[i].constant = Tensor();
+      x = &upsampled[i];
+    }
+    ins.push_back(x);
+  }
   Info o = c.same(0);
   o.shape = bcast(ins, c.who());
   return {o};

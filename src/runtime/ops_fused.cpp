@@ -262,6 +262,11 @@ class FusedElementwiseKernel final : public Kernel {
     }
     regs_ = n_in_ + static_cast<int64_t>(steps_.size());
     if (regs_ > kMaxRegs) init.fail("program too long");
+    up_ = init.node.attr_ints("upsample", {});
+    if (!up_.empty() && static_cast<int64_t>(up_.size()) != 2 * n_in_)
+      init.fail("upsample must hold 2 factors per input");
+    for (int64_t f : up_)
+      if (f < 1) init.fail("upsample factors must be >= 1");
   }
 
   void run(OpContext& ctx) override {
@@ -272,6 +277,10 @@ class FusedElementwiseKernel final : public Kernel {
       const Tensor& x = dense_input(ctx, static_cast<size_t>(i), held[static_cast<size_t>(i)]);
       if (x.dtype() != DType::f32) ctx.fail("inputs must be f32");
       ptrs[static_cast<size_t>(i)] = &x;
+    }
+    if (!up_.empty()) {
+      run_upsampled(ctx, ptrs);
+      return;
     }
     // The output shape: the inputs' when they agree (no Shape copied), else their broadcast.
     const bool same =
@@ -334,6 +343,117 @@ class FusedElementwiseKernel final : public Kernel {
   };
   static bool is_binary(ElementwiseOp op) {
     return op >= ElementwiseOp::add && op <= ElementwiseOp::pow;
+  }
+
+  /// With upsampled inputs (attribute "upsample": input i read as pixel
+  /// (y / fh, x / fw) of its rank-4 value, a nearest upsampling): output
+  /// planes (n, c) of the rank-4 broadcast of the inputs' upsampled shapes,
+  /// each upsampled input's plane repeated into a buffer (in cache, where a
+  /// Resize wrote the whole upsampled tensor to memory and the next op read
+  /// it back), the others read in place (advancing, or one value, by
+  /// broadcasting).
+  void run_upsampled(OpContext& ctx, const std::array<const Tensor*, kMaxInputs>& ins) const {
+    std::array<Shape, kMaxInputs> dims;  // each input as rank 4, upsampled
+    Shape shape;
+    for (int64_t i = 0; i < n_in_; ++i) {
+      const size_t u = static_cast<size_t>(i);
+      Shape d = ins[u]->shape();
+      if (d.size() > 4) ctx.fail("inputs of an upsampling program must be of rank <= 4");
+      if (upsampled(i) && d.size() != 4) ctx.fail("an upsampled input must be of rank 4");
+      if (upsampled(i)) d[2] *= up_[2 * u], d[3] *= up_[2 * u + 1];
+      shape = i == 0 ? d : broadcast_shapes(ctx, shape, d);
+      d.insert(d.begin(), 4 - d.size(), 1);
+      dims[u] = d;
+    }
+    if (shape.size() != 4) ctx.fail("an upsampling program's output must be of rank 4");
+    const int64_t nn = shape[0], cc = shape[1], hh = shape[2], ww = shape[3];
+    // Per input: element strides of n, c, y and x in its stored tensor (0
+    // where it broadcasts); an upsampled input's rows are its stored rows.
+    std::array<std::array<int64_t, 4>, kMaxInputs> stride{};
+    for (int64_t i = 0; i < n_in_; ++i) {
+      const size_t u = static_cast<size_t>(i);
+      const Shape& d = dims[u];
+      const int64_t fh = upsampled(i) ? up_[2 * u] : 1, fw = upsampled(i) ? up_[2 * u + 1] : 1;
+      if (upsampled(i) && (d[2] != hh || d[3] != ww))
+        ctx.fail("an upsampled input must cover the output's rows and columns");
+      const int64_t w = d[3] / fw, h = d[2] / fh;
+      const std::array<int64_t, 4> dense = {d[1] * h * w, h * w, w, 1};
+      for (size_t k = 0; k < 4; ++k) stride[u][k] = d[k] == 1 && shape[k] != 1 ? 0 : dense[k];
+    }
+    Tensor out = ctx.alloc(DType::f32, shape);
+    float* po = out.mutable_data<float>();
+    const int64_t planes = nn * cc, plane = hh * ww;
+    if (planes == 0 || plane == 0) {
+      ctx.outputs[0] = std::move(out);
+      return;
+    }
+    // An input whose plane is read whole: dense (row stride ww, column
+    // stride 1) or one value. Otherwise (broadcast along one of y, x) rows.
+    bool whole_planes = true;
+    for (int64_t i = 0; i < n_in_; ++i) {
+      const std::array<int64_t, 4>& sd = stride[static_cast<size_t>(i)];
+      whole_planes = whole_planes &&
+                     (upsampled(i) || (sd[2] == ww && sd[3] == 1) || (sd[2] == 0 && sd[3] == 0));
+    }
+    // Work items: (n, c) planes, each upsampled input's plane repeated into
+    // a buffer (a repeated row copied), then the program over the plane (or
+    // row by row).
+    linalg::parallel_for(
+        planes,
+        k::detail::worth_threads_elements(planes * plane, static_cast<int64_t>(steps_.size()) + 1),
+        [&](int64_t item) {
+          const int64_t n = item / cc, c = item % cc;
+          thread_local std::vector<float> buf;
+          buf.resize(static_cast<size_t>(n_in_ * plane));
+          std::array<const float*, kMaxInputs> base;
+          std::array<int64_t, kMaxInputs> off{}, st{};
+          base.fill(zero_.data<float>());
+          for (int64_t i = 0; i < n_in_; ++i) {
+            const size_t u = static_cast<size_t>(i);
+            const std::array<int64_t, 4>& sd = stride[u];
+            const float* x = ins[u]->data<float>() + n * sd[0] + c * sd[1];
+            if (!upsampled(i)) {
+              base[u] = x;
+              st[u] = sd[3] != 0 ? 1 : 0;
+              continue;
+            }
+            const int64_t fh = up_[2 * u], fw = up_[2 * u + 1], w = ww / fw;
+            float* pl = buf.data() + i * plane;
+            for (int64_t y = 0; y < hh; ++y) {
+              float* row = pl + y * ww;
+              if (y % fh != 0) {
+                std::copy(row - ww, row, row);
+                continue;
+              }
+              const float* src = x + (y / fh) * sd[2];
+              if (fw == 2) {
+                for (int64_t xs = 0; xs < w; ++xs) row[2 * xs] = row[2 * xs + 1] = src[xs];
+              } else {
+                for (int64_t xs = 0; xs < w; ++xs) std::fill_n(row + xs * fw, fw, src[xs]);
+              }
+            }
+            base[u] = pl;
+            st[u] = 1;
+          }
+          float* py = po + item * plane;
+          if (whole_planes) {
+            run_span(base, off, st, py, plane);
+            return;
+          }
+          for (int64_t y = 0; y < hh; ++y) {
+            std::array<int64_t, kMaxInputs> row_off{};
+            for (int64_t i = 0; i < n_in_; ++i)
+              row_off[static_cast<size_t>(i)] =
+                  upsampled(i) ? y * ww : y * stride[static_cast<size_t>(i)][2];
+            run_span(base, row_off, st, py + y * ww, ww);
+          }
+        });
+    ctx.outputs[0] = std::move(out);
+  }
+
+  bool upsampled(int64_t i) const {
+    const size_t u = static_cast<size_t>(i);
+    return !up_.empty() && (up_[2 * u] != 1 || up_[2 * u + 1] != 1);
   }
 
   /// One run of `len` output elements: inputs advance (stride 1) or repeat
@@ -470,6 +590,7 @@ class FusedElementwiseKernel final : public Kernel {
 
   std::vector<float> params_, consts_;
   std::vector<Step> steps_;
+  std::vector<int64_t> up_;  ///< "upsample": fh, fw per input, or empty
   int64_t n_in_ = 0, regs_ = 0;
 };
 

@@ -33,6 +33,10 @@
 //   broadcast to the output, step s writes register n+s; an operand r < 0
 //   reads constants[−r−1]), `params` (floats, 2 per step), `constants`
 //   (floats). Y = the last register, of the inputs' broadcast shape.
+//   Optional ints `upsample` (fh, fw per input, ≥ 1): input i, of rank 4, is
+//   read as its nearest upsampling, pixel (y / fh, x / fw) (the Resize of
+//   mode nearest, asymmetric, floor, whole scales [1, 1, fh, fw] that the
+//   fusion absorbs); the output is then of rank 4.
 // - Attention(Q, K, V, [mask]): Q [b, h, r, d], K and V [b, h, t, d], mask
 //   [r, t]; float `scale`. Y [b, h, r, d] = softmax(Q·Kᵀ·scale + mask)·V, the
 //   softmax over the t keys (llm/decoder_fusions emits it for decoder graphs).

@@ -1,6 +1,7 @@
 #include "fuse_elementwise.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string_view>
@@ -89,6 +90,31 @@ bool eligible(const FusionScope& s, size_t i) {
   return false;
 }
 
+/// The integer factors (along H, W) of node `i` when it is a nearest
+/// upsampling a group can read its input through: a default-domain Resize
+/// (opset ≥ 11) of a rank-4 f32 value, mode nearest, coordinate
+/// transformation asymmetric, nearest_mode floor, constant scales [1, 1, fh,
+/// fw] of whole numbers ≥ 1 and no sizes, so output pixel (y, x) is input
+/// pixel (y / fh, x / fw), a copy (the detector's FPN: Resize ─► Add).
+std::optional<std::pair<int64_t, int64_t>> upsampling(const FusionScope& s, size_t i) {
+  const Node& n = s.g.nodes[i];
+  if (!n.domain.empty() || n.op_type != "Resize" || s.opset < 11 || n.outputs.size() != 1 ||
+      n.inputs.size() < 3 || (n.inputs.size() > 3 && !n.inputs[3].empty()))
+    return std::nullopt;
+  if (!s.is_f32(n.inputs[0]) || s.rank(n.inputs[0]) != 4u || !s.is_f32(n.outputs[0]))
+    return std::nullopt;
+  if (n.attr_string("mode", "nearest") != "nearest" ||
+      n.attr_string("coordinate_transformation_mode", "half_pixel") != "asymmetric" ||
+      n.attr_string("nearest_mode", "round_prefer_floor") != "floor")
+    return std::nullopt;
+  const Tensor* sc = s.constant(n.inputs[2]);
+  if (!sc || sc->dtype() != DType::f32 || sc->numel() != 4) return std::nullopt;
+  const std::vector<float> f = sc->to_f32_vector();
+  const auto whole = [](float v) { return v >= 1.f && v <= 1024.f && v == std::floor(v); };
+  if (f[0] != 1.f || f[1] != 1.f || !whole(f[2]) || !whole(f[3])) return std::nullopt;
+  return std::make_pair(static_cast<int64_t>(f[2]), static_cast<int64_t>(f[3]));
+}
+
 /// A one-element f32 constant that can be an immediate operand (its rank
 /// does not exceed the other operand's).
 std::optional<float> immediate(const FusionScope& s, const std::string& v,
@@ -112,27 +138,39 @@ class Program {
   std::optional<Node> build(const std::set<size_t>& group) {
     collect_inputs(group);
     if (inputs_.size() > kFusedElementwiseMaxInputs || inputs_.empty()) return std::nullopt;
-    for (size_t k = 0; k < inputs_.size(); ++k) reg_[inputs_[k]] = static_cast<int64_t>(k);
+    for (size_t k = 0; k < inputs_.size(); ++k) reg_[read_as_[k]] = static_cast<int64_t>(k);
     next_ = static_cast<int64_t>(inputs_.size());
+    size_t steps = 0;
     for (size_t m : group) {
       const Node& n = s_.g.nodes[m];
+      if (upsampling(s_, m)) continue;  // an input read through its factors
       if (!emit_node(n)) return std::nullopt;
       reg_[n.outputs[0]] = next_ - 1;
+      ++steps;
     }
+    if (steps == 0) return std::nullopt;
     Node f = make_node("FusedElementwise", "", inputs_, {s_.g.nodes[*group.rbegin()].outputs[0]},
                        "ai.tailor");
     f.set("program", Attribute::of_ints(prog_));
     f.set("params", Attribute::of_floats(params_));
     f.set("constants", Attribute::of_floats(consts_));
+    if (std::any_of(factors_.begin(), factors_.end(), [](int64_t v) { return v != 1; }))
+      f.set("upsample", Attribute::of_ints(factors_));
     return f;
   }
 
  private:
   /// The run-time inputs: values produced outside the group that are not
   /// immediates, Clip bounds or a constant Pow exponent.
+  /// An upsampling member's input is an input too, read through its factors
+  /// (`factors_`, fh and fw per input), in the register of its output.
   void collect_inputs(const std::set<size_t>& group) {
     for (size_t m : group) {
       const Node& n = s_.g.nodes[m];
+      if (const auto up = upsampling(s_, m)) {
+        add_input(n.inputs[0], n.outputs[0], up->first, up->second);
+        continue;
+      }
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const std::string& in = n.inputs[k];
         if (in.empty()) continue;
@@ -142,9 +180,16 @@ class Program {
           continue;
         const std::string partner = n.inputs.size() == 2 ? n.inputs[1 - k] : in;
         if (n.inputs.size() == 2 && immediate(s_, in, partner)) continue;
-        if (std::find(inputs_.begin(), inputs_.end(), in) == inputs_.end()) inputs_.push_back(in);
+        add_input(in, in, 1, 1);
       }
     }
+  }
+
+  void add_input(const std::string& value, const std::string& read_as, int64_t fh, int64_t fw) {
+    if (std::find(read_as_.begin(), read_as_.end(), read_as) != read_as_.end()) return;
+    inputs_.push_back(value);
+    read_as_.push_back(read_as);
+    factors_.insert(factors_.end(), {fh, fw});
   }
 
   /// The register of input k of `n`, or −(index + 1) of a new immediate.
@@ -208,6 +253,8 @@ class Program {
 
   const FusionScope& s_;
   std::vector<std::string> inputs_;
+  std::vector<std::string> read_as_;  ///< per input: the value its register stands for
+  std::vector<int64_t> factors_;      ///< per input: fh, fw (1, 1: read as it is)
   std::map<std::string, int64_t> reg_;
   std::vector<int64_t> prog_;
   std::vector<float> params_, consts_;
@@ -221,7 +268,8 @@ std::optional<size_t> joining_producer(const FusionScope& s, const std::set<size
   const auto pit = s.producers.find(in);
   if (pit == s.producers.end() || group.count(pit->second) || s.claimed.count(pit->second))
     return std::nullopt;
-  if (!eligible(s, pit->second) || s.uses.graph_outputs.count(in)) return std::nullopt;
+  if ((!eligible(s, pit->second) && !upsampling(s, pit->second)) || s.uses.graph_outputs.count(in))
+    return std::nullopt;
   const auto& readers = s.uses.readers.at(in);
   if (!std::all_of(readers.begin(), readers.end(), [&](size_t r) { return group.count(r); }))
     return std::nullopt;
@@ -236,6 +284,9 @@ bool grow_round(const FusionScope& s, std::set<size_t>& group) {
   const std::vector<size_t> members(group.begin(), group.end());
   for (size_t m : members) {
     bool grew = false;
+    // An upsampling member's input stays an input: the registers hold the
+    // output's pixels, not its coarser ones.
+    if (upsampling(s, m)) continue;
     for (const auto& in : s.g.nodes[m].inputs) {
       const auto p = joining_producer(s, group, in);
       if (!p) continue;
