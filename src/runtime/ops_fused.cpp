@@ -374,8 +374,6 @@ class FusedElementwiseKernel final : public Kernel {
       const size_t u = static_cast<size_t>(i);
       const Shape& d = dims[u];
       const int64_t fh = upsampled(i) ? up_[2 * u] : 1, fw = upsampled(i) ? up_[2 * u + 1] : 1;
-      if (upsampled(i) && (d[2] != hh || d[3] != ww))
-        ctx.fail("an upsampled input must cover the output's rows and columns");
       const int64_t w = d[3] / fw, h = d[2] / fh;
       const std::array<int64_t, 4> dense = {d[1] * h * w, h * w, w, 1};
       for (size_t k = 0; k < 4; ++k) stride[u][k] = d[k] == 1 && shape[k] != 1 ? 0 : dense[k];
@@ -417,7 +415,10 @@ class FusedElementwiseKernel final : public Kernel {
               st[u] = sd[3] != 0 ? 1 : 0;
               continue;
             }
-            const int64_t fh = up_[2 * u], fw = up_[2 * u + 1], w = ww / fw;
+            // Upsampled rows or columns of one pixel broadcast (fh or fw is
+            // then 1): row 0, or its one value along the row.
+            const int64_t fh = dims[u][2] == 1 ? hh : up_[2 * u];
+            const int64_t fw = up_[2 * u + 1], w = dims[u][3] == 1 ? 1 : ww / fw;
             float* pl = buf.data() + i * plane;
             for (int64_t y = 0; y < hh; ++y) {
               float* row = pl + y * ww;
@@ -426,7 +427,9 @@ class FusedElementwiseKernel final : public Kernel {
                 continue;
               }
               const float* src = x + (y / fh) * sd[2];
-              if (fw == 2) {
+              if (w == 1) {
+                std::fill_n(row, ww, src[0]);
+              } else if (fw == 2) {
                 for (int64_t xs = 0; xs < w; ++xs) row[2 * xs] = row[2 * xs + 1] = src[xs];
               } else {
                 for (int64_t xs = 0; xs < w; ++xs) std::fill_n(row + xs * fw, fw, src[xs]);

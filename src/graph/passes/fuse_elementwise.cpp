@@ -94,8 +94,10 @@ bool eligible(const FusionScope& s, size_t i) {
 /// upsampling a group can read its input through: a default-domain Resize
 /// (opset ≥ 11) of a rank-4 f32 value, mode nearest, coordinate
 /// transformation asymmetric, nearest_mode floor, constant scales [1, 1, fh,
-/// fw] of whole numbers ≥ 1 and no sizes, so output pixel (y, x) is input
-/// pixel (y / fh, x / fw), a copy (the detector's FPN: Resize ─► Add).
+/// fw] of whole numbers ≥ 1 (not both 1) and no sizes, so output pixel (y,
+/// x) is input pixel (y / fh, x / fw), a copy (the detector's FPN: Resize ─►
+/// Add). Program::build takes one only into a group of a rank-4 output that
+/// does not compute the Resize's input itself.
 std::optional<std::pair<int64_t, int64_t>> upsampling(const FusionScope& s, size_t i) {
   const Node& n = s.g.nodes[i];
   if (!n.domain.empty() || n.op_type != "Resize" || s.opset < 11 || n.outputs.size() != 1 ||
@@ -111,7 +113,8 @@ std::optional<std::pair<int64_t, int64_t>> upsampling(const FusionScope& s, size
   if (!sc || sc->dtype() != DType::f32 || sc->numel() != 4) return std::nullopt;
   const std::vector<float> f = sc->to_f32_vector();
   const auto whole = [](float v) { return v >= 1.f && v <= 1024.f && v == std::floor(v); };
-  if (f[0] != 1.f || f[1] != 1.f || !whole(f[2]) || !whole(f[3])) return std::nullopt;
+  if (f[0] != 1.f || f[1] != 1.f || !whole(f[2]) || !whole(f[3]) || f[2] * f[3] == 1.f)
+    return std::nullopt;
   return std::make_pair(static_cast<int64_t>(f[2]), static_cast<int64_t>(f[3]));
 }
 
@@ -138,6 +141,16 @@ class Program {
   std::optional<Node> build(const std::set<size_t>& group) {
     collect_inputs(group);
     if (inputs_.size() > kFusedElementwiseMaxInputs || inputs_.empty()) return std::nullopt;
+    // With an upsampled input: an output of rank 4 (the kernel's planes), and
+    // no upsampled input the group itself computes (it would be removed).
+    const bool upsamples =
+        std::any_of(factors_.begin(), factors_.end(), [](int64_t v) { return v != 1; });
+    if (upsamples && s_.rank(s_.g.nodes[*group.rbegin()].outputs[0]) != 4u) return std::nullopt;
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+      if (factors_[2 * k] == 1 && factors_[2 * k + 1] == 1) continue;
+      const auto pit = s_.producers.find(inputs_[k]);
+      if (pit != s_.producers.end() && group.count(pit->second)) return std::nullopt;
+    }
     for (size_t k = 0; k < inputs_.size(); ++k) reg_[read_as_[k]] = static_cast<int64_t>(k);
     next_ = static_cast<int64_t>(inputs_.size());
     size_t steps = 0;
@@ -154,8 +167,7 @@ class Program {
     f.set("program", Attribute::of_ints(prog_));
     f.set("params", Attribute::of_floats(params_));
     f.set("constants", Attribute::of_floats(consts_));
-    if (std::any_of(factors_.begin(), factors_.end(), [](int64_t v) { return v != 1; }))
-      f.set("upsample", Attribute::of_ints(factors_));
+    if (upsamples) f.set("upsample", Attribute::of_ints(factors_));
     return f;
   }
 

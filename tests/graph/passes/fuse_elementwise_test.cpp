@@ -129,6 +129,56 @@ TEST(FuseElementwise, AnUpsampledGroupWithAnOperandBroadcastAlongRowsRunsRowByRo
   EXPECT_EQ(out.graph.nodes[0].attr_ints("upsample", {}), (std::vector<int64_t>{2, 3, 1, 1}));
 }
 
+// A nearest 2× Resize (asymmetric, floor) of `x` into `y` (opset 13).
+void nearest_resize(GraphBuilder& b, const std::string& x, const std::string& y,
+                    const std::string& scales) {
+  b.node("Resize", {x, "roi", scales}, {y},
+         {{"mode", graph::Attribute::of_string("nearest")},
+          {"coordinate_transformation_mode", graph::Attribute::of_string("asymmetric")},
+          {"nearest_mode", graph::Attribute::of_string("floor")}});
+}
+
+TEST(FuseElementwise, UpsamplingCasesAnOutsideTesterFound) {
+  // (1) The Resize's input computed in the group too (Relu read by the
+  // Resize and the Add): the fused node read a value the group removed.
+  {
+    GraphBuilder b(13);
+    b.input("a", {1, 3, 1, 1}).init("roi", vec_f32({0}, {})).init("s", vec_f32({4}, {1, 1, 2, 2}));
+    b.node("Relu", {"a"}, {"x"});
+    nearest_resize(b, "x", "u", "s");
+    b.node("Add", {"u", "x"}, {"y"}).output("y");
+    check_passes(b.model(), {"fuse"}, {{"a", random_f32({1, 3, 1, 1}, 1)}}, 0.0);
+  }
+  // (2) An upsampled value of one row (or column) broadcast down the rows
+  // (along the columns) of the output.
+  for (const bool rows : {true, false}) {
+    SCOPED_TRACE(rows ? "rows" : "columns");
+    const Shape xs = rows ? Shape{1, 2, 1, 3} : Shape{1, 2, 3, 1};
+    const Shape bs = rows ? Shape{1, 2, 4, 6} : Shape{1, 2, 6, 5};
+    GraphBuilder b(13);
+    b.input("x", xs).input("b", bs).init("roi", vec_f32({0}, {}));
+    b.init("s",
+           vec_f32({4}, rows ? std::vector<float>{1, 1, 1, 2} : std::vector<float>{1, 1, 2, 1}));
+    nearest_resize(b, "x", "u", "s");
+    b.node("Add", {"u", "b"}, {"y"}).output("y");
+    const graph::Model out = check_passes(
+        b.model(), {"fuse"}, {{"x", random_f32(xs, 1)}, {"b", random_f32(bs, 2)}}, 0.0);
+    EXPECT_EQ(out.graph.nodes.size(), 1u);
+  }
+  // (3) A rank-5 output: the Resize stays out (the kernel runs rank-4 planes).
+  {
+    GraphBuilder b(13);
+    b.input("x", {1, 2, 3, 3}).input("b", {2, 1, 2, 6, 6}).init("roi", vec_f32({0}, {}));
+    b.init("s", vec_f32({4}, {1, 1, 2, 2}));
+    nearest_resize(b, "x", "u", "s");
+    b.node("Add", {"u", "b"}, {"y"}).output("y");
+    const graph::Model out = check_passes(
+        b.model(), {"fuse"},
+        {{"x", random_f32({1, 2, 3, 3}, 1)}, {"b", random_f32({2, 1, 2, 6, 6}, 2)}}, 0.0);
+    EXPECT_EQ(count_ops(out.graph, "Resize"), 1u);
+  }
+}
+
 TEST(FuseElementwise, OtherResizesStayOutsideTheGroup) {
   // Linear, half_pixel, a fractional scale: not a copy of input pixels.
   for (const auto& [mode, transform, scales] :
