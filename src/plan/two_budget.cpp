@@ -391,15 +391,18 @@ CalibratedPlan latency_calibrated_plan(
     for (const LatencyRound& r : out.rounds)
       rounds += fmt::format("{}{:.4g} → {:.4g}", rounds.empty() ? "" : ", ", r.predicted,
                             r.on_profile_clock);
-    throw Error(source, fmt::format("--max-latency {:.4g} ms is out of reach within {} bytes: the "
-                                    "{} at that byte budget measured {:.4g} ms ({:.3f}× the "
-                                    "original; predicted {:.4g} ms); plans measured, predicted → "
-                                    "measured ms: {}",
-                                    max_latency, budget_bytes,
-                                    floor_measured ? "fastest plan" : "fastest plan measured",
-                                    out.rounds[fastest].on_profile_clock,
-                                    out.rounds[fastest].plan_ms / out.rounds[fastest].original_ms,
-                                    out.rounds[fastest].predicted, rounds));
+    throw Error(
+        source,
+        fmt::format("--max-latency {:.4g} ms is out of reach within {} bytes: {} measured "
+                    "{:.4g} ms ({:.3f}× the original; predicted {:.4g} ms); plans "
+                    "measured, predicted → measured ms: {}",
+                    max_latency, budget_bytes,
+                    floor_measured ? "the fastest plan at that byte budget"
+                                   : "the predicted-fastest plan was not reached; the fastest of "
+                                     "those at that byte budget",
+                    out.rounds[fastest].on_profile_clock,
+                    out.rounds[fastest].plan_ms / out.rounds[fastest].original_ms,
+                    out.rounds[fastest].predicted, rounds));
   }
   out.plan = std::move(plans[*best]);
   return out;

@@ -344,10 +344,8 @@ DecisionSpace model_space(const graph::Model& model, const TuneRecord& record,
     // made by a tailor whose passes offered other decisions.
     std::string odd;
     for (const Decision& d : space.decisions)
-      if (recorded.find(d.name) < 0) {
+      if (odd.empty() && recorded.find(d.name) < 0)
         odd = "; the model has '" + d.name + "', the record does not";
-        break;
-      }
     for (const Decision& d : recorded.decisions)
       if (odd.empty() && space.find(d.name) < 0)
         odd = "; the record has '" + d.name + "', the model does not";
