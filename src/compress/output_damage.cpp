@@ -223,6 +223,27 @@ void check_finite_inputs(const std::map<std::string, Tensor>& inputs, const std:
                                       bad.first_value));
 }
 
+namespace {
+
+/// Sets weight `name` of `m`, an initializer or a Constant node's output of
+/// the main graph, to `t`. Throws Error naming it when it is neither.
+void set_weight_value(graph::Model& m, const std::string& name, const Tensor& t) {
+  if (auto it = m.graph.initializers.find(name); it != m.graph.initializers.end()) {
+    it->second = t;
+    return;
+  }
+  for (graph::Node& node : m.graph.nodes)
+    if (node.op_type == "Constant" && node.outputs.size() == 1 && node.outputs[0] == name) {
+      node.set("value", graph::Attribute::of_tensor(t));
+      return;
+    }
+  throw Error(name,
+              "output damage in context: not an initializer or Constant output of the "
+              "model's main graph");
+}
+
+}  // namespace
+
 void measure_output_damage(const graph::Model& model,
                            const std::vector<std::map<std::string, Tensor>>& inputs,
                            ModelProfile& profile, const DamageOptions& o) {
@@ -241,6 +262,16 @@ void measure_output_damage(const graph::Model& model,
     if (o.metric != DamageMetric::relative_error) outputs.resize(1);
   }
 
+  // In context (DamageOptions::context): the runs use the model holding the
+  // context's weights, one per fold, loaded (its kernels packed) as any
+  // model; same graph, so the same schedule and cuts.
+  std::vector<std::unique_ptr<runtime::Executor>> context;
+  for (const std::map<std::string, Tensor>& values : o.context) {
+    graph::Model in_context = ex.model();
+    for (const auto& [name, t] : values) set_weight_value(in_context, name, t);
+    context.push_back(std::make_unique<runtime::Executor>(std::move(in_context)));
+  }
+
   // One run per input held at a cut; the reference outputs from the full schedule.
   std::vector<runtime::CutRun> runs;
   std::vector<std::map<std::string, Tensor>> reference;
@@ -250,8 +281,13 @@ void measure_output_damage(const graph::Model& model,
                                   ? o.input_labels[k]
                                   : fmt::format("calibration input {} of {}", k, inputs.size());
     try {
-      runs.emplace_back(ex, inputs[k]);
-      reference.push_back(runs.back().finish());
+      if (context.empty()) {
+        runs.emplace_back(ex, inputs[k]);
+        reference.push_back(runs.back().finish());
+      } else {  // the run in the context's model, against the original's outputs
+        runs.emplace_back(*context[k % context.size()], inputs[k]);
+        reference.push_back(runtime::CutRun(ex, inputs[k]).finish());
+      }
     } catch (const Error& e) {  // a node's error on this input: name the input too
       throw Error(label, e.what());
     }
@@ -377,6 +413,11 @@ void measure_output_damage(const graph::Model& model,
       if (o.only.empty() || measured[c]) {
         layer.candidates[c].output_damage.reset();
         layer.candidates[c].output_damage_fitted = false;
+      }
+      if (layer.candidates[c].label == "dense" && !o.context.empty() && measured[c]) {
+        // In context, dense puts the original weight back in the context's model.
+        stored[c] = graph::find_weight(run_weights, layer.name)->tensor;
+        continue;
       }
       if (layer.candidates[c].label == "dense" || !measured[c] || crossfit[c]) continue;
       const EncodedLayer e = encode_layer(*w, layer.candidates[c].label, params, o.seed, l);

@@ -252,6 +252,21 @@ Calibration verification_inputs(const graph::Model& model, const graph::Model* l
   return llama ? llama_calibration(*llama, o, true) : onnx_calibration(model, o, true);
 }
 
+DamageOptions damage_options(const OutputObjective& objective, const ProfileOptions& po,
+                             const ModelProfile& profile) {
+  const Calibration& c = objective.calibration;
+  DamageOptions d;
+  d.metric = c.metric;
+  d.outputs = c.outputs;
+  d.input_labels = c.labels;
+  d.scheme_defaults = po.scheme_defaults;
+  std::set<std::string> names;
+  for (const LayerProfile& l : profile.layers) names.insert(l.name);
+  d.grams = objective.grams.get(names);
+  d.threads = po.threads;
+  return d;
+}
+
 void measure_profile_damage(const graph::Model& run_model, const OutputObjective& objective,
                             const ProfileOptions& po, ModelProfile& part,
                             const std::vector<size_t>& indices, size_t count,
@@ -263,14 +278,7 @@ void measure_profile_damage(const graph::Model& run_model, const OutputObjective
   part.output_metric = damage_metric_name(c.metric);
   part.calibration = c.description;
   if (indices.empty()) return;
-  DamageOptions d;
-  d.metric = c.metric;
-  d.outputs = c.outputs;
-  d.scheme_defaults = po.scheme_defaults;
-  std::set<std::string> names;
-  for (const LayerProfile& l : part.layers) names.insert(l.name);
-  d.grams = objective.grams.get(names);
-  d.threads = po.threads;
+  DamageOptions d = damage_options(objective, po, part);
   d.fitted = objective.fitted;
   d.layer_done = std::move(layer_done);
   // A whole-length profile: layer l keeps its place, so its candidates are
@@ -292,7 +300,6 @@ void measure_profile_damage(const graph::Model& run_model, const OutputObjective
       part.layers[k] = std::move(whole.layers[indices[k]]);
   };
   try {
-    d.input_labels = c.labels;
     measure_output_damage(run_model, c.inputs, whole, d);
   } catch (...) {
     put_back();

@@ -146,13 +146,25 @@ struct DamageOptions {
   /// its measured members (fit_layer_damage). measure_fitted_picks measures
   /// a plan's fitted picks so. An index out of range: Error.
   std::map<size_t, std::vector<size_t>> only;
+  /// Damage in context (damage_context.h): when not empty, input k runs the
+  /// model holding the weights of context[k mod size] (a weight name → its
+  /// value in the stored shape and the run's dtype) in place of its own, and
+  /// D(ℓ, c) is the metric of that context's model with weight ℓ then
+  /// replaced by candidate c, against the original model's outputs. The
+  /// "dense" candidate is measured too (weight ℓ back to the original). A
+  /// -gptq candidate's cross-fitting Gram comes from the context's activations
+  /// at the cut, the inputs that layer sees in the context. A context holding
+  /// a weight that is not an initializer or Constant output of the main
+  /// graph: Error naming it.
+  std::vector<std::map<std::string, Tensor>> context;
 };
 
 /// Sets output_damage of every candidate of every layer of `profile` (made
 /// from `model`): D(ℓ, c) = the metric between the original model's outputs
 /// and the outputs with only weight ℓ replaced by candidate c's decoded stored
 /// factors (encode_layer, then the weight's stored layout), over `inputs`
-/// (each a map of every graph input). A "dense" candidate is 0 by definition.
+/// (each a map of every graph input). A "dense" candidate is 0 by definition
+/// (in context, DamageOptions::context, it is measured).
 /// A candidate that changes the arithmetic (int8-a8: the rows of the
 /// layer's input rounded to int8) is measured on the arithmetic the runtime
 /// runs: its compressed op (graph::compressed_op, run alone on the layer's

@@ -156,6 +156,13 @@ Grams calibration_grams(const graph::Model& model,
 Calibration verification_inputs(const graph::Model& model, const graph::Model* llama,
                                 const CompressOptions& options);
 
+/// The settings the profile's damage pass measures `profile`'s layers with:
+/// `objective`'s calibration metric, outputs and input labels,
+/// `profile_options`' scheme settings and threads, and the Grams of those
+/// layers (computed on request). Throws Error as GramSource::get does.
+DamageOptions damage_options(const OutputObjective& objective,
+                             const ProfileOptions& profile_options, const ModelProfile& profile);
+
 /// Measures output damage D(ℓ, c) (measure_output_damage) of every candidate of
 /// every layer of `part`, on `run_model` (the llama decoder graph, else the
 /// model): part.layers[k] is layer `indices[k]` (ascending) of the `count`
