@@ -2,7 +2,8 @@
 // output does, and how well does the scalable (fitted) damage predict the
 // measured one? (issue 13, items 1 and 2). On any model compress takes:
 //
-//   spearman_check MODEL LABEL [RANDOM] [--calib DIR] [--singles N] [--damage MODE]
+//   spearman_check MODEL LABEL [RANDOM] [--calib DIR | --ocr-lines DIR] [--singles N]
+//                  [--damage MODE] [--context]
 //
 // --damage fitted (or auto): the profile compress itself plans with on a
 // large model (ISNet: its probes measured, the other candidates α·e²), read
@@ -41,6 +42,14 @@
 // ties) over all plans and over the random ones, and the predicted/measured
 // ratios (min, median, max).
 //
+// --context (measured damage only): a third prediction, damage in context
+// (compress/damage_context.h) around the first plan, exact's under the
+// output objective: its whole damage on the calibration inputs plus each
+// layer's marginal around it, every candidate measured again in that
+// plan's model. Printed as "ctx pred" beside each plan, with its Spearman ρ
+// and ratios. --ocr-lines DIR: a recogniser's OCR lines (compress's
+// --ocr-lines), calibration on the even ones, measured on the odd ones.
+//
 // --singles N: does Σ D add up? For the N layers of largest D at LABEL, on
 // the calibration inputs: the plan taking LABEL at that layer alone,
 // measured whole (for a round-to-nearest LABEL it should equal D: the
@@ -57,8 +66,10 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "tailor/compress/compress.h"
+#include "tailor/compress/damage_context.h"
 #include "tailor/compress/damage_fit.h"
 #include "tailor/compress/output_damage.h"
 #include "tailor/compress/output_profile.h"
@@ -172,11 +183,16 @@ void print_fit_errors(const ModelProfile& measured, const ModelProfile& fitted) 
 
 int main(int argc, char** argv) try {
   std::vector<std::string> pos;
-  std::string calib_dir, damage = "measured";
+  std::string calib_dir, ocr_lines, damage = "measured";
   int n_singles = 0;
+  bool in_context = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--calib") == 0 && i + 1 < argc) {
       calib_dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--ocr-lines") == 0 && i + 1 < argc) {
+      ocr_lines = argv[++i];
+    } else if (std::strcmp(argv[i], "--context") == 0) {
+      in_context = true;
     } else if (std::strcmp(argv[i], "--singles") == 0 && i + 1 < argc) {
       n_singles = std::stoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--damage") == 0 && i + 1 < argc) {
@@ -187,8 +203,8 @@ int main(int argc, char** argv) try {
   }
   if (pos.size() < 2) {
     fmt::print(stderr,
-               "usage: spearman_check MODEL LABEL [RANDOM] [--calib DIR] [--singles N] "
-               "[--damage measured|fitted|auto]\n");
+               "usage: spearman_check MODEL LABEL [RANDOM] [--calib DIR | --ocr-lines DIR] "
+               "[--singles N] [--damage measured|fitted|auto] [--context]\n");
     return 2;
   }
   if (damage != "measured" && damage != "fitted" && damage != "auto") {
@@ -197,6 +213,10 @@ int main(int argc, char** argv) try {
     return 2;
   }
   const bool all_measured = damage == "measured";
+  if (in_context && !all_measured) {
+    fmt::print(stderr, "spearman_check: --context needs --damage measured\n");
+    return 2;
+  }
   const std::string model_path = pos[0], label = pos[1];
   const int n_random = pos.size() > 2 ? std::stoi(pos[2]) : 10;
 
@@ -208,6 +228,7 @@ int main(int argc, char** argv) try {
   // The default catalog: --uniform alone would profile dense and LABEL only.
   co.schemes = compress::default_schemes();
   co.calib_dir = calib_dir;
+  co.ocr_lines = ocr_lines;
   co.damage = damage;
   co.out_dir =
       (std::filesystem::temp_directory_path() / fmt::format("tailor-spearman-check-{}", ::getpid()))
@@ -378,9 +399,21 @@ int main(int argc, char** argv) try {
       "fitted); measured ({}) on {}\n",
       model_path, budget, label, plans.size(), profile.calibration, damage, n_fitted, n_candidates,
       compress::damage_metric_name(eval.metric), eval.description);
-  fmt::print("{:<18} {:>10} {:>11} {:>11} {:>11} {:>7} {:>7} {:>11} {:>7}\n", "plan", "bytes",
-             "predicted", "pred fitted", "measured", "pred/m", "fit/m", "meas calib", "pred/c");
+  // --context: around the first plan (exact's, output objective).
+  std::optional<compress::DamageInContext> dc;
+  if (in_context) {
+    dc = compress::measure_damage_in_context(mf, run_model, objective, po, profile,
+                                             as_plan(plans.front().choice, "context"));
+    fmt::print(
+        "damage in context of {}: whole on the calibration inputs {:.5g} (cross-fitted), "
+        "every candidate measured around it in {:.1f} s\n",
+        plans.front().name, dc->context_damage, dc->seconds);
+  }
+  fmt::print("{:<18} {:>10} {:>11} {:>11} {:>11} {:>7} {:>7} {:>11} {:>7}{}\n", "plan", "bytes",
+             "predicted", "pred fitted", "measured", "pred/m", "fit/m", "meas calib", "pred/c",
+             dc ? "    ctx pred   ctx/m" : "");
   std::vector<double> pred, fit, meas, pred_r, fit_r, meas_r, ratio, ratio_f, meas_c, ratio_c;
+  std::vector<double> ctx, ratio_x;
   for (const Named& p : plans) {
     const auto [pl, enc] = encode_choice(p.choice, p.name);
     const double predicted = pl.objective_value, f = plan::evaluate(problem_fitted, p.choice);
@@ -397,8 +430,15 @@ int main(int argc, char** argv) try {
       fit_r.push_back(f);
       meas_r.push_back(m);
     }
-    fmt::print("{:<18} {:>10} {:>11.5g} {:>11.5g} {:>11.5g} {:>7.3f} {:>7.3f} {:>11.5g} {:>7.3f}\n",
-               p.name, pl.total_bytes, predicted, f, m, predicted / m, f / m, mc, predicted / mc);
+    std::string in_ctx;
+    if (dc) {
+      ctx.push_back(compress::predicted_in_context(*dc, pl));
+      ratio_x.push_back(ctx.back() / m);
+      in_ctx = fmt::format(" {:>11.5g} {:>7.3f}", ctx.back(), ratio_x.back());
+    }
+    fmt::print(
+        "{:<18} {:>10} {:>11.5g} {:>11.5g} {:>11.5g} {:>7.3f} {:>7.3f} {:>11.5g} {:>7.3f}{}\n",
+        p.name, pl.total_bytes, predicted, f, m, predicted / m, f / m, mc, predicted / mc, in_ctx);
     std::fflush(stdout);
   }
   // The two predictions' names: measured D and fitted D, or (--damage
@@ -426,6 +466,16 @@ int main(int argc, char** argv) try {
   fmt::print(
       "predicted/measured on the calibration inputs: min {:.3f}, median {:.3f}, max {:.3f}\n",
       ratio_c.front(), ratio_c[ratio_c.size() / 2], ratio_c.back());
+  if (dc) {
+    const double rho = spearman(ctx, meas);
+    std::sort(ratio_x.begin(), ratio_x.end());
+    const auto within = std::count_if(ratio_x.begin(), ratio_x.end(),
+                                      [](double x) { return x >= 0.5 && x <= 2.0; });
+    fmt::print(
+        "in context: Spearman rho vs measured {:.3f}; predicted/measured min {:.3f}, median "
+        "{:.3f}, max {:.3f}; {} of {} plans within 0.5-2x\n",
+        rho, ratio_x.front(), ratio_x[ratio_x.size() / 2], ratio_x.back(), within, ratio_x.size());
+  }
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "spearman_check: {}\n", e.what());
