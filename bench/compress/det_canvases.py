@@ -7,7 +7,8 @@ left indent and gap that depend on i; wider lines are scaled down to fit), and
 writes each canvas as x.npy [1, 3, SIZE, SIZE] f32 under OUT/<k>/ with
 PaddleOCR's detector normalisation: (pixel / 255 − mean) / std per channel,
 mean (0.485, 0.456, 0.406), std (0.229, 0.224, 0.225), pixels replicated to
-three channels (the lines are greyscale). Also writes OUT/<k>.png to look at.
+three channels (the lines are greyscale). Also writes OUT/<k>/x.png to look
+at (compress --calib reads only the .npy of each input folder).
 `tailor compress --calib OUT` calibrates on the even-numbered canvases and
 verifies on the odd ones, so no text line is in both sets.
 
@@ -96,5 +97,5 @@ for k, c in enumerate(canvases):
     os.makedirs(d, exist_ok=True)
     x = (np.repeat(c[None].astype(np.float32) / 255.0, 3, axis=0) - mean) / std
     np.save(os.path.join(d, "x.npy"), x[None].astype(np.float32))
-    Image.fromarray(c).save(os.path.join(out, f"{k:02d}.png"))
+    Image.fromarray(c).save(os.path.join(d, "x.png"))
 print(f"{n} canvases {size}x{size} in {out}")
