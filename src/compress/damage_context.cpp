@@ -19,11 +19,6 @@
 
 namespace tailor::compress {
 
-bool context_measurable(const plan::Plan& plan) {
-  return std::none_of(plan.choices.begin(), plan.choices.end(),
-                      [](const plan::PlanChoice& c) { return c.label == "int8-a8"; });
-}
-
 namespace {
 
 /// `plan` encoded once per fold of D's cross-fitting (input k in fold k mod

@@ -137,8 +137,6 @@ TEST(DamageInContext, ThePredictionIsExactAtThePlanAndOneLayerAway) {
   // An int8-a8 pick cannot be a context.
   plan::Plan a8 = p8;
   a8.choices.front().label = "int8-a8";
-  EXPECT_FALSE(compress::context_measurable(a8));
-  EXPECT_TRUE(compress::context_measurable(p8));
   testing::expect_error_naming(
       [&] { compress::measure_damage_in_context(m, m, objective, po, profile, a8); },
       a8.choices.front().layer, "int8-a8");

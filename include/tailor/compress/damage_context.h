@@ -16,7 +16,11 @@
 //
 // Measured on the recogniser (40 calibration lines, 40 held out), P = uniform
 // int8 and Q = P with 1–38 random layers at int4-g32: this prediction was
-// 0.80–2.03× the held-out damage over 16 plans. Σ D was 1.29–3.4×.
+// 0.80–2.03× the held-out damage over 14 plans. Σ D was 1.29–3.39×. Far from
+// P it fails: an exact solver re-solving on the marginals moved 31 of 38
+// picks and predicted −0.096 for a plan that measured 5× P's damage. So
+// compress plans on Σ D, and `spearman_check --context` compares the two
+// predictions (docs/benchmarks.md, stop 51).
 #pragma once
 
 #include <string>
@@ -37,8 +41,9 @@ struct DamageInContext {
   /// of the inputs outside its fold.
   double context_damage = 0;
   /// The profile with each candidate's output_damage set to its marginal,
-  /// shifted so that each layer's least is 0: M(ℓ, c) − min_c' M(ℓ, c'). The
-  /// solver's objective; every other field as the profile measured around.
+  /// shifted so that each layer's least is 0: M(ℓ, c) − min_c' M(ℓ, c'),
+  /// what predicted_in_context sums (an objective a solver could take);
+  /// every other field as in the profile measured around.
   ModelProfile profile;
   /// predicted(Q) = offset + Σ_ℓ profile's D(ℓ, Q_ℓ), where offset =
   /// damage(P) + Σ_ℓ min_c M(ℓ, c) (≤ damage(P)).
@@ -47,10 +52,6 @@ struct DamageInContext {
   double seconds = 0;
 };
 
-/// Whether a plan can be a context: every pick is weight-only. An int8-a8
-/// pick changes the arithmetic, which a replaced weight cannot show.
-bool context_measurable(const plan::Plan& plan);
-
 /// Measures every candidate of every layer of `profile` around `context`.
 /// `profile` is made from `model`, whose weights the candidates encode; the
 /// runs use `run_model` (the llama decoder graph, else `model`). Calibration
@@ -58,8 +59,9 @@ bool context_measurable(const plan::Plan& plan);
 /// threads from `profile_options`, as the profile's own damage pass used
 /// them. Cost: one damage pass (measure_output_damage with
 /// DamageOptions::context) plus one whole run per input. Throws Error when
-/// the context has an int8-a8 pick or is not a plan of `profile` (naming the
-/// layer), and as measure_output_damage does.
+/// the context has an int8-a8 pick (it changes the arithmetic, which a
+/// replaced weight cannot show) or is not a plan of `profile`, naming the
+/// layer, and as measure_output_damage does.
 DamageInContext measure_damage_in_context(const graph::Model& model, const graph::Model& run_model,
                                           const OutputObjective& objective,
                                           const ProfileOptions& profile_options,
