@@ -98,4 +98,7 @@ for k, c in enumerate(canvases):
     x = (np.repeat(c[None].astype(np.float32) / 255.0, 3, axis=0) - mean) / std
     np.save(os.path.join(d, "x.npy"), x[None].astype(np.float32))
     Image.fromarray(c).save(os.path.join(d, "x.png"))
+    stale = os.path.join(out, f"{k:02d}.png")  # where versions before stop 51 put it
+    if os.path.exists(stale):
+        os.remove(stale)  # compress --calib refuses files beside input folders
 print(f"{n} canvases {size}x{size} in {out}")

@@ -47,7 +47,11 @@
 // output objective: its whole damage on the calibration inputs plus each
 // layer's marginal around it, every candidate measured again in that
 // plan's model. Printed as "ctx pred" beside each plan, with its Spearman ρ
-// and ratios. --ocr-lines DIR: a recogniser's OCR lines (compress's
+// and ratios. At the context plan itself "ctx pred" is its whole damage on
+// the calibration inputs with -gptq layers cross-fitted, where "meas calib"
+// encodes them with every calibration input's Gram (in-sample), so the two
+// differ for a plan with -gptq layers. A first-order sum below 0 (far from
+// the context) is printed as 0. --ocr-lines DIR: a recogniser's OCR lines (compress's
 // --ocr-lines), calibration on the even ones, measured on the odd ones.
 //
 // --singles N: does Σ D add up? For the N layers of largest D at LABEL, on
@@ -186,25 +190,51 @@ int main(int argc, char** argv) try {
   std::string calib_dir, ocr_lines, damage = "measured";
   int n_singles = 0;
   bool in_context = false;
+  const char* usage =
+      "usage: spearman_check MODEL LABEL [RANDOM] [--calib DIR | --ocr-lines DIR] "
+      "[--singles N] [--damage measured|fitted|auto] [--context]\n";
+  // A count argument: a whole number ≥ 0, else nullopt.
+  auto count = [](const std::string& v) -> std::optional<int> {
+    if (v.empty() || v.size() > 6 || !std::all_of(v.begin(), v.end(), ::isdigit))
+      return std::nullopt;
+    return std::stoi(v);
+  };
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--calib") == 0 && i + 1 < argc) {
+    const std::string a = argv[i];
+    const bool takes_value =
+        a == "--calib" || a == "--ocr-lines" || a == "--singles" || a == "--damage";
+    if (takes_value && i + 1 >= argc) {
+      fmt::print(stderr, "spearman_check: {} needs a value\n{}", a, usage);
+      return 2;
+    }
+    if (a == "--calib") {
       calib_dir = argv[++i];
-    } else if (std::strcmp(argv[i], "--ocr-lines") == 0 && i + 1 < argc) {
+    } else if (a == "--ocr-lines") {
       ocr_lines = argv[++i];
-    } else if (std::strcmp(argv[i], "--context") == 0) {
+    } else if (a == "--context") {
       in_context = true;
-    } else if (std::strcmp(argv[i], "--singles") == 0 && i + 1 < argc) {
-      n_singles = std::stoi(argv[++i]);
-    } else if (std::strcmp(argv[i], "--damage") == 0 && i + 1 < argc) {
+    } else if (a == "--singles") {
+      const std::optional<int> n = count(argv[++i]);
+      if (!n) {
+        fmt::print(stderr, "spearman_check: --singles takes a count, not '{}'\n", argv[i]);
+        return 2;
+      }
+      n_singles = *n;
+    } else if (a == "--damage") {
       damage = argv[++i];
+    } else if (a.rfind("--", 0) == 0) {
+      fmt::print(stderr, "spearman_check: unknown option {}\n{}", a, usage);
+      return 2;
     } else {
-      pos.emplace_back(argv[i]);
+      pos.push_back(a);
     }
   }
-  if (pos.size() < 2) {
-    fmt::print(stderr,
-               "usage: spearman_check MODEL LABEL [RANDOM] [--calib DIR | --ocr-lines DIR] "
-               "[--singles N] [--damage measured|fitted|auto] [--context]\n");
+  if (pos.size() < 2 || pos.size() > 3) {
+    fmt::print(stderr, "{}", usage);
+    return 2;
+  }
+  if (pos.size() == 3 && !count(pos[2])) {
+    fmt::print(stderr, "spearman_check: RANDOM takes a count, not '{}'\n", pos[2]);
     return 2;
   }
   if (damage != "measured" && damage != "fitted" && damage != "auto") {
@@ -218,7 +248,7 @@ int main(int argc, char** argv) try {
     return 2;
   }
   const std::string model_path = pos[0], label = pos[1];
-  const int n_random = pos.size() > 2 ? std::stoi(pos[2]) : 10;
+  const int n_random = pos.size() > 2 ? *count(pos[2]) : 10;
 
   // compress's profile (every candidate's damage measured, or as --damage
   // says), and B.

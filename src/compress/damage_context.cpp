@@ -126,7 +126,7 @@ double predicted_in_context(const DamageInContext& in_context, const plan::Plan&
   double sum = in_context.offset;
   for (size_t l = 0; l < picks.size(); ++l)
     sum += *in_context.profile.layers[l].candidates[static_cast<size_t>(picks[l])].output_damage;
-  return sum;
+  return std::max(sum, 0.0);  // far from the context the first-order sum can fall below 0
 }
 
 }  // namespace tailor::compress

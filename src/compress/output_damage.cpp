@@ -273,7 +273,11 @@ void measure_output_damage(const graph::Model& model,
   }
 
   // One run per input held at a cut; the reference outputs from the full schedule.
-  std::vector<runtime::CutRun> runs;
+  // In context, also the original's runs: the cross-fitted candidates are
+  // encoded against the original's activations, as the context's own -gptq
+  // layers are, so a layer's pick measured in context is the context itself.
+  std::vector<runtime::CutRun> runs, originals;
+  originals.reserve(context.empty() ? 0 : inputs.size());
   std::vector<std::map<std::string, Tensor>> reference;
   runs.reserve(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -286,7 +290,8 @@ void measure_output_damage(const graph::Model& model,
         reference.push_back(runs.back().finish());
       } else {  // the run in the context's model, against the original's outputs
         runs.emplace_back(*context[k % context.size()], inputs[k]);
-        reference.push_back(runtime::CutRun(ex, inputs[k]).finish());
+        originals.emplace_back(ex, inputs[k]);
+        reference.push_back(originals.back().finish());
       }
     } catch (const Error& e) {  // a node's error on this input: name the input too
       throw Error(label, e.what());
@@ -392,13 +397,17 @@ void measure_output_damage(const graph::Model& model,
         crossfit[c] = measured[c] && reads_gram(layer.candidates[c].label);
     std::vector<std::vector<Tensor>> fold_stored;
     if (std::find(crossfit.begin(), crossfit.end(), true) != crossfit.end()) {
-      for_each_input(runs.size(), workers, [&](size_t k) { runs[k].advance(cut[l]); });
+      for_each_input(runs.size(), workers, [&](size_t k) {
+        runs[k].advance(cut[l]);
+        if (!originals.empty()) originals[k].advance(cut[l]);
+      });
       const runtime::LayerInput& li = read->second.front();
       fold_stored.assign(folds, std::vector<Tensor>(layer.candidates.size()));
       for (size_t f = 0; f < folds; ++f) {
         runtime::InputStats outside({li}, true);
         for (size_t k = 0; k < runs.size(); ++k)
-          if (k % folds != f) outside.add({{li.value, runs[k].value(li.value)}});
+          if (k % folds != f)
+            outside.add({{li.value, (originals.empty() ? runs[k] : originals[k]).value(li.value)}});
         schemes::SchemeParams fp = params;
         fp.gram = std::make_shared<const schemes::Gram>(outside.take_grams().at(layer.name));
         for (size_t c = 0; c < layer.candidates.size(); ++c) {

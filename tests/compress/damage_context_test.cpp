@@ -105,37 +105,45 @@ TEST(DamageInContext, ThePredictionIsExactAtThePlanAndOneLayerAway) {
   compress::CompressOptions co = testing::cls_options(dir);
   const graph::Model m = graph::import_onnx(kCls);
   ProfileOptions po = compress::compress_profile_options(co, nullptr);
-  po.schemes = {"dense", "int8", "int4"};
+  po.schemes = {"dense", "int8", "int4", "int4-gptq"};
   const compress::OutputObjective objective =
       compress::prepare_output_objective(m, nullptr, co, po);
+  ASSERT_GE(objective.calibration.inputs.size(), 2u);  // -gptq cross-fitted in folds
   ModelProfile profile = profile_model(m, po);
   ASSERT_GE(profile.layers.size(), 4u);
-  // The context: uniform int8.
-  const plan::Plan p8 = compress::uniform_plan(profile, "int8", plan::Objective::numel, 0, kCls);
-  const compress::DamageInContext dc =
-      compress::measure_damage_in_context(m, m, objective, po, profile, p8);
-  EXPECT_DOUBLE_EQ(dc.context_damage, compress::calibration_damage(m, m, objective, po, p8));
-  EXPECT_GT(dc.context_damage, 0.0);
-  EXPECT_NEAR(compress::predicted_in_context(dc, p8), dc.context_damage, 1e-12 * dc.context_damage);
-  EXPECT_LE(dc.offset, dc.context_damage);
-  for (const LayerProfile& l : dc.profile.layers) {
-    double least = INFINITY;
-    for (const Candidate& c : l.candidates) least = std::min(least, *c.output_damage);
-    EXPECT_EQ(least, 0.0) << l.name;
-  }
-  // One layer away, the prediction is that plan's own whole damage: its
-  // layer's D in context is exactly a run of it.
-  for (size_t l : {size_t{0}, profile.layers.size() / 2, profile.layers.size() - 1})
-    for (const char* label : {"dense", "int4"}) {
-      plan::Plan q = p8;
-      for (plan::PlanChoice& c : q.choices)
-        if (c.layer == profile.layers[l].name) c.label = label;
-      const double whole = compress::calibration_damage(m, m, objective, po, q);
-      EXPECT_NEAR(compress::predicted_in_context(dc, q), whole, 1e-9 * whole + 1e-15)
-          << profile.layers[l].name << " " << label;
+  // Contexts: uniform int8 (one fold), uniform int4-gptq (cross-fitted: the
+  // context's own -gptq layers and the candidates in it against the
+  // original's activations outside each fold).
+  for (const char* context : {"int8", "int4-gptq"}) {
+    SCOPED_TRACE(context);
+    const plan::Plan p = compress::uniform_plan(profile, context, plan::Objective::numel, 0, kCls);
+    const compress::DamageInContext dc =
+        compress::measure_damage_in_context(m, m, objective, po, profile, p);
+    EXPECT_GT(dc.context_damage, 0.0);
+    EXPECT_NEAR(compress::predicted_in_context(dc, p), dc.context_damage,
+                1e-12 * dc.context_damage);
+    EXPECT_LE(dc.offset, dc.context_damage);
+    for (const LayerProfile& l : dc.profile.layers) {
+      double least = INFINITY;
+      for (const Candidate& c : l.candidates) least = std::min(least, *c.output_damage);
+      EXPECT_EQ(least, 0.0) << l.name;
     }
+    // One layer away, the prediction is that plan's own whole damage (a run
+    // of the whole plan, each -gptq layer encoded per fold): that layer's D
+    // in context is a run of the same model.
+    for (size_t l : {size_t{0}, profile.layers.size() / 2, profile.layers.size() - 1})
+      for (const char* label : {"dense", "int4", "int8", "int4-gptq"}) {
+        if (std::string(label) == context) continue;
+        plan::Plan q = p;
+        for (plan::PlanChoice& c : q.choices)
+          if (c.layer == profile.layers[l].name) c.label = label;
+        const double whole = compress::calibration_damage(m, m, objective, po, q);
+        EXPECT_NEAR(compress::predicted_in_context(dc, q), whole, 1e-9 * whole + 1e-15)
+            << profile.layers[l].name << " " << label;
+      }
+  }
   // An int8-a8 pick cannot be a context.
-  plan::Plan a8 = p8;
+  plan::Plan a8 = compress::uniform_plan(profile, "int8", plan::Objective::numel, 0, kCls);
   a8.choices.front().label = "int8-a8";
   testing::expect_error_naming(
       [&] { compress::measure_damage_in_context(m, m, objective, po, profile, a8); },

@@ -77,8 +77,10 @@ double calibration_damage(const graph::Model& model, const graph::Model& run_mod
                           const plan::Plan& plan);
 
 /// The predicted damage of `plan` around the context: offset + Σ_ℓ D(ℓ, Q_ℓ)
-/// of in_context.profile. Throws Error naming the layer when `plan` is not a
-/// plan of that profile (plan::find_candidates).
+/// of in_context.profile, or 0 where that first-order sum falls below 0 (a
+/// damage is ≥ 0; it happens far from the context, where the prediction
+/// fails anyway). Throws Error naming the layer when `plan` is not a plan of
+/// that profile (plan::find_candidates).
 double predicted_in_context(const DamageInContext& in_context, const plan::Plan& plan);
 
 }  // namespace tailor::compress

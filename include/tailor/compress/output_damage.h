@@ -152,8 +152,10 @@ struct DamageOptions {
   /// D(ℓ, c) is the metric of that context's model with weight ℓ then
   /// replaced by candidate c, against the original model's outputs. The
   /// "dense" candidate is measured too (weight ℓ back to the original). A
-  /// -gptq candidate's cross-fitting Gram comes from the context's activations
-  /// at the cut, the inputs that layer sees in the context. A context holding
+  /// -gptq candidate is cross-fitted against the original model's
+  /// activations, as encode_plan encodes the context's own -gptq layers, so
+  /// that layer ℓ's pick of the context measures the context itself. Memory:
+  /// one loaded model per map, and one more run per input. A context holding
   /// a weight that is not an initializer or Constant output of the main
   /// graph: Error naming it.
   std::vector<std::map<std::string, Tensor>> context;
