@@ -64,6 +64,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -195,7 +196,8 @@ int main(int argc, char** argv) try {
       "[--singles N] [--damage measured|fitted|auto] [--context]\n";
   // A count argument: a whole number ≥ 0, else nullopt.
   auto count = [](const std::string& v) -> std::optional<int> {
-    if (v.empty() || v.size() > 6 || !std::all_of(v.begin(), v.end(), ::isdigit))
+    if (v.empty() || v.size() > 6 ||
+        !std::all_of(v.begin(), v.end(), [](unsigned char ch) { return std::isdigit(ch); }))
       return std::nullopt;
     return std::stoi(v);
   };

@@ -8,12 +8,10 @@
 #include <limits>
 #include <set>
 
-#include "compress/rewrite_util.h"
 #include "tailor/compress/output_damage.h"
 #include "tailor/compress/output_profile.h"
 #include "tailor/compress/rewrite.h"
 #include "tailor/core/error.h"
-#include "tailor/graph/passes/promote_f16.h"
 #include "tailor/graph/weights.h"
 #include "tailor/plan/sweep.h"
 
@@ -83,26 +81,13 @@ DamageInContext measure_damage_in_context(const graph::Model& model, const graph
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<int> picks = plan::find_candidates(profile, context, "damage in context");
   const Calibration& cal = objective.calibration;
-  const std::vector<std::vector<EncodedLayer>> encoded =
+  std::vector<std::vector<EncodedLayer>> encoded =
       encode_folds(model, run_model, objective, po, context);
-  const size_t folds = encoded.size();
   DamageInContext out;
-  out.context = context;
   out.context_damage = measure_folds(run_model, objective, po, encoded);
 
-  // The weights each run takes, in the run's dtype (f16 runs in f32).
-  graph::Model promoted = run_model;
-  graph::promote_f16_to_f32(promoted);
-  const std::vector<graph::WeightView> run_weights = graph::weights(promoted);
   DamageOptions d = damage_options(objective, po, profile);
-  d.context.resize(folds);
-  for (size_t f = 0; f < folds; ++f)
-    for (const EncodedLayer& e : encoded[f]) {
-      const graph::WeightView* w = graph::find_weight(run_weights, e.name);
-      if (!w) throw Error(e.name, "damage in context: the weight is not one the model runs");
-      d.context[f][e.name] =
-          detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, w->tensor.dtype());
-    }
+  d.context = std::move(encoded);
   out.profile = profile;
   measure_output_damage(run_model, cal.inputs, out.profile, d);
 

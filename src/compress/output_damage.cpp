@@ -266,9 +266,16 @@ void measure_output_damage(const graph::Model& model,
   // context's weights, one per fold, loaded (its kernels packed) as any
   // model; same graph, so the same schedule and cuts.
   std::vector<std::unique_ptr<runtime::Executor>> context;
-  for (const std::map<std::string, Tensor>& values : o.context) {
+  for (const std::vector<EncodedLayer>& layers : o.context) {
     graph::Model in_context = ex.model();
-    for (const auto& [name, t] : values) set_weight_value(in_context, name, t);
+    for (const EncodedLayer& e : layers) {
+      const graph::WeightView* w = graph::find_weight(run_weights, e.name);
+      if (!w)
+        throw Error(e.name, "output damage in context: not a weight of the model's main graph");
+      set_weight_value(
+          in_context, e.name,
+          detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, w->tensor.dtype()));
+    }
     context.push_back(std::make_unique<runtime::Executor>(std::move(in_context)));
   }
 

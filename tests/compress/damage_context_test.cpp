@@ -60,14 +60,10 @@ TEST(DamageInContext, EachCandidateIsAFreshRunOfTheContextWithThatLayerChanged) 
   compress::DamageOptions d;
   d.metric = compress::DamageMetric::kl_probabilities;
   d.threads = 2;
-  d.context.resize(1);
-  for (size_t l = 0; l < 3; ++l) {
-    const graph::WeightView& w = *graph::find_weight(ws, profile.layers[l].name);
-    context.push_back(compress::encode_layer(w, "int8", {}, 0x7a11, l));
-    graph::Model one = m;  // the decoded weight in its stored shape, as the run holds it
-    with_decoded_weight(one, w, context.back());
-    d.context[0][w.name] = graph::find_weight(graph::weights(one), w.name)->tensor;
-  }
+  for (size_t l = 0; l < 3; ++l)
+    context.push_back(compress::encode_layer(*graph::find_weight(ws, profile.layers[l].name),
+                                             "int8", {}, 0x7a11, l));
+  d.context = {context};
   compress::measure_output_damage(m, inputs, profile, d);
 
   runtime::Executor original(m);
@@ -94,9 +90,10 @@ TEST(DamageInContext, EachCandidateIsAFreshRunOfTheContextWithThatLayerChanged) 
     }
 
   // A context naming a weight the model does not have.
-  d.context[0]["no-such-weight"] = d.context[0].begin()->second;
+  d.context[0].push_back(context.front());
+  d.context[0].back().name = "no-such-weight";
   testing::expect_error_naming([&] { compress::measure_output_damage(m, inputs, profile, d); },
-                               "no-such-weight", "not an initializer or Constant");
+                               "no-such-weight", "not a weight of the model's main graph");
 }
 
 TEST(DamageInContext, ThePredictionIsExactAtThePlanAndOneLayerAway) {

@@ -34,8 +34,6 @@ namespace tailor::compress {
 
 /// The output objective around a plan (measure_damage_in_context).
 struct DamageInContext {
-  /// The plan measured around, P.
-  plan::Plan context;
   /// damage(P) on the calibration inputs, in the calibration metric. Its -gptq
   /// layers are cross-fitted as D is: input k runs P encoded against the Gram
   /// of the inputs outside its fold.

@@ -147,18 +147,18 @@ struct DamageOptions {
   /// a plan's fitted picks so. An index out of range: Error.
   std::map<size_t, std::vector<size_t>> only;
   /// Damage in context (damage_context.h): when not empty, input k runs the
-  /// model holding the weights of context[k mod size] (a weight name → its
-  /// value in the stored shape and the run's dtype) in place of its own, and
+  /// model holding the decoded stored factors of the layers of context[k mod
+  /// size] (in the run's dtype) in place of their weights, and
   /// D(ℓ, c) is the metric of that context's model with weight ℓ then
   /// replaced by candidate c, against the original model's outputs. The
   /// "dense" candidate is measured too (weight ℓ back to the original). A
   /// -gptq candidate is cross-fitted against the original model's
   /// activations, as encode_plan encodes the context's own -gptq layers, so
   /// that layer ℓ's pick of the context measures the context itself. Memory:
-  /// one loaded model per map, and one more run per input. A context holding
-  /// a weight that is not an initializer or Constant output of the main
+  /// one loaded model per fold, and one more run per input. A context layer
+  /// whose weight is not an initializer or Constant output of the main
   /// graph: Error naming it.
-  std::vector<std::map<std::string, Tensor>> context;
+  std::vector<std::vector<EncodedLayer>> context;
 };
 
 /// Sets output_damage of every candidate of every layer of `profile` (made
