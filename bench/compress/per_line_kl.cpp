@@ -25,7 +25,7 @@
 #include <algorithm>
 #include <map>
 
-#include "tailor/core/rng.h"
+#include "tailor/core/bootstrap.h"
 
 #include "tailor/compress/output_damage.h"
 #include "tailor/io/load_model.h"
@@ -106,20 +106,13 @@ int main(int argc, char** argv) try {
     };
     std::vector<size_t> all(lines);
     for (size_t i = 0; i < lines; ++i) all[i] = i;
-    Rng rng(0);
-    std::vector<double> draws;
-    std::vector<size_t> pick(lines);
-    for (int d = 0; d < 10000; ++d) {
-      for (size_t& i : pick) i = static_cast<size_t>(rng.below(lines));
-      draws.push_back(ratio_of(pick));
-    }
-    std::sort(draws.begin(), draws.end());
+    const Interval ratio = bootstrap_interval(lines, ratio_of, 0, 10000);
     size_t lower = 0;
     for (size_t i = 0; i < lines; ++i) lower += kl[m][i] < kl[0][i];
     fmt::print(
         "model{} / model1, all lines: mean KL ratio {:.3f}, paired bootstrap 95% interval "
         "{:.3f}-{:.3f}; lower on {} of {} lines\n",
-        m + 1, ratio_of(all), draws[250], draws[9749], lower, lines);
+        m + 1, ratio_of(all), ratio.low, ratio.high, lower, lines);
     // The character accuracy's difference, model m minus model1, over the
     // same kind of draws: tasks::OcrScore's accuracy of each (1 − Σ edits /
     // Σ chars, floored at 0, as the accuracies below print).
@@ -133,13 +126,7 @@ int main(int argc, char** argv) try {
       }
       return other.char_accuracy() - first.char_accuracy();
     };
-    Rng acc_rng(0);
-    std::vector<double> gains;
-    for (int d = 0; d < 10000; ++d) {
-      for (size_t& i : pick) i = static_cast<size_t>(acc_rng.below(lines));
-      gains.push_back(accuracy_gain(pick));
-    }
-    std::sort(gains.begin(), gains.end());
+    const Interval gain = bootstrap_interval(lines, accuracy_gain, 0, 10000);
     size_t better = 0, worse = 0;
     for (size_t i = 0; i < lines; ++i) {
       better += edits[m][i] < edits[0][i];
@@ -148,7 +135,7 @@ int main(int argc, char** argv) try {
     fmt::print(
         "model{} − model1, all lines: character accuracy {:+.4f}, paired bootstrap 95% interval "
         "{:+.4f} to {:+.4f}; fewer edits on {} lines, more on {}\n",
-        m + 1, accuracy_gain(all), gains[250], gains[9749], better, worse);
+        m + 1, accuracy_gain(all), gain.low, gain.high, better, worse);
   }
   // Character accuracy per half (0: calibration, 1: verification) and over all lines (2).
   for (int half = 0; half < 3; ++half) {

@@ -127,6 +127,11 @@ py::dict result_dict(const compress::CompressResult& r) {
       v.damage_metric.empty() ? py::object(py::none()) : py::cast(v.damage_metric);
   verification["predicted_damage"] = v.predicted_damage;
   verification["measured_damage"] = v.measured_damage;
+  verification["measured_damage_interval"] =
+      py::make_tuple(v.measured_interval.low, v.measured_interval.high);
+  verification["calibration_damage"] = v.calibration_damage;
+  verification["calibration_damage_interval"] =
+      py::make_tuple(v.calibration_interval.low, v.calibration_interval.high);
 
   py::dict rewrites;
   for (const compress::LayerRewrite& w : r.rewrites) rewrites[py::str(w.layer)] = w.form;

@@ -355,7 +355,11 @@ class CompressResult:
     the plan; `predicted_damage` (Σ per-layer output damage) and
     `measured_damage` (of the whole compressed model on the verification
     inputs) in `damage_metric` ("kl" nats or "relative_error"), NaN when not
-    measured; `metric` the task metric {"name", "original", "compressed"}
+    measured; `calibration_damage` the written plan run whole on the
+    calibration inputs (the uniform guard's figure; NaN when not measured);
+    `measured_damage_interval` and `calibration_damage_interval` their 95%
+    bootstrap intervals over the inputs as (low, high), NaN for one input;
+    `metric` the task metric {"name", "original", "compressed"}
     (OCR character accuracy, saliency IoU) or None; `kld` a llama's KL /
     top-1 statistics or None; `files` the written files' bytes by name."""
     kind: str
@@ -366,6 +370,9 @@ class CompressResult:
     fixed_bytes: int
     predicted_damage: float
     measured_damage: float
+    measured_damage_interval: Tuple[float, float]
+    calibration_damage: float
+    calibration_damage_interval: Tuple[float, float]
     damage_metric: Optional[str]
     predicted_error: float
     measured_error: float
@@ -477,6 +484,9 @@ def compress(path, budget: str, output, progress: Optional[Callable[[ProgressEve
         kind=d["kind"], out_dir=d["out_dir"], total_bytes=p.total_bytes,
         budget_bytes=p.budget_bytes, dense_bytes=prof.dense_bytes, fixed_bytes=p.fixed_bytes,
         predicted_damage=v["predicted_damage"], measured_damage=v["measured_damage"],
+        measured_damage_interval=tuple(v["measured_damage_interval"]),
+        calibration_damage=v["calibration_damage"],
+        calibration_damage_interval=tuple(v["calibration_damage_interval"]),
         damage_metric=v["damage_metric"], predicted_error=v["predicted_error"],
         measured_error=v["measured_error"], metric=v["metric"], outputs=v["outputs"],
         kld=d["kld"], ocr=d["ocr"], saliency=v["saliency"], rewrites=d["rewrites"],

@@ -523,6 +523,20 @@ CompressResult compress_model(const CompressOptions& o) {
   }
   r.verification.predicted_error = r.plan.objective_value;
   r.verification.predicted_damage = predicted_damage(r.profile, r.plan);
+  // The written plan run whole on the calibration inputs: the guard's figure
+  // for the plan it kept (-gptq layers cross-fitted), else measured here for a
+  // plan without -gptq layers. A -gptq plan the guard did not measure stays
+  // NaN: fitted to the inputs it is scored on, its figure would flatter it.
+  if (!r.guard.empty()) {
+    r.verification.calibration_damage = r.guard[r.guard_kept].damage;
+    r.verification.calibration_interval = r.guard[r.guard_kept].interval;
+  } else if (calibration && gram_weights(r.plan).empty()) {
+    const PlanDamage meter(*original, calibration->inputs, calibration->metric,
+                           calibration->outputs, o.threads);
+    std::vector<DamageMeter> per_input;
+    r.verification.calibration_damage = meter.measure(layers, nullptr, &per_input);
+    r.verification.calibration_interval = damage_interval(per_input, o.seed);
+  }
   {
     std::string msg = fmt::format("{} inputs", r.verification.inputs);
     if (r.kind != "llama")

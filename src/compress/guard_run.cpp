@@ -90,16 +90,19 @@ std::vector<EncodedLayer> run_guard(const graph::Model& run_model, const Calibra
     GuardPoint point{p == 0 ? "plan (" + r.plan.solver + ")" : "uniform " + labels[p - 1],
                      plans[p].total_bytes};
     const bool cross = r.guard_folds > 1 && !gram_weights(plans[p]).empty();
+    std::vector<DamageMeter> meters;  // each calibration input's, for the interval
     if (cross && point.bytes <= budget) {
-      auto cross_fitted = [&](GptqFit fit, std::vector<double>* per_input) {
+      auto cross_fitted = [&](GptqFit fit, std::vector<double>* per_input,
+                              std::vector<DamageMeter>* meters) {
         std::vector<std::vector<EncodedLayer>> folds;
         for (const auto& fold_inputs : outside) folds.push_back(encode(plans[p], fold_inputs, fit));
-        return meter.measure_cross_fitted(folds, per_input);
+        return meter.measure_cross_fitted(folds, per_input, meters);
       };
       // Both fits: the lower is the point, and how the plan is written.
-      point.damage = cross_fitted(GptqFit::sequential, &point.per_input);
+      point.damage = cross_fitted(GptqFit::sequential, &point.per_input, &meters);
       std::vector<double> per_input;
-      const double per_layer = cross_fitted(GptqFit::per_layer, &per_input);
+      std::vector<DamageMeter> per_layer_meters;
+      const double per_layer = cross_fitted(GptqFit::per_layer, &per_input, &per_layer_meters);
       if (p == 0) {
         r.plan_damage_sequential = point.damage;
         r.plan_damage_per_layer = per_layer;
@@ -109,6 +112,7 @@ std::vector<EncodedLayer> run_guard(const graph::Model& run_model, const Calibra
       if (per_layer < point.damage || (std::isnan(point.damage) && !std::isnan(per_layer))) {
         point.damage = per_layer;
         point.per_input = std::move(per_input);
+        meters = std::move(per_layer_meters);
         fits[p] = GptqFit::per_layer;
       }
       point.fit = gptq_fit_name(fits[p]);
@@ -117,12 +121,13 @@ std::vector<EncodedLayer> run_guard(const graph::Model& run_model, const Calibra
       // budget; in the report only): in-sample, one encoding, not
       // kGuardFolds.
       layers[p] = encode(plans[p], c.inputs, GptqFit::sequential);
-      point.damage = meter.measure(*layers[p], &point.per_input);
+      point.damage = meter.measure(*layers[p], &point.per_input, &meters);
       if (cross) {
         point.in_sample = "over the budget";
         point.fit = gptq_fit_name(GptqFit::sequential);
       }
     }
+    point.interval = damage_interval(meters, o.seed);
     r.guard.push_back(std::move(point));
   }
   r.guard_kept = guard_pick(r.guard, budget);

@@ -199,11 +199,26 @@ void DamageMeter::merge(const DamageMeter& other) {
 
 double DamageMeter::value() const {
   // A KL is ≥ 0; f32 rows that do not sum exactly to 1 can give −1e-9.
+  // std::max(0.0, NaN) is 0.0: a NaN row is tested first, so NaN stays NaN.
   if (metric_ != DamageMetric::relative_error)
-    return rows_ > 0 ? std::max(0.0, kl_sum_ / static_cast<double>(rows_)) : 0.0;
+    return rows_ == 0            ? 0.0
+           : std::isnan(kl_sum_) ? kl_sum_
+                                 : std::max(0.0, kl_sum_ / static_cast<double>(rows_));
   double sum = 0;
   for (size_t i = 0; i < outputs_.size(); ++i) sum += yy_[i] > 0 ? dd_[i] / yy_[i] : dd_[i];
   return sum / static_cast<double>(outputs_.size());
+}
+
+Interval damage_interval(const std::vector<DamageMeter>& per_input, uint64_t seed) {
+  if (per_input.empty()) return {};
+  return bootstrap_interval(
+      per_input.size(),
+      [&](const std::vector<size_t>& drawn) {
+        DamageMeter m = per_input[drawn[0]];
+        for (size_t i = 1; i < drawn.size(); ++i) m.merge(per_input[drawn[i]]);
+        return m.value();
+      },
+      seed);
 }
 
 size_t cross_fit_folds(size_t inputs, int folds) {
@@ -527,13 +542,14 @@ PlanDamage::PlanDamage(const graph::Model& model, std::vector<std::map<std::stri
 
 PlanDamage::~PlanDamage() = default;
 
-double PlanDamage::measure(const std::vector<EncodedLayer>& layers,
-                           std::vector<double>* per_input) const {
-  return measure_cross_fitted({layers}, per_input);
+double PlanDamage::measure(const std::vector<EncodedLayer>& layers, std::vector<double>* per_input,
+                           std::vector<DamageMeter>* meters) const {
+  return measure_cross_fitted({layers}, per_input, meters);
 }
 
 double PlanDamage::measure_cross_fitted(const std::vector<std::vector<EncodedLayer>>& folds,
-                                        std::vector<double>* per_input) const {
+                                        std::vector<double>* per_input,
+                                        std::vector<DamageMeter>* meters) const {
   if (folds.empty()) throw Error(kSource, "a plan measured in no fold");
   // A scheme that changes the arithmetic (int8-a8) cannot be shown by a
   // replaced weight: the plan's model as the runtime runs it instead
@@ -563,12 +579,12 @@ double PlanDamage::measure_cross_fitted(const std::vector<std::vector<EncodedLay
       replaced[f][e.name] = t;
     }
   }
-  std::vector<DamageMeter> meters(s_->inputs.size(), DamageMeter(s_->metric, s_->outputs));
+  std::vector<DamageMeter> inputs_meters(s_->inputs.size(), DamageMeter(s_->metric, s_->outputs));
   for_each_input(s_->inputs.size(), s_->workers, [&](size_t k) {
     const size_t f = k % n_folds;
     if (compressed[f]) {
       runtime::Executor own(*compressed[f]);  // kernels keep per-run state
-      meters[k].add(s_->reference[k], own.run(s_->inputs[k]));
+      inputs_meters[k].add(s_->reference[k], own.run(s_->inputs[k]));
       return;
     }
     // Replaced from the first step that reads one of the weights, as
@@ -578,14 +594,15 @@ double PlanDamage::measure_cross_fitted(const std::vector<std::vector<EncodedLay
     size_t cut = run.steps();
     for (const auto& [name, t] : replaced[f]) cut = std::min(cut, run.first_reader(name));
     run.advance(cut);
-    meters[k].add(s_->reference[k], run.finish(replaced[f]));
+    inputs_meters[k].add(s_->reference[k], run.finish(replaced[f]));
   });
   DamageMeter total(s_->metric, s_->outputs);
   if (per_input) per_input->clear();
-  for (const DamageMeter& m : meters) {
+  for (const DamageMeter& m : inputs_meters) {
     total.merge(m);
     if (per_input) per_input->push_back(m.value());
   }
+  if (meters) *meters = std::move(inputs_meters);
   return total.value();
 }
 

@@ -406,7 +406,13 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
   const bool saliency =
       o.task == "saliency" || (o.task == "auto" && !ocr && looks_like_saliency(original));
   const DamageMetric metric = onnx_metric(original);
-  DamageMeter damage(metric, damage_outputs(original, metric));
+  const DamageMeter no_damage(metric, damage_outputs(original, metric));
+  std::vector<DamageMeter> damage;  // one per verification input, for the interval
+  auto add_damage = [&](const std::map<std::string, Tensor>& y,
+                        const std::map<std::string, Tensor>& h) {
+    damage.push_back(no_damage);
+    damage.back().add(y, h);
+  };
   if (ocr) {
     const std::string in_name = original.graph.inputs[0], out_name = outs[0];
     std::vector<Tensor> orig_out;
@@ -426,7 +432,7 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
                        return ex_comp.run({{in_name, x}});
                      }).at(out_name);
           if (k == 0) first_out[out_name] = y;
-          damage.add({{out_name, orig_out.at(k)}}, {{out_name, y}});
+          add_damage({{out_name, orig_out.at(k)}}, {{out_name, y}});
           sums[0].add(orig_out.at(k), y, out_name, fmt::format("line {}", k + 1));
           ++k;
           return y;
@@ -473,7 +479,7 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
       }
       for (size_t i = 0; i < outs.size(); ++i)
         sums[i].add(y.at(outs[i]), h.at(outs[i]), outs[i], label);
-      damage.add(y, h);
+      add_damage(y, h);
       if (saliency) {
         const tasks::MaskAgreement a =
             tasks::compare_masks(y.at(outs[0]), h.at(outs[0]), sal.threshold);
@@ -495,7 +501,10 @@ report::Verification verify_onnx(const graph::Model& original, const graph::Mode
   }
   v.measured_error = outs.empty() ? 0.0 : mean_sq / static_cast<double>(outs.size());
   v.damage_metric = damage_metric_name(metric);
-  v.measured_damage = damage.value();
+  DamageMeter total = no_damage;
+  for (const DamageMeter& m : damage) total.merge(m);
+  v.measured_damage = total.value();
+  v.measured_interval = damage_interval(damage, o.seed);
 
   // The written file itself, run by tailor's runtime.
   runtime::Executor ex_std(promoted(graph::import_onnx(standard_path)));
@@ -552,6 +561,7 @@ report::Verification verify_llama(const graph::Model& original, const graph::Mod
   v.measured_error = v.outputs[0].rel_error * v.outputs[0].rel_error;
   v.damage_metric = damage_metric_name(DamageMetric::kl_logits);
   v.measured_damage = kld->mean_kl;
+  v.measured_interval = llm::mean_kl_interval(*kld, o.seed);
   v.metric = report::TaskMetric{"top-1 agreement", 1.0, kld->top1_agreement};
   return v;
 }

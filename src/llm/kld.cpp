@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "tailor/core/error.h"
 #include "tailor/core/rng.h"
@@ -112,8 +113,12 @@ CompareResult compare_models(const graph::Model& original, const graph::Model& c
   double sum_kl = 0, sum_kl2 = 0, max_kl = 0, nll_orig = 0, nll_comp = 0;
   int64_t same_top = 0, n = 0;
   std::vector<double> kls;
+  std::vector<double> sequence_kl_sum;
+  std::vector<int64_t> sequence_positions;
   for (const std::vector<int32_t>& seq : sequences) {
     const std::span<const int32_t> context(seq.data(), seq.size() - 1);
+    sequence_kl_sum.push_back(0);
+    sequence_positions.push_back(static_cast<int64_t>(context.size()));
     dec_o.reset();
     dec_c.reset();
     const std::vector<float> lo = dec_o.forward(context);
@@ -124,6 +129,7 @@ CompareResult compare_models(const graph::Model& original, const graph::Model& c
       const std::vector<double> lpo = log_softmax(po, vocab), lpc = log_softmax(pc, vocab);
       const double kl = kl_from_log_probs(lpo, lpc);
       sum_kl += kl;
+      sequence_kl_sum.back() += kl;
       sum_kl2 += kl * kl;
       max_kl = std::max(max_kl, kl);
       kls.push_back(kl);
@@ -154,7 +160,26 @@ CompareResult compare_models(const graph::Model& original, const graph::Model& c
   r.top1_stderr = n > 1 ? std::sqrt(r.top1_agreement * (1 - r.top1_agreement) / (dn - 1)) : 0.0;
   r.ppl_orig = std::exp(nll_orig / dn);
   r.ppl_comp = std::exp(nll_comp / dn);
+  r.sequence_kl_sum = std::move(sequence_kl_sum);
+  r.sequence_positions = std::move(sequence_positions);
   return r;
+}
+
+Interval mean_kl_interval(const CompareResult& r, uint64_t seed) {
+  check(r.sequence_kl_sum.size() == r.sequence_positions.size(), "compare",
+        "per-sequence KL sums and positions differ in count");
+  return bootstrap_interval(
+      r.sequence_kl_sum.size(),
+      [&](const std::vector<size_t>& drawn) {
+        double kl = 0;
+        int64_t n = 0;
+        for (size_t i : drawn) {
+          kl += r.sequence_kl_sum[i];
+          n += r.sequence_positions[i];
+        }
+        return n > 0 ? kl / static_cast<double>(n) : std::numeric_limits<double>::quiet_NaN();
+      },
+      seed);
 }
 
 }  // namespace tailor::llm

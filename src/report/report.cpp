@@ -121,6 +121,11 @@ Verification read_verification(const std::string& path) {
     v.damage_metric = string_field(j, "damage_metric", "", path);
     v.predicted_damage = number_field(j, "predicted_damage", "", path, false, 0);
     v.measured_damage = number_field(j, "measured_damage", "", path, false, 0);
+    v.measured_interval = {number_field(j, "measured_damage_low", "", path, false, 0),
+                           number_field(j, "measured_damage_high", "", path, false, 0)};
+    v.calibration_damage = number_field(j, "calibration_damage", "", path, false, 0);
+    v.calibration_interval = {number_field(j, "calibration_damage_low", "", path, false, 0),
+                              number_field(j, "calibration_damage_high", "", path, false, 0)};
   }
   return v;
 }
@@ -239,6 +244,11 @@ std::string report_to_json(const Report& r) {
       verification["damage_metric"] = v.damage_metric;
       verification["predicted_damage"] = number(v.predicted_damage);
       verification["measured_damage"] = number(v.measured_damage);
+      verification["measured_damage_low"] = number(v.measured_interval.low);
+      verification["measured_damage_high"] = number(v.measured_interval.high);
+      verification["calibration_damage"] = number(v.calibration_damage);
+      verification["calibration_damage_low"] = number(v.calibration_interval.low);
+      verification["calibration_damage_high"] = number(v.calibration_interval.high);
     }
   }
   OJson measured = OJson::array();

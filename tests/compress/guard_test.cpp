@@ -609,6 +609,13 @@ TEST(UniformGuard, KeepsUniformInt4WhereThePerLayerDamagesMisleadTheSolver) {
   EXPECT_EQ(int8, 1);
   EXPECT_LT(s.verification.predicted_damage, u.verification.predicted_damage);
   EXPECT_GT(s.verification.measured_damage, 1e-4);
+  // Each damage's interval over its two inputs: a draw of the same input
+  // twice has probability ¼ ≫ 2.5%, so it spans the two inputs' own damages
+  // (the mixed draw pools between them) and holds the figure.
+  const Interval& mi = s.verification.measured_interval;
+  EXPECT_LE(mi.low, s.verification.measured_damage);
+  EXPECT_GE(mi.high, s.verification.measured_damage);
+  EXPECT_LT(mi.low, mi.high);
 
   o.uniform_guard = true;
   o.out_dir = dir.file("guarded");
@@ -624,6 +631,23 @@ TEST(UniformGuard, KeepsUniformInt4WhereThePerLayerDamagesMisleadTheSolver) {
   for (const plan::PlanChoice& c : g.plan.choices) EXPECT_EQ(c.label, "int4") << c.layer;
   EXPECT_EQ(g.plan.total_bytes, u.plan.total_bytes);
   EXPECT_LT(g.verification.measured_damage, 1e-10);
+  // The points' intervals span their two calibration inputs' own damages.
+  for (const compress::GuardPoint& p : g.guard) {
+    ASSERT_EQ(p.per_input.size(), 2u) << p.name;
+    EXPECT_EQ(p.interval.low, std::min(p.per_input[0], p.per_input[1])) << p.name;
+    EXPECT_EQ(p.interval.high, std::max(p.per_input[0], p.per_input[1])) << p.name;
+  }
+  EXPECT_LT(g.guard[0].interval.low, g.guard[0].interval.high);
+  // The written plan's figure on the calibration inputs is the kept point's;
+  // without the guard, the plan without -gptq layers is measured after the
+  // rewrite: the solver's plan there is the guard's first point, the same
+  // figure and interval.
+  EXPECT_EQ(g.verification.calibration_damage, g.guard[g.guard_kept].damage);
+  EXPECT_EQ(g.verification.calibration_interval.high, g.guard[g.guard_kept].interval.high);
+  EXPECT_NEAR(s.verification.calibration_damage, g.guard[0].damage, 1e-12);
+  EXPECT_NEAR(s.verification.calibration_interval.low, g.guard[0].interval.low, 1e-12);
+  EXPECT_NEAR(s.verification.calibration_interval.high, g.guard[0].interval.high, 1e-12);
+  EXPECT_LT(u.verification.calibration_damage, 1e-10);
 }
 
 }  // namespace

@@ -276,6 +276,39 @@ TEST(OutputDamage, RelativeErrorMeterByDefinition) {
       "b", "missing");
 }
 
+// A NaN probability in a compressed row makes the KL NaN, not 0: NaN stays
+// NaN (std::max(0.0, NaN) is 0.0, the clamp that hid it).
+TEST(OutputDamage, ANanRowKeepsTheKlNan) {
+  compress::DamageMeter meter(compress::DamageMetric::kl_probabilities, {"p"});
+  const Tensor y = Tensor::from_f32({2, 2}, std::vector<float>{0.5f, 0.5f, 0.25f, 0.75f});
+  meter.add({{"p", y}}, {{"p", y}});
+  EXPECT_EQ(meter.value(), 0.0);
+  const Tensor h = Tensor::from_f32({2, 2}, std::vector<float>{0.5f, 0.5f, std::nanf(""), 0.75f});
+  meter.add({{"p", y}}, {{"p", h}});
+  EXPECT_TRUE(std::isnan(meter.value()));
+}
+
+// The interval over inputs merges the drawn inputs' meters. Two inputs, KL
+// rows: input A one row of KL a, input B three rows of KL b; a draw is AA
+// (a), BB (b) or AB ((a + 3b) / 4, between them), AA and BB each with
+// probability ¼ ≫ 2.5%, so the interval is [min(a, b), max(a, b)]. One
+// input: no interval.
+TEST(OutputDamage, TheIntervalOverInputsMergesTheirMeters) {
+  compress::DamageMeter a(compress::DamageMetric::kl_probabilities, {"p"}), b = a;
+  const Tensor p = Tensor::from_f32({1, 2}, std::vector<float>{0.5f, 0.5f});
+  const Tensor q = Tensor::from_f32({1, 2}, std::vector<float>{0.25f, 0.75f});
+  a.add({{"p", p}}, {{"p", q}});  // KL = ½ ln(2) + ½ ln(2/3)
+  const Tensor p3 =
+      Tensor::from_f32({3, 2}, std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f});
+  b.add({{"p", p3}}, {{"p", p3}});  // KL 0 on each of three rows
+  const double kl_a = 0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3.0);
+  const Interval i = compress::damage_interval({a, b}, 0);
+  EXPECT_NEAR(i.low, 0.0, 1e-15);
+  EXPECT_NEAR(i.high, kl_a, 1e-12);
+  EXPECT_TRUE(std::isnan(compress::damage_interval({a}, 0).low));
+  EXPECT_TRUE(std::isnan(compress::damage_interval({}, 0).high));
+}
+
 TEST(OutputDamage, CalibrationInputWithNanIsRefusedNamingTheFile) {
   if (!fs::exists(kCls)) GTEST_SKIP() << kCls << " not fetched (scripts/fetch-models.sh)";
   TempDir dir;

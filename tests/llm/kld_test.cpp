@@ -98,9 +98,10 @@ TEST(CompareModels, PerturbedCopyMatchesADirectComputation) {
   // The same statistics by their definitions, one position at a time.
   double sum = 0, sum2 = 0, nll_a = 0, nll_b = 0;
   int same = 0, n = 0;
-  std::vector<double> all;
+  std::vector<double> all, per_sequence;
   for (const std::vector<int32_t>& seq : sample_sequences(a, o)) {
     Decoder sa(a), sb(b);
+    per_sequence.push_back(0);
     for (size_t t = 0; t + 1 < seq.size(); ++t) {
       const std::vector<float> la = sa.forward({&seq[t], 1}), lb = sb.forward({&seq[t], 1});
       double za = 0, zb = 0;
@@ -115,6 +116,7 @@ TEST(CompareModels, PerturbedCopyMatchesADirectComputation) {
         kl += pa * std::log(pa / pb);
       }
       sum += kl;
+      per_sequence.back() += kl;
       sum2 += kl * kl;
       all.push_back(kl);
       same += std::max_element(la.begin(), la.end()) - la.begin() ==
@@ -140,6 +142,12 @@ TEST(CompareModels, PerturbedCopyMatchesADirectComputation) {
   EXPECT_NEAR(r.kl_median, all[29], 1e-4 * all[29] + 1e-12);
   EXPECT_NEAR(r.kl_p99, all[59], 1e-4 * all[59]);
   EXPECT_EQ(r.kl_p99, r.max_kl);
+  // Each sequence's summed KL over its 20 positions, for the interval.
+  ASSERT_EQ(r.sequence_kl_sum.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_NEAR(r.sequence_kl_sum[k], per_sequence[k], 1e-4 * per_sequence[k]) << k;
+    EXPECT_EQ(r.sequence_positions[k], 20);
+  }
 }
 
 TEST(CompareModels, RejectsBadOptions) {
@@ -148,6 +156,23 @@ TEST(CompareModels, RejectsBadOptions) {
   expect_error_naming([&] { sample_sequences(m, {.length = 512}); }, "compare",
                       "context length 512");
   expect_error_naming([&] { sample_sequences(m, {.temperature = 0}); }, "compare", "temperature");
+}
+
+// mean_kl's interval resamples whole sequences: sequence 1 sums KL 2 over 2
+// positions (mean 1), sequence 2 sums 0 over 2; a draw is both of one (1 or
+// 0, each with probability ¼) or one of each (0.5), so the interval is [0, 1].
+TEST(Compare, TheMeanKlIntervalResamplesSequences) {
+  CompareResult r;
+  r.sequence_kl_sum = {2.0, 0.0};
+  r.sequence_positions = {2, 2};
+  const Interval i = mean_kl_interval(r, 0);
+  EXPECT_EQ(i.low, 0.0);
+  EXPECT_EQ(i.high, 1.0);
+  r.sequence_kl_sum = {2.0};
+  r.sequence_positions = {2};
+  EXPECT_TRUE(std::isnan(mean_kl_interval(r, 0).low));
+  r.sequence_positions = {2, 2};
+  expect_error_naming([&] { mean_kl_interval(r, 0); }, "compare", "differ in count");
 }
 
 }  // namespace

@@ -94,6 +94,17 @@ class Stories(unittest.TestCase):
         m = re.search(r"predicted ([\d.e+-]+) \(.*measured ([\d.e+-]+) \(verification", text)
         self.assertEqual(f"{r.predicted_damage:.4g}", m.group(1))
         self.assertEqual(f"{r.measured_damage:.4g}", m.group(2))
+        # The intervals over the inputs, and the written plan run whole on the
+        # calibration sequences (the guard's figure), as printed.
+        low, high = r.measured_damage_interval
+        self.assertLessEqual(low, r.measured_damage)
+        self.assertGreaterEqual(high, r.measured_damage)
+        self.assertIn(f"(verification inputs, 95% {low:.4g}–{high:.4g})", text)
+        w = re.search(r"run whole on the calibration inputs \(.*?\) ([\d.e+-]+) "
+                      r"\(95% ([\d.e+-]+)–([\d.e+-]+)\)", text)
+        self.assertEqual(f"{r.calibration_damage:.4g}", w.group(1))
+        self.assertEqual([f"{x:.4g}" for x in r.calibration_damage_interval],
+                         [w.group(2), w.group(3)])
         kl = re.search(r"mean KL ([\d.]+) ± ([\d.]+) nats", text)
         self.assertEqual(f"{r.kld['mean_kl']:.5f}", kl.group(1))
         top1 = re.search(r"top-1 agreement: original ([\d.]+), compressed ([\d.]+)", text)

@@ -179,7 +179,10 @@ TEST(Verification, ReadsTheFileAndRefusesBadOnes) {
   testing::write_bytes(dir.file("v.json"), R"({"inputs": 3,
     "outputs": [{"name": "y", "rel_error": 0.5, "cosine": 0.8}],
     "metric": {"name": "acc", "original": 1, "compressed": 0.5},
-    "predicted_error": 0.1, "measured_error": null})");
+    "predicted_error": 0.1, "measured_error": null, "damage_metric": "kl",
+    "predicted_damage": 0.02, "measured_damage": 0.01, "measured_damage_low": 0.004,
+    "measured_damage_high": 0.03, "calibration_damage": 0.012,
+    "calibration_damage_low": null, "calibration_damage_high": null})");
   const Verification v = read_verification(dir.file("v.json"));
   EXPECT_EQ(v.inputs, 3);
   ASSERT_EQ(v.outputs.size(), 1u);
@@ -189,6 +192,11 @@ TEST(Verification, ReadsTheFileAndRefusesBadOnes) {
   EXPECT_EQ(v.metric->compressed, 0.5);
   EXPECT_EQ(v.predicted_error, 0.1);
   EXPECT_TRUE(std::isnan(v.measured_error));
+  EXPECT_EQ(v.measured_damage, 0.01);
+  EXPECT_EQ(v.measured_interval.low, 0.004);
+  EXPECT_EQ(v.measured_interval.high, 0.03);
+  EXPECT_EQ(v.calibration_damage, 0.012);
+  EXPECT_TRUE(std::isnan(v.calibration_interval.low));
 
   testing::write_bytes(dir.file("bad.json"), R"({"outputs": [{"name": "y", "rel_error": 0.5}]})");
   testing::expect_error_naming([&] { read_verification(dir.file("bad.json")); },

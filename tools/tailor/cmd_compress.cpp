@@ -17,6 +17,17 @@
 namespace tailor::cli {
 namespace {
 
+// An interval over the inputs as the lines below print it: ", 95% a–b" inside
+// a parenthesis already open, " (95% a–b)" after a figure; nothing for none.
+std::string with_interval(const Interval& i) {
+  const std::string t = interval_text(i);
+  return t.empty() ? t : ", " + t;
+}
+std::string in_parentheses(const Interval& i) {
+  const std::string t = interval_text(i);
+  return t.empty() ? t : " (" + t + ")";
+}
+
 void print_result(const compress::CompressResult& r) {
   const plan::Plan& p = r.plan;
   std::map<std::string, const compress::LayerRewrite*> forms;
@@ -69,8 +80,8 @@ void print_result(const compress::CompressResult& r) {
     // verdict line above names the rest).
     for (size_t i = 0; i < r.guard.size(); ++i)
       std::cout << fmt::format(
-          "  {:<28} {:>12} bytes  damage {:.4g}{}{}{}\n", r.guard[i].name,
-          with_commas(r.guard[i].bytes), r.guard[i].damage,
+          "  {:<28} {:>12} bytes  damage {:.4g}{}{}{}{}\n", r.guard[i].name,
+          with_commas(r.guard[i].bytes), r.guard[i].damage, in_parentheses(r.guard[i].interval),
           (r.guard[i].fit.empty() ? std::string() : " (-gptq fitted " + r.guard[i].fit + ")") +
               (r.guard[i].in_sample.empty()
                    ? std::string()
@@ -121,25 +132,29 @@ void print_result(const compress::CompressResult& r) {
     const bool kl = v.damage_metric == "kl";
     std::cout << fmt::format(
         "  output damage ({}): predicted {:.4g} (Σ per-layer D on {}), measured {:.4g} "
-        "(verification inputs), measured/predicted {}\n",
+        "(verification inputs{}), measured/predicted {}\n",
         kl ? "mean KL of the output distribution, nats"
            : "mean squared relative output error; the output is not a distribution",
         v.predicted_damage, r.profile.calibration.empty() ? "-" : r.profile.calibration,
-        v.measured_damage,
+        v.measured_damage, with_interval(v.measured_interval),
         v.predicted_damage > 0  // 0 for a plan of dense layers only (--uniform dense)
             ? fmt::format("{:.3g}", v.measured_damage / v.predicted_damage)
             : std::string("n/a (nothing predicted)"));
-    // The other prediction compress holds: the kept plan run whole on the
-    // calibration inputs (the guard), where layers' damages need not add up.
-    if (!r.guard.empty()) {
-      const double whole = r.guard[r.guard_kept].damage;
+    // The other prediction compress holds: the written plan run whole on the
+    // calibration inputs (the guard's figure), where layers' damages need not
+    // add up. Each interval is the spread that the draw of inputs alone gives
+    // the figure beside it.
+    if (!std::isnan(v.calibration_damage))
       std::cout << fmt::format(
-          "  output damage of the written plan run whole on the calibration inputs (the "
-          "guard{}) {:.4g}, measured/that {:.3g}\n",
-          r.guard_folds > 1 ? fmt::format(", -gptq layers cross-fitted in {} folds", r.guard_folds)
-                            : "",
-          whole, v.measured_damage / whole);
-    }
+          "  output damage of the written plan run whole on the calibration inputs ({}) {:.4g}{}, "
+          "measured/that {:.3g}\n",
+          r.guard.empty()     ? "measured after the rewrite"
+          : r.guard_folds > 1 ? fmt::format("the guard, -gptq layers cross-fitted in {} "
+                                            "folds",
+                                            r.guard_folds)
+                              : std::string("the guard"),
+          v.calibration_damage, in_parentheses(v.calibration_interval),
+          v.measured_damage / v.calibration_damage);
   }
   if (r.plan.objective != "output")
     std::cout << fmt::format(

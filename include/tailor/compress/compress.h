@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "tailor/compress/rewrite.h"
+#include "tailor/core/bootstrap.h"
 #include "tailor/llm/kld.h"
 #include "tailor/plan/plan.h"
 #include "tailor/profile/model_profile.h"
@@ -169,6 +170,9 @@ struct GuardPoint {
   /// Each calibration input's own damage (PlanDamage::measure's per_input);
   /// empty when not measured per input.
   std::vector<double> per_input = {};
+  /// `damage`'s 95% percentile bootstrap interval over the calibration inputs
+  /// (damage_interval, seeded CompressOptions::seed); NaN, NaN for one input.
+  Interval interval = {};
   /// Why a plan with -gptq layers was measured with its GPTQ fitted to the
   /// calibration inputs themselves (which flatters it: on the recogniser's
   /// 19 fixture lines, uniform int4-g32-gptq fitted sequentially at α = 1

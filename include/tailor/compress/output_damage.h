@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tailor/compress/rewrite.h"
+#include "tailor/core/bootstrap.h"
 #include "tailor/core/tensor.h"
 #include "tailor/graph/graph.h"
 #include "tailor/profile/model_profile.h"
@@ -79,6 +80,14 @@ class DamageMeter {
   double kl_sum_ = 0;
   int64_t rows_ = 0;
 };
+
+/// The damage's 95% percentile bootstrap interval over its inputs
+/// (bootstrap_interval, kBootstrapResamples draws with Rng(seed)):
+/// `per_input` holds one meter per input, each draw's value is that of the
+/// drawn inputs' meters merged (so KL stays the mean over every drawn output
+/// row, relative error the pooled Σ‖y − ŷ‖² / Σ‖y‖²). NaN, NaN for fewer than
+/// two inputs or a NaN damage.
+Interval damage_interval(const std::vector<DamageMeter>& per_input, uint64_t seed);
 
 /// Folds the data-aware candidates are cross-fitted in by default
 /// (DamageOptions::folds, and the uniform guard's whole plans).
@@ -202,15 +211,17 @@ class PlanDamage {
   /// weight of `layers` replaced by its decoded stored factors (in the run's
   /// dtype; with an int8-a8 layer, the plan's model as the runtime runs it,
   /// rewrite_tailor); 0 for no layers. `per_input`, when given, receives each input's
-  /// own damage (the metric over that input alone), in input order. Throws
+  /// own damage (the metric over that input alone), in input order, and
+  /// `meters`, when given, each input's meter (damage_interval's). Throws
   /// Error naming a layer the model lacks.
-  double measure(const std::vector<EncodedLayer>& layers,
-                 std::vector<double>* per_input = nullptr) const;
+  double measure(const std::vector<EncodedLayer>& layers, std::vector<double>* per_input = nullptr,
+                 std::vector<DamageMeter>* meters = nullptr) const;
   /// The same, cross-fitted: input k runs with the layers of
   /// `folds[k mod folds.size()]` (each fold's plan encoded against the Gram
   /// of the inputs outside that fold). Throws Error for no fold.
   double measure_cross_fitted(const std::vector<std::vector<EncodedLayer>>& folds,
-                              std::vector<double>* per_input = nullptr) const;
+                              std::vector<double>* per_input = nullptr,
+                              std::vector<DamageMeter>* meters = nullptr) const;
 
  private:
   struct State;

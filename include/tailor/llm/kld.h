@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "tailor/core/bootstrap.h"
 #include "tailor/graph/graph.h"
 #include "tailor/llm/llama.h"
 
@@ -49,7 +50,19 @@ struct CompareResult {
   double ppl_orig = 0, ppl_comp = 0;
   /// Positions scored.
   int64_t positions = 0;
+  /// Each sampled sequence's summed KL over its positions (nats) and its
+  /// positions, in sampling order: a bootstrap over sequences
+  /// (mean_kl_interval) resamples these.
+  std::vector<double> sequence_kl_sum;
+  std::vector<int64_t> sequence_positions;
 };
+
+/// mean_kl's 95% percentile bootstrap interval over the sampled sequences
+/// (bootstrap_interval with Rng(seed): each draw's Σ sequence_kl_sum /
+/// Σ sequence_positions over the drawn sequences). Positions within a
+/// sequence are not independent, so sequences are the unit resampled. NaN,
+/// NaN for fewer than two sequences.
+Interval mean_kl_interval(const CompareResult& r, uint64_t seed);
 
 /// `options.sequences` sequences of 1 + length tokens: BOS, then tokens drawn
 /// from the model's softmax(logits / temperature) one at a time (inverse CDF

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tailor/core/bootstrap.h"
 #include "tailor/plan/plan.h"
 #include "tailor/plan/sweep.h"
 #include "tailor/profile/model_profile.h"
@@ -77,6 +78,17 @@ struct Verification {
   std::string damage_metric;
   double predicted_damage = std::numeric_limits<double>::quiet_NaN();
   double measured_damage = std::numeric_limits<double>::quiet_NaN();
+  /// measured_damage's 95% percentile bootstrap interval over the
+  /// verification inputs (llama: over the sampled sequences); NaN, NaN for
+  /// one input.
+  Interval measured_interval = {};
+  /// The written plan's damage run whole on the calibration inputs (compress's
+  /// uniform guard, or its fit step for a --uniform -gptq plan: -gptq layers
+  /// cross-fitted), with its 95% bootstrap interval over those inputs: the
+  /// prediction of the written file in which the layers' damages need not
+  /// add up; NaN where no whole plan was measured.
+  double calibration_damage = std::numeric_limits<double>::quiet_NaN();
+  Interval calibration_interval = {};
 };
 
 /// Reads verify.json. Throws Error naming `path` for malformed JSON, a missing
