@@ -105,6 +105,11 @@ class Stories(unittest.TestCase):
         self.assertEqual(f"{r.calibration_damage:.4g}", w.group(1))
         self.assertEqual([f"{x:.4g}" for x in r.calibration_damage_interval],
                          [w.group(2), w.group(3)])
+        # The note on intervals past 2× either way, exactly when one is.
+        wide = any(lo < 0.5 * x or hi > 2 * x for x, (lo, hi) in
+                   [(r.measured_damage, r.measured_damage_interval),
+                    (r.calibration_damage, r.calibration_damage_interval)])
+        self.assertEqual("the draw of inputs alone moves a figure" in text, wide)
         kl = re.search(r"mean KL ([\d.]+) ± ([\d.]+) nats", text)
         self.assertEqual(f"{r.kld['mean_kl']:.5f}", kl.group(1))
         top1 = re.search(r"top-1 agreement: original ([\d.]+), compressed ([\d.]+)", text)

@@ -155,6 +155,19 @@ void print_result(const compress::CompressResult& r) {
                               : std::string("the guard"),
           v.calibration_damage, in_parentheses(v.calibration_interval),
           v.measured_damage / v.calibration_damage);
+    // Past 2× either way by the draw of inputs alone: no prediction of it can
+    // be held to 2× on these inputs.
+    auto wide = [](double x, const Interval& i) {
+      return !std::isnan(i.low) && (i.high > 2 * x || i.low < 0.5 * x);
+    };
+    if (wide(v.measured_damage, v.measured_interval) ||
+        wide(v.calibration_damage, v.calibration_interval))
+      std::cout << fmt::format(
+          "  the draw of inputs alone moves a figure above past 2× (its interval): more inputs "
+          "narrow it ({})\n",
+          r.kind == "llama" ? "--sequences"
+                            : "--calib; a recogniser's --ocr-lines, e.g. from "
+                              "bench/compress/ocr_lines.py");
   }
   if (r.plan.objective != "output")
     std::cout << fmt::format(
