@@ -62,13 +62,29 @@ int64_t lowrank_rank(const std::string& label) {
   }
 }
 
+// `<figure>_low` and `<figure>_high`: both or neither, low ≤ high, and only
+// beside the figure itself.
+Interval interval_field(const Json& j, const std::string& figure, double value,
+                        const std::string& path) {
+  const std::string lo_key = figure + "_low", hi_key = figure + "_high";
+  const Interval i{number_field(j, lo_key.c_str(), "", path, false, 0),
+                   number_field(j, hi_key.c_str(), "", path, false, 0)};
+  if (std::isnan(i.low) != std::isnan(i.high))
+    throw Error(path, "\"" + lo_key + "\" and \"" + hi_key + "\" must be given together");
+  if (std::isnan(i.low)) return i;
+  if (std::isnan(value)) throw Error(path, "\"" + lo_key + "\" without \"" + figure + "\"");
+  if (i.low > i.high)
+    throw Error(path, fmt::format("\"{}\" {} exceeds \"{}\" {}", lo_key, i.low, hi_key, i.high));
+  return i;
+}
+
 }  // namespace
 
 Verification read_verification(const std::string& path) {
   Json j;
   try {
     j = Json::parse(read_file(path));
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e400
     throw Error(path, std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) throw Error(path, "expected a JSON object");
@@ -117,15 +133,21 @@ Verification read_verification(const std::string& path) {
   }
   v.predicted_error = number_field(j, "predicted_error", "", path, false, 0);
   v.measured_error = number_field(j, "measured_error", "", path, false, 0);
+  static const char* const kDamageFields[] = {"predicted_damage",       "measured_damage",
+                                              "measured_damage_low",    "measured_damage_high",
+                                              "calibration_damage",     "calibration_damage_low",
+                                              "calibration_damage_high"};
   if (j.contains("damage_metric")) {
     v.damage_metric = string_field(j, "damage_metric", "", path);
     v.predicted_damage = number_field(j, "predicted_damage", "", path, false, 0);
     v.measured_damage = number_field(j, "measured_damage", "", path, false, 0);
-    v.measured_interval = {number_field(j, "measured_damage_low", "", path, false, 0),
-                           number_field(j, "measured_damage_high", "", path, false, 0)};
+    v.measured_interval = interval_field(j, "measured_damage", v.measured_damage, path);
     v.calibration_damage = number_field(j, "calibration_damage", "", path, false, 0);
-    v.calibration_interval = {number_field(j, "calibration_damage_low", "", path, false, 0),
-                              number_field(j, "calibration_damage_high", "", path, false, 0)};
+    v.calibration_interval = interval_field(j, "calibration_damage", v.calibration_damage, path);
+  } else {
+    for (const char* key : kDamageFields)
+      if (j.contains(key) && !j[key].is_null())
+        throw Error(path, std::string("\"") + key + "\" needs \"damage_metric\" (its unit)");
   }
   return v;
 }

@@ -222,6 +222,21 @@ TEST(Verification, RefusesValuesOutsideTheirRange) {
   refused(R"({"outputs": [], "saliency": {"output": "m", "threshold": 0.5, "mae": 0.1,
           "iou": 1.5, "inputs": []}})",
           "saliency: \"iou\" must be in [0, 1], found 1.5");
+  // A damage interval: both ends, low ≤ high, beside its figure, in a metric.
+  const std::string kl = R"({"outputs": [], "damage_metric": "kl", )";
+  refused(kl + R"("measured_damage": 0.005, "measured_damage_low": 0.02,
+          "measured_damage_high": 0.001})",
+          "\"measured_damage_low\" 0.02 exceeds \"measured_damage_high\" 0.001");
+  refused(kl + R"("measured_damage": 0.005, "measured_damage_low": 0.001})",
+          "\"measured_damage_low\" and \"measured_damage_high\" must be given together");
+  refused(kl + R"("calibration_damage_low": 0.001, "calibration_damage_high": 0.002})",
+          "\"calibration_damage_low\" without \"calibration_damage\"");
+  refused(R"({"outputs": [], "calibration_damage": -5})",
+          "\"calibration_damage\" needs \"damage_metric\"");
+  refused(R"({"outputs": [], "measured_damage_low": "x"})",
+          "\"measured_damage_low\" needs \"damage_metric\"");
+  // A number past a double is refused naming the file, not an internal error.
+  refused(R"({"outputs": [], "measured_error": 1e400})", "not valid JSON");
 }
 
 }  // namespace

@@ -35,6 +35,11 @@ void print_result(const compress::CompressResult& r) {
   size_t name_w = 5;
   for (const auto& c : p.choices) name_w = std::max(name_w, c.layer.size());
   name_w = std::min<size_t>(name_w, 48);
+  // The stage that measured whole plans: a --uniform -gptq run measures only
+  // its own plan, to choose its fit.
+  const std::string stage = r.plan.solver.rfind("uniform", 0) == 0 && r.guard.size() == 1
+                                ? "fit of the -gptq layers"
+                                : "uniform guard";
   std::cout << fmt::format("\nplan ({} solver{})\n", p.solver,
                            p.proven_optimal ? ", proven optimal" : "");
   std::cout << fmt::format("  {:<{}}  {:<12} {:>10} {:>12} {:>12}  {}\n", "layer", name_w, "scheme",
@@ -69,10 +74,7 @@ void print_result(const compress::CompressResult& r) {
   }
   if (!r.guard.empty()) {
     std::cout << fmt::format("\n{} (whole plans on the calibration inputs, {} in {:.1f} s)\n",
-                             r.plan.solver.rfind("uniform", 0) == 0 && r.guard.size() == 1
-                                 ? "fit of the -gptq layers"
-                                 : "uniform guard",
-                             r.profile.output_metric, r.guard_seconds);
+                             stage, r.profile.output_metric, r.guard_seconds);
     // damage: over all calibration inputs (KL: the mean over every output
     // row), the statistic the best uniform within the budget is chosen by;
     // bound: the paired 95% upper bound of the mean per-input difference
@@ -147,14 +149,15 @@ void print_result(const compress::CompressResult& r) {
     if (!std::isnan(v.calibration_damage))
       std::cout << fmt::format(
           "  output damage of the written plan run whole on the calibration inputs ({}) {:.4g}{}, "
-          "measured/that {:.3g}\n",
-          r.guard.empty()     ? "measured after the rewrite"
-          : r.guard_folds > 1 ? fmt::format("the guard, -gptq layers cross-fitted in {} "
-                                            "folds",
-                                            r.guard_folds)
-                              : std::string("the guard"),
+          "measured/that {}\n",
+          fmt::format("{}{}", r.guard.empty() ? "measured after the rewrite" : stage,
+                      r.guard_folds > 1
+                          ? fmt::format(", -gptq layers cross-fitted in {} folds", r.guard_folds)
+                          : ""),
           v.calibration_damage, in_parentheses(v.calibration_interval),
-          v.measured_damage / v.calibration_damage);
+          v.calibration_damage > 0  // 0 for a plan of dense layers only (--uniform dense)
+              ? fmt::format("{:.3g}", v.measured_damage / v.calibration_damage)
+              : std::string("n/a (nothing measured)"));
     // Past 2× either way by the draw of inputs alone: no prediction of it can
     // be held to 2× on these inputs.
     auto wide = [](double x, const Interval& i) {
@@ -166,8 +169,8 @@ void print_result(const compress::CompressResult& r) {
           "  the draw of inputs alone moves a figure above past 2× (its interval): more inputs "
           "narrow it ({})\n",
           r.kind == "llama" ? "--sequences"
-                            : "--calib; a recogniser's --ocr-lines, e.g. from "
-                              "bench/compress/ocr_lines.py");
+                            : "--calib, --inputs for random ones, a recogniser's --ocr-lines "
+                              "(bench/compress/ocr_lines.py writes more)");
   }
   if (r.plan.objective != "output")
     std::cout << fmt::format(
@@ -237,7 +240,9 @@ void add_compress(CLI::App& app) {
                   "(2-3 measured probes per layer and scheme family, the rest alpha * rel_error^2) "
                   "or auto (default: fitted above 20M profiled weights)")
       ->check(CLI::IsMember({"auto", "measured", "fitted"}));
-  cmd->add_option("--seed", o.seed, "Seed of solvers and verification inputs (default 0)")
+  cmd->add_option(
+         "--seed", o.seed,
+         "Seed of solvers, verification inputs and the damage intervals' draws (default 0)")
       ->check(kUnsigned);
   cmd->add_option("--calib", o.calib_dir,
                   "Folder of verification inputs (one input: every .npy, and .png for an image "
