@@ -81,7 +81,7 @@ TEST(CompressOutput, AnOutputSymlinkToAFolderIsWrittenThrough) {
 }
 
 // Beside Σ D, compress prints the written plan's damage run whole on the
-// calibration inputs: the guard's figure for the plan it kept, and the folds
+// calibration inputs: the guard's figure and interval for the plan it kept, and the folds
 // its -gptq layers were cross-fitted in (4 random calibration inputs: 4
 // folds; no -gptq label: none said).
 TEST(CompressOutput, PrintsTheKeptPlansWholeCalibrationDamage) {
@@ -97,10 +97,12 @@ TEST(CompressOutput, PrintsTheKeptPlansWholeCalibrationDamage) {
     ASSERT_NE(kept, std::string::npos) << r.output;
     const size_t line = r.output.rfind('\n', kept) + 1;
     const std::string listing = r.output.substr(line, kept - line);
+    // The figure and its interval over the 4 inputs, "0.00187 (95% a–b)".
     const std::string damage = listing.substr(listing.find("damage ") + 7);
-    const std::string whole = "run whole on the calibration inputs (the guard" +
+    const std::string whole = "run whole on the calibration inputs (uniform guard" +
                               std::string(gptq ? ", -gptq layers cross-fitted in 4 folds" : "") +
-                              ") " + damage.substr(0, damage.find(' ')) + ", measured/that ";
+                              ") " + damage.substr(0, damage.find(')') + 1) + ", measured/that ";
+    EXPECT_NE(damage.find(" (95% "), std::string::npos) << listing;
     EXPECT_NE(r.output.find(whole), std::string::npos) << whole << "\n" << r.output;
   }
 }
