@@ -579,7 +579,7 @@ CompressResult compress_model(const CompressOptions& o) {
     if (!r.guard.empty()) rep.measured_metric = r.profile.output_metric;
     for (size_t i = 0; i < r.guard.size(); ++i)
       rep.measured.push_back({r.guard[i].name, r.guard[i].bytes, r.guard[i].damage,
-                              i == r.guard_kept, r.guard[i].in_sample});
+                              i == r.guard_kept, r.guard[i].in_sample, r.guard[i].interval});
     rep.latency_original_ms = r.latency_original_ms;
     rep.latency_compressed_ms = r.latency_compressed_ms;
     report::write_report(staging.file(""), rep);

@@ -240,12 +240,12 @@ std::string measured_table(const Report& r) {
       "<table><thead><tr><th>plan</th><th>bytes</th><th>% of dense</th><th>damage</th>"
       "</tr></thead><tbody>\n";
   for (const MeasuredPlan& m : r.measured)
-    t += fmt::format(
-        "<tr{}><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{}</td></tr>\n",
-        m.kept ? " class=\"chosen\"" : "", html_escape(m.name), with_commas(m.bytes),
-        percent(m.bytes, r.dense_bytes),
-        num(m.damage) + (m.in_sample.empty() ? std::string()
-                                             : " (in-sample: " + html_escape(m.in_sample) + ")"));
+    t += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{}</td></tr>\n",
+                     m.kept ? " class=\"chosen\"" : "", html_escape(m.name), with_commas(m.bytes),
+                     percent(m.bytes, r.dense_bytes),
+                     num(m.damage) + over_inputs(m.interval) +
+                         (m.in_sample.empty() ? std::string()
+                                              : " (in-sample: " + html_escape(m.in_sample) + ")"));
   return t + "</tbody></table>\n";
 }
 

@@ -278,6 +278,8 @@ std::string report_to_json(const Report& r) {
     measured.push_back({{"name", m.name},
                         {"bytes", m.bytes},
                         {"damage", number(m.damage)},
+                        {"damage_low", number(m.interval.low)},
+                        {"damage_high", number(m.interval.high)},
                         {"kept", m.kept},
                         {"in_sample", m.in_sample}});
   OJson out = {{"report_version", 1},

@@ -153,9 +153,22 @@ TEST(Report, JsonHoldsTheNumbers) {
   v.outputs = {{"logits", 0.012, 0.9999}};
   v.metric = TaskMetric{"character accuracy", 0.98, 0.97};
   v.predicted_error = 0.0021;
-  const Report r = make_report(two_layers(), int8_plan(), "plan.json",
-                               plan::study_plan(two_layers(), int8_plan(), "plan.json", {}), v);
+  v.damage_metric = "kl";
+  v.measured_damage = 0.01;
+  v.measured_interval = {0.004, 0.03};
+  Report r = make_report(two_layers(), int8_plan(), "plan.json",
+                         plan::study_plan(two_layers(), int8_plan(), "plan.json", {}), v);
+  r.measured_metric = "kl";
+  r.measured.push_back({"uniform int8", 520, 0.002, true, "", {0.001, 0.0035}});
+  r.measured.push_back({"plan (exact)", 500, 0.003, false, "", {}});
   const nlohmann::json j = nlohmann::json::parse(report_to_json(r));
+  // The damages' intervals over the inputs; none measured: null.
+  EXPECT_EQ(j["verification"]["measured_damage_low"], 0.004);
+  EXPECT_EQ(j["verification"]["measured_damage_high"], 0.03);
+  EXPECT_TRUE(j["verification"]["calibration_damage"].is_null());
+  EXPECT_EQ(j["measured_plans"][0]["damage_low"], 0.001);
+  EXPECT_EQ(j["measured_plans"][0]["damage_high"], 0.0035);
+  EXPECT_TRUE(j["measured_plans"][1]["damage_low"].is_null());
   EXPECT_EQ(j["report_version"], 1);
   EXPECT_EQ(j["total_bytes"], 520);
   EXPECT_NEAR(j["total_percent"].get<double>(), 100.0 * 520 / 1700, 1e-12);

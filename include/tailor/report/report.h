@@ -137,6 +137,9 @@ struct MeasuredPlan {
   /// Why its -gptq layers were fitted to the calibration inputs themselves
   /// (compress::GuardPoint::in_sample); empty when cross-fitted as the rest.
   std::string in_sample;
+  /// damage's 95% bootstrap interval over the calibration inputs
+  /// (compress::GuardPoint::interval); NaN, NaN for one input.
+  Interval interval = {};
 };
 
 /// Everything the report shows; report.json and report.html hold the same numbers.
