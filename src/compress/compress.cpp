@@ -289,6 +289,9 @@ CompressResult compress_model(const CompressOptions& o) {
   if (!cached) po.grams = grams.all();
   r.profile = cached ? *cached : profile_model(mf, po);
   r.profile.model = o.model;
+  // The cache is keyed by the inputs' contents, not their place: a hit names
+  // the inputs this run read, not those of the run that stored it.
+  if (calibration && cached) r.profile.calibration = calibration->description;
   if (calibration && !cached) {
     const auto t0 = Clock::now();
     std::vector<size_t> all(r.profile.layers.size());

@@ -480,6 +480,18 @@ TEST(OutputDamage, ACachedProfileComputesOnlyTheGramsItsPlanEncodes) {
   const compress::CompressResult hit = compress::compress_model(o);
   EXPECT_TRUE(hit.profile_cached);
   EXPECT_EQ(hit.gram_seconds, 0.0);  // round-to-nearest picks read no Gram
+  // The same inputs in another folder hit the cache (keyed by contents), and
+  // the profile names the folder this run read, not the one that stored it.
+  fs::copy(dir.file("calib"), dir.file("moved-calib"));
+  o.calib_dir = dir.file("moved-calib");
+  o.out_dir = dir.file("moved");
+  const compress::CompressResult moved = compress::compress_model(o);
+  EXPECT_TRUE(moved.profile_cached);
+  EXPECT_NE(moved.profile.calibration.find("moved-calib"), std::string::npos)
+      << moved.profile.calibration;
+  EXPECT_NE(hit.profile.calibration.find(dir.file("calib")), std::string::npos)
+      << hit.profile.calibration;
+  o.calib_dir = dir.file("calib");
   o.uniform = "int4-gptq";
   o.out_dir = dir.file("lazy");
   const compress::CompressResult lazy = compress::compress_model(o);
