@@ -281,8 +281,9 @@ TEST(DamageFit, MeasuresWhatThePlanPicksAsTheFullPass) {
   for (size_t l = 0; l < got.plan.choices.size(); ++l)
     for (size_t c = 0; c < full.layers[l].candidates.size(); ++c) {
       const Candidate& f = fitted.layers[l].candidates[c];
-      if (f.output_damage && !f.output_damage_fitted)  // measured: as the full pass
+      if (f.output_damage && !f.output_damage_fitted) {  // measured: as the full pass
         EXPECT_EQ(*f.output_damage, *full.layers[l].candidates[c].output_damage) << f.label;
+      }
       if (f.label == got.plan.choices[l].label) sum += *full.layers[l].candidates[c].output_damage;
     }
   EXPECT_NEAR(got.plan.objective_value, sum, 1e-12 * sum);

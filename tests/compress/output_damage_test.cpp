@@ -432,7 +432,9 @@ TEST(OutputDamage, CompressQuantizesGptqWithTheGramsOfItsCalibrationInputs) {
     }
   EXPECT_GE(checked, 1);
   for (const plan::PlanChoice& c : r.plan.choices) {
-    if (c.label != "dense") EXPECT_EQ(c.label, "int4-gptq") << c.layer;
+    if (c.label != "dense") {
+      EXPECT_EQ(c.label, "int4-gptq") << c.layer;
+    }
   }
   EXPECT_GT(r.verification.measured_damage, 0.0);
   EXPECT_GT(r.gram_seconds, 0.0);

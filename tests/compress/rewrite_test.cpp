@@ -297,9 +297,10 @@ TEST(CompressRewrite, DataAwareAndCompositeLabels) {
       check_standard(*l, label);
       compress::rewrite_standard(l->model(l->weight()), {e}, &log);
       if (label != "int3+r4-q8" &&
-          label != "int4-g32-mse")  // 3-bit codes take 4 bits; padded groups
+          label != "int4-g32-mse") {  // 3-bit codes take 4 bits; padded groups
         EXPECT_EQ(log.at(0).file_bytes, static_cast<int64_t>(e.encoded->bytes()))
             << label << " on " << l->op;
+      }
       // tailor's runtime: CompressedLinear / CompressedConv on the stored parts.
       const Tensor x = randn(l->x_shape, 4);
       EXPECT_LT(rel_diff(run1(l->decoded_model(e), x),

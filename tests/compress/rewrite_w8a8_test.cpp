@@ -314,9 +314,10 @@ TEST(CompressRewrite, Int8A8NonFiniteInputMakesItsRowOrImageNaN) {
         ASSERT_EQ(got.size(), want.size()) << who;
         for (size_t i = 0; i < got.size(); ++i) {
           ASSERT_EQ(std::isnan(got[i]), std::isnan(want[i])) << who << " at " << i;
-          if (!std::isnan(want[i]))
+          if (!std::isnan(want[i])) {
             ASSERT_LE(std::abs(double(got[i]) - want[i]), tol * (1 + std::abs(want[i])))
                 << who << " at " << i;
+          }
         }
       };
       const std::string what = layer->op + (std::isnan(bad) ? " NaN" : " Inf");

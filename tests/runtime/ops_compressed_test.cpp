@@ -162,7 +162,9 @@ TEST(OpsCompressed, PointwiseConvOnPackedCodesIsTheDenseConvOnTheDecodedWeight) 
       std::vector<float> qb(static_cast<size_t>(y1.numel()));
       const std::vector<float> xv = x.to_f32_vector(), bv = bias.to_f32_vector();
       k::qb_f32_conv_6x16_avx2(q, xv.data(), bv.data(), qb.data(), k::Activation::relu());
-      if (side > 3) EXPECT_EQ(y1.to_f32_vector(), qb) << what << " against qb_conv";
+      if (side > 3) {
+        EXPECT_EQ(y1.to_f32_vector(), qb) << what << " against qb_conv";
+      }
       runtime::Executor ex(op.model());
       ex.run({{"x0", x}, {"x1", bias}});
       EXPECT_EQ(ex.peak_activation_bytes(), arena_block(y1.numel()) + arena_block(c_out * c_in))

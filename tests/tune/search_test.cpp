@@ -171,8 +171,9 @@ TEST(TuneSearch, AFailedMoveIsBisectedUntilTheChoiceThatFailsIsFound) {
     int with_k5 = 0;
     for (size_t i = 0; i < r.evaluations.size(); ++i) {
       with_k5 += r.evaluations[i].config[5];
-      if (i > static_cast<size_t>(r.best))
+      if (i > static_cast<size_t>(r.best)) {
         EXPECT_EQ(r.evaluations[i].config[5], 0) << "seed " << seed << ", measurement " << i;
+      }
     }
     EXPECT_LE(with_k5, 4) << "seed " << seed;
   }

@@ -57,12 +57,18 @@ class F32Attention : public KernelVsRef {
                              std::to_string(d) + (causal ? " causal" : "") +
                              (interleaved ? " interleaved" : "");
     expect_within(got, want, std::vector<double>(q.size(), t), what);
-    for (int64_t i = 0; i < rows && causal; ++i)
-      if (keys - rows + i < 0)
-        for (int64_t c = 0; c < d; ++c)
+    for (int64_t i = 0; i < rows && causal; ++i) {
+      if (keys - rows + i < 0) {
+        for (int64_t c = 0; c < d; ++c) {
           EXPECT_EQ(got[static_cast<size_t>(i * d + c)], 0.0f) << what;
-    if (nan)
-      for (int64_t c = 0; c < d; ++c) EXPECT_TRUE(std::isnan(got[static_cast<size_t>(c)])) << what;
+        }
+      }
+    }
+    if (nan) {
+      for (int64_t c = 0; c < d; ++c) {
+        EXPECT_TRUE(std::isnan(got[static_cast<size_t>(c)])) << what;
+      }
+    }
   }
 };
 
