@@ -33,9 +33,10 @@ Interval bootstrap_interval(size_t n,
   return {values[lo], values[hi]};
 }
 
-std::string interval_text(const Interval& interval) {
+std::string interval_text(const Interval& interval, std::string_view before,
+                          std::string_view after) {
   if (std::isnan(interval.low) || std::isnan(interval.high)) return {};
-  return fmt::format("95% {:.4g}–{:.4g}", interval.low, interval.high);
+  return fmt::format("{}95% {:.4g}–{:.4g}{}", before, interval.low, interval.high, after);
 }
 
 }  // namespace tailor

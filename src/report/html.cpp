@@ -159,8 +159,7 @@ std::string num(double v, const char* spec = "{:.6g}") {
 
 // " (95% a–b over the inputs)", or nothing without an interval.
 std::string over_inputs(const Interval& i) {
-  const std::string t = interval_text(i);
-  return t.empty() ? t : " (" + t + " over the inputs)";
+  return interval_text(i, " (", " over the inputs)");
 }
 
 std::string solver_table(const Report& r) {

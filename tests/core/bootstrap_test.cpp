@@ -86,6 +86,8 @@ TEST(Bootstrap, IntervalText) {
   EXPECT_EQ(interval_text({0.00211, 0.009337}), "95% 0.00211–0.009337");
   EXPECT_EQ(interval_text({1.5, 2.0}), "95% 1.5–2");
   EXPECT_EQ(interval_text({}), "");
+  EXPECT_EQ(interval_text({1.5, 2.0}, " (", ")"), " (95% 1.5–2)");
+  EXPECT_EQ(interval_text({}, " (", ")"), "");
 }
 
 }  // namespace

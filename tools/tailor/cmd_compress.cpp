@@ -17,17 +17,6 @@
 namespace tailor::cli {
 namespace {
 
-// An interval over the inputs as the lines below print it: ", 95% a–b" inside
-// a parenthesis already open, " (95% a–b)" after a figure; nothing for none.
-std::string with_interval(const Interval& i) {
-  const std::string t = interval_text(i);
-  return t.empty() ? t : ", " + t;
-}
-std::string in_parentheses(const Interval& i) {
-  const std::string t = interval_text(i);
-  return t.empty() ? t : " (" + t + ")";
-}
-
 void print_result(const compress::CompressResult& r) {
   const plan::Plan& p = r.plan;
   std::map<std::string, const compress::LayerRewrite*> forms;
@@ -83,7 +72,8 @@ void print_result(const compress::CompressResult& r) {
     for (size_t i = 0; i < r.guard.size(); ++i)
       std::cout << fmt::format(
           "  {:<28} {:>12} bytes  damage {:.4g}{}{}{}{}\n", r.guard[i].name,
-          with_commas(r.guard[i].bytes), r.guard[i].damage, in_parentheses(r.guard[i].interval),
+          with_commas(r.guard[i].bytes), r.guard[i].damage,
+          interval_text(r.guard[i].interval, " (", ")"),
           (r.guard[i].fit.empty() ? std::string() : " (-gptq fitted " + r.guard[i].fit + ")") +
               (r.guard[i].in_sample.empty()
                    ? std::string()
@@ -138,7 +128,7 @@ void print_result(const compress::CompressResult& r) {
         kl ? "mean KL of the output distribution, nats"
            : "mean squared relative output error; the output is not a distribution",
         v.predicted_damage, r.profile.calibration.empty() ? "-" : r.profile.calibration,
-        v.measured_damage, with_interval(v.measured_interval),
+        v.measured_damage, interval_text(v.measured_interval, ", "),
         v.predicted_damage > 0  // 0 for a plan of dense layers only (--uniform dense)
             ? fmt::format("{:.3g}", v.measured_damage / v.predicted_damage)
             : std::string("n/a (nothing predicted)"));
@@ -154,10 +144,10 @@ void print_result(const compress::CompressResult& r) {
                       r.guard_folds > 1
                           ? fmt::format(", -gptq layers cross-fitted in {} folds", r.guard_folds)
                           : ""),
-          v.calibration_damage, in_parentheses(v.calibration_interval),
+          v.calibration_damage, interval_text(v.calibration_interval, " (", ")"),
           v.calibration_damage > 0  // 0 for a plan of dense layers only (--uniform dense)
               ? fmt::format("{:.3g}", v.measured_damage / v.calibration_damage)
-              : std::string("n/a (nothing measured)"));
+              : std::string("n/a (0 measured)"));
     // Past 2× either way by the draw of inputs alone: no prediction of it can
     // be held to 2× on these inputs.
     auto wide = [](double x, const Interval& i) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tailor {
@@ -33,8 +34,10 @@ Interval bootstrap_interval(size_t n,
                             const std::function<double(const std::vector<size_t>&)>& statistic,
                             uint64_t seed, int resamples = kBootstrapResamples);
 
-/// "95% low–high" with 4 significant digits (e.g. "95% 0.0021–0.00934"), as
-/// compress and the report print an interval; empty when either end is NaN.
-std::string interval_text(const Interval& interval);
+/// `before` + "95% low–high" + `after`, the ends with 4 significant digits
+/// (e.g. "95% 0.0021–0.00934"), as compress and the report print an
+/// interval; empty (without `before` and `after`) when either end is NaN.
+std::string interval_text(const Interval& interval, std::string_view before = "",
+                          std::string_view after = "");
 
 }  // namespace tailor
