@@ -10,7 +10,8 @@
 // frame (compress::DamageMeter, kl_probabilities) and whether its greedy CTC
 // decoding still equals the original's; then each half's mean, median and
 // the share of its summed KL carried by its worst line; last, the character
-// accuracy against labels.tsv (tasks::OcrScore's, 1 − Σ edits / Σ chars) of
+// accuracy against labels.tsv (tasks::OcrScore's, 1 − Σ edits / Σ chars,
+// spaces ignored as PaddleOCR's RecMetric does: tasks::ocr_score_line) of
 // the original and of every model, per half and over all lines (on a folder
 // calibration never saw, e.g. `ocr_lines.py OUT 400 11` without its first 38
 // fixture lines, the "all" figure is wholly held out). With two or more
@@ -59,9 +60,11 @@ int main(int argc, char** argv) try {
   std::vector<size_t> chars;
   std::vector<std::string> reference_text;  // the original's decoding of each line
   for (size_t i = 0; i < inputs.size(); ++i) {
-    chars.push_back(tasks::utf8_code_points(labels[i].second).size());
-    reference_text.push_back(tasks::ctc_greedy_decode(reference[i].at(out), classes));
-    edits.back().push_back(tasks::edit_distance(labels[i].second, reference_text.back()));
+    const tasks::OcrLine line = tasks::ocr_score_line(
+        labels[i].first, labels[i].second, tasks::ctc_greedy_decode(reference[i].at(out), classes));
+    chars.push_back(line.chars);
+    reference_text.push_back(line.text);
+    edits.back().push_back(line.edits);
   }
   for (size_t m = 0; m < kl.size(); ++m) {
     runtime::Executor ex(load_model(argv[4 + m]));
@@ -72,7 +75,7 @@ int main(int argc, char** argv) try {
       kl[m].push_back(meter.value());
       const std::string text = tasks::ctc_greedy_decode(y.at(out), classes);
       same[m].push_back(text == reference_text[i]);
-      edits[m].push_back(tasks::edit_distance(labels[i].second, text));
+      edits[m].push_back(tasks::ocr_score_line(labels[i].first, labels[i].second, text).edits);
     }
   }
   fmt::print("{:>4} {:>4} {:>6}", "line", "half", "frames");

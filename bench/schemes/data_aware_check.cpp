@@ -58,8 +58,9 @@ Eval evaluate(const graph::Model& m, const std::vector<Tensor>& inputs,
         const double pk = p[f * c + k], qk = std::max<double>(q[f * c + k], 1e-30);
         if (pk > 0) kl += pk * std::log(pk / qk);
       }
-    edits += edit_distance(truth[i], ctc_greedy_decode(y, classes));
-    chars += utf8_code_points(truth[i]).size();
+    const OcrLine line = ocr_score_line("", truth[i], ctc_greedy_decode(y, classes));
+    edits += line.edits;
+    chars += line.chars;
   }
   return {kl / static_cast<double>(frames), 1.0 - double(edits) / double(chars)};
 }

@@ -170,6 +170,22 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[y.size()];
 }
 
+OcrLine ocr_score_line(std::string file, std::string truth, std::string text) {
+  const auto without_spaces = [](const std::string& t) {
+    std::string out;
+    for (char c : t)
+      if (c != ' ') out.push_back(c);  // UTF-8: 0x20 is never part of another code point
+    return out;
+  };
+  OcrLine line;
+  line.edits = edit_distance(without_spaces(truth), without_spaces(text));
+  line.chars = utf8_code_points(without_spaces(truth)).size();
+  line.file = std::move(file);
+  line.truth = std::move(truth);
+  line.text = std::move(text);
+  return line;
+}
+
 double OcrScore::char_accuracy() const {
   if (chars == 0) return 0.0;
   // Reading more than is there can cost more edits than there are characters.
@@ -220,13 +236,9 @@ OcrScore ocr_read_lines(const OcrBatchRecognizer& run, const std::string& dir,
   OcrScore score;
   for (size_t i = 0; i < labels.size(); ++i) {
     const auto& [file, truth] = labels[i];
-    OcrLine line;
-    line.file = file;
-    line.truth = truth;
-    line.text = naming((std::filesystem::path(dir) / file).string(),
-                       [&] { return ctc_greedy_decode(outputs[i], classes); });
-    line.edits = edit_distance(truth, line.text);
-    line.chars = utf8_code_points(truth).size();
+    OcrLine line = ocr_score_line(file, truth,
+                                  naming((std::filesystem::path(dir) / file).string(),
+                                         [&] { return ctc_greedy_decode(outputs[i], classes); }));
     score.chars += line.chars;
     score.edits += line.edits;
     score.exact += line.edits == 0 ? 1 : 0;

@@ -55,16 +55,24 @@ size_t edit_distance(const std::string& a, const std::string& b);
 struct OcrLine {
   std::string file;   ///< image file name in the fixture folder
   std::string truth;  ///< ground-truth text
-  std::string text;   ///< what was read
-  size_t edits = 0;   ///< edit_distance(truth, text)
-  size_t chars = 0;   ///< code points of truth
+  std::string text;   ///< what was read (as decoded, spaces kept)
+  size_t edits = 0;   ///< edit_distance of the two texts without their spaces (ocr_score_line)
+  size_t chars = 0;   ///< code points of truth without its spaces
 };
+
+/// Scores one line as PaddleOCR's RecMetric does with ignore_space=True, its
+/// default (ppocr/metrics/rec_metric.py): every space (U+0020) is removed from
+/// `truth` and `text` before the edit distance, so a line read with an extra
+/// space, which the recogniser often adds at the crop's margins, is read
+/// exactly, and `chars` counts the truth's other code points. `text` is kept
+/// as read.
+OcrLine ocr_score_line(std::string file, std::string truth, std::string text);
 
 /// Scores over a fixture set.
 struct OcrScore {
   std::vector<OcrLine> lines;  ///< in labels.tsv order
-  size_t chars = 0;            ///< Σ truth code points
-  size_t edits = 0;            ///< Σ edit distances
+  size_t chars = 0;            ///< Σ truth code points but spaces
+  size_t edits = 0;            ///< Σ edit distances, spaces ignored (ocr_score_line)
   size_t exact = 0;            ///< lines read exactly
   /// Character accuracy max(0, 1 − Σ edits / Σ chars): 1 − the normalised
   /// edit distance, floored at 0 (reading far more than is there can cost

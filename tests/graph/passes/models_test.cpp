@@ -85,7 +85,8 @@ TEST(PassesOnModels, SileroVad) {
 
 // Task level: the optimized recogniser reads the rendered fixture lines as
 // onnxruntime does (tests/runtime/ort_compare_test.cpp, measured independently
-// with Python: 36 of 38 lines exact, the same two misreads, 2 edits).
+// with Python: the same two lines read otherwise than written; spaces ignored
+// as PaddleOCR's RecMetric does, 37 of 38 exact, 1 edit).
 TEST(PassesOnModels, RecognizerReadsTheOcrFixturesAsOnnxruntime) {
   const std::string model = model_path("ch_PP-OCRv4_rec_infer.onnx"),
                     keys = model_path("ppocr_keys_v1.txt");
@@ -100,12 +101,15 @@ TEST(PassesOnModels, RecognizerReadsTheOcrFixturesAsOnnxruntime) {
       },
       fixture_path("ocr"), classes);
   ASSERT_EQ(score.lines.size(), 38u);
-  std::set<std::string> misread;
-  for (const tasks::OcrLine& l : score.lines)
+  std::set<std::string> read_otherwise, misread;
+  for (const tasks::OcrLine& l : score.lines) {
+    if (l.text != l.truth) read_otherwise.insert(l.file);
     if (l.edits) misread.insert(l.file);
-  EXPECT_EQ(misread, (std::set<std::string>{"12_sentence3.png", "18_price3.png"}));
-  EXPECT_EQ(score.edits, 2u);
-  EXPECT_EQ(score.exact, 36u);
+  }
+  EXPECT_EQ(read_otherwise, (std::set<std::string>{"12_sentence3.png", "18_price3.png"}));
+  EXPECT_EQ(misread, (std::set<std::string>{"18_price3.png"}));
+  EXPECT_EQ(score.edits, 1u);
+  EXPECT_EQ(score.exact, 37u);
 }
 
 }  // namespace
