@@ -10,7 +10,8 @@
 // kernels). Prints per label: planned bytes, mean rel_error, mean per-layer
 // ratio of rel_error to the reference form's (schemes::stored_form; composites
 // against the label given after "vs" on the line), mean KL(original ‖ compressed)
-// per output frame, character accuracy, and CPU seconds of encoding.
+// per output frame, character accuracy (tasks::OcrScore's, spaces ignored:
+// ocr_score_line), and CPU seconds of encoding.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -48,7 +49,7 @@ Eval evaluate(const graph::Model& m, const std::vector<Tensor>& inputs,
   const std::string in = m.graph.inputs.at(0), out = m.graph.outputs.at(0);
   double kl = 0;
   int64_t frames = 0;
-  size_t edits = 0, chars = 0;
+  OcrScore score;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor y = ex.run({{in, inputs[i]}}).at(out).contiguous();
     const std::vector<float> q = y.to_f32_vector(), p = reference[i].to_f32_vector();
@@ -59,10 +60,10 @@ Eval evaluate(const graph::Model& m, const std::vector<Tensor>& inputs,
         if (pk > 0) kl += pk * std::log(pk / qk);
       }
     const OcrLine line = ocr_score_line("", truth[i], ctc_greedy_decode(y, classes));
-    edits += line.edits;
-    chars += line.chars;
+    score.edits += line.edits;
+    score.chars += line.chars;
   }
-  return {kl / static_cast<double>(frames), 1.0 - double(edits) / double(chars)};
+  return {kl / static_cast<double>(frames), score.char_accuracy()};
 }
 
 }  // namespace

@@ -269,8 +269,11 @@ TEST(OcrTask, ScoresALineWithoutItsSpaces) {
   EXPECT_EQ(
       ocr_score_line("", "\xe5\xa4\xa7\xe5\xad\xa6", "\xe5\xa4\xa7\xe3\x80\x80\xe5\xad\xa6").edits,
       1u);
-  // A line of spaces only has no characters to read.
+  // A line of spaces only has no characters to read: nothing read is exact,
+  // anything read is an insertion.
   EXPECT_EQ(ocr_score_line("", "  ", "").chars, 0u);
+  EXPECT_EQ(ocr_score_line("", "  ", "").edits, 0u);
+  EXPECT_EQ(ocr_score_line("", "  ", "x").edits, 1u);
 }
 
 /// One-hot [1, T, C] output spelling `path` (class indices per step).
@@ -303,6 +306,21 @@ TEST(OcrTask, ScoresAnyRecognizer) {
   EXPECT_EQ(s.exact, 1u);
   EXPECT_DOUBLE_EQ(s.char_accuracy(), 1.0 - 1.0 / 7.0);
   EXPECT_DOUBLE_EQ(s.line_accuracy(), 0.5);
+  // A line read with a margin space ("lo" as " lo") is scored exact, and the
+  // truth's space ("He llo") is not a character: 7 characters, no edits.
+  testing::write_bytes(dir.file("labels.tsv"), "a.png\tHe llo\nb.png\tlo\n");
+  calls = 0;
+  const OcrRecognizer spaced = [&](const Tensor&) {
+    return ++calls == 1 ? one_hot({1, 2, 3, 0, 3, 4, 0}, 7) : one_hot({6, 3, 0, 4}, 7);
+  };
+  const OcrScore sp = ocr_read_lines(spaced, dir.path().string(), classes);
+  ASSERT_EQ(sp.lines.size(), 2u);
+  EXPECT_EQ(sp.lines[0].text, "Hello");
+  EXPECT_EQ(sp.lines[1].text, " lo");  // kept as read
+  EXPECT_EQ(sp.chars, 7u);             // "Hello" + "lo"
+  EXPECT_EQ(sp.edits, 0u);
+  EXPECT_EQ(sp.exact, 2u);
+  EXPECT_DOUBLE_EQ(sp.char_accuracy(), 1.0);
   // A wrong class count names the image whose output it was.
   const OcrRecognizer wrong = [&](const Tensor&) { return one_hot({1}, 5); };
   testing::expect_error_naming([&] { ocr_read_lines(wrong, dir.path().string(), classes); },

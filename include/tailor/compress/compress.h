@@ -332,7 +332,10 @@ struct CompressResult {
     std::string file, truth, original, compressed;
   };
   std::vector<OcrDiff> ocr_differences;
-  /// Lines read exactly by the original and the compressed model (of `verification.inputs`).
+  /// Lines read exactly by the original and the compressed model (of
+  /// `verification.inputs`), spaces ignored (tasks::ocr_score_line); a line in
+  /// ocr_differences may differ by spaces alone, since those compare the texts
+  /// as read.
   int64_t ocr_exact_original = 0, ocr_exact_compressed = 0;
   /// llama: KL divergence and top-1 agreement statistics.
   std::optional<llm::CompareResult> kld;

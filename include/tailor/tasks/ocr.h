@@ -60,12 +60,15 @@ struct OcrLine {
   size_t chars = 0;   ///< code points of truth without its spaces
 };
 
-/// Scores one line as PaddleOCR's RecMetric does with ignore_space=True, its
-/// default (ppocr/metrics/rec_metric.py): every space (U+0020) is removed from
-/// `truth` and `text` before the edit distance, so a line read with an extra
-/// space, which the recogniser often adds at the crop's margins, is read
-/// exactly, and `chars` counts the truth's other code points. `text` is kept
-/// as read.
+/// Scores one line with its spaces ignored as PaddleOCR's RecMetric ignores
+/// them (ignore_space=True, its default; ppocr/metrics/rec_metric.py): every
+/// space (U+0020) is removed from `truth` and `text` before the edit distance,
+/// so a line read with an extra space, which the recogniser often adds at the
+/// crop's margins, is read exactly, and `chars` counts the truth's other code
+/// points. (RecMetric's own normalised edit distance averages per line; the
+/// accuracy here pools edits over characters, OcrScore::char_accuracy.)
+/// `text` is kept as read. `truth` and `text` are UTF-8: removing byte 0x20
+/// never splits a code point of valid UTF-8.
 OcrLine ocr_score_line(std::string file, std::string truth, std::string text);
 
 /// Scores over a fixture set.
@@ -73,7 +76,7 @@ struct OcrScore {
   std::vector<OcrLine> lines;  ///< in labels.tsv order
   size_t chars = 0;            ///< Σ truth code points but spaces
   size_t edits = 0;            ///< Σ edit distances, spaces ignored (ocr_score_line)
-  size_t exact = 0;            ///< lines read exactly
+  size_t exact = 0;            ///< lines read exactly, spaces ignored (edits = 0)
   /// Character accuracy max(0, 1 − Σ edits / Σ chars): 1 − the normalised
   /// edit distance, floored at 0 (reading far more than is there can cost
   /// more edits than there are characters). 0 when chars = 0.
