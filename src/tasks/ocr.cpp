@@ -177,9 +177,10 @@ OcrLine ocr_score_line(std::string file, std::string truth, std::string text) {
       if (c != ' ') out.push_back(c);  // UTF-8: 0x20 is never part of another code point
     return out;
   };
+  const std::string scored_truth = without_spaces(truth);
   OcrLine line;
-  line.edits = edit_distance(without_spaces(truth), without_spaces(text));
-  line.chars = utf8_code_points(without_spaces(truth)).size();
+  line.edits = edit_distance(scored_truth, without_spaces(text));
+  line.chars = utf8_code_points(scored_truth).size();
   line.file = std::move(file);
   line.truth = std::move(truth);
   line.text = std::move(text);
