@@ -425,7 +425,10 @@ void measure_output_damage(const graph::Model& model,
       });
       const runtime::LayerInput& li = read->second.front();
       fold_stored.assign(folds, std::vector<Tensor>(layer.candidates.size()));
-      for (size_t f = 0; f < folds; ++f) {
+      // The folds are independent (their own Gram, their own slots): one
+      // worker per fold. GPTQ's encodings are most of an ISNet damage pass,
+      // and serially they left the other workers idle.
+      for_each_input(folds, std::min(workers, folds), [&](size_t f) {
         runtime::InputStats outside({li}, true);
         for (size_t k = 0; k < runs.size(); ++k)
           if (k % folds != f)
@@ -438,7 +441,7 @@ void measure_output_damage(const graph::Model& model,
           fold_stored[f][c] =
               detail::to_stored(e.encoded->decode(), e.layout, e.stored_shape, run_dtype);
         }
-      }
+      });
     }
     for (size_t c = 0; c < layer.candidates.size(); ++c) {
       if (o.only.empty() || measured[c]) {

@@ -246,8 +246,16 @@ TEST(CrossFit, GptqIsScoredOnInputsOutsideItsGram) {
   d.grams = grams;
   d.folds = 2;
   d.threads = 2;
-  ModelProfile crossfit = profile, fitted_on_all = profile;
+  ModelProfile crossfit = profile, fitted_on_all = profile, on_one_thread = profile;
   compress::measure_output_damage(m, inputs, crossfit, d);
+  d.threads = 1;  // the folds encoded on one worker instead of two: the same bits
+  compress::measure_output_damage(m, inputs, on_one_thread, d);
+  for (size_t l = 0; l < crossfit.layers.size(); ++l)
+    for (size_t c = 0; c < crossfit.layers[l].candidates.size(); ++c)
+      EXPECT_EQ(crossfit.layers[l].candidates[c].output_damage,
+                on_one_thread.layers[l].candidates[c].output_damage)
+          << crossfit.layers[l].name << " " << crossfit.layers[l].candidates[c].label;
+  d.threads = 2;
   d.folds = 1;
   compress::measure_output_damage(m, inputs, fitted_on_all, d);
 
