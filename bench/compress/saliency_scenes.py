@@ -155,10 +155,11 @@ def main(argv):
     if "--with-fixtures" in argv:
         fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
                                 "fixtures", "saliency")
-        order = ["ball", "bird", "mug", "person"]  # even: calibration, odd: verification
+        # In their own name order (ball, bird, mug, person), as compress reads
+        # the fixture folder: even-numbered calibrate, odd-numbered verify.
+        order = sorted(f for f in os.listdir(fixtures) if f.endswith(".png"))
         for i, name in enumerate(order):
-            shutil.copyfile(os.path.join(fixtures, name + ".png"),
-                            os.path.join(out, f"{i:03d}_{name}.png"))
+            shutil.copyfile(os.path.join(fixtures, name), os.path.join(out, f"{i:03d}_{name}"))
         names = [f"{len(order) + k:03d}_{name}" for k, name in enumerate(names)]
     for k, name in enumerate(names):
         scene(seed * 1000 + k).save(os.path.join(out, name + ".png"), optimize=True)
